@@ -1,0 +1,46 @@
+// Response envelopes of spec Part 1 §7/§8 and their schemas (for OpenAPI).
+import { Type, type TSchema } from '@sinclair/typebox';
+import { pageEnvelope, type Page } from '../../shared/common/pagination.ts';
+import type { AppContext } from './types.ts';
+
+export const ErrorBody = Type.Object(
+  {
+    status: Type.Literal('error'),
+    code: Type.String({ description: 'VALIDATION_ERROR, BAD_REQUEST, AUTHENTICATION_FAILED, INVALID_TOKEN, PERMISSION_DENIED, NOT_FOUND, …' }),
+    message: Type.String(),
+    detail: Type.Optional(Type.String()),
+    errors: Type.Optional(Type.Record(Type.String(), Type.Array(Type.String()))),
+    data: Type.Optional(Type.Object({})),
+  },
+  { $id: 'Error' },
+);
+
+export const MessageBody = Type.Object({ status: Type.Literal('success'), message: Type.String() }, { $id: 'Message' });
+
+export const created = (data: TSchema) => Type.Object({ status: Type.Literal('success'), message: Type.String(), data });
+
+export const paginated = (item: TSchema) =>
+  Type.Object({
+    count: Type.Integer(),
+    next: Type.Union([Type.String({ format: 'uri' }), Type.Null()]),
+    previous: Type.Union([Type.String({ format: 'uri' }), Type.Null()]),
+    results: Type.Array(item),
+  });
+
+/** The absolute URL of this request, for pagination links (PLATFORM_PUBLIC_URL wins when set). */
+export function requestUrl(ctx: AppContext, publicUrl: string | undefined): string {
+  return publicUrl ? new URL(ctx.originalUrl, publicUrl).toString() : `${ctx.protocol}://${ctx.host}${ctx.originalUrl}`;
+}
+
+export function sendPage<T>(ctx: AppContext, page: Page<T>, publicUrl: string | undefined): void {
+  ctx.body = pageEnvelope(page, requestUrl(ctx, publicUrl));
+}
+
+export function sendCreated(ctx: AppContext, message: string, data: unknown): void {
+  ctx.status = 201;
+  ctx.body = { status: 'success', message, data };
+}
+
+export function sendMessage(ctx: AppContext, message: string): void {
+  ctx.body = { status: 'success', message };
+}

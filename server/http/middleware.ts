@@ -1,0 +1,93 @@
+import { randomUUID } from 'node:crypto';
+import type { Next } from 'koa';
+import cors from '@koa/cors';
+import helmet from 'koa-helmet';
+import { koaBody } from 'koa-body';
+import type { Orm } from '../../shared/db/orm.ts';
+import type { Logger } from '../../shared/common/logger.ts';
+import { makeContext } from '../../shared/context.ts';
+import { notAuthenticated } from '../../shared/errors.ts';
+import type { Config } from '../../shared/config.ts';
+import type { AppContext } from './types.ts';
+
+const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
+
+/** Request id (X-Request-Id in and out), request-scoped EntityManager, one log line per request. */
+export function requestContext(orm: Orm, log: Logger) {
+  return async (ctx: AppContext, next: Next) => {
+    const start = process.hrtime.bigint();
+    const incoming = ctx.get('X-Request-Id');
+    ctx.state.requestId = REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    ctx.set('X-Request-Id', ctx.state.requestId);
+    ctx.state.em = orm.em.fork();
+    ctx.state.tenant = null;
+    ctx.state.service = () => {
+      if (!ctx.state.actor) throw notAuthenticated();
+      return makeContext(ctx.state.em, ctx.state.actor, ctx.state.tenant);
+    };
+    try {
+      await next();
+    } finally {
+      const durationMs = Number(process.hrtime.bigint() - start) / 1e6;
+      const actor = ctx.state.actor;
+      log.info(
+        {
+          requestId: ctx.state.requestId,
+          method: ctx.method,
+          path: ctx.path,
+          status: ctx.status,
+          durationMs: Math.round(durationMs * 100) / 100,
+          tenant: ctx.state.tenant,
+          user: actor?.kind === 'user' ? actor.uuid : actor?.name,
+        },
+        'request',
+      );
+    }
+  };
+}
+
+export function security(config: Config) {
+  const headers = helmet({
+    contentSecurityPolicy: {
+      useDefaults: false,
+      directives: {
+        defaultSrc: ["'self'"],
+        scriptSrc: ["'self'"],
+        styleSrc: ["'self'", "'unsafe-inline'"],
+        imgSrc: ["'self'", 'data:'],
+        fontSrc: ["'self'", 'data:'],
+        workerSrc: ["'self'", 'blob:'],
+        connectSrc: ["'self'"],
+        objectSrc: ["'none'"],
+        frameAncestors: ["'none'"],
+        baseUri: ["'self'"],
+      },
+    },
+    crossOriginEmbedderPolicy: false,
+  });
+  const origins = new Set(config.corsOrigins);
+  const corsMiddleware = cors({
+    origin: (ctx) => {
+      const origin = ctx.get('Origin');
+      if (origins.has('*')) return '*';
+      return origins.has(origin) ? origin : '';
+    },
+    allowHeaders: ['Authorization', 'Content-Type', 'X-Request-Id'],
+    exposeHeaders: ['X-Request-Id', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After'],
+    maxAge: 600,
+  });
+  return [headers, corsMiddleware] as const;
+}
+
+export function bodyParser(config: Config) {
+  return koaBody({
+    json: true,
+    jsonStrict: true,
+    urlencoded: true,
+    text: false,
+    multipart: false,
+    jsonLimit: config.bodyLimitBytes,
+    formLimit: config.bodyLimitBytes,
+    parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'] as never,
+  });
+}

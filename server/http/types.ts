@@ -1,0 +1,18 @@
+import type { RouterContext } from '@koa/router';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Actor } from '../../shared/auth/actor.ts';
+import type { ServiceContext } from '../../shared/context.ts';
+import type { RouteDef } from './registry.ts';
+
+export interface AppState {
+  requestId: string;
+  em: EntityManager;
+  /** Set by the authentication middleware when a valid bearer token came with the request. */
+  actor?: Actor;
+  /** The site schema served on this host; null on the platform host. */
+  tenant: string | null;
+  route?: RouteDef;
+  service: () => ServiceContext;
+}
+
+export type AppContext = RouterContext<AppState>;

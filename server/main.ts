@@ -1,0 +1,109 @@
+// Starts the platform: database (embedded or DATABASE_URL), migrations, first superuser,
+// HTTP server. `close()` shuts down in order: stop accepting → finish in-flight requests
+// (up to SHUTDOWN_TIMEOUT_MS) → close Redis and the pool → stop the embedded PostgreSQL.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Redis } from 'ioredis';
+import { systemActor } from '../shared/auth/actor.ts';
+import type { TokenSettings } from '../shared/auth/tokens.ts';
+import { createLogger, type Logger } from '../shared/common/logger.ts';
+import { resolveSecretKey } from '../shared/common/secret-key.ts';
+import type { Config } from '../shared/config.ts';
+import { makeContext } from '../shared/context.ts';
+import { openDatabase, type Database } from '../shared/db/database.ts';
+import { migratePlatform } from '../shared/db/orm.ts';
+import { bootstrapAdmin } from '../shared/users/user.service.ts';
+import { createApp } from './app.ts';
+
+export interface ServerHandle {
+  url: string;
+  port: number;
+  db: Database;
+  log: Logger;
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  migrate?: boolean;
+  log?: Logger;
+  /** Where the one-time generated admin password is shown (default: stderr). */
+  announce?: (text: string) => void;
+}
+
+export function tokenSettings(config: Config): TokenSettings {
+  return { secretKey: resolveSecretKey(config), accessTtlSeconds: config.accessTokenTtlSeconds, refreshTtlSeconds: config.refreshTokenTtlSeconds };
+}
+
+export async function startServer(config: Config, options: StartOptions = {}): Promise<ServerHandle> {
+  const log = options.log ?? createLogger(config.logLevel);
+  const db = await openDatabase(config, { info: (m) => log.info(m), error: (m) => log.error(m) });
+  let redis: Redis | undefined;
+  let server: http.Server | undefined;
+  try {
+    if (options.migrate !== false) {
+      const report = await migratePlatform(db.orm, db.url);
+      if (report.applied.length) log.info({ applied: report.applied }, 'platform migrations applied');
+    }
+    const tokens = tokenSettings(config);
+    const boot = await bootstrapAdmin(makeContext(db.orm.em.fork(), systemActor('bootstrap')), config.admin);
+    if (boot.created) {
+      log.info({ username: boot.username }, 'first superuser created');
+      if (boot.generatedPassword) {
+        // Shown once, on the terminal only: never through the structured log.
+        (options.announce ?? ((t: string) => process.stderr.write(t)))(
+          `\n  First superuser created.\n    username: ${boot.username}\n    password: ${boot.generatedPassword}\n  Store it now: it is not shown again (change it with \`platform login\` then the profile API).\n\n`,
+        );
+      }
+    }
+    if (config.redisUrl) {
+      redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: true });
+      redis.on('error', (err) => log.warn({ err: err.message }, 'redis error'));
+      await redis.connect().catch((err) => log.warn({ err: err.message }, 'redis unreachable; rate limits fall back to process memory'));
+    }
+    let shuttingDown = false;
+    const app = createApp({ config, orm: db.orm, log, tokens, redis, isShuttingDown: () => shuttingDown });
+    const srv = http.createServer(app.callback());
+    server = srv;
+    srv.keepAliveTimeout = 65_000;
+    await new Promise<void>((resolve, reject) => {
+      srv.once('error', reject);
+      srv.listen(config.port, config.host, () => resolve());
+    });
+    const { port } = srv.address() as AddressInfo;
+    const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+    const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
+    log.info({ url, database: db.embedded ? 'embedded' : 'external', environment: config.environment }, 'platform listening');
+    let closing: Promise<void> | undefined;
+    return {
+      url,
+      port,
+      db,
+      log,
+      close() {
+        closing ??= (async () => {
+          shuttingDown = true;
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(() => {
+              log.warn('shutdown timeout: closing remaining connections');
+              srv.closeAllConnections();
+            }, config.shutdownTimeoutMs);
+            srv.close(() => {
+              clearTimeout(timer);
+              resolve();
+            });
+            srv.closeIdleConnections();
+          });
+          await redis?.quit().catch(() => undefined);
+          await db.close();
+          log.info('platform stopped');
+        })();
+        return closing;
+      },
+    };
+  } catch (err) {
+    server?.close();
+    redis?.disconnect();
+    await db.close().catch(() => undefined);
+    throw err;
+  }
+}

@@ -1,0 +1,127 @@
+import { Type } from '@sinclair/typebox';
+import * as users from '../../shared/users/user.service.ts';
+import { ChangePassword, ProfileUpdate, UserCreate, UserListQuery, UserUpdate, UserView } from '../../shared/users/user.schemas.ts';
+import { MessageBody, created, paginated, sendCreated, sendMessage, sendPage } from '../http/envelopes.ts';
+import { defineRoute, type RouteDef } from '../http/registry.ts';
+
+const UserRef = Type.Object({ user: Type.String({ minLength: 1, maxLength: 150, description: 'Username or UUID' }) });
+
+export function userRoutes(publicUrl: string | undefined): RouteDef[] {
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/api/cloud/users/',
+      aliases: ['/api/users/'],
+      operationId: 'users_list',
+      summary: 'List users',
+      description: 'Staff and superusers see every user; other users see themselves. Deleted users are hidden unless `is_deleted` says otherwise.',
+      tags: ['users'],
+      auth: 'user',
+      query: UserListQuery,
+      responses: { 200: paginated(UserView) },
+      async handler(ctx, { query }) {
+        sendPage(ctx, await users.listUsers(ctx.state.service(), query), publicUrl);
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/cloud/users/',
+      aliases: ['/api/users/'],
+      operationId: 'users_create',
+      summary: 'Create a user',
+      tags: ['users'],
+      auth: 'user',
+      body: UserCreate,
+      responses: { 201: created(UserView) },
+      async handler(ctx, { body }) {
+        sendCreated(ctx, 'User created successfully.', await users.createUser(ctx.state.service(), body));
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/cloud/users/:user/',
+      aliases: ['/api/users/:user/'],
+      operationId: 'users_retrieve',
+      summary: 'Get a user by username or UUID',
+      tags: ['users'],
+      auth: 'user',
+      params: UserRef,
+      responses: { 200: UserView },
+      async handler(ctx, { params }) {
+        ctx.body = await users.getUser(ctx.state.service(), params.user);
+      },
+    }),
+    defineRoute({
+      method: 'put',
+      path: '/api/cloud/users/:user/',
+      aliases: ['/api/users/:user/'],
+      operationId: 'users_update',
+      summary: 'Update a user',
+      description: 'Fields left out keep their values. Setting `password` or `is_active: false` revokes the user\'s tokens.',
+      tags: ['users'],
+      auth: 'user',
+      params: UserRef,
+      body: UserUpdate,
+      responses: { 200: UserView },
+      async handler(ctx, { params, body }) {
+        ctx.body = await users.updateUser(ctx.state.service(), params.user, body);
+      },
+    }),
+    defineRoute({
+      method: 'delete',
+      path: '/api/cloud/users/:user/',
+      aliases: ['/api/users/:user/'],
+      operationId: 'users_destroy',
+      summary: 'Delete a user (soft)',
+      description: 'Sets `is_deleted` true and `is_active` false; the user can no longer log in or refresh a token.',
+      tags: ['users'],
+      auth: 'user',
+      params: UserRef,
+      responses: { 200: MessageBody },
+      async handler(ctx, { params }) {
+        await users.deleteUser(ctx.state.service(), params.user);
+        sendMessage(ctx, 'User deleted.');
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/api/profile/',
+      operationId: 'profile_retrieve',
+      summary: 'The current user',
+      tags: ['profile'],
+      auth: 'user',
+      responses: { 200: UserView },
+      async handler(ctx) {
+        ctx.body = await users.getProfile(ctx.state.service());
+      },
+    }),
+    defineRoute({
+      method: 'put',
+      path: '/api/profile/',
+      operationId: 'profile_update',
+      summary: 'Update the current user',
+      tags: ['profile'],
+      auth: 'user',
+      body: ProfileUpdate,
+      responses: { 200: UserView },
+      async handler(ctx, { body }) {
+        ctx.body = await users.updateProfile(ctx.state.service(), body);
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/profile/change-password/',
+      operationId: 'profile_change_password',
+      summary: 'Change the current user\'s password',
+      description: 'Requires the old password. Every token issued before (refresh tokens included) is revoked: log in again.',
+      tags: ['profile'],
+      auth: 'user',
+      body: ChangePassword,
+      responses: { 200: MessageBody },
+      async handler(ctx, { body }) {
+        await users.changePassword(ctx.state.service(), body);
+        sendMessage(ctx, 'Password changed successfully.');
+      },
+    }),
+  ];
+}

@@ -1,0 +1,81 @@
+// Token issue, refresh, blacklist (spec Part 1 §5) and bearer authentication.
+import { Type, type Static } from '@sinclair/typebox';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { likeEscape } from '../common/filters.ts';
+import { validate } from '../common/validation.ts';
+import { notAuthenticated, invalidToken } from '../errors.ts';
+import { BlacklistedToken, User, type UserEntity } from '../users/user.entity.ts';
+import type { UserActor } from './actor.ts';
+import { verifyPassword } from './passwords.ts';
+import { signToken, verifyToken, type TokenSettings } from './tokens.ts';
+
+export const TokenRequest = Type.Object(
+  { username: Type.String({ minLength: 1, maxLength: 254 }), password: Type.String({ minLength: 1, maxLength: 128 }) },
+  { additionalProperties: false },
+);
+export const RefreshRequest = Type.Object({ refresh: Type.String({ minLength: 1, maxLength: 4096 }) }, { additionalProperties: false });
+export const TokenPair = Type.Object({ access: Type.String(), refresh: Type.String() });
+export const AccessToken = Type.Object({ access: Type.String() });
+export type TokenPair = Static<typeof TokenPair>;
+
+const BAD_CREDENTIALS = 'No active account found with the given credentials.';
+
+const usable = (u: UserEntity | null): u is UserEntity => !!u && u.is_active && !u.is_deleted;
+
+/** POST /api/auth/jwt/token/: a username (or e-mail) and password give an access and a refresh token. */
+export async function issueTokens(em: EntityManager, settings: TokenSettings, rawInput: unknown): Promise<TokenPair> {
+  const input = validate(TokenRequest, rawInput);
+  const login = likeEscape(input.username.trim());
+  // Username first, then e-mail; both case-insensitive (lower() unique indexes).
+  let user = await em.findOne(User, { username: { $ilike: login }, is_deleted: false }, { populate: ['password'] });
+  if (!user && login.includes('@')) {
+    user = await em.findOne(User, { email: { $ilike: login }, is_deleted: false }, { populate: ['password'] });
+  }
+  const ok = await verifyPassword(user?.password, input.password);
+  if (!ok || !usable(user)) throw notAuthenticated(BAD_CREDENTIALS);
+  user.last_login = new Date();
+  await em.flush();
+  return { access: signToken(settings, 'access', user), refresh: signToken(settings, 'refresh', user) };
+}
+
+async function userForToken(em: EntityManager, sub: string, gen: number): Promise<UserEntity> {
+  const user = await em.findOne(User, { uuid: sub });
+  if (!usable(user)) throw invalidToken('User is inactive or deleted.');
+  if (user.token_generation !== gen) throw invalidToken('Token has been revoked.');
+  return user;
+}
+
+/** POST /api/auth/jwt/token/refresh/: a valid, unrevoked refresh token gives a new access token. */
+export async function refreshAccess(em: EntityManager, settings: TokenSettings, rawInput: unknown): Promise<{ access: string }> {
+  const { refresh } = validate(RefreshRequest, rawInput);
+  const claims = verifyToken(settings, refresh, 'refresh');
+  if (claims.tenant !== null) throw invalidToken('Token is not valid on this host.');
+  if (await em.count(BlacklistedToken, { jti: claims.jti })) throw invalidToken('Token is blacklisted.');
+  const user = await userForToken(em, claims.sub, claims.gen);
+  return { access: signToken(settings, 'access', user) };
+}
+
+/** POST /api/auth/jwt/token/blacklist/: the refresh token can no longer be used (logout). */
+export async function blacklistRefresh(em: EntityManager, settings: TokenSettings, rawInput: unknown): Promise<void> {
+  const { refresh } = validate(RefreshRequest, rawInput);
+  const claims = verifyToken(settings, refresh, 'refresh');
+  await em
+    .createQueryBuilder(BlacklistedToken)
+    .insert({ jti: claims.jti, user_uuid: claims.sub, expires_at: new Date(claims.exp * 1000), blacklisted_at: new Date() })
+    .onConflict('jti')
+    .ignore()
+    .execute();
+}
+
+/** Bearer authentication: the actor of a valid access token whose user is still active. */
+export async function authenticateAccess(em: EntityManager, settings: TokenSettings, token: string, tenant: string | null): Promise<UserActor> {
+  const claims = verifyToken(settings, token, 'access');
+  if (claims.tenant !== tenant) throw invalidToken('Token is not valid on this host.');
+  const user = await userForToken(em, claims.sub, claims.gen);
+  return { kind: 'user', uuid: user.uuid, username: user.username, is_superuser: user.is_superuser, is_staff: user.is_staff };
+}
+
+/** Deletes blacklist rows whose tokens have expired anyway. */
+export async function pruneBlacklist(em: EntityManager): Promise<number> {
+  return em.nativeDelete(BlacklistedToken, { expires_at: { $lt: new Date() } });
+}

@@ -1,0 +1,61 @@
+// Slugs (spec Part 1 §1.3–1.4): lowercase, words joined by hyphens, `-2`, `-3` … on
+// collision, unique even under concurrent creates (a unique index decides; we retry).
+
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export const isUuid = (value: string): boolean => UUID_RE.test(value);
+
+export function slugify(text: string, maxLength = 50): string {
+  const slug = text
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, maxLength)
+    .replace(/-+$/g, '');
+  return slug;
+}
+
+/** The first free candidate: `base`, else `base-N` with N one above the highest taken. */
+export function nextSlug(base: string, taken: Iterable<string>): string {
+  const set = new Set([...taken].map((s) => s.toLowerCase()));
+  if (!set.has(base)) return base;
+  let max = 1;
+  const re = new RegExp(`^${base.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}-(\\d+)$`);
+  for (const s of set) {
+    const m = re.exec(s);
+    if (m) max = Math.max(max, Number(m[1]));
+  }
+  return `${base}-${max + 1}`;
+}
+
+/** The name of the unique constraint or index a PostgreSQL error (or a wrapper of one) violated. */
+export function uniqueViolation(err: unknown): string | undefined {
+  let e = err as { code?: string; constraint?: string; cause?: unknown } | undefined;
+  for (let depth = 0; e && depth < 4; depth++) {
+    if (e.code === '23505') return e.constraint ?? '';
+    e = e.cause as typeof e;
+  }
+  return undefined;
+}
+
+/**
+ * Inserts with a generated slug, retrying with the next candidate when a concurrent
+ * insert took it. `insert` must run in its own transaction so a failed attempt leaves nothing.
+ */
+export async function insertWithUniqueSlug<T>(
+  base: string,
+  constraint: string,
+  taken: (base: string) => Promise<string[]>,
+  insert: (slug: string) => Promise<T>,
+  attempts = 8,
+): Promise<T> {
+  for (let i = 0; ; i++) {
+    const slug = nextSlug(base, await taken(base));
+    try {
+      return await insert(slug);
+    } catch (err) {
+      if (uniqueViolation(err) !== constraint || i >= attempts) throw err;
+    }
+  }
+}

@@ -1,0 +1,102 @@
+// One validation path for the whole platform: TypeBox schemas (JSON Schema) compiled by
+// Ajv. Routes validate with these; services validate the same schemas for direct callers;
+// OpenAPI is generated from them. Failures become 400 VALIDATION_ERROR with field-keyed messages.
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import type { Static, TSchema } from '@sinclair/typebox';
+import { validationError, type FieldErrors } from '../errors.ts';
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+
+function makeAjv(coerceTypes: boolean): Ajv {
+  const ajv = new Ajv({ allErrors: true, coerceTypes, useDefaults: true, strict: false, removeAdditional: false });
+  addFormats(ajv);
+  return ajv;
+}
+
+const bodies = makeAjv(false);
+// Query strings and path parameters arrive as strings: "true", "20" are coerced.
+const strings = makeAjv(true);
+
+const cache = new WeakMap<TSchema, { body?: ValidateFunction; query?: ValidateFunction }>();
+
+function compiled(schema: TSchema, mode: 'body' | 'query'): ValidateFunction {
+  let entry = cache.get(schema);
+  if (!entry) cache.set(schema, (entry = {}));
+  return (entry[mode] ??= (mode === 'body' ? bodies : strings).compile(schema));
+}
+
+const FORMAT_TEXT: Record<string, string> = {
+  email: 'Enter a valid email address.',
+  uuid: 'Must be a valid UUID.',
+  uri: 'Enter a valid URL.',
+  'date-time': 'Datetime has wrong format. Use ISO 8601.',
+  date: 'Date has wrong format. Use YYYY-MM-DD.',
+};
+
+const TYPE_TEXT: Record<string, string> = {
+  string: 'Not a valid string.',
+  boolean: 'Must be a valid boolean.',
+  integer: 'A valid integer is required.',
+  number: 'A valid number is required.',
+  object: 'Must be an object.',
+  array: 'Expected a list of items.',
+  null: 'Must be null.',
+};
+
+function messageFor(e: ErrorObject): string {
+  const p = e.params as Record<string, unknown>;
+  switch (e.keyword) {
+    case 'required':
+      return 'This field is required.';
+    case 'additionalProperties':
+      return 'Unknown field.';
+    case 'type':
+      return TYPE_TEXT[String(p.type).split(',')[0]] ?? `Must be of type ${p.type}.`;
+    case 'format':
+      return FORMAT_TEXT[String(p.format)] ?? `Must match format "${p.format}".`;
+    case 'minLength':
+      return p.limit === 1 ? 'This field may not be blank.' : `Ensure this field has at least ${p.limit} characters.`;
+    case 'maxLength':
+      return `Ensure this field has no more than ${p.limit} characters.`;
+    case 'minimum':
+      return `Ensure this value is greater than or equal to ${p.limit}.`;
+    case 'maximum':
+      return `Ensure this value is less than or equal to ${p.limit}.`;
+    case 'pattern':
+      return 'Enter a valid value.';
+    case 'enum':
+      return `Must be one of: ${(p.allowedValues as unknown[]).map(String).join(', ')}.`;
+    case 'minProperties':
+      return 'Provide at least one field.';
+    default:
+      return e.message ?? 'Invalid value.';
+  }
+}
+
+/** Ajv errors → {field: [messages]}; `root` names errors about the whole document. */
+export function toFieldErrors(errors: ErrorObject[], root = 'non_field_errors'): FieldErrors {
+  const out: FieldErrors = {};
+  for (const e of errors) {
+    const p = e.params as Record<string, unknown>;
+    let field = e.instancePath.replace(/^\//, '').replace(/\//g, '.');
+    if (e.keyword === 'required') field = field ? `${field}.${p.missingProperty}` : String(p.missingProperty);
+    if (e.keyword === 'additionalProperties') field = field ? `${field}.${p.additionalProperty}` : String(p.additionalProperty);
+    if (!field) field = root;
+    const text = messageFor(e);
+    (out[field] ??= []).includes(text) || out[field].push(text);
+  }
+  return out;
+}
+
+/** Validates (and, for query strings, coerces) `data` in place; returns it typed or throws 400. */
+export function validate<S extends TSchema>(schema: S, data: unknown, mode: 'body' | 'query' = 'body'): Static<S> {
+  const fn = compiled(schema, mode);
+  if (!fn(data)) {
+    if (mode === 'body' && (data === null || typeof data !== 'object' || Array.isArray(data)) && schema.type === 'object') {
+      throw validationError({ non_field_errors: ['Invalid data. Expected a JSON object.'] });
+    }
+    throw validationError(toFieldErrors(fn.errors ?? []));
+  }
+  return data as Static<S>;
+}

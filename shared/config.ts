@@ -1,0 +1,161 @@
+// The platform's configuration: read from the environment once, checked, typed.
+// A bad value stops the start with a message that names the variable.
+import path from 'node:path';
+
+export const ENVIRONMENTS = ['production', 'staging', 'dev', 'test'] as const;
+export type Environment = (typeof ENVIRONMENTS)[number];
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export interface RateLimitConfig {
+  enabled: boolean;
+  /** Cloud console (/api/cloud/…), authenticated: requests per minute per user. */
+  standardPerMinute: number;
+  /** Token issue: attempts per hour per client address. */
+  authPerHour: number;
+  /** Writes (POST, PUT, PATCH, DELETE) by an authenticated user: per minute. */
+  writePerMinute: number;
+  /** Any authenticated request: per hour per user. */
+  userPerHour: number;
+  /** Any anonymous request: per hour per client address. */
+  anonPerHour: number;
+  /** Anonymous burst protection: per minute per client address. */
+  burstPerMinute: number;
+}
+
+export interface Config {
+  port: number;
+  host: string;
+  databaseUrl: string | undefined;
+  dataDir: string;
+  embeddedPgPort: number;
+  redisUrl: string | undefined;
+  secretKey: string | undefined;
+  admin: { username?: string; password?: string; email?: string };
+  baseDomain: string;
+  platformHosts: string[];
+  environment: Environment;
+  rateLimit: RateLimitConfig;
+  smtpUrl: string | undefined;
+  logLevel: LogLevel;
+  accessTokenTtlSeconds: number;
+  refreshTokenTtlSeconds: number;
+  corsOrigins: string[];
+  bodyLimitBytes: number;
+  shutdownTimeoutMs: number;
+  trustProxy: boolean;
+  /** Public base URL used in absolute links (pagination); derived from host and port when unset. */
+  publicUrl: string | undefined;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+type Env = Record<string, string | undefined>;
+
+function str(env: Env, name: string): string | undefined {
+  const v = env[name];
+  return v === undefined || v.trim() === '' ? undefined : v.trim();
+}
+
+function int(env: Env, name: string, def: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
+  const v = str(env, name);
+  if (v === undefined) return def;
+  if (!/^\d+$/.test(v)) throw new ConfigError(`${name} must be a whole number, got ${JSON.stringify(v)}`);
+  const n = Number(v);
+  if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function bool(env: Env, name: string, def: boolean): boolean {
+  const v = str(env, name)?.toLowerCase();
+  if (v === undefined) return def;
+  if (['true', '1', 'yes', 'on'].includes(v)) return true;
+  if (['false', '0', 'no', 'off'].includes(v)) return false;
+  throw new ConfigError(`${name} must be true or false, got ${JSON.stringify(v)}`);
+}
+
+function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], def: T): T {
+  const v = str(env, name);
+  if (v === undefined) return def;
+  if (!(allowed as readonly string[]).includes(v)) {
+    throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, got ${JSON.stringify(v)}`);
+  }
+  return v as T;
+}
+
+function url(env: Env, name: string, protocols: string[]): string | undefined {
+  const v = str(env, name);
+  if (v === undefined) return undefined;
+  let parsed: URL;
+  try {
+    parsed = new URL(v);
+  } catch {
+    throw new ConfigError(`${name} is not a valid URL`);
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(`${name} must use ${protocols.join(' or ')}, got ${parsed.protocol}`);
+  }
+  return v;
+}
+
+function list(env: Env, name: string, def: string[]): string[] {
+  const v = str(env, name);
+  if (v === undefined) return def;
+  return v.split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+const HOSTNAME = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
+
+export function loadConfig(env: Env = process.env): Config {
+  const secretKey = str(env, 'PLATFORM_SECRET_KEY');
+  if (secretKey !== undefined && secretKey.length < 32) {
+    throw new ConfigError('PLATFORM_SECRET_KEY must be at least 32 characters long');
+  }
+  const baseDomain = str(env, 'PLATFORM_BASE_DOMAIN') ?? 'localhost';
+  if (!HOSTNAME.test(baseDomain)) throw new ConfigError(`PLATFORM_BASE_DOMAIN is not a valid host name: ${JSON.stringify(baseDomain)}`);
+  const platformHosts = list(env, 'PLATFORM_HOSTS', ['localhost', '127.0.0.1']).map((h) => h.toLowerCase());
+  for (const h of platformHosts) {
+    if (!HOSTNAME.test(h)) throw new ConfigError(`PLATFORM_HOSTS contains an invalid host name: ${JSON.stringify(h)}`);
+  }
+  const adminEmail = str(env, 'PLATFORM_ADMIN_EMAIL');
+  if (adminEmail !== undefined && !/^[^@\s]+@[^@\s]+$/.test(adminEmail)) {
+    throw new ConfigError('PLATFORM_ADMIN_EMAIL is not a valid e-mail address');
+  }
+  const adminPassword = str(env, 'PLATFORM_ADMIN_PASSWORD');
+  if (adminPassword !== undefined && adminPassword.length < 8) {
+    throw new ConfigError('PLATFORM_ADMIN_PASSWORD must be at least 8 characters long');
+  }
+  return {
+    port: int(env, 'PORT', 8000, 0, 65535),
+    host: str(env, 'HOST') ?? '127.0.0.1',
+    databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
+    dataDir: path.resolve(str(env, 'PLATFORM_DATA_DIR') ?? '.data'),
+    embeddedPgPort: int(env, 'EMBEDDED_PG_PORT', 0, 0, 65535),
+    redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    secretKey,
+    admin: { username: str(env, 'PLATFORM_ADMIN_USERNAME'), password: adminPassword, email: adminEmail },
+    baseDomain,
+    platformHosts,
+    environment: oneOf(env, 'ENVIRONMENT', ENVIRONMENTS, 'production'),
+    rateLimit: {
+      enabled: bool(env, 'RATE_LIMIT_ENABLED', true),
+      standardPerMinute: int(env, 'RATE_LIMIT_STANDARD_PER_MINUTE', 100, 1),
+      authPerHour: int(env, 'RATE_LIMIT_AUTH_PER_HOUR', 20, 1),
+      writePerMinute: int(env, 'RATE_LIMIT_WRITE_PER_MINUTE', 30, 1),
+      userPerHour: int(env, 'RATE_LIMIT_USER_PER_HOUR', 1000, 1),
+      anonPerHour: int(env, 'RATE_LIMIT_ANON_PER_HOUR', 100, 1),
+      burstPerMinute: int(env, 'RATE_LIMIT_BURST_PER_MINUTE', 10, 1),
+    },
+    smtpUrl: url(env, 'SMTP_URL', ['smtp:', 'smtps:']),
+    logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
+    accessTokenTtlSeconds: 15 * 60,
+    refreshTokenTtlSeconds: int(env, 'JWT_REFRESH_TTL_SECONDS', 7 * 24 * 3600, 60),
+    corsOrigins: list(env, 'CORS_ORIGINS', []),
+    bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),
+    shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0),
+    trustProxy: bool(env, 'TRUST_PROXY', false),
+    publicUrl: url(env, 'PLATFORM_PUBLIC_URL', ['http:', 'https:']),
+  };
+}

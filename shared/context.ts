@@ -1,0 +1,15 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { defineAbility, type Actor, type AppAbility } from './auth/actor.ts';
+
+/** What every service call receives: its unit of work, who acts, what they may do, and the tenant. */
+export interface ServiceContext {
+  em: EntityManager;
+  actor: Actor;
+  ability: AppAbility;
+  /** The site schema the call works in; null on the platform (control plane). */
+  tenant: string | null;
+}
+
+export function makeContext(em: EntityManager, actor: Actor, tenant: string | null = null): ServiceContext {
+  return { em, actor, ability: defineAbility(actor), tenant };
+}

@@ -1,0 +1,40 @@
+// Opens the platform database: DATABASE_URL when set, else the embedded PostgreSQL
+// under the data dir. The one place that knows which.
+import type { Config } from '../config.ts';
+import { EmbeddedPostgres, type EmbeddedLog } from './embedded.ts';
+import { createOrm, type Orm } from './orm.ts';
+
+export interface Database {
+  orm: Orm;
+  url: string;
+  embedded: EmbeddedPostgres | undefined;
+  /** Closes the pool, then stops the embedded PostgreSQL if this process started it. */
+  close(): Promise<void>;
+}
+
+export async function openDatabase(config: Config, log: EmbeddedLog, options: { poolMax?: number } = {}): Promise<Database> {
+  let embedded: EmbeddedPostgres | undefined;
+  let url = config.databaseUrl;
+  if (!url) {
+    embedded = new EmbeddedPostgres(config.dataDir, { port: config.embeddedPgPort, log });
+    await embedded.start();
+    await embedded.ensureDatabase('platform');
+    url = embedded.url('platform');
+  }
+  let orm: Orm;
+  try {
+    orm = await createOrm(url, options);
+  } catch (err) {
+    await embedded?.stop();
+    throw err;
+  }
+  return {
+    orm,
+    url,
+    embedded,
+    async close() {
+      await orm.close(true);
+      await embedded?.stop();
+    },
+  };
+}

@@ -1,0 +1,54 @@
+import { MikroORM } from '@mikro-orm/postgresql';
+import { Migrator } from '@mikro-orm/migrations';
+import pg from 'pg';
+import { BlacklistedToken, User } from '../users/user.entity.ts';
+import { platformMigrations } from './migrations/platform.ts';
+
+export type Orm = MikroORM;
+export const platformEntities = [User, BlacklistedToken];
+
+export async function createOrm(clientUrl: string, options: { poolMax?: number } = {}): Promise<Orm> {
+  return MikroORM.init({
+    clientUrl,
+    entities: platformEntities,
+    extensions: [Migrator],
+    allowGlobalContext: false,
+    debug: false,
+    pool: { min: 0, max: options.poolMax ?? 20 },
+    migrations: {
+      migrationsList: platformMigrations,
+      tableName: 'platform_migrations',
+      snapshot: false,
+      silent: true,
+      transactional: true,
+      allOrNothing: true,
+    },
+  });
+}
+
+const MIGRATION_LOCK = 7_340_001; // pg_advisory_lock key: one migrator at a time across processes
+
+export interface MigrationReport {
+  applied: string[];
+  current: string | null;
+}
+
+/** Applies pending platform migrations, serialised across processes by an advisory lock. */
+export async function migratePlatform(orm: Orm, clientUrl: string): Promise<MigrationReport> {
+  const lock = new pg.Client({ connectionString: clientUrl });
+  await lock.connect();
+  try {
+    await lock.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    const applied = await orm.migrator.up();
+    const executed = await orm.migrator.getExecuted();
+    return { applied: applied.map((m) => m.name), current: executed.at(-1)?.name ?? null };
+  } finally {
+    await lock.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
+    await lock.end();
+  }
+}
+
+export async function migrationStatus(orm: Orm): Promise<{ executed: string[]; pending: string[] }> {
+  const [executed, pending] = await Promise.all([orm.migrator.getExecuted(), orm.migrator.getPending()]);
+  return { executed: executed.map((m) => m.name), pending: pending.map((m) => m.name) };
+}

@@ -1,0 +1,103 @@
+// One error family for the whole domain. Codes are the spec's (Part 1 §7); the HTTP
+// status of each code is fixed here, and the server maps a DomainError to its
+// envelope in exactly one place. The remote CLI backend decodes envelopes back into it.
+
+export const ERROR_STATUS = {
+  VALIDATION_ERROR: 400,
+  BAD_REQUEST: 400,
+  AUTHENTICATION_FAILED: 401,
+  INVALID_TOKEN: 401,
+  PERMISSION_DENIED: 403,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  CONFLICT: 409,
+  DUPLICATE_ENTRY: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  BUSINESS_LOGIC_ERROR: 422,
+  RATE_LIMIT_EXCEEDED: 429,
+  INTERNAL_ERROR: 500,
+  BAD_GATEWAY: 502,
+  SERVICE_UNAVAILABLE: 503,
+  GATEWAY_TIMEOUT: 504,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+export type FieldErrors = Record<string, string[]>;
+
+/** The exact texts of spec Part 1 §5 item 7. */
+export const NOT_AUTHENTICATED_DETAIL = 'Authentication credentials were not provided.';
+export const PERMISSION_DENIED_DETAIL = 'You do not have permission to perform this action.';
+
+export interface DomainErrorOptions {
+  detail?: string;
+  errors?: FieldErrors;
+  data?: Record<string, unknown>;
+  /** Further top-level body fields (the 429 body's `retry_after`, for example). */
+  extra?: Record<string, unknown>;
+}
+
+export class DomainError extends Error {
+  override name = 'DomainError';
+  readonly code: ErrorCode;
+  readonly detail?: string;
+  readonly errors?: FieldErrors;
+  readonly data?: Record<string, unknown>;
+  readonly extra?: Record<string, unknown>;
+
+  constructor(code: ErrorCode, message: string, options: DomainErrorOptions = {}) {
+    super(message);
+    this.code = code;
+    this.detail = options.detail;
+    this.errors = options.errors;
+    this.data = options.data;
+    this.extra = options.extra;
+  }
+
+  get status(): number {
+    return ERROR_STATUS[this.code];
+  }
+
+  /** The standard error body of spec Part 1 §7. */
+  toBody(): Record<string, unknown> {
+    const body: Record<string, unknown> = { status: 'error', code: this.code, message: this.message };
+    if (this.detail !== undefined) body.detail = this.detail;
+    if (this.errors !== undefined) body.errors = this.errors;
+    if (this.data !== undefined) body.data = this.data;
+    return { ...body, ...this.extra };
+  }
+
+  /** Rebuilds a DomainError from a standard error body (remote CLI backend). */
+  static fromBody(status: number, body: unknown): DomainError {
+    const b = (body && typeof body === 'object' ? body : {}) as Record<string, unknown>;
+    const code = typeof b.code === 'string' && b.code in ERROR_STATUS ? (b.code as ErrorCode) : codeForStatus(status);
+    const message = typeof b.message === 'string' ? b.message : typeof b.detail === 'string' ? b.detail : `HTTP ${status}`;
+    return new DomainError(code, message, {
+      detail: typeof b.detail === 'string' ? b.detail : undefined,
+      errors: b.errors && typeof b.errors === 'object' ? (b.errors as FieldErrors) : undefined,
+    });
+  }
+}
+
+function codeForStatus(status: number): ErrorCode {
+  const found = (Object.entries(ERROR_STATUS) as [ErrorCode, number][]).find(([, s]) => s === status);
+  return found ? found[0] : status >= 500 ? 'INTERNAL_ERROR' : 'BAD_REQUEST';
+}
+
+export const validationError = (errors: FieldErrors, message = 'Invalid input.'): DomainError =>
+  new DomainError('VALIDATION_ERROR', message, { errors });
+
+export const fieldError = (field: string, text: string): DomainError => validationError({ [field]: [text] });
+
+export const notFound = (what = 'Resource'): DomainError =>
+  new DomainError('NOT_FOUND', `${what} not found.`, { detail: 'Not found.' });
+
+export const notAuthenticated = (message: string = NOT_AUTHENTICATED_DETAIL): DomainError =>
+  new DomainError('AUTHENTICATION_FAILED', message, { detail: NOT_AUTHENTICATED_DETAIL });
+
+export const invalidToken = (message: string): DomainError =>
+  new DomainError('INVALID_TOKEN', message, { detail: NOT_AUTHENTICATED_DETAIL });
+
+export const permissionDenied = (message: string = PERMISSION_DENIED_DETAIL): DomainError =>
+  new DomainError('PERMISSION_DENIED', message, { detail: PERMISSION_DENIED_DETAIL });

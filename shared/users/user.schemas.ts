@@ -1,0 +1,91 @@
+import { Type, type Static } from '@sinclair/typebox';
+
+export const USERNAME_PATTERN = '^[A-Za-z0-9.@+_-]+$';
+
+const Username = Type.String({ minLength: 1, maxLength: 150, pattern: USERNAME_PATTERN, description: 'Letters, digits and . @ + - _' });
+const Email = Type.String({ format: 'email', maxLength: 254 });
+const Name = Type.String({ maxLength: 150 });
+
+export const UserView = Type.Object(
+  {
+    uuid: Type.String({ format: 'uuid' }),
+    username: Type.String(),
+    email: Type.String(),
+    first_name: Type.String(),
+    last_name: Type.String(),
+    is_active: Type.Boolean(),
+    is_deleted: Type.Boolean(),
+    is_staff: Type.Boolean(),
+    is_superuser: Type.Boolean(),
+    date_joined: Type.String({ format: 'date-time' }),
+    modified: Type.String({ format: 'date-time' }),
+    last_login: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  },
+  { $id: 'User' },
+);
+export type UserView = Static<typeof UserView>;
+
+export const UserCreate = Type.Object(
+  {
+    username: Type.Optional(Username),
+    email: Type.Optional(Email),
+    password: Type.String({ minLength: 1, maxLength: 128 }),
+    first_name: Type.Optional(Name),
+    last_name: Type.Optional(Name),
+    is_active: Type.Optional(Type.Boolean()),
+    is_staff: Type.Optional(Type.Boolean()),
+    is_superuser: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false, description: 'Without `username`, one is generated from the e-mail or the name (`-2`, `-3` … on collision).' },
+);
+export type UserCreate = Static<typeof UserCreate>;
+
+export const UserUpdate = Type.Object(
+  {
+    username: Type.Optional(Username),
+    email: Type.Optional(Email),
+    password: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+    first_name: Type.Optional(Name),
+    last_name: Type.Optional(Name),
+    is_active: Type.Optional(Type.Boolean()),
+    is_staff: Type.Optional(Type.Boolean()),
+    is_superuser: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+export type UserUpdate = Static<typeof UserUpdate>;
+
+const BoolParam = Type.Union([Type.Literal('true'), Type.Literal('1'), Type.Literal('false'), Type.Literal('0'), Type.Literal('all'), Type.Literal('*')]);
+
+export const UserListQuery = Type.Object({
+  search: Type.Optional(Type.String({ maxLength: 200, description: 'Matches username, e-mail, first or last name' })),
+  organization_slug: Type.Optional(Type.String({ maxLength: 100 })),
+  is_active: Type.Optional(BoolParam),
+  is_deleted: Type.Optional(BoolParam),
+  ordering: Type.Optional(
+    Type.Union(['username', '-username', 'email', '-email', 'date_joined', '-date_joined', 'last_login', '-last_login'].map((o) => Type.Literal(o))),
+  ),
+  page: Type.Optional(Type.String({ description: 'Page number (default 1)' })),
+  page_size: Type.Optional(Type.String({ description: 'Items per page (default 20, at most 100)' })),
+});
+export type UserListQuery = Static<typeof UserListQuery>;
+
+export const ProfileUpdate = Type.Object(
+  {
+    username: Type.Optional(Username),
+    email: Type.Optional(Email),
+    first_name: Type.Optional(Name),
+    last_name: Type.Optional(Name),
+  },
+  { additionalProperties: false },
+);
+export type ProfileUpdate = Static<typeof ProfileUpdate>;
+
+export const ChangePassword = Type.Object(
+  {
+    old_password: Type.String({ minLength: 1, maxLength: 128 }),
+    new_password: Type.String({ minLength: 1, maxLength: 128 }),
+  },
+  { additionalProperties: false },
+);
+export type ChangePassword = Static<typeof ChangePassword>;

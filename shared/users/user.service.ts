@@ -1,0 +1,249 @@
+// Platform users: list, create, get, update, soft delete; the current user's profile.
+import { randomBytes } from 'node:crypto';
+import type { FilterQuery } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { accessibleWhere, allows, authorize } from '../auth/actor.ts';
+import { checkPasswordStrength, hashPassword, verifyPassword } from '../auth/passwords.ts';
+import { boolFilter, likeEscape } from '../common/filters.ts';
+import { pageOffset, parsePageRequest, resolvePage, type Page } from '../common/pagination.ts';
+import { insertWithUniqueSlug, isUuid, slugify, uniqueViolation } from '../common/slug.ts';
+import { validate } from '../common/validation.ts';
+import type { ServiceContext } from '../context.ts';
+import { DomainError, fieldError, notFound, permissionDenied } from '../errors.ts';
+import { User, type UserEntity } from './user.entity.ts';
+import { ChangePassword, ProfileUpdate, UserCreate, UserListQuery, UserUpdate, type UserView } from './user.schemas.ts';
+
+export function toUserView(u: UserEntity): UserView {
+  return {
+    uuid: u.uuid,
+    username: u.username,
+    email: u.email,
+    first_name: u.first_name,
+    last_name: u.last_name,
+    is_active: u.is_active,
+    is_deleted: u.is_deleted,
+    is_staff: u.is_staff,
+    is_superuser: u.is_superuser,
+    date_joined: u.date_joined.toISOString(),
+    modified: u.modified.toISOString(),
+    last_login: u.last_login ? u.last_login.toISOString() : null,
+  };
+}
+
+/** A user by username (case-insensitive) or UUID; 404 when absent. */
+export async function findUserByRef(em: EntityManager, ref: string, options: { withPassword?: boolean } = {}): Promise<UserEntity> {
+  const where: FilterQuery<UserEntity> = isUuid(ref) ? { uuid: ref.toLowerCase() } : { username: { $ilike: likeEscape(ref) } };
+  const user = await em.findOne(User, where, options.withPassword ? { populate: ['password'] } : {});
+  if (!user) throw notFound('User');
+  return user;
+}
+
+const ORDERING: Record<string, Record<string, 'asc' | 'desc'>> = {
+  username: { username: 'asc' },
+  '-username': { username: 'desc' },
+  email: { email: 'asc' },
+  '-email': { email: 'desc' },
+  date_joined: { date_joined: 'asc' },
+  '-date_joined': { date_joined: 'desc' },
+  last_login: { last_login: 'asc' },
+  '-last_login': { last_login: 'desc' },
+};
+
+export async function listUsers(ctx: ServiceContext, rawQuery: unknown): Promise<Page<UserView>> {
+  const query = validate(UserListQuery, rawQuery, 'query');
+  const pageReq = parsePageRequest(query);
+  const visible = accessibleWhere(ctx.ability, 'read', 'User');
+  if (visible === null) throw permissionDenied();
+  const and: FilterQuery<UserEntity>[] = [visible as FilterQuery<UserEntity>];
+  const isActive = boolFilter(query.is_active, undefined);
+  const isDeleted = boolFilter(query.is_deleted, false);
+  if (isActive !== undefined) and.push({ is_active: isActive });
+  if (isDeleted !== undefined) and.push({ is_deleted: isDeleted });
+  if (query.search) {
+    const like = `%${likeEscape(query.search)}%`;
+    and.push({ $or: [{ username: { $ilike: like } }, { email: { $ilike: like } }, { first_name: { $ilike: like } }, { last_name: { $ilike: like } }] });
+  }
+  const where = { $and: and } as FilterQuery<UserEntity>;
+  const orderBy = { ...(ORDERING[query.ordering ?? 'date_joined'] ?? ORDERING.date_joined), uuid: 'asc' as const };
+  const count = await ctx.em.count(User, where);
+  const page = resolvePage(pageReq, count);
+  const rows = await ctx.em.find(User, where, { orderBy, limit: page.pageSize, offset: pageOffset(page) });
+  return { ...page, count, results: rows.map(toUserView) };
+}
+
+async function usernameTaken(em: EntityManager, username: string, exceptUuid?: string): Promise<boolean> {
+  const other = await em.findOne(User, { username: { $ilike: likeEscape(username) } }, { fields: ['uuid'] });
+  return !!other && other.uuid !== exceptUuid;
+}
+
+async function emailTaken(em: EntityManager, email: string, exceptUuid?: string): Promise<boolean> {
+  if (!email) return false;
+  const other = await em.findOne(User, { email: { $ilike: likeEscape(email) }, is_deleted: false }, { fields: ['uuid'] });
+  return !!other && other.uuid !== exceptUuid;
+}
+
+/** Maps a unique-index violation of the users table to the field it concerns. */
+function duplicateError(err: unknown): DomainError | undefined {
+  const constraint = uniqueViolation(err);
+  if (constraint === 'users_username_key') return fieldError('username', 'A user with that username already exists.');
+  if (constraint === 'users_email_key') return fieldError('email', 'A user with that e-mail already exists.');
+  return undefined;
+}
+
+export async function createUser(ctx: ServiceContext, rawInput: unknown): Promise<UserView> {
+  const input = validate(UserCreate, rawInput);
+  authorize(ctx.ability, 'create', 'User', { is_superuser: input.is_superuser ?? false });
+  if (input.is_superuser !== undefined) authorize(ctx.ability, 'create', 'User', { is_superuser: input.is_superuser }, 'is_superuser');
+  if (input.is_staff !== undefined) authorize(ctx.ability, 'create', 'User', { is_superuser: input.is_superuser ?? false }, 'is_staff');
+  const email = input.email?.trim() ?? '';
+  checkPasswordStrength(input.password, 'password', { username: input.username, email });
+  if (await emailTaken(ctx.em, email)) throw fieldError('email', 'A user with that e-mail already exists.');
+  const password = await hashPassword(input.password);
+  const build = (username: string) => ({
+    username,
+    email,
+    password,
+    first_name: input.first_name ?? '',
+    last_name: input.last_name ?? '',
+    is_active: input.is_active ?? true,
+    is_staff: input.is_staff ?? false,
+    is_superuser: input.is_superuser ?? false,
+  });
+  const insert = async (username: string) => {
+    const em = ctx.em.fork();
+    const user = em.create(User, build(username));
+    await em.flush();
+    return user;
+  };
+  try {
+    if (input.username) {
+      if (await usernameTaken(ctx.em, input.username)) throw fieldError('username', 'A user with that username already exists.');
+      return toUserView(await insert(input.username));
+    }
+    const base = slugify(email.split('@')[0] || `${input.first_name ?? ''} ${input.last_name ?? ''}`, 140);
+    if (!base) throw fieldError('username', 'This field is required when no e-mail or name is given.');
+    const taken = async (b: string) =>
+      (await ctx.em.find(User, { username: { $ilike: `${likeEscape(b)}%` } }, { fields: ['username'] })).map((u) => u.username);
+    return toUserView(await insertWithUniqueSlug(base, 'users_username_key', taken, insert));
+  } catch (err) {
+    throw duplicateError(err) ?? err;
+  }
+}
+
+export async function getUser(ctx: ServiceContext, ref: string): Promise<UserView> {
+  const user = await findUserByRef(ctx.em, ref);
+  if (!allows(ctx.ability, 'read', 'User', user)) throw notFound('User');
+  return toUserView(user);
+}
+
+async function applyUpdate(ctx: ServiceContext, user: UserEntity, input: UserUpdate): Promise<UserView> {
+  const current = { uuid: user.uuid, is_superuser: user.is_superuser };
+  authorize(ctx.ability, 'update', 'User', current);
+  for (const field of Object.keys(input)) authorize(ctx.ability, 'update', 'User', current, field);
+  if (input.username !== undefined && input.username !== user.username && (await usernameTaken(ctx.em, input.username, user.uuid))) {
+    throw fieldError('username', 'A user with that username already exists.');
+  }
+  const email = input.email?.trim();
+  if (email !== undefined && (await emailTaken(ctx.em, email, user.uuid))) {
+    throw fieldError('email', 'A user with that e-mail already exists.');
+  }
+  const { password, ...fields } = input;
+  ctx.em.assign(user, { ...fields, ...(email !== undefined ? { email } : {}) });
+  if (password !== undefined) {
+    checkPasswordStrength(password, 'password', { username: user.username, email: user.email });
+    user.password = await hashPassword(password);
+    user.token_generation += 1;
+  }
+  if (input.is_active === false) user.token_generation += 1;
+  try {
+    await ctx.em.flush();
+  } catch (err) {
+    throw duplicateError(err) ?? err;
+  }
+  return toUserView(user);
+}
+
+export async function updateUser(ctx: ServiceContext, ref: string, rawInput: unknown): Promise<UserView> {
+  const input = validate(UserUpdate, rawInput);
+  const user = await findUserByRef(ctx.em, ref);
+  if (!allows(ctx.ability, 'read', 'User', user)) throw notFound('User');
+  return applyUpdate(ctx, user, input);
+}
+
+/** Soft delete: the account stays (history, references) but can no longer log in or refresh. */
+export async function deleteUser(ctx: ServiceContext, ref: string): Promise<void> {
+  const user = await findUserByRef(ctx.em, ref);
+  if (!allows(ctx.ability, 'read', 'User', user)) throw notFound('User');
+  authorize(ctx.ability, 'delete', 'User', { uuid: user.uuid, is_superuser: user.is_superuser });
+  if (ctx.actor.kind === 'user' && ctx.actor.uuid === user.uuid) {
+    throw new DomainError('BUSINESS_LOGIC_ERROR', 'You cannot delete your own account.');
+  }
+  if (user.is_deleted) return;
+  user.is_deleted = true;
+  user.is_active = false;
+  user.token_generation += 1;
+  await ctx.em.flush();
+}
+
+function actorUuid(ctx: ServiceContext): string {
+  if (ctx.actor.kind !== 'user') throw new DomainError('BAD_REQUEST', 'The profile belongs to a signed-in user; the system actor has none.');
+  return ctx.actor.uuid;
+}
+
+export async function getProfile(ctx: ServiceContext): Promise<UserView> {
+  return toUserView(await findUserByRef(ctx.em, actorUuid(ctx)));
+}
+
+export async function updateProfile(ctx: ServiceContext, rawInput: unknown): Promise<UserView> {
+  const input = validate(ProfileUpdate, rawInput);
+  const user = await findUserByRef(ctx.em, actorUuid(ctx));
+  return applyUpdate(ctx, user, input);
+}
+
+/** Changes the caller's password and revokes every token issued before (refresh tokens included). */
+export async function changePassword(ctx: ServiceContext, rawInput: unknown): Promise<void> {
+  const input = validate(ChangePassword, rawInput);
+  const user = await findUserByRef(ctx.em, actorUuid(ctx), { withPassword: true });
+  if (!(await verifyPassword(user.password, input.old_password))) {
+    throw fieldError('old_password', 'Your old password was entered incorrectly.');
+  }
+  if (input.old_password === input.new_password) throw fieldError('new_password', 'The new password must differ from the old one.');
+  checkPasswordStrength(input.new_password, 'new_password', { username: user.username, email: user.email });
+  user.password = await hashPassword(input.new_password);
+  user.token_generation += 1;
+  await ctx.em.flush();
+}
+
+export interface BootstrapResult {
+  created: boolean;
+  username?: string;
+  /** Only when the password was generated: shown once to the operator, never logged. */
+  generatedPassword?: string;
+}
+
+/** Creates the first superuser when none exists (PLATFORM_ADMIN_* or a generated password). */
+export async function bootstrapAdmin(
+  ctx: ServiceContext,
+  admin: { username?: string; password?: string; email?: string },
+): Promise<BootstrapResult> {
+  if (ctx.actor.kind !== 'system') throw permissionDenied();
+  const existing = await ctx.em.count(User, { is_superuser: true, is_deleted: false });
+  if (existing > 0) return { created: false };
+  const username = admin.username ?? 'admin';
+  const generatedPassword = admin.password ? undefined : randomBytes(18).toString('base64url');
+  try {
+    await createUser(ctx, {
+      username,
+      password: admin.password ?? generatedPassword,
+      ...(admin.email ? { email: admin.email } : {}),
+      is_staff: true,
+      is_superuser: true,
+    });
+  } catch (err) {
+    // Two processes bootstrapping at once: the other one won.
+    if (err instanceof DomainError && err.code === 'VALIDATION_ERROR' && err.errors?.username) return { created: false };
+    throw err;
+  }
+  return { created: true, username, generatedPassword };
+}
+
