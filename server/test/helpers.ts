@@ -1,0 +1,88 @@
+// Black-box HTTP test harness: a real server listening on a real socket, on a database of
+// its own. `api()` is a small fetch wrapper returning status, headers and parsed body.
+import { loadConfig, type Config } from '../../shared/config.ts';
+import { createTestDatabase, type TestDatabase } from '../../shared/testing/database.ts';
+import { startServer, type ServerHandle } from '../main.ts';
+
+export const ADMIN = { username: 'root', password: 'root-password-1', email: 'root@example.com' };
+export const TEST_SECRET = 'test-secret-key-0123456789abcdef-0123456789';
+
+export interface TestServer {
+  url: string;
+  handle: ServerHandle;
+  db: TestDatabase;
+  config: Config;
+  api: (method: string, path: string, options?: RequestOptions) => Promise<ApiResponse>;
+  login: (username?: string, password?: string) => Promise<{ access: string; refresh: string }>;
+  close: () => Promise<void>;
+}
+
+export interface RequestOptions {
+  token?: string;
+  body?: unknown;
+  raw?: string | Buffer;
+  headers?: Record<string, string>;
+}
+
+export interface ApiResponse {
+  status: number;
+  headers: Headers;
+  body: any;
+  text: string;
+}
+
+export async function request(base: string, method: string, path: string, options: RequestOptions = {}): Promise<ApiResponse> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.token) headers.Authorization = `Bearer ${options.token}`;
+  let body: string | Buffer | undefined;
+  if (options.raw !== undefined) body = options.raw;
+  else if (options.body !== undefined) {
+    body = JSON.stringify(options.body);
+    headers['Content-Type'] ??= 'application/json';
+  }
+  const res = await fetch(new URL(path, base), { method, headers, body });
+  const text = await res.text();
+  let parsed: unknown = undefined;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  return { status: res.status, headers: res.headers, body: parsed, text };
+}
+
+/** Starts a server on a fresh database. `env` overrides the test defaults (rate limits off). */
+export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
+  const db = await createTestDatabase();
+  const config = loadConfig({
+    DATABASE_URL: db.url,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    PLATFORM_SECRET_KEY: TEST_SECRET,
+    PLATFORM_ADMIN_USERNAME: ADMIN.username,
+    PLATFORM_ADMIN_PASSWORD: ADMIN.password,
+    PLATFORM_ADMIN_EMAIL: ADMIN.email,
+    PLATFORM_DATA_DIR: '/nonexistent-data-dir',
+    RATE_LIMIT_ENABLED: 'false',
+    LOG_LEVEL: 'silent',
+    ...env,
+  });
+  const handle = await startServer(config, { announce: () => undefined });
+  const api = (method: string, path: string, options?: RequestOptions) => request(handle.url, method, path, options);
+  return {
+    url: handle.url,
+    handle,
+    db,
+    config,
+    api,
+    async login(username = ADMIN.username, password = ADMIN.password) {
+      const res = await api('POST', '/api/auth/jwt/token/', { body: { username, password } });
+      if (res.status !== 200) throw new Error(`login failed: ${res.status} ${res.text}`);
+      return res.body;
+    },
+    async close() {
+      await handle.close();
+      await db.drop();
+    },
+  };
+}
