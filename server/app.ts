@@ -11,7 +11,7 @@ import { ErrorBody, MessageBody } from './http/envelopes.ts';
 import { errorMiddleware } from './http/errors.ts';
 import { bodyParser, requestContext, security } from './http/middleware.ts';
 import { RateLimits } from './http/rate-limit.ts';
-import { RouteRegistry } from './http/registry.ts';
+import { RouteRegistry, type RouteDef } from './http/registry.ts';
 import type { AppState } from './http/types.ts';
 import { authRoutes } from './routes/auth.routes.ts';
 import { docsRouter } from './routes/docs.routes.ts';
@@ -25,6 +25,8 @@ export interface AppDeps {
   tokens: TokenSettings;
   redis?: Redis;
   isShuttingDown?: () => boolean;
+  /** Further routes (tests mount failure probes this way). */
+  extraRoutes?: RouteDef[];
 }
 
 export const API_VERSION = '1.0.0';
@@ -47,7 +49,7 @@ export function openapiDocument(registry: RouteRegistry): Record<string, unknown
 export function createApp(deps: AppDeps): Koa<AppState> {
   const app = new Koa<AppState>({ proxy: deps.config.trustProxy });
   app.silent = true; // errors are logged by errorMiddleware, with the request id
-  const registry = buildRegistry(deps);
+  const registry = buildRegistry(deps).add(...(deps.extraRoutes ?? []));
   const steps = [bearerAuthentication(deps.tokens)];
   if (deps.config.rateLimit.enabled) steps.push(new RateLimits(deps.config.rateLimit, deps.redis).step());
   const api = registry.router(steps);
@@ -61,6 +63,6 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   app.use(docs.routes());
   app.use(bodyParser(deps.config));
   app.use(api.routes());
-  app.use(api.allowedMethods({ throw: true }));
+  app.use(api.allowedMethods());
   return app;
 }

@@ -14,6 +14,7 @@ import { openDatabase, type Database } from '../shared/db/database.ts';
 import { migratePlatform } from '../shared/db/orm.ts';
 import { bootstrapAdmin } from '../shared/users/user.service.ts';
 import { createApp } from './app.ts';
+import type { RouteDef } from './http/registry.ts';
 
 export interface ServerHandle {
   url: string;
@@ -28,6 +29,7 @@ export interface StartOptions {
   log?: Logger;
   /** Where the one-time generated admin password is shown (default: stderr). */
   announce?: (text: string) => void;
+  extraRoutes?: RouteDef[];
 }
 
 export function tokenSettings(config: Config): TokenSettings {
@@ -61,7 +63,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       await redis.connect().catch((err) => log.warn({ err: err.message }, 'redis unreachable; rate limits fall back to process memory'));
     }
     let shuttingDown = false;
-    const app = createApp({ config, orm: db.orm, log, tokens, redis, isShuttingDown: () => shuttingDown });
+    const app = createApp({ config, orm: db.orm, log, tokens, redis, isShuttingDown: () => shuttingDown, extraRoutes: options.extraRoutes });
     const srv = http.createServer(app.callback());
     server = srv;
     srv.keepAliveTimeout = 65_000;

@@ -9,6 +9,8 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 
 export interface RateLimitConfig {
   enabled: boolean;
+  /** Prefix of the counter keys (in Redis, shared by every process with the same prefix). */
+  keyPrefix: string;
   /** Cloud console (/api/cloud/…), authenticated: requests per minute per user. */
   standardPerMinute: number;
   /** Token issue: attempts per hour per client address. */
@@ -141,6 +143,7 @@ export function loadConfig(env: Env = process.env): Config {
     environment: oneOf(env, 'ENVIRONMENT', ENVIRONMENTS, 'production'),
     rateLimit: {
       enabled: bool(env, 'RATE_LIMIT_ENABLED', true),
+      keyPrefix: str(env, 'RATE_LIMIT_KEY_PREFIX') ?? 'rl',
       standardPerMinute: int(env, 'RATE_LIMIT_STANDARD_PER_MINUTE', 100, 1),
       authPerHour: int(env, 'RATE_LIMIT_AUTH_PER_HOUR', 20, 1),
       writePerMinute: int(env, 'RATE_LIMIT_WRITE_PER_MINUTE', 30, 1),

@@ -25,8 +25,14 @@ export function errorMiddleware(log: Logger) {
   return async (ctx: AppContext, next: Next) => {
     try {
       await next();
-      if (ctx.status === 404 && ctx.body === undefined) {
-        throw new DomainError('NOT_FOUND', `No route matches ${ctx.method} ${ctx.path}.`, { detail: 'Not found.' });
+      if (ctx.body === undefined || ctx.body === null) {
+        if (ctx.status === 404) throw new DomainError('NOT_FOUND', `No route matches ${ctx.method} ${ctx.path}.`, { detail: 'Not found.' });
+        // The router answered 405 (with Allow) or 501 for an unknown method: add the envelope.
+        if (ctx.status === 405 || ctx.status === 501) {
+          const text = `Method "${ctx.method}" not allowed.`;
+          ctx.body = new DomainError('METHOD_NOT_ALLOWED', text, { detail: text }).toBody();
+          ctx.status = 405;
+        }
       }
     } catch (err) {
       let domain = toDomainError(err);

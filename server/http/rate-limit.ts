@@ -24,10 +24,11 @@ export class RateLimits {
 
   constructor(config: RateLimitConfig, redis: Redis | undefined) {
     const make = (name: LimiterName, points: number, duration: number): RateLimiterAbstract => {
-      const memory = new RateLimiterMemory({ keyPrefix: `rl:${name}`, points, duration });
+      const keyPrefix = `${config.keyPrefix}:${name}`;
+      const memory = new RateLimiterMemory({ keyPrefix, points, duration });
       if (!redis) return memory;
       // If Redis becomes unreachable, fall back to per-process counting rather than failing requests.
-      return new RateLimiterRedis({ storeClient: redis, keyPrefix: `rl:${name}`, points, duration, rejectIfRedisNotReady: true, insuranceLimiter: memory });
+      return new RateLimiterRedis({ storeClient: redis, keyPrefix, points, duration, rejectIfRedisNotReady: true, insuranceLimiter: memory });
     };
     this.limiters = {
       auth: make('auth', config.authPerHour, 3600),

@@ -2,7 +2,7 @@
 // its own. `api()` is a small fetch wrapper returning status, headers and parsed body.
 import { loadConfig, type Config } from '../../shared/config.ts';
 import { createTestDatabase, type TestDatabase } from '../../shared/testing/database.ts';
-import { startServer, type ServerHandle } from '../main.ts';
+import { startServer, type ServerHandle, type StartOptions } from '../main.ts';
 
 export const ADMIN = { username: 'root', password: 'root-password-1', email: 'root@example.com' };
 export const TEST_SECRET = 'test-secret-key-0123456789abcdef-0123456789';
@@ -52,7 +52,7 @@ export async function request(base: string, method: string, path: string, option
 }
 
 /** Starts a server on a fresh database. `env` overrides the test defaults (rate limits off). */
-export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
+export async function startTestServer(env: Record<string, string> = {}, options: StartOptions = {}): Promise<TestServer> {
   const db = await createTestDatabase();
   const config = loadConfig({
     DATABASE_URL: db.url,
@@ -67,7 +67,7 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
     LOG_LEVEL: 'silent',
     ...env,
   });
-  const handle = await startServer(config, { announce: () => undefined });
+  const handle = await startServer(config, { announce: () => undefined, ...options });
   const api = (method: string, path: string, options?: RequestOptions) => request(handle.url, method, path, options);
   return {
     url: handle.url,

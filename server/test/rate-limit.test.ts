@@ -1,0 +1,111 @@
+import { randomBytes } from 'node:crypto';
+import net from 'node:net';
+import test from 'ava';
+import { startServer } from '../main.ts';
+import { ADMIN, request, startTestServer, type TestServer } from './helpers.ts';
+
+const LIMITS = {
+  RATE_LIMIT_ENABLED: 'true',
+  RATE_LIMIT_AUTH_PER_HOUR: '4',
+  RATE_LIMIT_STANDARD_PER_MINUTE: '6',
+  RATE_LIMIT_WRITE_PER_MINUTE: '2',
+  RATE_LIMIT_USER_PER_HOUR: '1000',
+  RATE_LIMIT_ANON_PER_HOUR: '1000',
+  RATE_LIMIT_BURST_PER_MINUTE: '3',
+};
+
+function assert429(t: import('ava').ExecutionContext, res: Awaited<ReturnType<TestServer['api']>>) {
+  t.is(res.status, 429);
+  t.like(res.body, { status: 'error', code: 'RATE_LIMIT_EXCEEDED', error: 'Too many requests.' });
+  t.true(Number.isInteger(res.body.retry_after) && res.body.retry_after > 0);
+  t.regex(res.body.detail, /Expected available in \d+ seconds?\./);
+  t.is(res.headers.get('retry-after'), String(res.body.retry_after));
+  t.is(res.headers.get('x-ratelimit-remaining'), '0');
+  const reset = Number(res.headers.get('x-ratelimit-reset'));
+  t.true(reset > Date.now() / 1000 && reset < Date.now() / 1000 + 3700);
+}
+
+test('login attempts, cloud-console requests, writes and anonymous bursts are limited (in memory)', async (t) => {
+  const s = await startTestServer({ ...LIMITS, RATE_LIMIT_KEY_PREFIX: `t${randomBytes(4).toString('hex')}` });
+  try {
+    // Authentication: 4 attempts an hour per client address, successful or not.
+    const creds = { username: ADMIN.username, password: ADMIN.password };
+    const first = await s.api('POST', '/api/auth/jwt/token/', { body: creds });
+    t.is(first.status, 200);
+    t.is(first.headers.get('x-ratelimit-limit'), '3'); // the tightest limit that applied: burst
+    const token = first.body.access;
+    for (let i = 0; i < 2; i++) await s.api('POST', '/api/auth/jwt/token/', { body: { ...creds, password: 'wrong-password' } });
+    // Anonymous burst (3 a minute) is exhausted by now.
+    assert429(t, await s.api('POST', '/api/auth/jwt/token/', { body: creds }));
+
+    // Authenticated cloud-console requests: 6 a minute per user, headers count down.
+    const remaining: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const res = await s.api('GET', '/api/cloud/users/', { token });
+      t.is(res.status, 200);
+      remaining.push(Number(res.headers.get('x-ratelimit-remaining')));
+    }
+    t.deepEqual(remaining, [5, 4, 3, 2, 1, 0]);
+    assert429(t, await s.api('GET', '/api/cloud/users/', { token }));
+    // Outside /api/cloud/ the standard limit does not apply (the hourly user limit does).
+    t.is((await s.api('GET', '/api/profile/', { token })).status, 200);
+    // Writes: 2 a minute per user.
+    t.is((await s.api('PUT', '/api/profile/', { token, body: { first_name: 'A' } })).status, 200);
+    t.is((await s.api('PUT', '/api/profile/', { token, body: { first_name: 'B' } })).status, 200);
+    assert429(t, await s.api('PUT', '/api/profile/', { token, body: { first_name: 'C' } }));
+    // Probes and docs are never limited.
+    for (let i = 0; i < 5; i++) t.is((await s.api('GET', '/healthz')).status, 200);
+    t.is((await s.api('GET', '/api/schema/')).status, 200);
+  } finally {
+    await s.close();
+  }
+});
+
+test('RATE_LIMIT_ENABLED=false turns every limit off', async (t) => {
+  const s = await startTestServer({ ...LIMITS, RATE_LIMIT_ENABLED: 'false' });
+  try {
+    for (let i = 0; i < 6; i++) {
+      t.is((await s.api('POST', '/api/auth/jwt/token/', { body: { username: ADMIN.username, password: 'wrong-password' } })).status, 401);
+    }
+    t.is((await s.api('GET', '/healthz')).headers.get('x-ratelimit-limit'), null);
+  } finally {
+    await s.close();
+  }
+});
+
+async function redisReachable(url: string): Promise<boolean> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const sock = net.connect(Number(port || 6379), hostname, () => {
+      sock.end();
+      resolve(true);
+    });
+    sock.on('error', () => resolve(false));
+  });
+}
+
+test('with REDIS_URL, two server processes share the counters', async (t) => {
+  const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+  if (!process.env.TEST_REDIS_URL && !(await redisReachable(redisUrl))) {
+    t.log(`no Redis at ${redisUrl}: set TEST_REDIS_URL to run this test`);
+    t.pass();
+    return;
+  }
+  const prefix = `t${randomBytes(4).toString('hex')}`;
+  const a = await startTestServer({ ...LIMITS, REDIS_URL: redisUrl, RATE_LIMIT_KEY_PREFIX: prefix, RATE_LIMIT_STANDARD_PER_MINUTE: '4' });
+  const b = await startServer({ ...a.config, port: 0 }, { migrate: false, announce: () => undefined });
+  try {
+    const token = (await a.login()).access;
+    t.is((await request(a.url, 'GET', '/api/cloud/users/', { token })).status, 200);
+    t.is((await request(b.url, 'GET', '/api/cloud/users/', { token })).status, 200);
+    t.is((await request(a.url, 'GET', '/api/cloud/users/', { token })).status, 200);
+    const last = await request(b.url, 'GET', '/api/cloud/users/', { token });
+    t.is(last.status, 200);
+    t.is(last.headers.get('x-ratelimit-remaining'), '0');
+    const over = await request(a.url, 'GET', '/api/cloud/users/', { token });
+    assert429(t, over);
+  } finally {
+    await b.close();
+    await a.close();
+  }
+});
