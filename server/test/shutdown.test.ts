@@ -1,0 +1,53 @@
+import test from 'ava';
+import { defineRoute } from '../http/registry.ts';
+import { startTestServer } from './helpers.ts';
+
+const slow = (ms: number) =>
+  defineRoute({
+    method: 'get',
+    path: '/api/test/slow/',
+    operationId: 'test_slow',
+    summary: 'answers after a delay',
+    tags: ['test'],
+    auth: 'public',
+    responses: { 200: null },
+    async handler(ctx) {
+      await new Promise((r) => setTimeout(r, ms));
+      ctx.body = { done: true };
+    },
+  });
+
+test('shutdown finishes in-flight requests, refuses new ones, then closes the pool', async (t) => {
+  const s = await startTestServer({}, { extraRoutes: [slow(400)] });
+  try {
+    const inflight = s.api('GET', '/api/test/slow/');
+    await new Promise((r) => setTimeout(r, 100));
+    const closing = s.handle.close();
+    await new Promise((r) => setTimeout(r, 50));
+    await t.throwsAsync(fetch(`${s.url}/healthz`));
+    const res = await inflight;
+    t.is(res.status, 200);
+    t.deepEqual(res.body, { done: true });
+    await closing;
+    t.false(await s.handle.db.orm.isConnected());
+  } finally {
+    await s.db.drop();
+  }
+});
+
+test('requests still running at the shutdown timeout are cut off', async (t) => {
+  const s = await startTestServer({ SHUTDOWN_TIMEOUT_MS: '200' }, { extraRoutes: [slow(5_000)] });
+  try {
+    const inflight = s.api('GET', '/api/test/slow/').then(
+      () => 'answered',
+      () => 'cut off',
+    );
+    await new Promise((r) => setTimeout(r, 100));
+    const started = Date.now();
+    await s.handle.close();
+    t.true(Date.now() - started < 3_000);
+    t.is(await inflight, 'cut off');
+  } finally {
+    await s.db.drop();
+  }
+});
