@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import test from 'ava';
 import { ADMIN, startTestServer, type TestServer } from './helpers.ts';
 
@@ -196,4 +197,14 @@ test('the bootstrap superuser exists once, with the configured credentials', asy
   const roots = res.body.results.filter((u: { is_superuser: boolean }) => u.is_superuser);
   t.is(roots.length, 1);
   t.like(roots[0], { username: ADMIN.username, email: ADMIN.email, is_staff: true });
+});
+
+test('the fixture users can be created and sign in', async (t) => {
+  const fixtures = JSON.parse(fs.readFileSync(new URL('../../fixtures/users.json', import.meta.url), 'utf8')) as Record<string, unknown>[];
+  for (const u of fixtures) {
+    const res = await s.api('POST', '/api/cloud/users/', { token: root, body: u });
+    t.is(res.status, 201, res.text);
+    t.is(res.body.data.is_staff, u.is_staff === true);
+    t.truthy(await s.login(u.username as string, u.password as string));
+  }
 });
