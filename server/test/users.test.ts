@@ -208,3 +208,13 @@ test('the fixture users can be created and sign in', async (t) => {
     t.truthy(await s.login(u.username as string, u.password as string));
   }
 });
+
+test('quotes, wildcards and SQL fragments in the path parameter reach nobody', async (t) => {
+  for (const ref of ["' OR '1'='1", '%', '_oot', 'r%', "root'--", '00000000-0000-0000-0000-000000000000']) {
+    const res = await s.api('GET', `/api/cloud/users/${encodeURIComponent(ref)}/`, { token: root });
+    t.is(res.status, 404, ref);
+    t.is(res.body.code, 'NOT_FOUND');
+    t.is((await s.api('DELETE', `/api/cloud/users/${encodeURIComponent(ref)}/`, { token: root })).status, 404, ref);
+  }
+  t.is((await s.api('GET', `/api/cloud/users/${ADMIN.username}/`, { token: root })).status, 200);
+});
