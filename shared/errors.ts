@@ -73,9 +73,13 @@ export class DomainError extends Error {
     const b = (body && typeof body === 'object' ? body : {}) as Record<string, unknown>;
     const code = typeof b.code === 'string' && b.code in ERROR_STATUS ? (b.code as ErrorCode) : codeForStatus(status);
     const message = typeof b.message === 'string' ? b.message : typeof b.detail === 'string' ? b.detail : `HTTP ${status}`;
+    const { status: _s, code: _c, message: _m, detail, errors, data, ...extra } = b;
     return new DomainError(code, message, {
-      detail: typeof b.detail === 'string' ? b.detail : undefined,
-      errors: b.errors && typeof b.errors === 'object' ? (b.errors as FieldErrors) : undefined,
+      detail: typeof detail === 'string' ? detail : undefined,
+      errors: errors && typeof errors === 'object' ? (errors as FieldErrors) : undefined,
+      data: data && typeof data === 'object' ? (data as Record<string, unknown>) : undefined,
+      // Further top-level fields (`retry_after`, …) survive the round trip: toBody() gives the body back.
+      extra: Object.keys(extra).length ? extra : undefined,
     });
   }
 }

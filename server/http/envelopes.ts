@@ -1,5 +1,6 @@
 // Response envelopes of spec Part 1 §7/§8 and their schemas (for OpenAPI).
 import { Type, type TSchema } from '@sinclair/typebox';
+import { createdBody, messageBody } from '../../shared/common/envelopes.ts';
 import { pageEnvelope, type Page } from '../../shared/common/pagination.ts';
 import type { AppContext } from './types.ts';
 
@@ -38,9 +39,9 @@ export function sendPage<T>(ctx: AppContext, page: Page<T>, publicUrl: string | 
 
 export function sendCreated(ctx: AppContext, message: string, data: unknown): void {
   ctx.status = 201;
-  ctx.body = { status: 'success', message, data };
+  ctx.body = createdBody(message, data);
 }
 
 export function sendMessage(ctx: AppContext, message: string): void {
-  ctx.body = { status: 'success', message };
+  ctx.body = messageBody(message);
 }

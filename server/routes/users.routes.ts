@@ -1,10 +1,8 @@
-import { Type } from '@sinclair/typebox';
+import { USER_MESSAGES } from '../../shared/users/user.messages.ts';
 import * as users from '../../shared/users/user.service.ts';
-import { ChangePassword, ProfileUpdate, UserCreate, UserListQuery, UserUpdate, UserView } from '../../shared/users/user.schemas.ts';
+import { ChangePassword, ProfileUpdate, UserCreate, UserListQuery, UserRef, UserUpdate, UserView } from '../../shared/users/user.schemas.ts';
 import { MessageBody, created, paginated, sendCreated, sendMessage, sendPage } from '../http/envelopes.ts';
 import { defineRoute, type RouteDef } from '../http/registry.ts';
-
-const UserRef = Type.Object({ user: Type.String({ minLength: 1, maxLength: 150, description: 'Username or UUID' }) });
 
 export function userRoutes(publicUrl: string | undefined): RouteDef[] {
   return [
@@ -34,7 +32,7 @@ export function userRoutes(publicUrl: string | undefined): RouteDef[] {
       body: UserCreate,
       responses: { 201: created(UserView) },
       async handler(ctx, { body }) {
-        sendCreated(ctx, 'User created successfully.', await users.createUser(ctx.state.service(), body));
+        sendCreated(ctx, USER_MESSAGES.created, await users.createUser(ctx.state.service(), body));
       },
     }),
     defineRoute({
@@ -80,7 +78,7 @@ export function userRoutes(publicUrl: string | undefined): RouteDef[] {
       responses: { 200: MessageBody },
       async handler(ctx, { params }) {
         await users.deleteUser(ctx.state.service(), params.user);
-        sendMessage(ctx, 'User deleted.');
+        sendMessage(ctx, USER_MESSAGES.deleted);
       },
     }),
     defineRoute({
@@ -120,7 +118,7 @@ export function userRoutes(publicUrl: string | undefined): RouteDef[] {
       responses: { 200: MessageBody },
       async handler(ctx, { body }) {
         await users.changePassword(ctx.state.service(), body);
-        sendMessage(ctx, 'Password changed successfully.');
+        sendMessage(ctx, USER_MESSAGES.passwordChanged);
       },
     }),
   ];

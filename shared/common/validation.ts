@@ -3,7 +3,7 @@
 // OpenAPI is generated from them. Failures become 400 VALIDATION_ERROR with field-keyed messages.
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import type { Static, TSchema } from '@sinclair/typebox';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { validationError, type FieldErrors } from '../errors.ts';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -88,6 +88,10 @@ export function toFieldErrors(errors: ErrorObject[], root = 'non_field_errors'):
   }
   return out;
 }
+
+/** A string out of a fixed list: one `enum` keyword (a clear "Must be one of: …" message). */
+export const StringEnum = <const T extends readonly string[]>(values: T, options: { description?: string } = {}) =>
+  Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
 
 /** Validates (and, for query strings, coerces) `data` in place; returns it typed or throws 400. */
 export function validate<S extends TSchema>(schema: S, data: unknown, mode: 'body' | 'query' = 'body'): Static<S> {

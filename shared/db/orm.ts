@@ -49,6 +49,9 @@ export async function migratePlatform(orm: Orm, clientUrl: string): Promise<Migr
 }
 
 export async function migrationStatus(orm: Orm): Promise<{ executed: string[]; pending: string[] }> {
-  const [executed, pending] = await Promise.all([orm.migrator.getExecuted(), orm.migrator.getPending()]);
+  // One after the other: each creates the migrations table when missing, and two concurrent
+  // CREATE TABLEs on a fresh database fail ("relation platform_migrations already exists").
+  const executed = await orm.migrator.getExecuted();
+  const pending = await orm.migrator.getPending();
   return { executed: executed.map((m) => m.name), pending: pending.map((m) => m.name) };
 }

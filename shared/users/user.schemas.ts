@@ -1,10 +1,16 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { StringEnum } from '../common/validation.ts';
 
-export const USERNAME_PATTERN = '^[A-Za-z0-9.@+_-]+$';
+// Letters, digits and . @ + - _, but not `.` or `..` alone (they are not addressable in a URL path).
+export const USERNAME_PATTERN = '^(?!\\.{1,2}$)[A-Za-z0-9.@+_-]+$';
 
 const Username = Type.String({ minLength: 1, maxLength: 150, pattern: USERNAME_PATTERN, description: 'Letters, digits and . @ + - _' });
 const Email = Type.String({ format: 'email', maxLength: 254 });
 const Name = Type.String({ maxLength: 150 });
+
+/** The path parameter naming one user (`/api/cloud/users/:user/`): a username or a UUID. */
+export const UserRef = Type.Object({ user: Type.String({ minLength: 1, maxLength: 150, description: 'Username or UUID' }) });
+export type UserRef = Static<typeof UserRef>;
 
 export const UserView = Type.Object(
   {
@@ -55,16 +61,14 @@ export const UserUpdate = Type.Object(
 );
 export type UserUpdate = Static<typeof UserUpdate>;
 
-const BoolParam = Type.Union([Type.Literal('true'), Type.Literal('1'), Type.Literal('false'), Type.Literal('0'), Type.Literal('all'), Type.Literal('*')]);
+const BoolParam = StringEnum(['true', '1', 'false', '0', 'all', '*']);
 
 export const UserListQuery = Type.Object({
   search: Type.Optional(Type.String({ maxLength: 200, description: 'Matches username, e-mail, first or last name' })),
   organization_slug: Type.Optional(Type.String({ maxLength: 100 })),
   is_active: Type.Optional(BoolParam),
   is_deleted: Type.Optional(BoolParam),
-  ordering: Type.Optional(
-    Type.Union(['username', '-username', 'email', '-email', 'date_joined', '-date_joined', 'last_login', '-last_login'].map((o) => Type.Literal(o))),
-  ),
+  ordering: Type.Optional(StringEnum(['username', '-username', 'email', '-email', 'date_joined', '-date_joined', 'last_login', '-last_login'])),
   page: Type.Optional(Type.String({ description: 'Page number (default 1)' })),
   page_size: Type.Optional(Type.String({ description: 'Items per page (default 20, at most 100)' })),
 });

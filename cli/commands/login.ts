@@ -1,0 +1,41 @@
+import { Flags } from '@oclif/core';
+import type { TokenPair } from '../../shared/auth/auth.service.ts';
+import type { UserView } from '../../shared/users/user.schemas.ts';
+import { apiUrlFlag, BaseCommand } from '../base.ts';
+import { PATHS } from '../backend/paths.ts';
+import { ApiClient, requireApiUrl } from '../backend/remote.ts';
+import { CredentialStore } from '../credentials.ts';
+import { ask, askHidden, canPrompt, missingValue } from '../prompt.ts';
+
+export default class LoginCommand extends BaseCommand<typeof LoginCommand> {
+  static override summary = 'Log in to a platform API and store the tokens for later commands.';
+  static override description =
+    'Stores the access and refresh tokens for that API URL in <config dir>/credentials.json (mode 0600); the config dir is $PLATFORM_CONFIG_DIR, else $XDG_CONFIG_HOME/platform, else ~/.config/platform. Prompts for what is missing (the password without echo).';
+  static override examples = ['<%= config.bin %> login --api-url https://platform.example.com --username alice'];
+  static override baseFlags = { 'api-url': apiUrlFlag };
+  static override flags = {
+    username: Flags.string({ summary: 'Username or e-mail.' }),
+    password: Flags.string({ summary: 'Password (prompted for, hidden, when omitted on a terminal).' }),
+  };
+
+  async run() {
+    const apiUrl = requireApiUrl(this.flags['api-url'], '');
+    const interactive = canPrompt();
+    const username = this.flags.username ?? (interactive ? await ask('Username: ') : undefined);
+    if (!username) throw missingValue('username');
+    const password = this.flags.password ?? (interactive ? await askHidden('Password: ') : undefined);
+    if (!password) throw missingValue('password');
+
+    const store = new CredentialStore();
+    const api = new ApiClient(apiUrl, store);
+    const tokens = await api.request<TokenPair>('POST', PATHS.token, { body: { username, password } });
+    store.set(apiUrl, { ...tokens, username });
+    // The canonical username (the login may have been an e-mail or another case).
+    const profile = await api.request<UserView>('GET', PATHS.profile, { auth: true });
+    store.set(apiUrl, { ...tokens, username: profile.username });
+
+    const body = { status: 'success' as const, message: `Logged in to ${apiUrl} as ${profile.username}.`, api_url: apiUrl, username: profile.username };
+    this.log(body.message);
+    return body;
+  }
+}

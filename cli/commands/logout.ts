@@ -1,0 +1,36 @@
+import type { MessageBody } from '../../shared/common/envelopes.ts';
+import { DomainError } from '../../shared/errors.ts';
+import { apiUrlFlag, BaseCommand } from '../base.ts';
+import { PATHS } from '../backend/paths.ts';
+import { ApiClient, requireApiUrl } from '../backend/remote.ts';
+import { CredentialStore } from '../credentials.ts';
+
+export default class LogoutCommand extends BaseCommand<typeof LogoutCommand> {
+  static override summary = 'Log out: blacklist the stored refresh token and forget the credentials for that API URL.';
+  static override examples = ['<%= config.bin %> logout'];
+  static override baseFlags = { 'api-url': apiUrlFlag };
+
+  async run() {
+    const apiUrl = requireApiUrl(this.flags['api-url'], '');
+    const store = new CredentialStore();
+    const creds = store.get(apiUrl);
+    let body: MessageBody;
+    if (!creds) {
+      body = { status: 'success', message: `Not logged in to ${apiUrl}.` };
+    } else {
+      try {
+        await new ApiClient(apiUrl, store).request('POST', PATHS.blacklist, { body: { refresh: creds.refresh } });
+      } catch (err) {
+        // A refresh token the API refuses (expired, revoked) can do no harm: forget it. Any
+        // other failure keeps the credentials, so that logging out can be retried.
+        if (!(err instanceof DomainError && err.status === 401)) {
+          throw new DomainError(err instanceof DomainError ? err.code : 'INTERNAL_ERROR', `${(err as Error).message} The credentials are kept: retry \`platform logout\`.`);
+        }
+      }
+      store.delete(apiUrl);
+      body = { status: 'success', message: `Logged out of ${apiUrl}.` };
+    }
+    this.log(body.message);
+    return body;
+  }
+}

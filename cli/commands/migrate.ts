@@ -1,0 +1,42 @@
+import { Flags } from '@oclif/core';
+import { BaseCommand } from '../base.ts';
+import { table } from '../output.ts';
+
+export default class MigrateCommand extends BaseCommand<typeof MigrateCommand> {
+  static override summary = 'Apply pending platform migrations, or show their status.';
+  static override description =
+    'Works on the database directly (DATABASE_URL, else the embedded PostgreSQL, which is stopped afterwards if this process started it). Safe to run while servers run: migrators are serialised by an advisory lock.';
+  static override examples = ['<%= config.bin %> migrate', '<%= config.bin %> migrate --status --json'];
+  static override flags = {
+    status: Flags.boolean({ summary: 'List executed and pending migrations; apply nothing.' }),
+  };
+
+  async run() {
+    const config = this.platformConfig();
+    // Loaded here, not at the top: oclif imports every command module to list them, and the
+    // ORM should only cost the commands that use it.
+    const { openDatabase } = await import('../../shared/db/database.ts');
+    const { migratePlatform, migrationStatus } = await import('../../shared/db/orm.ts');
+    const log = (line: string) => this.info(line);
+    const db = await openDatabase(config, { info: log, error: log }, { poolMax: 2 });
+    try {
+      const status = await migrationStatus(db.orm);
+      if (this.flags.status) {
+        const rows = [...status.executed.map((name) => ({ name, state: 'executed' })), ...status.pending.map((name) => ({ name, state: 'pending' }))];
+        this.log(rows.length ? table(rows, [{ header: 'Migration', get: (r) => r.name }, { header: 'Status', get: (r) => r.state }]) : 'No migrations.');
+        return status;
+      }
+      if (status.pending.length) this.info(`Applying ${status.pending.length} platform migration(s): ${status.pending.join(', ')}`);
+      const report = await migratePlatform(db.orm, db.url);
+      for (const name of report.applied) this.info(`  applied ${name}`);
+      this.log(
+        report.applied.length
+          ? `Applied ${report.applied.length} migration(s); the platform schema is at ${report.current}.`
+          : `Nothing to apply; the platform schema is at ${report.current ?? '(empty)'}.`,
+      );
+      return report;
+    } finally {
+      await db.close();
+    }
+  }
+}

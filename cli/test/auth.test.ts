@@ -1,0 +1,152 @@
+// `platform login|logout|whoami`, stored credentials, token refresh, and the remote-mode
+// failures (not logged in, no API URL).
+import fs from 'node:fs';
+import path from 'node:path';
+import test from 'ava';
+import { startTestServer, type TestServer } from '../../server/test/helpers.ts';
+import { cliEnv, json, runCli, tempConfigDir } from './helpers.ts';
+
+let s: TestServer;
+const dirs: string[] = [];
+const PASSWORD = 'Login-pass-word-7';
+
+test.before(async () => {
+  s = await startTestServer();
+  const { access } = await s.login();
+  for (const username of ['alice', 'wendy', 'rita', 'lou', 'sam']) {
+    const res = await s.api('POST', '/api/cloud/users/', { token: access, body: { username, email: `${username}@example.com`, password: PASSWORD } });
+    if (res.status !== 201) throw new Error(`seed failed: ${res.text}`);
+  }
+});
+test.after.always(async () => {
+  await s?.close();
+  for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+/** A private config dir for one test (several tests run at once). */
+function configDir(): string {
+  const dir = tempConfigDir();
+  dirs.push(dir);
+  return dir;
+}
+
+const credentialsFile = (dir: string) => path.join(dir, 'credentials.json');
+const stored = (dir: string) => JSON.parse(fs.readFileSync(credentialsFile(dir), 'utf8')).apis[s.url];
+
+/** Writes a credentials file directly (tokens from the API), as `login` would. */
+function storeCredentials(dir: string, creds: { access: string; refresh: string; username: string }): void {
+  fs.writeFileSync(credentialsFile(dir), JSON.stringify({ version: 1, apis: { [s.url]: creds } }), { mode: 0o600 });
+}
+
+test('login stores the tokens in a 0600 file, prints no token, and the stored token works', async (t) => {
+  const dir = path.join(configDir(), 'nested', 'platform');
+  // --api-url instead of the environment; the e-mail instead of the username.
+  const env = cliEnv(s, dir, { PLATFORM_API_URL: undefined });
+  const r = await runCli(['login', '--api-url', s.url, '--username', 'ALICE@example.com', '--password', PASSWORD], env);
+  t.is(r.code, 0, r.stderr);
+  t.is(r.stdout, `Logged in to ${s.url} as alice.\n`);
+  t.is(r.stderr, '');
+  t.is(fs.statSync(credentialsFile(dir)).mode & 0o777, 0o600);
+  t.is(fs.statSync(dir).mode & 0o777, 0o700);
+  const creds = stored(dir);
+  t.deepEqual(Object.keys(creds).sort(), ['access', 'refresh', 'username']);
+  t.is(creds.username, 'alice');
+  for (const tokenText of [creds.access, creds.refresh]) t.false(r.stdout.includes(tokenText) || r.stderr.includes(tokenText));
+  const profile = await s.api('GET', '/api/profile/', { token: creds.access });
+  t.is(profile.status, 200);
+  t.is(profile.body.username, 'alice');
+
+  const whoami = await runCli(['whoami', '--api-url', s.url], env);
+  t.is(whoami.code, 0);
+  t.regex(whoami.stdout, /^uuid: +[0-9a-f-]{36}\nusername: +alice\nemail: +alice@example\.com\n/);
+});
+
+test('login with a wrong password: exit 1, the API message, nothing stored', async (t) => {
+  const dir = configDir();
+  const r = await runCli(['login', '--username', 'alice', '--password', 'wrong-password-1'], cliEnv(s, dir));
+  t.is(r.code, 1);
+  t.is(r.stdout, '');
+  t.is(r.stderr, 'Error: No active account found with the given credentials.\n');
+  t.false(fs.existsSync(credentialsFile(dir)));
+});
+
+test('login without a terminal: a missing password is a clear error, not a prompt', async (t) => {
+  const r = await runCli(['login', '--username', 'alice'], cliEnv(s, configDir()));
+  t.is(r.code, 1);
+  t.is(r.stderr, 'Error: Missing --password: pass it as a flag (no terminal to prompt on).\n');
+});
+
+test('whoami --json: exactly the profile body of the API', async (t) => {
+  const dir = configDir();
+  const tokens = await s.login('wendy', PASSWORD);
+  storeCredentials(dir, { ...tokens, username: 'wendy' });
+  const r = await runCli(['whoami', '--json'], cliEnv(s, dir));
+  t.is(r.code, 0);
+  t.deepEqual(json(r), (await s.api('GET', '/api/profile/', { token: tokens.access })).body);
+});
+
+test('whoami --direct: the explicit system actor', async (t) => {
+  const env = cliEnv(s, configDir());
+  const r = await runCli(['whoami', '--direct'], env);
+  t.is(r.code, 0);
+  t.is(r.stdout, 'actor:  system\nname:   cli\naccess: direct database access, every permission (explicit elevation)\n');
+  const j = await runCli(['whoami', '--direct', '--json'], env);
+  t.deepEqual(json(j), { actor: 'system', name: 'cli', access: 'direct database access, every permission (explicit elevation)' });
+});
+
+test('an invalid access token is refreshed once with the stored refresh token, and saved', async (t) => {
+  const dir = configDir();
+  const tokens = await s.login('rita', PASSWORD);
+  storeCredentials(dir, { access: 'expired-or-garbage', refresh: tokens.refresh, username: 'rita' });
+  const r = await runCli(['whoami', '--json'], cliEnv(s, dir));
+  t.is(r.code, 0, r.stderr);
+  t.is(json(r).username, 'rita');
+  const creds = stored(dir);
+  t.not(creds.access, 'expired-or-garbage');
+  t.is(creds.refresh, tokens.refresh);
+  t.is((await s.api('GET', '/api/profile/', { token: creds.access })).body.username, 'rita');
+  t.is(fs.statSync(credentialsFile(dir)).mode & 0o777, 0o600);
+});
+
+test('a session whose refresh token was revoked: exit 1, told to log in again', async (t) => {
+  const dir = configDir();
+  const tokens = await s.login('sam', PASSWORD);
+  await s.api('POST', '/api/auth/jwt/token/blacklist/', { body: { refresh: tokens.refresh } });
+  storeCredentials(dir, { access: 'expired-or-garbage', refresh: tokens.refresh, username: 'sam' });
+  const r = await runCli(['user', 'list'], cliEnv(s, dir));
+  t.is(r.code, 1);
+  t.is(r.stderr, `Error: Your session at ${s.url} has ended (Token is blacklisted.): run \`platform login\` again.\n`);
+});
+
+test('logout blacklists the refresh token (the API then refuses it) and forgets the credentials', async (t) => {
+  const dir = configDir();
+  const env = cliEnv(s, dir);
+  t.is((await runCli(['login', '--username', 'lou', '--password', PASSWORD], env)).code, 0);
+  const { refresh } = stored(dir);
+  const r = await runCli(['logout'], env);
+  t.is(r.code, 0, r.stderr);
+  t.is(r.stdout, `Logged out of ${s.url}.\n`);
+  t.is(stored(dir), undefined);
+  const refused = await s.api('POST', '/api/auth/jwt/token/refresh/', { body: { refresh } });
+  t.is(refused.status, 401);
+  t.is(refused.body.message, 'Token is blacklisted.');
+  const again = await runCli(['logout', '--json'], env);
+  t.deepEqual(json(again), { status: 'success', message: `Not logged in to ${s.url}.` });
+});
+
+test('remote mode without login: exit 1 with a clear message (and the error body with --json)', async (t) => {
+  const env = cliEnv(s, configDir());
+  const r = await runCli(['user', 'list'], env);
+  t.is(r.code, 1);
+  t.is(r.stdout, '');
+  t.is(r.stderr, `Error: Not logged in to ${s.url}: run \`platform login\` first (or use --direct to work on the database).\n`);
+  const j = await runCli(['whoami', '--json'], env);
+  t.is(j.code, 1);
+  t.like(json(j), { status: 'error', code: 'AUTHENTICATION_FAILED', detail: 'Authentication credentials were not provided.' });
+});
+
+test('remote mode without an API URL: exit 1, told to pass --api-url or use --direct', async (t) => {
+  const r = await runCli(['user', 'get', 'alice'], cliEnv(s, configDir(), { PLATFORM_API_URL: undefined }));
+  t.is(r.code, 1);
+  t.is(r.stderr, 'Error: No API URL: pass --api-url or set PLATFORM_API_URL, or use --direct to work on the database.\n');
+});

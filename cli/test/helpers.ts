@@ -1,0 +1,114 @@
+// Black-box CLI harness: the real `platform` binary as a child process, against a real
+// server (remote mode) and the same database (direct mode). `bothModes` runs one command
+// in both modes and asserts that exit code, stdout and stderr are identical.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import test, { type ExecutionContext } from 'ava';
+import { ADMIN, TEST_SECRET, type TestServer } from '../../server/test/helpers.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+
+export type Mode = 'remote' | 'direct';
+export const MODES: Mode[] = ['remote', 'direct'];
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Parsed stdout (for --json runs). */
+export const json = (r: CliResult): any => JSON.parse(r.stdout);
+
+/** A fresh, private config directory (where `login` keeps its credentials). */
+export function tempConfigDir(): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'platform-cli-test-'));
+}
+
+/**
+ * Stores a login in `configDir` as `platform login` does (tokens from the API), without a
+ * CLI process: the login command itself is tested in auth.test.ts.
+ */
+export async function storeLogin(s: TestServer, configDir: string, username = ADMIN.username, password = ADMIN.password): Promise<void> {
+  const tokens = await s.login(username, password);
+  const file = path.join(configDir, 'credentials.json');
+  fs.writeFileSync(file, JSON.stringify({ version: 1, apis: { [s.url]: { ...tokens, username } } }), { mode: 0o600 });
+}
+
+/** The environment of a CLI process talking to `s`: remote through its URL, direct through its database. */
+export function cliEnv(s: TestServer, configDir: string, extra: Record<string, string | undefined> = {}): Record<string, string> {
+  const env: Record<string, string | undefined> = {
+    PATH: process.env.PATH,
+    HOME: configDir,
+    PLATFORM_API_URL: s.url,
+    PLATFORM_CONFIG_DIR: configDir,
+    DATABASE_URL: s.db.url,
+    PLATFORM_SECRET_KEY: TEST_SECRET,
+    HOST: '127.0.0.1',
+    PORT: String(s.handle.port),
+    LOG_LEVEL: 'silent',
+    ...extra,
+  };
+  for (const key of Object.keys(env)) if (env[key] === undefined) delete env[key];
+  return env as Record<string, string>;
+}
+
+/** Runs `platform …args` to completion (stdin closed: non-interactive). */
+export function runCli(args: string[], env: Record<string, string>, timeoutMs = 30_000): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['bin/run.js', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`platform ${args.join(' ')} timed out\n${stdout}\n${stderr}`));
+    }, timeoutMs);
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? (signal ? 128 : 0), stdout, stderr });
+    });
+  });
+}
+
+/** Replaces what must differ between two runs that each create something: ids, times, the mode tag. */
+export function volatile(text: string): string {
+  return text
+    .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, '<uuid>')
+    .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z/g, '<time>')
+    .replace(/\d{4}-\d\d-\d\d \d\d:\d\d/g, '<time>')
+    .replace(/\b(remote|direct)\b/g, '<mode>');
+}
+
+export interface BothModesSpec {
+  /** The command line; a function when each mode needs its own names (creates, deletes). */
+  args: string[] | ((mode: Mode) => string[]);
+  /** Applied to stdout and stderr before comparing (e.g. `volatile`); the default compares raw text. */
+  normalize?: (text: string) => string;
+  /** Further assertions on each run (state read back through the API, …). */
+  check?: (t: ExecutionContext, result: CliResult, mode: Mode) => void | Promise<void>;
+}
+
+/**
+ * The AVA macro: the same command in remote mode, then with --direct; both outputs and exit
+ * codes must be identical. `env(mode)` gives the process environment.
+ */
+export function bothModesMacro(env: () => Record<string, string>) {
+  return test.macro(async (t, spec: BothModesSpec) => {
+    const results = {} as Record<Mode, CliResult>;
+    for (const mode of MODES) {
+      const args = typeof spec.args === 'function' ? spec.args(mode) : spec.args;
+      results[mode] = await runCli(mode === 'direct' ? [...args, '--direct'] : args, env());
+    }
+    const { remote, direct } = results;
+    const norm = spec.normalize ?? ((x: string) => x);
+    t.is(direct.code, remote.code, `exit codes differ\nremote stderr: ${remote.stderr}\ndirect stderr: ${direct.stderr}`);
+    t.is(norm(direct.stdout), norm(remote.stdout), 'stdout differs between remote and direct mode');
+    t.is(norm(direct.stderr), norm(remote.stderr), 'stderr differs between remote and direct mode');
+    for (const mode of MODES) await spec.check?.(t, results[mode], mode);
+  });
+}
