@@ -3,6 +3,7 @@
 import { AbilityBuilder, createMongoAbility, ForbiddenError, subject, type MongoAbility } from '@casl/ability';
 import { rulesToCondition } from '@casl/ability/extra';
 import { permissionDenied } from '../errors.ts';
+import type { UserView } from '../users/user.schemas.ts';
 
 export interface UserActor {
   kind: 'user';
@@ -10,6 +11,8 @@ export interface UserActor {
   username: string;
   is_superuser: boolean;
   is_staff: boolean;
+  /** The user's record as authentication read it for this request (saves the profile a query). */
+  user?: UserView;
 }
 export interface SystemActor {
   kind: 'system';

@@ -1,10 +1,10 @@
 // Token issue, refresh, blacklist (spec Part 1 §5) and bearer authentication.
 import { Type, type Static } from '@sinclair/typebox';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { likeEscape } from '../common/filters.ts';
 import { validate } from '../common/validation.ts';
 import { notAuthenticated, invalidToken } from '../errors.ts';
 import { BlacklistedToken, User, type UserEntity } from '../users/user.entity.ts';
+import { emailIs, selectUserRow, toUserView, usernameIs } from '../users/user.queries.ts';
 import type { UserActor } from './actor.ts';
 import { verifyPassword } from './passwords.ts';
 import { signToken, verifyToken, type TokenSettings } from './tokens.ts';
@@ -25,11 +25,11 @@ const usable = (u: UserEntity | null): u is UserEntity => !!u && u.is_active && 
 /** POST /api/auth/jwt/token/: a username (or e-mail) and password give an access and a refresh token. */
 export async function issueTokens(em: EntityManager, settings: TokenSettings, rawInput: unknown): Promise<TokenPair> {
   const input = validate(TokenRequest, rawInput);
-  const login = likeEscape(input.username.trim());
-  // Username first, then e-mail; both case-insensitive (lower() unique indexes).
-  let user = await em.findOne(User, { username: { $ilike: login }, is_deleted: false }, { populate: ['password'] });
+  const login = input.username.trim();
+  // Username first, then e-mail; both case-insensitive through the lower() unique indexes.
+  let user = await em.findOne(User, { ...usernameIs(login), is_deleted: false } as never, { populate: ['password'] });
   if (!user && login.includes('@')) {
-    user = await em.findOne(User, { email: { $ilike: login }, is_deleted: false }, { populate: ['password'] });
+    user = await em.findOne(User, { ...emailIs(login), email: { $ne: '' }, is_deleted: false } as never, { populate: ['password'] });
   }
   const ok = await verifyPassword(user?.password, input.password);
   if (!ok || !usable(user)) throw notAuthenticated(BAD_CREDENTIALS);
@@ -38,9 +38,10 @@ export async function issueTokens(em: EntityManager, settings: TokenSettings, ra
   return { access: signToken(settings, 'access', user), refresh: signToken(settings, 'refresh', user) };
 }
 
-async function userForToken(em: EntityManager, sub: string, gen: number): Promise<UserEntity> {
-  const user = await em.findOne(User, { uuid: sub });
-  if (!usable(user)) throw invalidToken('User is inactive or deleted.');
+/** The token's user as a plain row (one lean query: this runs on every authenticated request). */
+async function userForToken(em: EntityManager, sub: string, gen: number) {
+  const user = await selectUserRow(em, sub);
+  if (!user || !user.is_active || user.is_deleted) throw invalidToken('User is inactive or deleted.');
   if (user.token_generation !== gen) throw invalidToken('Token has been revoked.');
   return user;
 }
@@ -72,7 +73,7 @@ export async function authenticateAccess(em: EntityManager, settings: TokenSetti
   const claims = verifyToken(settings, token, 'access');
   if (claims.tenant !== tenant) throw invalidToken('Token is not valid on this host.');
   const user = await userForToken(em, claims.sub, claims.gen);
-  return { kind: 'user', uuid: user.uuid, username: user.username, is_superuser: user.is_superuser, is_staff: user.is_staff };
+  return { kind: 'user', uuid: user.uuid, username: user.username, is_superuser: user.is_superuser, is_staff: user.is_staff, user: toUserView(user) };
 }
 
 /** Deletes blacklist rows whose tokens have expired anyway. */

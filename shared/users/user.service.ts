@@ -11,28 +11,12 @@ import { validate } from '../common/validation.ts';
 import type { ServiceContext } from '../context.ts';
 import { DomainError, fieldError, notFound, permissionDenied } from '../errors.ts';
 import { User, type UserEntity } from './user.entity.ts';
+import { emailIs, toUserView, USER_COLUMNS, usernameIs, type UserRow } from './user.queries.ts';
 import { ChangePassword, ProfileUpdate, UserCreate, UserListQuery, UserUpdate, type UserView } from './user.schemas.ts';
-
-export function toUserView(u: UserEntity): UserView {
-  return {
-    uuid: u.uuid,
-    username: u.username,
-    email: u.email,
-    first_name: u.first_name,
-    last_name: u.last_name,
-    is_active: u.is_active,
-    is_deleted: u.is_deleted,
-    is_staff: u.is_staff,
-    is_superuser: u.is_superuser,
-    date_joined: u.date_joined.toISOString(),
-    modified: u.modified.toISOString(),
-    last_login: u.last_login ? u.last_login.toISOString() : null,
-  };
-}
 
 /** A user by username (case-insensitive) or UUID; 404 when absent. */
 export async function findUserByRef(em: EntityManager, ref: string, options: { withPassword?: boolean } = {}): Promise<UserEntity> {
-  const where: FilterQuery<UserEntity> = isUuid(ref) ? { uuid: ref.toLowerCase() } : { username: { $ilike: likeEscape(ref) } };
+  const where = (isUuid(ref) ? { uuid: ref.toLowerCase() } : usernameIs(ref)) as FilterQuery<UserEntity>;
   const user = await em.findOne(User, where, options.withPassword ? { populate: ['password'] } : {});
   if (!user) throw notFound('User');
   return user;
@@ -65,20 +49,28 @@ export async function listUsers(ctx: ServiceContext, rawQuery: unknown): Promise
   }
   const where = { $and: and } as FilterQuery<UserEntity>;
   const orderBy = { ...(ORDERING[query.ordering ?? 'date_joined'] ?? ORDERING.date_joined), uuid: 'asc' as const };
-  const count = await ctx.em.count(User, where);
+  // Plain rows, no entities: a page of 100 users hydrated as entities costs ~5x more.
+  const count = Number((await ctx.em.createQueryBuilder(User).count().where(where as never).execute('get', false)).count);
   const page = resolvePage(pageReq, count);
-  const rows = await ctx.em.find(User, where, { orderBy, limit: page.pageSize, offset: pageOffset(page) });
+  const rows = (await ctx.em
+    .createQueryBuilder(User)
+    .select([...USER_COLUMNS])
+    .where(where as never)
+    .orderBy(orderBy)
+    .limit(page.pageSize)
+    .offset(pageOffset(page))
+    .execute('all', false)) as unknown as UserRow[];
   return { ...page, count, results: rows.map(toUserView) };
 }
 
 async function usernameTaken(em: EntityManager, username: string, exceptUuid?: string): Promise<boolean> {
-  const other = await em.findOne(User, { username: { $ilike: likeEscape(username) } }, { fields: ['uuid'] });
+  const other = await em.findOne(User, usernameIs(username) as FilterQuery<UserEntity>, { fields: ['uuid'] });
   return !!other && other.uuid !== exceptUuid;
 }
 
 async function emailTaken(em: EntityManager, email: string, exceptUuid?: string): Promise<boolean> {
   if (!email) return false;
-  const other = await em.findOne(User, { email: { $ilike: likeEscape(email) }, is_deleted: false }, { fields: ['uuid'] });
+  const other = await em.findOne(User, { ...emailIs(email), email: { $ne: '' }, is_deleted: false } as FilterQuery<UserEntity>, { fields: ['uuid'] });
   return !!other && other.uuid !== exceptUuid;
 }
 
@@ -191,6 +183,8 @@ function actorUuid(ctx: ServiceContext): string {
 }
 
 export async function getProfile(ctx: ServiceContext): Promise<UserView> {
+  // Authentication read the user's row for this request already: no second query.
+  if (ctx.actor.kind === 'user' && ctx.actor.user) return ctx.actor.user;
   return toUserView(await findUserByRef(ctx.em, actorUuid(ctx)));
 }
 

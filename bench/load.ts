@@ -1,0 +1,151 @@
+// Load generation: autocannon, run from the bench process against servers in other
+// processes. For one scenario both servers get a warm-up run (JIT, pool connections; its
+// figures are discarded), then measured runs in alternating order — platform, baseline |
+// baseline, platform | … — so that load which comes and goes on the machine falls on both
+// alike. A pause after each run lets the server drain requests still queued when autocannon
+// stopped, so they do not leak into the next run.
+import autocannon from 'autocannon';
+import { cpuSeconds } from './children.ts';
+
+export interface Request {
+  method: 'GET' | 'POST';
+  path: string;
+  headers?: Record<string, string>;
+  body?: string;
+  /** Per-connection bodies: connection i sends bodies[i % length] (overrides `body`). */
+  bodies?: string[];
+}
+
+export interface LoadSettings {
+  connections: number;
+  /** Measured seconds per server and scenario, split over the rounds. */
+  durationSec: number;
+  warmupSec: number;
+  rounds: number;
+  /** Pause after each run, for the server to drain what is still queued. */
+  settleMs: number;
+}
+
+export interface Target {
+  url: string;
+  pid: number;
+}
+
+export interface Measurement {
+  /** Successful (2xx) responses per second over the measured runs. */
+  requestsPerSec: number;
+  /** Latency percentiles of 2xx responses, in ms (nearest rank over every response; sub-ms precision). */
+  p50Ms: number;
+  p99Ms: number;
+  meanMs: number;
+  maxMs: number;
+  /** CPU time of the server process (all its threads) per response, in µs (Linux; null elsewhere). */
+  serverCpuUsPerRequest: number | null;
+  responses: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  durationSec: number;
+}
+
+interface Sample {
+  latencies: number[];
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  durationSec: number;
+  cpuSec: number | null;
+}
+
+const round = (n: number, digits = 2) => Math.round(n * 10 ** digits) / 10 ** digits;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function percentile(sorted: Float64Array, q: number): number {
+  if (!sorted.length) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
+}
+
+/**
+ * One autocannon run. Latencies are collected from the per-response event rather than from
+ * autocannon's histogram, which keeps whole milliseconds only (too coarse at 2–10 ms).
+ */
+async function run(target: Target, request: Request, connections: number, durationSec: number): Promise<Sample> {
+  const latencies: number[] = [];
+  let next = 0;
+  const bodies = request.bodies;
+  const cpuBefore = cpuSeconds(target.pid);
+  const instance = autocannon({
+    url: target.url + request.path,
+    method: request.method,
+    headers: { ...(request.body || bodies ? { 'content-type': 'application/json' } : {}), ...request.headers },
+    body: request.body ?? bodies?.[0],
+    setupClient: bodies ? (client) => client.setBody(bodies[next++ % bodies.length]) : undefined,
+    connections,
+    duration: durationSec,
+    timeout: 30,
+  });
+  instance.on('response', (_client, status, _bytes, ms) => {
+    if (status >= 200 && status < 300) latencies.push(ms);
+  });
+  const result = await instance;
+  const cpuAfter = cpuSeconds(target.pid);
+  return {
+    latencies,
+    non2xx: result.non2xx,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    durationSec: result.duration,
+    cpuSec: cpuBefore === null || cpuAfter === null ? null : cpuAfter - cpuBefore,
+  };
+}
+
+function summarize(samples: Sample[]): Measurement {
+  const latencies = samples.flatMap((s) => s.latencies);
+  const sorted = Float64Array.from(latencies).sort();
+  const durationSec = samples.reduce((a, s) => a + s.durationSec, 0);
+  const cpu = samples.every((s) => s.cpuSec !== null) ? samples.reduce((a, s) => a + s.cpuSec!, 0) : null;
+  const sum = (k: 'non2xx' | 'errors' | 'timeouts') => samples.reduce((a, s) => a + s[k], 0);
+  return {
+    requestsPerSec: round(latencies.length / durationSec, 1),
+    p50Ms: round(percentile(sorted, 0.5)),
+    p99Ms: round(percentile(sorted, 0.99)),
+    meanMs: round(latencies.reduce((a, b) => a + b, 0) / (latencies.length || 1)),
+    maxMs: round(sorted.at(-1) ?? NaN),
+    serverCpuUsPerRequest: cpu === null || !latencies.length ? null : Math.round((cpu * 1e6) / latencies.length),
+    responses: latencies.length + sum('non2xx'),
+    non2xx: sum('non2xx'),
+    errors: sum('errors'),
+    timeouts: sum('timeouts'),
+    durationSec: round(durationSec),
+  };
+}
+
+export interface Comparison {
+  platform: Measurement;
+  baseline: Measurement;
+  /** baseline req/s ÷ platform req/s of each round: their spread shows how steady the machine was. */
+  roundRatios: number[];
+}
+
+/** Warm-ups, then `rounds` rounds in alternating order (P B | B P | …); samples are pooled. */
+export async function compare(platform: Target, baseline: Target, request: Request, settings: LoadSettings): Promise<Comparison> {
+  const perRun = Math.max(1, settings.durationSec / settings.rounds);
+  if (settings.warmupSec > 0) {
+    for (const target of [platform, baseline]) {
+      await run(target, request, settings.connections, settings.warmupSec);
+      await sleep(settings.settleMs);
+    }
+  }
+  const samples = { platform: [] as Sample[], baseline: [] as Sample[] };
+  const roundRatios: number[] = [];
+  for (let r = 0; r < settings.rounds; r++) {
+    const order = r % 2 === 0 ? (['platform', 'baseline'] as const) : (['baseline', 'platform'] as const);
+    for (const who of order) {
+      samples[who].push(await run(who === 'platform' ? platform : baseline, request, settings.connections, perRun));
+      await sleep(settings.settleMs);
+    }
+    const rate = (s: Sample) => s.latencies.length / s.durationSec;
+    roundRatios.push(round(rate(samples.baseline[r]) / rate(samples.platform[r])));
+  }
+  return { platform: summarize(samples.platform), baseline: summarize(samples.baseline), roundRatios };
+}
