@@ -9,6 +9,8 @@ import { UserView } from '../shared/users/user.schemas.ts';
 import { bearerAuthentication } from './http/auth.ts';
 import { ErrorBody, MessageBody } from './http/envelopes.ts';
 import { errorMiddleware } from './http/errors.ts';
+import { hostRouting } from './http/tenancy.ts';
+import type { HostResolver } from '../shared/tenancy/host-resolver.ts';
 import { bodyParser, requestContext, security } from './http/middleware.ts';
 import { RateLimits } from './http/rate-limit.ts';
 import { RouteRegistry, type RouteDef } from './http/registry.ts';
@@ -27,6 +29,8 @@ export interface AppDeps {
   isShuttingDown?: () => boolean;
   /** Further routes (tests mount failure probes this way). */
   extraRoutes?: RouteDef[];
+  /** Host → site resolution; without it every host serves the platform API. */
+  hosts?: HostResolver;
 }
 
 export const API_VERSION = '1.0.0';
@@ -61,6 +65,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   for (const m of security(deps.config)) app.use(m);
   app.use(health.routes());
   app.use(docs.routes());
+  if (deps.hosts) app.use(hostRouting(deps.config, deps.hosts));
   app.use(bodyParser(deps.config));
   app.use(api.routes());
   app.use(api.allowedMethods());

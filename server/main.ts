@@ -12,6 +12,8 @@ import type { Config } from '../shared/config.ts';
 import { makeContext } from '../shared/context.ts';
 import { openDatabase, type Database } from '../shared/db/database.ts';
 import { migratePlatform } from '../shared/db/orm.ts';
+import { HostResolver } from '../shared/tenancy/host-resolver.ts';
+import { migrateAllTenants } from '../shared/tenancy/migrations.ts';
 import { bootstrapAdmin } from '../shared/users/user.service.ts';
 import { createApp } from './app.ts';
 import type { RouteDef } from './http/registry.ts';
@@ -21,6 +23,7 @@ export interface ServerHandle {
   port: number;
   db: Database;
   log: Logger;
+  hosts: HostResolver;
   close(): Promise<void>;
 }
 
@@ -41,10 +44,13 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const db = await openDatabase(config, { info: (m) => log.info(m), error: (m) => log.error(m) });
   let redis: Redis | undefined;
   let server: http.Server | undefined;
+  let hosts: HostResolver | undefined;
   try {
     if (options.migrate !== false) {
       const report = await migratePlatform(db.orm, db.url);
       if (report.applied.length) log.info({ applied: report.applied }, 'platform migrations applied');
+      const tenants = await migrateAllTenants(db.orm.em.fork(), (done, total, r) => log.info({ done, total, ...r }, 'site schema migrated'));
+      if (tenants.failed.length) log.error({ failed: tenants.failed }, 'site schemas failed to migrate; run `platform migrate`');
     }
     const tokens = tokenSettings(config);
     const boot = await bootstrapAdmin(makeContext(db.orm.em.fork(), systemActor('bootstrap')), config.admin);
@@ -62,8 +68,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       redis.on('error', (err) => log.warn({ err: err.message }, 'redis error'));
       await redis.connect().catch((err) => log.warn({ err: err.message }, 'redis unreachable; rate limits fall back to process memory'));
     }
+    hosts = new HostResolver(db.orm);
+    await hosts.listen(db.url, (err) => log.warn({ err: err.message }, 'routing listener error'));
     let shuttingDown = false;
-    const app = createApp({ config, orm: db.orm, log, tokens, redis, isShuttingDown: () => shuttingDown, extraRoutes: options.extraRoutes });
+    const app = createApp({ config, orm: db.orm, log, tokens, redis, hosts, isShuttingDown: () => shuttingDown, extraRoutes: options.extraRoutes });
     const srv = http.createServer(app.callback());
     server = srv;
     srv.keepAliveTimeout = 65_000;
@@ -81,6 +89,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       port,
       db,
       log,
+      hosts,
       close() {
         closing ??= (async () => {
           shuttingDown = true;
@@ -96,6 +105,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
             srv.closeIdleConnections();
           });
           await redis?.quit().catch(() => undefined);
+          await hosts?.close();
           await db.close();
           log.info('platform stopped');
         })();
@@ -105,6 +115,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   } catch (err) {
     server?.close();
     redis?.disconnect();
+    await hosts?.close();
     await db.close().catch(() => undefined);
     throw err;
   }

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { defineAbility, type Actor, type AppAbility } from './auth/actor.ts';
+import type { Grants } from './permissions/grants.ts';
 
 /** What every service call receives: its unit of work, who acts, what they may do, and the tenant. */
 export interface ServiceContext {
@@ -8,6 +9,8 @@ export interface ServiceContext {
   ability: AppAbility;
   /** The site schema the call works in; null on the platform (control plane). */
   tenant: string | null;
+  /** Organization and site grants, once loaded (permissions/grants.ts: abilityWithGrants). */
+  grants?: Grants;
 }
 
 export function makeContext(em: EntityManager, actor: Actor, tenant: string | null = null): ServiceContext {

@@ -3,9 +3,9 @@ import { BaseCommand } from '../base.ts';
 import { table } from '../output.ts';
 
 export default class MigrateCommand extends BaseCommand<typeof MigrateCommand> {
-  static override summary = 'Apply pending platform migrations, or show their status.';
+  static override summary = 'Apply pending platform and site-schema migrations, or show their status.';
   static override description =
-    'Works on the database directly (DATABASE_URL, else the embedded PostgreSQL, which is stopped afterwards if this process started it). Safe to run while servers run: migrators are serialised by an advisory lock.';
+    'Platform migrations first, then the tenant migrations of every site schema (progress on stderr; a schema that fails is reported and the others still run; running again resumes). Works on the database directly (DATABASE_URL, else the embedded PostgreSQL, which is stopped afterwards if this process started it). Safe to run while servers run: migrators are serialised by advisory locks.';
   static override examples = ['<%= config.bin %> migrate', '<%= config.bin %> migrate --status --json'];
   static override flags = {
     status: Flags.boolean({ summary: 'List executed and pending migrations; apply nothing.' }),
@@ -17,6 +17,7 @@ export default class MigrateCommand extends BaseCommand<typeof MigrateCommand> {
     // ORM should only cost the commands that use it.
     const { openDatabase } = await import('../../shared/db/database.ts');
     const { migratePlatform, migrationStatus } = await import('../../shared/db/orm.ts');
+    const { migrateAllTenants, tenantStatus } = await import('../../shared/tenancy/migrations.ts');
     const log = (line: string) => this.info(line);
     const db = await openDatabase(config, { info: log, error: log }, { poolMax: 2 });
     try {
@@ -24,17 +25,36 @@ export default class MigrateCommand extends BaseCommand<typeof MigrateCommand> {
       if (this.flags.status) {
         const rows = [...status.executed.map((name) => ({ name, state: 'executed' })), ...status.pending.map((name) => ({ name, state: 'pending' }))];
         this.log(rows.length ? table(rows, [{ header: 'Migration', get: (r) => r.name }, { header: 'Status', get: (r) => r.state }]) : 'No migrations.');
-        return status;
+        const tenants = status.pending.length ? [] : await tenantStatus(db.orm.em.fork());
+        if (tenants.length) {
+          this.log(
+            table(tenants, [
+              { header: 'Schema', get: (r) => r.schema },
+              { header: 'Site', get: (r) => r.site },
+              { header: 'Version', get: (r) => `${r.version}/${r.current}` },
+              { header: 'Pending', get: (r) => String(r.pending) },
+              { header: 'Last error', get: (r) => r.last_error ?? '' },
+            ]),
+          );
+        }
+        return { ...status, tenants };
       }
       if (status.pending.length) this.info(`Applying ${status.pending.length} platform migration(s): ${status.pending.join(', ')}`);
       const report = await migratePlatform(db.orm, db.url);
       for (const name of report.applied) this.info(`  applied ${name}`);
+      const tenants = await migrateAllTenants(db.orm.em.fork(), (done, total, r) =>
+        this.info(`  [${done}/${total}] ${r.schema}: ${'error' in r ? `FAILED ${r.error}` : `${r.from} → ${r.to}`}`),
+      );
+      if (tenants.failed.length) {
+        throw new Error(`${tenants.failed.length} site schema(s) failed to migrate (${tenants.failed.map((f) => f.schema).join(', ')}); run again to resume.`);
+      }
+      if (tenants.migrated.length) this.log(`Migrated ${tenants.migrated.length} site schema(s).`);
       this.log(
         report.applied.length
           ? `Applied ${report.applied.length} migration(s); the platform schema is at ${report.current}.`
           : `Nothing to apply; the platform schema is at ${report.current ?? '(empty)'}.`,
       );
-      return report;
+      return { ...report, tenants: { migrated: tenants.migrated.length, failed: tenants.failed } };
     } finally {
       await db.close();
     }

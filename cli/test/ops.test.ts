@@ -71,7 +71,7 @@ test('migrate on a fresh database: direct mode refuses until then; progress on s
   t.is(status.stdout, [`${'MIGRATION'.padEnd(width)}  STATUS`, ...before.pending.map((n: string) => `${n.padEnd(width)}  executed`), ''].join('\n'));
 
   const again = await runCli(['migrate', '--json'], e);
-  t.deepEqual(json(again), { applied: [], current: before.pending.at(-1) });
+  t.deepEqual(json(again), { applied: [], current: before.pending.at(-1), tenants: { migrated: 0, failed: [] } });
   t.is((await runCli(['user', 'list', '--direct'], e)).stdout, '0 users\n');
 });
 

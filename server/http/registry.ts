@@ -27,6 +27,11 @@ export interface RouteDef {
   tags: string[];
   /** `public` routes need no token; every other route requires a bearer token. */
   auth: 'public' | 'user';
+  /**
+   * Where the route is served: the platform host (default), a site's host (or
+   * `/sites/{schema}/…`), or both. Elsewhere it does not exist (404).
+   */
+  scope?: 'platform' | 'tenant' | 'both';
   /** `auth`: the login-attempt limit applies (spec §8.2). */
   rateLimit?: 'auth';
   params?: TSchema;
@@ -65,6 +70,10 @@ export class RouteRegistry {
     const router = new Router();
     for (const def of this.routes) {
       const handle = async (ctx: AppContext) => {
+        const scope = def.scope ?? 'platform';
+        if (scope !== 'both' && (scope === 'tenant') !== (ctx.state.tenant !== null)) {
+          throw new DomainError('NOT_FOUND', `No route matches ${ctx.method} ${ctx.path} on this host.`, { detail: 'Not found.' });
+        }
         ctx.state.route = def;
         for (const step of steps) await step(ctx, def);
         if (def.auth !== 'public' && !ctx.state.actor) throw notAuthenticated();

@@ -2,6 +2,7 @@ import type { RouterContext } from '@koa/router';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Actor } from '../../shared/auth/actor.ts';
 import type { ServiceContext } from '../../shared/context.ts';
+import type { TenantRef } from '../../shared/tenancy/host-resolver.ts';
 import type { RouteDef } from './registry.ts';
 
 export interface AppState {
@@ -11,6 +12,8 @@ export interface AppState {
   actor?: Actor;
   /** The site schema served on this host; null on the platform host. */
   tenant: string | null;
+  /** The site selected by host routing (when `tenant` is set). */
+  site?: TenantRef;
   route?: RouteDef;
   service: () => ServiceContext;
 }

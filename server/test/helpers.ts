@@ -1,3 +1,4 @@
+import http from 'node:http';
 // Black-box HTTP test harness: a real server listening on a real socket, on a database of
 // its own. `api()` is a small fetch wrapper returning status, headers and parsed body.
 import { loadConfig, type Config } from '../../shared/config.ts';
@@ -22,6 +23,8 @@ export interface RequestOptions {
   body?: unknown;
   raw?: string | Buffer;
   headers?: Record<string, string>;
+  /** The Host header (tenant routing); defaults to the server's address. */
+  host?: string;
 }
 
 export interface ApiResponse {
@@ -34,21 +37,34 @@ export interface ApiResponse {
 export async function request(base: string, method: string, path: string, options: RequestOptions = {}): Promise<ApiResponse> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.token) headers.Authorization = `Bearer ${options.token}`;
+  if (options.host) headers.Host = options.host;
   let body: string | Buffer | undefined;
   if (options.raw !== undefined) body = options.raw;
   else if (options.body !== undefined) {
     body = JSON.stringify(options.body);
     headers['Content-Type'] ??= 'application/json';
   }
-  const res = await fetch(new URL(path, base), { method, headers, body });
-  const text = await res.text();
+  if (body !== undefined) headers['Content-Length'] = String(Buffer.byteLength(body));
+  const url = new URL(path, base);
+  const { status, rawHeaders, text } = await new Promise<{ status: number; rawHeaders: string[]; text: string }>((resolve, reject) => {
+    const req = http.request(url, { method, headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, rawHeaders: res.rawHeaders, text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+  const responseHeaders = new Headers();
+  for (let i = 0; i < rawHeaders.length; i += 2) responseHeaders.append(rawHeaders[i], rawHeaders[i + 1]);
   let parsed: unknown = undefined;
   try {
     parsed = text ? JSON.parse(text) : undefined;
   } catch {
     parsed = undefined;
   }
-  return { status: res.status, headers: res.headers, body: parsed, text };
+  return { status, headers: responseHeaders, body: parsed, text };
 }
 
 /** Starts a server on a fresh database. `env` overrides the test defaults (rate limits off). */

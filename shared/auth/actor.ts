@@ -4,6 +4,7 @@ import { AbilityBuilder, createMongoAbility, ForbiddenError, subject, type Mongo
 import { rulesToCondition } from '@casl/ability/extra';
 import { permissionDenied } from '../errors.ts';
 import type { UserView } from '../users/user.schemas.ts';
+import type { Grants, ObjectPermissionName } from '../permissions/grants.ts';
 
 export interface UserActor {
   kind: 'user';
@@ -13,6 +14,8 @@ export interface UserActor {
   is_staff: boolean;
   /** The user's record as authentication read it for this request (saves the profile a query). */
   user?: UserView;
+  /** The site schema whose own user this is; null or absent for a platform user. */
+  tenant?: string | null;
 }
 export interface SystemActor {
   kind: 'system';
@@ -20,18 +23,29 @@ export interface SystemActor {
 }
 export type Actor = UserActor | SystemActor;
 
-export type Action = 'manage' | 'read' | 'create' | 'update' | 'delete';
-export type Subject = 'User' | 'all';
+export type Action = 'manage' | 'read' | 'create' | 'update' | 'delete' | ObjectPermissionName;
+export type Subject = 'User' | 'Organization' | 'Site' | 'all';
 export type AppAbility = MongoAbility<[Action, Subject | Record<string, unknown>]>;
 
 /** Explicit elevation for operator commands and start-up work (migrate, bootstrap, CLI direct mode). */
 export const systemActor = (name: string): SystemActor => ({ kind: 'system', name });
 
-export function defineAbility(actor: Actor): AppAbility {
+export function defineAbility(actor: Actor, grants?: Grants): AppAbility {
   const { can, cannot, build } = new AbilityBuilder<AppAbility>(createMongoAbility);
   if (actor.kind === 'system' || actor.is_superuser) {
     can('manage', 'all');
-  } else if (actor.is_staff) {
+    return build();
+  }
+  // Object grants: one rule per permission over the objects that hold it.
+  for (const [type, subjectType] of [['organization', 'Organization'], ['site', 'Site']] as const) {
+    const byPermission = new Map<string, string[]>();
+    for (const [uuid, perms] of grants?.[type] ?? []) {
+      for (const p of perms) byPermission.set(p, [...(byPermission.get(p) ?? []), uuid]);
+    }
+    for (const [p, uuids] of byPermission) can(p as Action, subjectType, { uuid: { $in: uuids } });
+  }
+  can('create', 'Organization'); // anyone signed in may found one (and becomes its owner)
+  if (actor.is_staff) {
     // Staff administer ordinary users; superusers and the admin flags stay with superusers.
     can('read', 'User');
     can(['create', 'update', 'delete'], 'User', { is_superuser: false });

@@ -39,8 +39,8 @@ export async function issueTokens(em: EntityManager, settings: TokenSettings, ra
 }
 
 /** The token's user as a plain row (one lean query: this runs on every authenticated request). */
-async function userForToken(em: EntityManager, sub: string, gen: number) {
-  const user = await selectUserRow(em, sub);
+async function userForToken(em: EntityManager, sub: string, gen: number, tenant: string | null = null) {
+  const user = await selectUserRow(em, sub, tenant);
   if (!user || !user.is_active || user.is_deleted) throw invalidToken('User is inactive or deleted.');
   if (user.token_generation !== gen) throw invalidToken('Token has been revoked.');
   return user;
@@ -72,8 +72,16 @@ export async function blacklistRefresh(em: EntityManager, settings: TokenSetting
 export async function authenticateAccess(em: EntityManager, settings: TokenSettings, token: string, tenant: string | null): Promise<UserActor> {
   const claims = verifyToken(settings, token, 'access');
   if (claims.tenant !== tenant) throw invalidToken('Token is not valid on this host.');
-  const user = await userForToken(em, claims.sub, claims.gen);
-  return { kind: 'user', uuid: user.uuid, username: user.username, is_superuser: user.is_superuser, is_staff: user.is_staff, user: toUserView(user) };
+  const user = await userForToken(em, claims.sub, claims.gen, tenant);
+  return {
+    kind: 'user',
+    uuid: user.uuid,
+    username: user.username,
+    is_superuser: user.is_superuser,
+    is_staff: user.is_staff,
+    user: toUserView(user),
+    tenant,
+  };
 }
 
 /** Deletes blacklist rows whose tokens have expired anyway. */

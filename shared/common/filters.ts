@@ -1,3 +1,4 @@
+import { fieldError } from '../errors.ts';
 // Small helpers for list filters shared by every resource.
 
 /** `true`/`1` → true, `false`/`0` → false, `all`/`*` → undefined (no filter); absent → the default. */
@@ -10,3 +11,19 @@ export function boolFilter(value: string | undefined, def: boolean | undefined):
 
 /** Escapes LIKE/ILIKE wildcards so user text matches literally. */
 export const likeEscape = (text: string): string => text.replace(/[\\%_]/g, (c) => `\\${c}`);
+
+/**
+ * `ordering=name,-created` → an ORM orderBy over allowed fields only (an unknown field is a
+ * 400 naming it). `fields` maps the public name to the entity property.
+ */
+export function ordering(value: string | undefined, fields: Record<string, string>, fallback: string): Record<string, 'asc' | 'desc'> {
+  const out: Record<string, 'asc' | 'desc'> = {};
+  for (const part of (value || fallback).split(',').map((s) => s.trim()).filter(Boolean)) {
+    const desc = part.startsWith('-');
+    const name = desc ? part.slice(1) : part;
+    const prop = fields[name];
+    if (!prop) throw fieldError('ordering', `Unknown ordering field "${name}". Use one of: ${Object.keys(fields).join(', ')} (prefix - for descending).`);
+    out[prop] = desc ? 'desc' : 'asc';
+  }
+  return out;
+}

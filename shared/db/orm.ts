@@ -1,11 +1,15 @@
 import { MikroORM } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
 import pg from 'pg';
+import { Invitation } from '../invitations/invitation.entity.ts';
+import { Member, Organization } from '../organizations/organization.entity.ts';
+import { Group, ObjectPermission, Permission } from '../permissions/permission.entity.ts';
+import { Domain, Site } from '../sites/site.entity.ts';
 import { BlacklistedToken, User } from '../users/user.entity.ts';
 import { platformMigrations } from './migrations/platform.ts';
 
 export type Orm = MikroORM;
-export const platformEntities = [User, BlacklistedToken];
+export const platformEntities = [User, BlacklistedToken, Organization, Member, Permission, Group, ObjectPermission, Site, Domain, Invitation];
 
 export async function createOrm(clientUrl: string, options: { poolMax?: number } = {}): Promise<Orm> {
   return MikroORM.init({

@@ -3,6 +3,7 @@
 // costs about half of an authenticated request; see docs/benchmarks.md).
 import { raw } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { quotedSchema } from '../tenancy/schema.ts';
 import type { UserEntity } from './user.entity.ts';
 import type { UserView } from './user.schemas.ts';
 
@@ -42,11 +43,16 @@ export function toUserView(u: UserRow | UserEntity): UserView {
   };
 }
 
-const SELECT_BY_UUID = `SELECT ${[...USER_COLUMNS, 'token_generation'].map((c) => `"${c}"`).join(', ')} FROM users WHERE uuid = ?`;
+const SELECT_COLUMNS = [...USER_COLUMNS, 'token_generation'].map((c) => `"${c}"`).join(', ');
+const SELECT_BY_UUID = `SELECT ${SELECT_COLUMNS} FROM public.users WHERE uuid = ?`;
 
-/** One user row by UUID, with its token generation (authentication; a bound parameter, constant SQL). */
-export async function selectUserRow(em: EntityManager, uuid: string): Promise<Required<UserRow> | undefined> {
-  return (await em.getConnection().execute(SELECT_BY_UUID, [uuid], 'get')) as Required<UserRow> | undefined;
+/**
+ * One user row by UUID, with its token generation (authentication; a bound parameter,
+ * constant SQL). With `schema`, a site's own user (the schema name comes from host routing).
+ */
+export async function selectUserRow(em: EntityManager, uuid: string, schema: string | null = null): Promise<Required<UserRow> | undefined> {
+  const sql = schema ? `SELECT ${SELECT_COLUMNS} FROM ${quotedSchema(schema)}.users WHERE uuid = ?` : SELECT_BY_UUID;
+  return (await em.getConnection().execute(sql, [uuid], 'get')) as Required<UserRow> | undefined;
 }
 
 // Case-insensitive equality through the lower() unique indexes (ILIKE cannot use them).

@@ -40,4 +40,155 @@ export class Migration0001Users extends Migration {
   }
 }
 
-export const platformMigrations = [Migration0001Users];
+/** Tenancy: organizations, members, groups, permissions, object grants, sites, domains, invitations. */
+export class Migration0002Tenancy extends Migration {
+  override name = '0002_tenancy';
+  override async up(): Promise<void> {
+    this.addSql(`
+      CREATE TABLE organizations (
+        uuid uuid PRIMARY KEY,
+        name varchar(255) NOT NULL,
+        slug varchar(100) NOT NULL,
+        is_active boolean NOT NULL DEFAULT true,
+        created timestamptz NOT NULL DEFAULT now(),
+        modified timestamptz NOT NULL DEFAULT now()
+      )`);
+    this.addSql('CREATE UNIQUE INDEX organizations_slug_key ON organizations (slug)');
+    this.addSql(`
+      CREATE TABLE organization_members (
+        uuid uuid PRIMARY KEY,
+        organization_uuid uuid NOT NULL REFERENCES organizations (uuid) ON DELETE CASCADE,
+        user_uuid uuid NOT NULL REFERENCES users (uuid) ON DELETE CASCADE,
+        is_admin boolean NOT NULL DEFAULT false,
+        is_owner boolean NOT NULL DEFAULT false,
+        created timestamptz NOT NULL DEFAULT now(),
+        modified timestamptz NOT NULL DEFAULT now(),
+        CONSTRAINT organization_members_unique UNIQUE (organization_uuid, user_uuid)
+      )`);
+    this.addSql('CREATE INDEX organization_members_user_idx ON organization_members (user_uuid)');
+    this.addSql(`
+      CREATE TABLE permissions (
+        id serial PRIMARY KEY,
+        codename varchar(100) NOT NULL UNIQUE,
+        name varchar(255) NOT NULL,
+        model varchar(50) NOT NULL
+      )`);
+    const perms: [string, string, string][] = [
+      ['view_organization', 'Can view organization', 'organization'],
+      ['change_organization', 'Can change organization', 'organization'],
+      ['delete_organization', 'Can delete organization', 'organization'],
+      ['manage_organization', 'Can manage organization', 'organization'],
+      ['invite_members', 'Can invite members', 'organization'],
+      ['view_site', 'Can view site', 'site'],
+      ['change_site', 'Can change site', 'site'],
+      ['delete_site', 'Can delete site', 'site'],
+      ['access_site', 'Can access site', 'site'],
+      ['manage_site', 'Can manage site', 'site'],
+      ['manage_site_users', 'Can manage site users', 'site'],
+      ['admin_site', 'Can administer site', 'site'],
+    ];
+    this.addSql(`INSERT INTO permissions (codename, name, model) VALUES ${perms.map(([c, n, m]) => `('${c}', '${n}', '${m}')`).join(', ')}`);
+    this.addSql(`
+      CREATE TABLE groups (
+        id serial PRIMARY KEY,
+        name varchar(150) NOT NULL,
+        created timestamptz NOT NULL DEFAULT now(),
+        modified timestamptz NOT NULL DEFAULT now()
+      )`);
+    this.addSql('CREATE UNIQUE INDEX groups_name_key ON groups (lower(name))');
+    this.addSql(`
+      CREATE TABLE group_permissions (
+        group_id integer NOT NULL REFERENCES groups (id) ON DELETE CASCADE,
+        permission_id integer NOT NULL REFERENCES permissions (id) ON DELETE CASCADE,
+        PRIMARY KEY (group_id, permission_id)
+      )`);
+    this.addSql(`
+      CREATE TABLE member_groups (
+        member_uuid uuid NOT NULL REFERENCES organization_members (uuid) ON DELETE CASCADE,
+        group_id integer NOT NULL REFERENCES groups (id) ON DELETE CASCADE,
+        PRIMARY KEY (member_uuid, group_id)
+      )`);
+    this.addSql(`
+      CREATE TABLE sites (
+        uuid uuid PRIMARY KEY,
+        slug varchar(100) NOT NULL,
+        name varchar(255) NOT NULL,
+        description text NOT NULL DEFAULT '',
+        schema_name varchar(63) NOT NULL,
+        environment varchar(20) NOT NULL CHECK (environment IN ('production', 'staging', 'development', 'testing')),
+        is_active boolean NOT NULL DEFAULT true,
+        site_settings jsonb NOT NULL DEFAULT '{}',
+        organization_uuid uuid NOT NULL REFERENCES organizations (uuid) ON DELETE RESTRICT,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        modified_at timestamptz NOT NULL DEFAULT now()
+      )`);
+    this.addSql('CREATE UNIQUE INDEX sites_slug_key ON sites (slug)');
+    this.addSql('CREATE UNIQUE INDEX sites_schema_name_key ON sites (schema_name)');
+    this.addSql('CREATE INDEX sites_organization_idx ON sites (organization_uuid)');
+    // Object-level grants (django-guardian style): a permission on one organization or site,
+    // held by a user or by a group.
+    this.addSql(`
+      CREATE TABLE object_permissions (
+        id bigserial PRIMARY KEY,
+        user_uuid uuid REFERENCES users (uuid) ON DELETE CASCADE,
+        group_id integer REFERENCES groups (id) ON DELETE CASCADE,
+        permission_id integer NOT NULL REFERENCES permissions (id) ON DELETE CASCADE,
+        object_type varchar(20) NOT NULL CHECK (object_type IN ('organization', 'site')),
+        object_uuid uuid NOT NULL,
+        created timestamptz NOT NULL DEFAULT now(),
+        CONSTRAINT object_permissions_holder CHECK ((user_uuid IS NULL) <> (group_id IS NULL))
+      )`);
+    this.addSql(`CREATE UNIQUE INDEX object_permissions_user_key ON object_permissions (user_uuid, permission_id, object_type, object_uuid) WHERE user_uuid IS NOT NULL`);
+    this.addSql(`CREATE UNIQUE INDEX object_permissions_group_key ON object_permissions (group_id, permission_id, object_type, object_uuid) WHERE group_id IS NOT NULL`);
+    this.addSql('CREATE INDEX object_permissions_object_idx ON object_permissions (object_type, object_uuid)');
+    this.addSql(`
+      CREATE TABLE domains (
+        uuid uuid PRIMARY KEY,
+        slug varchar(255) NOT NULL,
+        domain varchar(253) NOT NULL,
+        is_primary boolean NOT NULL DEFAULT false,
+        is_active boolean NOT NULL DEFAULT true,
+        site_uuid uuid NOT NULL REFERENCES sites (uuid) ON DELETE CASCADE,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        modified_at timestamptz NOT NULL DEFAULT now()
+      )`);
+    this.addSql('CREATE UNIQUE INDEX domains_domain_key ON domains (domain)');
+    this.addSql('CREATE UNIQUE INDEX domains_slug_key ON domains (slug)');
+    this.addSql('CREATE UNIQUE INDEX one_primary_domain_per_site ON domains (site_uuid) WHERE is_primary');
+    this.addSql(`
+      CREATE TABLE invitations (
+        id serial PRIMARY KEY,
+        uuid uuid NOT NULL UNIQUE,
+        token uuid NOT NULL UNIQUE,
+        organization_uuid uuid NOT NULL REFERENCES organizations (uuid) ON DELETE CASCADE,
+        invitee_identifier varchar(254) NOT NULL,
+        permissions jsonb NOT NULL DEFAULT '[]',
+        invitation_config jsonb NOT NULL DEFAULT '{}',
+        invited_by_uuid uuid REFERENCES users (uuid) ON DELETE SET NULL,
+        created timestamptz NOT NULL DEFAULT now(),
+        modified timestamptz NOT NULL DEFAULT now(),
+        expires_at timestamptz NOT NULL,
+        sent_count integer NOT NULL DEFAULT 0,
+        last_sent_at timestamptz,
+        accepted_at timestamptz,
+        accepted_by_uuid uuid REFERENCES users (uuid) ON DELETE SET NULL,
+        cancelled_at timestamptz
+      )`);
+    this.addSql('CREATE INDEX invitations_organization_idx ON invitations (organization_uuid)');
+    // The version of each site schema (tenant migrations), so `platform migrate` resumes and reports.
+    this.addSql(`
+      CREATE TABLE tenant_schemas (
+        schema_name varchar(63) PRIMARY KEY REFERENCES sites (schema_name) ON DELETE CASCADE ON UPDATE CASCADE,
+        version integer NOT NULL DEFAULT 0,
+        migrated_at timestamptz,
+        last_error text
+      )`);
+  }
+  override async down(): Promise<void> {
+    for (const t of ['tenant_schemas', 'invitations', 'domains', 'object_permissions', 'sites', 'member_groups', 'group_permissions', 'groups', 'permissions', 'organization_members', 'organizations']) {
+      this.addSql(`DROP TABLE ${t}`);
+    }
+  }
+}
+
+export const platformMigrations = [Migration0001Users, Migration0002Tenancy];

@@ -1,0 +1,219 @@
+// Tenant schema migrations: one versioned set applied to every site schema. Each migration
+// runs in its own transaction together with the bump of the schema's version in
+// `public.tenant_schemas`, under a per-schema advisory lock: applying is idempotent,
+// concurrent runs serialise, and a failure leaves the schema at the last good version
+// (the next `platform migrate` resumes there). Statements are unqualified: the transaction
+// sets `search_path` to the (validated, quoted) schema.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { quotedSchema } from './schema.ts';
+
+export interface TenantMigration {
+  version: number;
+  name: string;
+  statements: string[];
+}
+
+export const tenantMigrations: TenantMigration[] = [
+  {
+    version: 1,
+    name: 'identity',
+    statements: [
+      `CREATE TABLE users (
+        uuid uuid PRIMARY KEY,
+        username varchar(150) NOT NULL,
+        email varchar(254) NOT NULL DEFAULT '',
+        first_name varchar(150) NOT NULL DEFAULT '',
+        last_name varchar(150) NOT NULL DEFAULT '',
+        password varchar(255),
+        platform_user_uuid uuid UNIQUE,
+        is_active boolean NOT NULL DEFAULT true,
+        is_deleted boolean NOT NULL DEFAULT false,
+        is_staff boolean NOT NULL DEFAULT false,
+        is_superuser boolean NOT NULL DEFAULT false,
+        token_generation integer NOT NULL DEFAULT 0,
+        date_joined timestamptz NOT NULL DEFAULT now(),
+        modified timestamptz NOT NULL DEFAULT now(),
+        last_login timestamptz
+      )`,
+      'CREATE UNIQUE INDEX users_username_key ON users (lower(username))',
+      `CREATE UNIQUE INDEX users_email_key ON users (lower(email)) WHERE email <> '' AND NOT is_deleted`,
+      `CREATE TABLE permissions (
+        id serial PRIMARY KEY,
+        codename varchar(100) NOT NULL UNIQUE,
+        name varchar(255) NOT NULL,
+        model varchar(50) NOT NULL
+      )`,
+      `CREATE TABLE groups (
+        id serial PRIMARY KEY,
+        name varchar(150) NOT NULL,
+        created timestamptz NOT NULL DEFAULT now()
+      )`,
+      'CREATE UNIQUE INDEX groups_name_key ON groups (lower(name))',
+      `CREATE TABLE group_permissions (
+        group_id integer NOT NULL REFERENCES groups (id) ON DELETE CASCADE,
+        permission_id integer NOT NULL REFERENCES permissions (id) ON DELETE CASCADE,
+        PRIMARY KEY (group_id, permission_id)
+      )`,
+      `CREATE TABLE user_groups (
+        user_uuid uuid NOT NULL REFERENCES users (uuid) ON DELETE CASCADE,
+        group_id integer NOT NULL REFERENCES groups (id) ON DELETE CASCADE,
+        PRIMARY KEY (user_uuid, group_id)
+      )`,
+      `CREATE TABLE user_permissions (
+        user_uuid uuid NOT NULL REFERENCES users (uuid) ON DELETE CASCADE,
+        permission_id integer NOT NULL REFERENCES permissions (id) ON DELETE CASCADE,
+        PRIMARY KEY (user_uuid, permission_id)
+      )`,
+      `CREATE TABLE tags (
+        id serial PRIMARY KEY,
+        name varchar(100) NOT NULL,
+        slug varchar(100) NOT NULL UNIQUE,
+        created timestamptz NOT NULL DEFAULT now()
+      )`,
+      `CREATE TABLE token_blacklist (
+        jti uuid PRIMARY KEY,
+        user_uuid uuid NOT NULL REFERENCES users (uuid) ON DELETE CASCADE,
+        expires_at timestamptz NOT NULL,
+        blacklisted_at timestamptz NOT NULL DEFAULT now()
+      )`,
+    ],
+  },
+  {
+    version: 2,
+    name: 'secrets',
+    statements: [
+      `CREATE TABLE secret_types (
+        uuid uuid PRIMARY KEY,
+        slug varchar(100) NOT NULL UNIQUE,
+        name varchar(255) NOT NULL,
+        description text NOT NULL DEFAULT '',
+        json_schema jsonb NOT NULL DEFAULT '{}',
+        created timestamptz NOT NULL DEFAULT now(),
+        modified timestamptz NOT NULL DEFAULT now()
+      )`,
+      `CREATE TABLE secrets (
+        uuid uuid PRIMARY KEY,
+        key varchar(255) NOT NULL,
+        app_slug varchar(100),
+        secret_type_uuid uuid REFERENCES secret_types (uuid) ON DELETE RESTRICT,
+        description text NOT NULL DEFAULT '',
+        ciphertext text NOT NULL,
+        key_version integer NOT NULL DEFAULT 1,
+        created timestamptz NOT NULL DEFAULT now(),
+        modified timestamptz NOT NULL DEFAULT now(),
+        created_by varchar(200) NOT NULL DEFAULT '',
+        modified_by varchar(200) NOT NULL DEFAULT ''
+      )`,
+      'CREATE UNIQUE INDEX secrets_tenant_key ON secrets (key) WHERE app_slug IS NULL',
+      'CREATE UNIQUE INDEX secrets_app_key ON secrets (key, app_slug) WHERE app_slug IS NOT NULL',
+      `CREATE TABLE secret_history (
+        id bigserial PRIMARY KEY,
+        secret_uuid uuid NOT NULL,
+        key varchar(255) NOT NULL,
+        app_slug varchar(100),
+        action varchar(10) NOT NULL CHECK (action IN ('create', 'update', 'delete')),
+        actor varchar(200) NOT NULL,
+        at timestamptz NOT NULL DEFAULT now()
+      )`,
+      'CREATE INDEX secret_history_key_idx ON secret_history (key, app_slug, at)',
+    ],
+  },
+];
+
+export const CURRENT_TENANT_VERSION = tenantMigrations.at(-1)!.version;
+
+export interface TenantMigrationResult {
+  schema: string;
+  from: number;
+  to: number;
+  applied: string[];
+}
+
+/**
+ * Brings one schema to the current version. `create` makes the schema first (site creation).
+ * Pass the EntityManager of an open transaction to make it part of that transaction (all or
+ * nothing with the site row); otherwise each migration commits on its own.
+ */
+export async function migrateTenantSchema(em: EntityManager, schema: string, options: { create?: boolean } = {}): Promise<TenantMigrationResult> {
+  const q = quotedSchema(schema);
+  const applied: string[] = [];
+  let from = -1;
+  const step = async (tx: EntityManager): Promise<boolean> => {
+    await tx.execute('SELECT pg_advisory_xact_lock(hashtext(?))', [`tenant:${schema}`]);
+    await tx.execute('INSERT INTO public.tenant_schemas (schema_name, version) VALUES (?, 0) ON CONFLICT (schema_name) DO NOTHING', [schema]);
+    const [row] = await tx.execute('SELECT version FROM public.tenant_schemas WHERE schema_name = ? FOR UPDATE', [schema]);
+    const version = Number(row.version);
+    if (from < 0) from = version;
+    const next = tenantMigrations.find((m) => m.version > version);
+    if (!next) return false;
+    await tx.execute(`SET LOCAL search_path TO ${q}`);
+    for (const sql of next.statements) await tx.execute(sql);
+    await tx.execute('SET LOCAL search_path TO public');
+    await tx.execute('UPDATE public.tenant_schemas SET version = ?, migrated_at = now(), last_error = NULL WHERE schema_name = ?', [next.version, schema]);
+    applied.push(`${String(next.version).padStart(4, '0')}_${next.name}`);
+    return true;
+  };
+  const inTransaction = em.isInTransaction();
+  if (options.create) await em.execute(`CREATE SCHEMA IF NOT EXISTS ${q}`);
+  try {
+    if (inTransaction) {
+      while (await step(em));
+    } else {
+      while (await em.transactional((tx) => step(tx as EntityManager)));
+    }
+  } catch (err) {
+    if (!inTransaction) {
+      const message = err instanceof Error ? err.message : String(err);
+      await em.execute('UPDATE public.tenant_schemas SET last_error = ? WHERE schema_name = ?', [message.slice(0, 1000), schema]).catch(() => undefined);
+    }
+    throw err;
+  }
+  return { schema, from: Math.max(from, 0), to: from + applied.length, applied };
+}
+
+export interface TenantStatus {
+  schema: string;
+  site: string;
+  version: number;
+  current: number;
+  pending: number;
+  last_error: string | null;
+}
+
+export async function tenantStatus(em: EntityManager): Promise<TenantStatus[]> {
+  const rows = await em.execute(
+    `SELECT s.schema_name, s.slug, coalesce(t.version, 0) AS version, t.last_error
+       FROM public.sites s LEFT JOIN public.tenant_schemas t ON t.schema_name = s.schema_name
+      ORDER BY s.schema_name`,
+  );
+  return rows.map((r) => ({
+    schema: r.schema_name,
+    site: r.slug,
+    version: Number(r.version),
+    current: CURRENT_TENANT_VERSION,
+    pending: tenantMigrations.filter((m) => m.version > Number(r.version)).length,
+    last_error: r.last_error ?? null,
+  }));
+}
+
+/** Migrates every site schema; one failure is reported and the others still run. */
+export async function migrateAllTenants(
+  em: EntityManager,
+  onProgress: (done: number, total: number, result: TenantMigrationResult | { schema: string; error: string }) => void = () => undefined,
+): Promise<{ migrated: TenantMigrationResult[]; failed: { schema: string; error: string }[] }> {
+  const pending = (await tenantStatus(em)).filter((s) => s.pending > 0);
+  const migrated: TenantMigrationResult[] = [];
+  const failed: { schema: string; error: string }[] = [];
+  for (const [i, s] of pending.entries()) {
+    try {
+      const result = await migrateTenantSchema(em.fork(), s.schema);
+      migrated.push(result);
+      onProgress(i + 1, pending.length, result);
+    } catch (err) {
+      const failure = { schema: s.schema, error: err instanceof Error ? err.message : String(err) };
+      failed.push(failure);
+      onProgress(i + 1, pending.length, failure);
+    }
+  }
+  return { migrated, failed };
+}
