@@ -1,0 +1,51 @@
+// Test utility: a site with its schema migrated and a domain, made straight in the database
+// (for suites that need a tenant without going through the sites API).
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { migrateTenantSchema } from '../tenancy/migrations.ts';
+import { notifyRoutingChanged } from '../tenancy/host-resolver.ts';
+
+export interface TestSite {
+  uuid: string;
+  organizationUuid: string;
+  schema: string;
+  slug: string;
+  domain: string;
+}
+
+export async function createTestSite(em: EntityManager, options: { ownerUuid?: string; name?: string } = {}): Promise<TestSite> {
+  const suffix = randomBytes(4).toString('hex');
+  const site: TestSite = {
+    uuid: randomUUID(),
+    organizationUuid: randomUUID(),
+    schema: `site_${suffix}`,
+    slug: `site-${suffix}`,
+    domain: `site-${suffix}.localhost`,
+  };
+  await em.transactional(async (tx) => {
+    await tx.execute('INSERT INTO public.organizations (uuid, name, slug) VALUES (?, ?, ?)', [site.organizationUuid, `Org ${suffix}`, `org-${suffix}`]);
+    if (options.ownerUuid) {
+      await tx.execute('INSERT INTO public.organization_members (uuid, organization_uuid, user_uuid, is_admin, is_owner) VALUES (?, ?, ?, true, true)', [
+        randomUUID(),
+        site.organizationUuid,
+        options.ownerUuid,
+      ]);
+    }
+    await tx.execute(`INSERT INTO public.sites (uuid, slug, name, schema_name, environment, organization_uuid) VALUES (?, ?, ?, ?, 'production', ?)`, [
+      site.uuid,
+      site.slug,
+      options.name ?? `Site ${suffix}`,
+      site.schema,
+      site.organizationUuid,
+    ]);
+    await tx.execute('INSERT INTO public.domains (uuid, slug, domain, is_primary, site_uuid) VALUES (?, ?, ?, true, ?)', [
+      randomUUID(),
+      site.domain.replace(/\./g, '-'),
+      site.domain,
+      site.uuid,
+    ]);
+    await migrateTenantSchema(tx as EntityManager, site.schema, { create: true });
+    await notifyRoutingChanged(tx as EntityManager);
+  });
+  return site;
+}
