@@ -1,5 +1,6 @@
 // Stored logins of `platform login`: one entry per API URL in `<config dir>/credentials.json`
-// (directory 0700, file 0600, written atomically). Tokens are never printed.
+// (directory 0700, file 0600, written atomically). Tokens are never printed. A site login
+// (`platform login --site <schema>`) is one more entry, under `<api-url>/sites/<schema>`.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';

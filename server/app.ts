@@ -6,6 +6,10 @@ import type { Logger } from '../shared/common/logger.ts';
 import type { Config } from '../shared/config.ts';
 import type { Orm } from '../shared/db/orm.ts';
 import { UserView } from '../shared/users/user.schemas.ts';
+import { OrganizationView, Privileges } from '../shared/organizations/organization.schemas.ts';
+import { MemberView } from '../shared/organizations/member.schemas.ts';
+import { GroupView } from '../shared/permissions/group.schemas.ts';
+import { PermissionView } from '../shared/permissions/permission.schemas.ts';
 import { bearerAuthentication } from './http/auth.ts';
 import { ErrorBody, MessageBody } from './http/envelopes.ts';
 import { errorMiddleware } from './http/errors.ts';
@@ -19,6 +23,19 @@ import { authRoutes } from './routes/auth.routes.ts';
 import { docsRouter } from './routes/docs.routes.ts';
 import { healthRouter } from './routes/health.routes.ts';
 import { userRoutes } from './routes/users.routes.ts';
+import { tenantUserRoutes } from './routes/tenant-users.routes.ts';
+import { secretRoutes } from './routes/secrets.routes.ts';
+import { SecretKeyring } from '../shared/secrets/crypto.ts';
+import { SecretHistoryItem, SecretListItem, SecretView } from '../shared/secrets/secret.schemas.ts';
+import { SecretTypeView } from '../shared/secrets/secret-type.schemas.ts';
+import { PublicProfile, SiteUserView } from '../shared/tenancy/tenant-users.schemas.ts';
+import { invitationRoutes } from './routes/invitations.routes.ts';
+import { createMailer, type Mailer } from '../shared/mail/mailer.ts';
+import { siteRoutes } from './routes/sites.routes.ts';
+import { domainRoutes } from './routes/domains.routes.ts';
+import { organizationRoutes } from './routes/organizations.routes.ts';
+import { memberRoutes } from './routes/members.routes.ts';
+import { groupRoutes } from './routes/groups.routes.ts';
 
 export interface AppDeps {
   config: Config;
@@ -31,12 +48,21 @@ export interface AppDeps {
   extraRoutes?: RouteDef[];
   /** Host → site resolution; without it every host serves the platform API. */
   hosts?: HostResolver;
+  /** The keys of secret values; without it, derived from tokens.secretKey at SECRETS_KEY_VERSION. */
+  secrets?: SecretKeyring;
+  /** Outgoing mail (invitations); without it, one is made from the config (SMTP_URL or the outbox). */
+  mailer?: Mailer;
 }
 
 export const API_VERSION = '1.0.0';
 
-export function buildRegistry(deps: Pick<AppDeps, 'config' | 'tokens'>): RouteRegistry {
-  return new RouteRegistry().add(...authRoutes(deps.tokens), ...userRoutes(deps.config.publicUrl));
+export function buildRegistry(deps: Pick<AppDeps, 'config' | 'tokens' | 'mailer' | 'secrets'>): RouteRegistry {
+  return new RouteRegistry().add(...authRoutes(deps.tokens), ...userRoutes(deps.config.publicUrl))
+    .add(...invitationRoutes(deps.config, deps.mailer ?? createMailer(deps.config)))
+    .add(...siteRoutes(deps.config), ...domainRoutes(deps.config))
+    .add(...organizationRoutes(deps.config.publicUrl), ...memberRoutes(deps.config.publicUrl), ...groupRoutes(deps.config.publicUrl))
+    .add(...tenantUserRoutes(deps.config.publicUrl))
+    .add(...secretRoutes(deps.secrets ?? new SecretKeyring(deps.tokens.secretKey, deps.config.secretsKeyVersion), deps.config.publicUrl));
 }
 
 export function openapiDocument(registry: RouteRegistry): Record<string, unknown> {
@@ -46,7 +72,8 @@ export function openapiDocument(registry: RouteRegistry): Record<string, unknown
       version: API_VERSION,
       description: 'Multi-tenant application platform. Authenticate with `POST /api/auth/jwt/token/` and send `Authorization: Bearer <access>`.',
     },
-    { User: UserView, Error: ErrorBody, Message: MessageBody },
+    { User: UserView, Error: ErrorBody, Message: MessageBody, Organization: OrganizationView, Member: MemberView, Privileges, Group: GroupView, Permission: PermissionView,
+      SiteUser: SiteUserView, PublicProfile, SecretType: SecretTypeView, Secret: SecretView, SecretListItem, SecretHistoryItem },
   );
 }
 

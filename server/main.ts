@@ -15,6 +15,8 @@ import { migratePlatform } from '../shared/db/orm.ts';
 import { HostResolver } from '../shared/tenancy/host-resolver.ts';
 import { migrateAllTenants } from '../shared/tenancy/migrations.ts';
 import { bootstrapAdmin } from '../shared/users/user.service.ts';
+import { createMailer } from '../shared/mail/mailer.ts';
+import { SecretKeyring } from '../shared/secrets/crypto.ts';
 import { createApp } from './app.ts';
 import type { RouteDef } from './http/registry.ts';
 
@@ -71,7 +73,9 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     hosts = new HostResolver(db.orm);
     await hosts.listen(db.url, (err) => log.warn({ err: err.message }, 'routing listener error'));
     let shuttingDown = false;
-    const app = createApp({ config, orm: db.orm, log, tokens, redis, hosts, isShuttingDown: () => shuttingDown, extraRoutes: options.extraRoutes });
+    const mailer = createMailer(config, log);
+    const secrets = new SecretKeyring(tokens.secretKey, config.secretsKeyVersion);
+    const app = createApp({ config, orm: db.orm, log, tokens, redis, hosts, mailer, secrets, isShuttingDown: () => shuttingDown, extraRoutes: options.extraRoutes });
     const srv = http.createServer(app.callback());
     server = srv;
     srv.keepAliveTimeout = 65_000;

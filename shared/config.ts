@@ -39,9 +39,13 @@ export interface Config {
   environment: Environment;
   rateLimit: RateLimitConfig;
   smtpUrl: string | undefined;
+  /** How long an invitation stays acceptable (INVITATION_TTL_DAYS, default 7). */
+  invitationTtlDays: number;
   logLevel: LogLevel;
   accessTokenTtlSeconds: number;
   refreshTokenTtlSeconds: number;
+  /** The key version new secret values are encrypted with (SECRETS_KEY_VERSION, default 1; rotation: docs/api-conventions.md). */
+  secretsKeyVersion: number;
   corsOrigins: string[];
   bodyLimitBytes: number;
   shutdownTimeoutMs: number;
@@ -152,9 +156,11 @@ export function loadConfig(env: Env = process.env): Config {
       burstPerMinute: int(env, 'RATE_LIMIT_BURST_PER_MINUTE', 10, 1),
     },
     smtpUrl: url(env, 'SMTP_URL', ['smtp:', 'smtps:']),
+    invitationTtlDays: int(env, 'INVITATION_TTL_DAYS', 7, 1, 365),
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
     accessTokenTtlSeconds: 15 * 60,
     refreshTokenTtlSeconds: int(env, 'JWT_REFRESH_TTL_SECONDS', 7 * 24 * 3600, 60),
+    secretsKeyVersion: int(env, 'SECRETS_KEY_VERSION', 1, 1, 1_000_000),
     corsOrigins: list(env, 'CORS_ORIGINS', []),
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0),

@@ -14,8 +14,39 @@ import { DomainError } from '../../shared/errors.ts';
 import { USER_MESSAGES } from '../../shared/users/user.messages.ts';
 import { UserRef, type UserCreate, type UserUpdate, type UserView } from '../../shared/users/user.schemas.ts';
 import * as users from '../../shared/users/user.service.ts';
+import * as sites from '../../shared/sites/site.service.ts';
+import * as domains from '../../shared/sites/domain.service.ts';
+import { DOMAIN_MESSAGES, SITE_MESSAGES } from '../../shared/sites/site.messages.ts';
+import { OrgSitesRef, SiteRef, type SiteCreate, type SiteUpdate, type SiteView, type Privileges as SitePrivileges } from '../../shared/sites/site.schemas.ts';
+import { DomainRef, type DomainCreate, type DomainUpdate, type DomainView } from '../../shared/sites/domain.schemas.ts';
+import type { DomainListParams, SiteListParams } from './types.ts';
+import * as invitations from '../../shared/invitations/invitation.service.ts';
+import { INVITATION_MESSAGES } from '../../shared/invitations/invitation.mail.ts';
+import { InvitationRef, OrgRef, type InvitationCreate, type InvitationView } from '../../shared/invitations/invitation.schemas.ts';
+import { directInvitationDeps } from './direct-invitations.ts';
+import type { InvitationListParams } from './types.ts';
+import * as members from '../../shared/organizations/member.service.ts';
+import { MemberRef, type MemberAdd, type MemberUpdate, type MemberView } from '../../shared/organizations/member.schemas.ts';
+import * as orgs from '../../shared/organizations/organization.service.ts';
+import {
+  ORGANIZATION_MESSAGES,
+  OrganizationRef,
+  type OrganizationCreate,
+  type OrganizationUpdate,
+  type OrganizationView,
+  type Privileges,
+} from '../../shared/organizations/organization.schemas.ts';
+import * as groups from '../../shared/permissions/group.service.ts';
+import { GROUP_MESSAGES, GroupRef, type GroupCreate, type GroupUpdate, type GroupView } from '../../shared/permissions/group.schemas.ts';
+import { SECRET_MESSAGES } from '../../shared/secrets/secret.messages.ts';
+import { SecretRef, type SecretCreate, type SecretHistoryItem, type SecretListItem, type SecretUpdate, type SecretView } from '../../shared/secrets/secret.schemas.ts';
+import { secretService, type SecretService } from '../../shared/secrets/secret.service.ts';
+import { SecretTypeRef, type SecretTypeCreate, type SecretTypeView } from '../../shared/secrets/secret-type.schemas.ts';
+import * as secretTypes from '../../shared/secrets/secret-type.service.ts';
+import { cliKeyring, siteContext } from './direct-secrets.ts';
+import type { SecretHistoryParams, SecretListParams, SecretTypeListParams } from './types.ts';
 import { PATHS, withQuery } from './paths.ts';
-import type { Backend, SystemActorView, UserListParams } from './types.ts';
+import type { Backend, GroupListParams, MemberListParams, OrganizationListParams, SystemActorView, UserListParams } from './types.ts';
 
 export const CLI_ACTOR = systemActor('cli');
 
@@ -98,6 +129,269 @@ export class DirectBackend implements Backend {
   async deleteUser(ref: string): Promise<MessageBody> {
     await users.deleteUser(await this.context(), this.ref(ref));
     return messageBody(USER_MESSAGES.deleted);
+  }
+
+  // Invitations: the path parameters checked as the routes check them; mail as the server sends it.
+  private invitationRef(org: string, ref: string): InvitationRef {
+    return validate(InvitationRef, { org, invitation: ref }, 'query');
+  }
+
+  async listInvitations(org: string, query: InvitationListParams): Promise<PageEnvelope<InvitationView>> {
+    const page = await invitations.listInvitations(await this.context(), validate(OrgRef, { org }, 'query').org, { ...query });
+    return pageEnvelope(page, this.requestUrl(withQuery(PATHS.invitations(org), query)));
+  }
+
+  async createInvitation(org: string, input: InvitationCreate): Promise<CreatedBody<InvitationView>> {
+    const deps = directInvitationDeps(this.config, directBaseUrl(this.config).origin);
+    const ref = validate(OrgRef, { org }, 'query').org;
+    return createdBody(INVITATION_MESSAGES.created, await invitations.createInvitation(await this.context(), ref, structuredClone(input), deps));
+  }
+
+  async getInvitation(org: string, ref: string): Promise<InvitationView> {
+    const p = this.invitationRef(org, ref);
+    return invitations.getInvitation(await this.context(), p.org, p.invitation);
+  }
+
+  async cancelInvitation(org: string, ref: string): Promise<MessageBody> {
+    const p = this.invitationRef(org, ref);
+    await invitations.cancelInvitation(await this.context(), p.org, p.invitation);
+    return messageBody(INVITATION_MESSAGES.cancelled);
+  }
+
+  async resendInvitation(org: string, ref: string): Promise<CreatedBody<InvitationView>> {
+    const p = this.invitationRef(org, ref);
+    const deps = directInvitationDeps(this.config, directBaseUrl(this.config).origin);
+    return createdBody(INVITATION_MESSAGES.resent, await invitations.resendInvitation(await this.context(), p.org, p.invitation, deps));
+  }
+
+  // Organizations, members, groups: the path parameters checked as the routes check them.
+  private org(ref: string): string {
+    return validate(OrganizationRef, { org: ref }, 'query').org;
+  }
+
+  private member(org: string, ref: string): MemberRef {
+    return validate(MemberRef, { org, member: ref }, 'query');
+  }
+
+  private group(id: string): string {
+    return validate(GroupRef, { id }, 'query').id;
+  }
+
+  async listOrganizations(query: OrganizationListParams): Promise<PageEnvelope<OrganizationView>> {
+    const page = await orgs.listOrganizations(await this.context(), { ...query });
+    return pageEnvelope(page, this.requestUrl(withQuery(PATHS.organizations, query)));
+  }
+
+  async createOrganization(input: OrganizationCreate): Promise<CreatedBody<OrganizationView>> {
+    return createdBody(ORGANIZATION_MESSAGES.created, await orgs.createOrganization(await this.context(), { ...input }));
+  }
+
+  async getOrganization(ref: string): Promise<OrganizationView> {
+    return orgs.getOrganization(await this.context(), this.org(ref));
+  }
+
+  async updateOrganization(ref: string, input: OrganizationUpdate): Promise<OrganizationView> {
+    return orgs.updateOrganization(await this.context(), this.org(ref), { ...input });
+  }
+
+  async deleteOrganization(ref: string): Promise<MessageBody> {
+    await orgs.deleteOrganization(await this.context(), this.org(ref));
+    return messageBody(ORGANIZATION_MESSAGES.deleted);
+  }
+
+  async organizationPrivileges(ref: string): Promise<Privileges> {
+    return orgs.organizationPrivileges(await this.context(), this.org(ref));
+  }
+
+  async listMembers(org: string, query: MemberListParams): Promise<PageEnvelope<MemberView>> {
+    const page = await members.listMembers(await this.context(), this.org(org), { ...query });
+    return pageEnvelope(page, this.requestUrl(withQuery(PATHS.members(org), query)));
+  }
+
+  async addMember(org: string, input: MemberAdd): Promise<CreatedBody<MemberView>> {
+    return createdBody(ORGANIZATION_MESSAGES.memberAdded, await members.addMember(await this.context(), this.org(org), { ...input }));
+  }
+
+  async getMember(org: string, ref: string): Promise<MemberView> {
+    const p = this.member(org, ref);
+    return members.getMember(await this.context(), p.org, p.member);
+  }
+
+  async updateMember(org: string, ref: string, input: MemberUpdate): Promise<MemberView> {
+    const p = this.member(org, ref);
+    return members.updateMember(await this.context(), p.org, p.member, { ...input });
+  }
+
+  async removeMember(org: string, ref: string): Promise<MessageBody> {
+    const p = this.member(org, ref);
+    await members.removeMember(await this.context(), p.org, p.member);
+    return messageBody(ORGANIZATION_MESSAGES.memberRemoved);
+  }
+
+  async setMemberAdmin(org: string, ref: string, isAdmin: boolean): Promise<MessageBody> {
+    const p = this.member(org, ref);
+    await members.setAdmin(await this.context(), p.org, p.member, isAdmin);
+    return messageBody(isAdmin ? ORGANIZATION_MESSAGES.madeAdmin : ORGANIZATION_MESSAGES.removedAdmin);
+  }
+
+  async listGroups(query: GroupListParams): Promise<PageEnvelope<GroupView>> {
+    const page = await groups.listGroups(await this.context(), { ...query });
+    return pageEnvelope(page, this.requestUrl(withQuery(PATHS.groups, query)));
+  }
+
+  async createGroup(input: GroupCreate): Promise<CreatedBody<GroupView>> {
+    return createdBody(GROUP_MESSAGES.created, await groups.createGroup(await this.context(), { ...input }));
+  }
+
+  async getGroup(id: string): Promise<GroupView> {
+    return groups.getGroup(await this.context(), this.group(id));
+  }
+
+  async updateGroup(id: string, input: GroupUpdate): Promise<GroupView> {
+    return groups.updateGroup(await this.context(), this.group(id), { ...input });
+  }
+
+  async deleteGroup(id: string): Promise<MessageBody> {
+    await groups.deleteGroup(await this.context(), this.group(id));
+    return messageBody(GROUP_MESSAGES.deleted);
+  }
+
+  // Sites and domains: the path parameters checked as the routes check them; the deployment
+  // settings (ENVIRONMENT prefix, base domain, platform hosts) of this configuration.
+  private siteSettings(): sites.SiteSettings {
+    return { environment: this.config.environment, baseDomain: this.config.baseDomain, platformHosts: this.config.platformHosts };
+  }
+
+  private siteRef(ref: string): string {
+    return validate(SiteRef, { site: ref }, 'query').site;
+  }
+
+  private domainRef(site: string, ref: string): DomainRef {
+    return validate(DomainRef, { site, domain: ref }, 'query');
+  }
+
+  async listSites(query: SiteListParams, org?: string): Promise<PageEnvelope<SiteView>> {
+    const orgRef = org === undefined ? undefined : validate(OrgSitesRef, { org }, 'query').org;
+    const page = await sites.listSites(await this.context(), { ...query }, orgRef);
+    return pageEnvelope(page, this.requestUrl(withQuery(org === undefined ? PATHS.sites : PATHS.orgSites(org), query)));
+  }
+
+  async createSite(org: string, input: SiteCreate): Promise<CreatedBody<SiteView>> {
+    const orgRef = validate(OrgSitesRef, { org }, 'query').org;
+    return createdBody(SITE_MESSAGES.created, await sites.createSite(await this.context(), orgRef, structuredClone(input), this.siteSettings()));
+  }
+
+  async getSite(ref: string): Promise<SiteView> {
+    return sites.getSite(await this.context(), this.siteRef(ref));
+  }
+
+  async updateSite(ref: string, input: SiteUpdate): Promise<SiteView> {
+    return sites.updateSite(await this.context(), this.siteRef(ref), structuredClone(input));
+  }
+
+  async deleteSite(ref: string): Promise<MessageBody> {
+    await sites.deleteSite(await this.context(), this.siteRef(ref));
+    return messageBody(SITE_MESSAGES.deleted);
+  }
+
+  async sitePrivileges(ref: string): Promise<SitePrivileges> {
+    return sites.sitePrivileges(await this.context(), this.siteRef(ref));
+  }
+
+  async listDomains(site: string, query: DomainListParams): Promise<PageEnvelope<DomainView>> {
+    const page = await domains.listDomains(await this.context(), this.siteRef(site), { ...query });
+    return pageEnvelope(page, this.requestUrl(withQuery(PATHS.domains(site), query)));
+  }
+
+  async createDomain(site: string, input: DomainCreate): Promise<CreatedBody<DomainView>> {
+    return createdBody(DOMAIN_MESSAGES.created, await domains.createDomain(await this.context(), this.siteRef(site), { ...input }, this.siteSettings()));
+  }
+
+  async getDomain(site: string, ref: string): Promise<DomainView> {
+    const p = this.domainRef(site, ref);
+    return domains.getDomain(await this.context(), p.site, p.domain);
+  }
+
+  async updateDomain(site: string, ref: string, input: DomainUpdate): Promise<DomainView> {
+    const p = this.domainRef(site, ref);
+    return domains.updateDomain(await this.context(), p.site, p.domain, { ...input }, this.siteSettings(), 'patch');
+  }
+
+  async deleteDomain(site: string, ref: string): Promise<MessageBody> {
+    const p = this.domainRef(site, ref);
+    await domains.deleteDomain(await this.context(), p.site, p.domain);
+    return messageBody(DOMAIN_MESSAGES.deleted);
+  }
+
+  // A site's secrets and secret types: the site's schema (tenantEm) as the system actor; the
+  // path parameters checked as the routes check them; links as the API computes them.
+  private secretsApi: SecretService | undefined;
+
+  private get secrets(): SecretService {
+    return (this.secretsApi ??= secretService(cliKeyring(this.config)));
+  }
+
+  private async siteCtx(site: string): Promise<ServiceContext> {
+    return siteContext((await this.database()).orm.em.fork(), site, CLI_ACTOR);
+  }
+
+  private secretKey(key: string): string {
+    return validate(SecretRef, { key }, 'query').key;
+  }
+
+  private secretTypeRef(ref: string): string {
+    return validate(SecretTypeRef, { slug: ref }, 'query').slug;
+  }
+
+  async listSecrets(site: string, query: SecretListParams): Promise<PageEnvelope<SecretListItem>> {
+    const page = await this.secrets.list(await this.siteCtx(site), { ...query });
+    return pageEnvelope(page, this.requestUrl(PATHS.siteApi(site) + withQuery(PATHS.secrets, query)));
+  }
+
+  async createSecret(site: string, input: SecretCreate): Promise<CreatedBody<SecretListItem>> {
+    return createdBody(SECRET_MESSAGES.created, await this.secrets.create(await this.siteCtx(site), structuredClone(input)));
+  }
+
+  async getSecret(site: string, key: string, app?: string): Promise<SecretView> {
+    const ctx = await this.siteCtx(site);
+    return this.secrets.get(ctx, this.secretKey(key), app === undefined ? {} : { app });
+  }
+
+  async updateSecret(site: string, key: string, input: SecretUpdate, app?: string): Promise<SecretListItem> {
+    const ctx = await this.siteCtx(site);
+    return this.secrets.update(ctx, this.secretKey(key), app === undefined ? {} : { app }, structuredClone(input));
+  }
+
+  async deleteSecret(site: string, key: string, app?: string): Promise<MessageBody> {
+    const ctx = await this.siteCtx(site);
+    await this.secrets.delete(ctx, this.secretKey(key), app === undefined ? {} : { app });
+    return messageBody(SECRET_MESSAGES.deleted);
+  }
+
+  async secretHistory(site: string, key: string, query: SecretHistoryParams): Promise<PageEnvelope<SecretHistoryItem>> {
+    const ctx = await this.siteCtx(site);
+    const page = await this.secrets.history(ctx, this.secretKey(key), { ...query });
+    return pageEnvelope(page, this.requestUrl(PATHS.siteApi(site) + withQuery(PATHS.secretHistory(key), query)));
+  }
+
+  async listSecretTypes(site: string, query: SecretTypeListParams): Promise<PageEnvelope<SecretTypeView>> {
+    const page = await secretTypes.listSecretTypes(await this.siteCtx(site), { ...query });
+    return pageEnvelope(page, this.requestUrl(PATHS.siteApi(site) + withQuery(PATHS.secretTypes, query)));
+  }
+
+  async createSecretType(site: string, input: SecretTypeCreate): Promise<CreatedBody<SecretTypeView>> {
+    return createdBody(SECRET_MESSAGES.typeCreated, await secretTypes.createSecretType(await this.siteCtx(site), structuredClone(input)));
+  }
+
+  async getSecretType(site: string, ref: string): Promise<SecretTypeView> {
+    const ctx = await this.siteCtx(site);
+    return secretTypes.getSecretType(ctx, this.secretTypeRef(ref));
+  }
+
+  async deleteSecretType(site: string, ref: string): Promise<MessageBody> {
+    const ctx = await this.siteCtx(site);
+    await secretTypes.deleteSecretType(ctx, this.secretTypeRef(ref));
+    return messageBody(SECRET_MESSAGES.typeDeleted);
   }
 
   async close(): Promise<void> {

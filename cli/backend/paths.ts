@@ -8,7 +8,32 @@ export const PATHS = {
   profile: '/api/profile/',
   users: '/api/cloud/users/',
   user: (ref: string) => `/api/cloud/users/${encodeURIComponent(ref)}/`,
+  sites: '/api/cloud/sites/',
+  orgSites: (org: string) => `/api/cloud/organizations/${encodeURIComponent(org)}/sites/`,
+  site: (ref: string) => `/api/cloud/sites/${encodeURIComponent(ref)}/`,
+  sitePrivileges: (ref: string) => `/api/cloud/sites/${encodeURIComponent(ref)}/privileges/`,
+  domains: (site: string) => `/api/cloud/sites/${encodeURIComponent(site)}/domains/`,
+  domain: (site: string, ref: string) => `/api/cloud/sites/${encodeURIComponent(site)}/domains/${encodeURIComponent(ref)}/`,
+  invitations: (org: string) => `/api/cloud/organizations/${encodeURIComponent(org)}/invitations/`,
+  invitation: (org: string, ref: string) => `/api/cloud/organizations/${encodeURIComponent(org)}/invitations/${encodeURIComponent(ref)}/`,
+  organizations: '/api/cloud/organizations/',
+  organization: (ref: string) => `/api/cloud/organizations/${encodeURIComponent(ref)}/`,
+  organizationPrivileges: (ref: string) => `/api/cloud/organizations/${encodeURIComponent(ref)}/privileges/`,
+  members: (org: string) => `/api/cloud/organizations/${encodeURIComponent(org)}/members/`,
+  member: (org: string, ref: string) => `/api/cloud/organizations/${encodeURIComponent(org)}/members/${encodeURIComponent(ref)}/`,
+  groups: '/api/cloud/groups/',
+  group: (id: string) => `/api/cloud/groups/${encodeURIComponent(id)}/`,
+  // A site's API through the platform host: `/sites/<schema>` + the path (remote mode puts it in the base URL).
+  siteApi: (schema: string) => `/sites/${encodeURIComponent(schema)}`,
+  secrets: '/api/secrets/',
+  secret: (key: string) => `/api/secrets/${encodeURIComponent(key)}/`,
+  secretHistory: (key: string) => `/api/secrets/${encodeURIComponent(key)}/history/`,
+  secretTypes: '/api/secret-types/',
+  secretType: (ref: string) => `/api/secret-types/${encodeURIComponent(ref)}/`,
 } as const;
+
+/** The base URL of one site's API through a platform API URL: `<api-url>/sites/<schema>`. */
+export const siteApiUrl = (apiUrl: string, schema: string): string => apiUrl.replace(/\/+$/, '') + PATHS.siteApi(schema);
 
 /** `path?k=v…` with the defined values only, in the order given. */
 export function withQuery(path: string, query: Record<string, string | undefined>): string {

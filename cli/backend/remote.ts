@@ -6,9 +6,21 @@ import type { CreatedBody, MessageBody } from '../../shared/common/envelopes.ts'
 import type { PageEnvelope } from '../../shared/common/pagination.ts';
 import { DomainError, NOT_AUTHENTICATED_DETAIL } from '../../shared/errors.ts';
 import type { UserCreate, UserUpdate, UserView } from '../../shared/users/user.schemas.ts';
+import type { SiteCreate, SiteUpdate, SiteView, Privileges as SitePrivileges } from '../../shared/sites/site.schemas.ts';
+import type { DomainCreate, DomainUpdate, DomainView } from '../../shared/sites/domain.schemas.ts';
+import type { DomainListParams, SiteListParams } from './types.ts';
+import type { InvitationCreate, InvitationView } from '../../shared/invitations/invitation.schemas.ts';
+import type { InvitationListParams } from './types.ts';
+import type { MemberAdd, MemberUpdate, MemberView } from '../../shared/organizations/member.schemas.ts';
+import type { OrganizationCreate, OrganizationUpdate, OrganizationView, Privileges } from '../../shared/organizations/organization.schemas.ts';
+import type { GroupCreate, GroupUpdate, GroupView } from '../../shared/permissions/group.schemas.ts';
+import type { SecretCreate, SecretHistoryItem, SecretListItem, SecretUpdate, SecretView } from '../../shared/secrets/secret.schemas.ts';
+import type { SecretTypeCreate, SecretTypeView } from '../../shared/secrets/secret-type.schemas.ts';
+import { isValidSchemaName } from '../../shared/tenancy/schema.ts';
+import type { SecretHistoryParams, SecretListParams, SecretTypeListParams } from './types.ts';
 import type { CredentialStore, Credentials } from '../credentials.ts';
-import { PATHS, withQuery } from './paths.ts';
-import type { Backend, UserListParams } from './types.ts';
+import { PATHS, siteApiUrl, withQuery } from './paths.ts';
+import type { Backend, GroupListParams, MemberListParams, OrganizationListParams, UserListParams } from './types.ts';
 
 const TIMEOUT_MS = 60_000;
 
@@ -37,9 +49,23 @@ export class ApiClient {
   readonly apiUrl: string;
   private readonly store: CredentialStore;
 
-  constructor(apiUrl: string, store: CredentialStore) {
+  /** The site schema when this client talks to one site's API (`forSite`). */
+  readonly site: string | undefined;
+
+  constructor(apiUrl: string, store: CredentialStore, site?: string) {
     this.apiUrl = apiUrl;
     this.store = store;
+    this.site = site;
+  }
+
+  /** A client of one site's API through this platform URL, with that site's own stored login. */
+  forSite(site: string): ApiClient {
+    if (!isValidSchemaName(site)) throw new DomainError('NOT_FOUND', 'Site not found.', { detail: 'Not found.' });
+    return new ApiClient(siteApiUrl(this.apiUrl, site), this.store, site);
+  }
+
+  private get loginCommand(): string {
+    return this.site ? `platform login --site ${this.site}` : 'platform login';
   }
 
   private url(path: string): string {
@@ -79,7 +105,7 @@ export class ApiClient {
   private credentials(): Credentials {
     const creds = this.store.get(this.apiUrl);
     if (!creds) {
-      throw new DomainError('AUTHENTICATION_FAILED', `Not logged in to ${this.apiUrl}: run \`platform login\` first (or use --direct to work on the database).`, {
+      throw new DomainError('AUTHENTICATION_FAILED', `Not logged in to ${this.apiUrl}: run \`${this.loginCommand}\` first (or use --direct to work on the database).`, {
         detail: NOT_AUTHENTICATED_DETAIL,
       });
     }
@@ -92,7 +118,7 @@ export class ApiClient {
     if (res.status !== 200) {
       const err = DomainError.fromBody(res.status, res.body);
       if (err.status !== 401) throw err;
-      throw new DomainError('INVALID_TOKEN', `Your session at ${this.apiUrl} has ended (${err.message}): run \`platform login\` again.`, {
+      throw new DomainError('INVALID_TOKEN', `Your session at ${this.apiUrl} has ended (${err.message}): run \`${this.loginCommand}\` again.`, {
         detail: err.detail,
       });
     }
@@ -143,6 +169,179 @@ export class RemoteBackend implements Backend {
 
   deleteUser(ref: string): Promise<MessageBody> {
     return this.api.request('DELETE', PATHS.user(ref), { auth: true });
+  }
+
+  listInvitations(org: string, query: InvitationListParams): Promise<PageEnvelope<InvitationView>> {
+    return this.api.request('GET', withQuery(PATHS.invitations(org), query), { auth: true });
+  }
+
+  createInvitation(org: string, input: InvitationCreate): Promise<CreatedBody<InvitationView>> {
+    return this.api.request('POST', PATHS.invitations(org), { auth: true, body: input });
+  }
+
+  getInvitation(org: string, ref: string): Promise<InvitationView> {
+    return this.api.request('GET', PATHS.invitation(org, ref), { auth: true });
+  }
+
+  cancelInvitation(org: string, ref: string): Promise<MessageBody> {
+    return this.api.request('DELETE', PATHS.invitation(org, ref), { auth: true });
+  }
+
+  resendInvitation(org: string, ref: string): Promise<CreatedBody<InvitationView>> {
+    return this.api.request('POST', `${PATHS.invitation(org, ref)}resend/`, { auth: true });
+  }
+
+  listOrganizations(query: OrganizationListParams): Promise<PageEnvelope<OrganizationView>> {
+    return this.api.request('GET', withQuery(PATHS.organizations, query), { auth: true });
+  }
+
+  createOrganization(input: OrganizationCreate): Promise<CreatedBody<OrganizationView>> {
+    return this.api.request('POST', PATHS.organizations, { auth: true, body: input });
+  }
+
+  getOrganization(ref: string): Promise<OrganizationView> {
+    return this.api.request('GET', PATHS.organization(ref), { auth: true });
+  }
+
+  updateOrganization(ref: string, input: OrganizationUpdate): Promise<OrganizationView> {
+    return this.api.request('PUT', PATHS.organization(ref), { auth: true, body: input });
+  }
+
+  deleteOrganization(ref: string): Promise<MessageBody> {
+    return this.api.request('DELETE', PATHS.organization(ref), { auth: true });
+  }
+
+  organizationPrivileges(ref: string): Promise<Privileges> {
+    return this.api.request('GET', PATHS.organizationPrivileges(ref), { auth: true });
+  }
+
+  listMembers(org: string, query: MemberListParams): Promise<PageEnvelope<MemberView>> {
+    return this.api.request('GET', withQuery(PATHS.members(org), query), { auth: true });
+  }
+
+  addMember(org: string, input: MemberAdd): Promise<CreatedBody<MemberView>> {
+    return this.api.request('POST', PATHS.members(org), { auth: true, body: input });
+  }
+
+  getMember(org: string, ref: string): Promise<MemberView> {
+    return this.api.request('GET', PATHS.member(org, ref), { auth: true });
+  }
+
+  updateMember(org: string, ref: string, input: MemberUpdate): Promise<MemberView> {
+    return this.api.request('PUT', PATHS.member(org, ref), { auth: true, body: input });
+  }
+
+  removeMember(org: string, ref: string): Promise<MessageBody> {
+    return this.api.request('DELETE', PATHS.member(org, ref), { auth: true });
+  }
+
+  setMemberAdmin(org: string, ref: string, isAdmin: boolean): Promise<MessageBody> {
+    return this.api.request('POST', `${PATHS.member(org, ref)}${isAdmin ? 'make_admin' : 'remove_admin'}/`, { auth: true });
+  }
+
+  listGroups(query: GroupListParams): Promise<PageEnvelope<GroupView>> {
+    return this.api.request('GET', withQuery(PATHS.groups, query), { auth: true });
+  }
+
+  createGroup(input: GroupCreate): Promise<CreatedBody<GroupView>> {
+    return this.api.request('POST', PATHS.groups, { auth: true, body: input });
+  }
+
+  getGroup(id: string): Promise<GroupView> {
+    return this.api.request('GET', PATHS.group(id), { auth: true });
+  }
+
+  updateGroup(id: string, input: GroupUpdate): Promise<GroupView> {
+    return this.api.request('PUT', PATHS.group(id), { auth: true, body: input });
+  }
+
+  deleteGroup(id: string): Promise<MessageBody> {
+    return this.api.request('DELETE', PATHS.group(id), { auth: true });
+  }
+
+  listSites(query: SiteListParams, org?: string): Promise<PageEnvelope<SiteView>> {
+    return this.api.request('GET', withQuery(org === undefined ? PATHS.sites : PATHS.orgSites(org), query), { auth: true });
+  }
+
+  createSite(org: string, input: SiteCreate): Promise<CreatedBody<SiteView>> {
+    return this.api.request('POST', PATHS.orgSites(org), { auth: true, body: input });
+  }
+
+  getSite(ref: string): Promise<SiteView> {
+    return this.api.request('GET', PATHS.site(ref), { auth: true });
+  }
+
+  updateSite(ref: string, input: SiteUpdate): Promise<SiteView> {
+    return this.api.request('PATCH', PATHS.site(ref), { auth: true, body: input });
+  }
+
+  deleteSite(ref: string): Promise<MessageBody> {
+    return this.api.request('DELETE', PATHS.site(ref), { auth: true });
+  }
+
+  sitePrivileges(ref: string): Promise<SitePrivileges> {
+    return this.api.request('GET', PATHS.sitePrivileges(ref), { auth: true });
+  }
+
+  listDomains(site: string, query: DomainListParams): Promise<PageEnvelope<DomainView>> {
+    return this.api.request('GET', withQuery(PATHS.domains(site), query), { auth: true });
+  }
+
+  createDomain(site: string, input: DomainCreate): Promise<CreatedBody<DomainView>> {
+    return this.api.request('POST', PATHS.domains(site), { auth: true, body: input });
+  }
+
+  getDomain(site: string, ref: string): Promise<DomainView> {
+    return this.api.request('GET', PATHS.domain(site, ref), { auth: true });
+  }
+
+  updateDomain(site: string, ref: string, input: DomainUpdate): Promise<DomainView> {
+    return this.api.request('PATCH', PATHS.domain(site, ref), { auth: true, body: input });
+  }
+
+  deleteDomain(site: string, ref: string): Promise<MessageBody> {
+    return this.api.request('DELETE', PATHS.domain(site, ref), { auth: true });
+  }
+
+  // A site's secrets and secret types: <api-url>/sites/<site>/api/… with the site's login.
+  listSecrets(site: string, query: SecretListParams): Promise<PageEnvelope<SecretListItem>> {
+    return this.api.forSite(site).request('GET', withQuery(PATHS.secrets, query), { auth: true });
+  }
+
+  createSecret(site: string, input: SecretCreate): Promise<CreatedBody<SecretListItem>> {
+    return this.api.forSite(site).request('POST', PATHS.secrets, { auth: true, body: input });
+  }
+
+  getSecret(site: string, key: string, app?: string): Promise<SecretView> {
+    return this.api.forSite(site).request('GET', withQuery(PATHS.secret(key), { app }), { auth: true });
+  }
+
+  updateSecret(site: string, key: string, input: SecretUpdate, app?: string): Promise<SecretListItem> {
+    return this.api.forSite(site).request('PUT', withQuery(PATHS.secret(key), { app }), { auth: true, body: input });
+  }
+
+  deleteSecret(site: string, key: string, app?: string): Promise<MessageBody> {
+    return this.api.forSite(site).request('DELETE', withQuery(PATHS.secret(key), { app }), { auth: true });
+  }
+
+  secretHistory(site: string, key: string, query: SecretHistoryParams): Promise<PageEnvelope<SecretHistoryItem>> {
+    return this.api.forSite(site).request('GET', withQuery(PATHS.secretHistory(key), query), { auth: true });
+  }
+
+  listSecretTypes(site: string, query: SecretTypeListParams): Promise<PageEnvelope<SecretTypeView>> {
+    return this.api.forSite(site).request('GET', withQuery(PATHS.secretTypes, query), { auth: true });
+  }
+
+  createSecretType(site: string, input: SecretTypeCreate): Promise<CreatedBody<SecretTypeView>> {
+    return this.api.forSite(site).request('POST', PATHS.secretTypes, { auth: true, body: input });
+  }
+
+  getSecretType(site: string, ref: string): Promise<SecretTypeView> {
+    return this.api.forSite(site).request('GET', PATHS.secretType(ref), { auth: true });
+  }
+
+  deleteSecretType(site: string, ref: string): Promise<MessageBody> {
+    return this.api.forSite(site).request('DELETE', PATHS.secretType(ref), { auth: true });
   }
 
   async close(): Promise<void> {}

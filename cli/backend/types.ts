@@ -4,11 +4,30 @@
 import type { CreatedBody, MessageBody } from '../../shared/common/envelopes.ts';
 import type { PageEnvelope } from '../../shared/common/pagination.ts';
 import type { UserCreate, UserListQuery, UserUpdate, UserView } from '../../shared/users/user.schemas.ts';
+import type { SiteCreate, SiteListQuery, SiteUpdate, SiteView, Privileges as SitePrivileges } from '../../shared/sites/site.schemas.ts';
+import type { DomainCreate, DomainListQuery, DomainUpdate, DomainView } from '../../shared/sites/domain.schemas.ts';
+import type { InvitationCreate, InvitationListQuery, InvitationView } from '../../shared/invitations/invitation.schemas.ts';
+import type { MemberAdd, MemberListQuery, MemberUpdate, MemberView } from '../../shared/organizations/member.schemas.ts';
+import type { OrganizationCreate, OrganizationListQuery, OrganizationUpdate, OrganizationView, Privileges } from '../../shared/organizations/organization.schemas.ts';
+import type { GroupCreate, GroupListQuery, GroupUpdate, GroupView } from '../../shared/permissions/group.schemas.ts';
+import type { SecretCreate, SecretHistoryItem, SecretHistoryQuery, SecretListItem, SecretListQuery, SecretUpdate, SecretView } from '../../shared/secrets/secret.schemas.ts';
+import type { SecretTypeCreate, SecretTypeListQuery, SecretTypeView } from '../../shared/secrets/secret-type.schemas.ts';
 
 export type BackendMode = 'remote' | 'direct';
 
+/** Secret, history and secret-type list filters as the query string carries them. */
+export type SecretListParams = { [K in keyof SecretListQuery]?: string };
+export type SecretHistoryParams = { [K in keyof SecretHistoryQuery]?: string };
+export type SecretTypeListParams = { [K in keyof SecretTypeListQuery]?: string };
+
 /** List filters as the query string carries them (strings; the service validates them). */
 export type UserListParams = { [K in keyof UserListQuery]?: string };
+export type SiteListParams = { [K in keyof SiteListQuery]?: string };
+export type DomainListParams = { [K in keyof DomainListQuery]?: string };
+export type InvitationListParams = { [K in keyof InvitationListQuery]?: string };
+export type OrganizationListParams = { [K in keyof OrganizationListQuery]?: string };
+export type MemberListParams = { [K in keyof MemberListQuery]?: string };
+export type GroupListParams = { [K in keyof GroupListQuery]?: string };
 
 /** `whoami` in direct mode: the explicit elevation the CLI acts with. */
 export interface SystemActorView {
@@ -31,6 +50,94 @@ export interface Backend {
   updateUser(ref: string, input: UserUpdate): Promise<UserView>;
   /** DELETE /api/cloud/users/:user/ */
   deleteUser(ref: string): Promise<MessageBody>;
+  /** GET /api/cloud/organizations/:org/invitations/ */
+  listInvitations(org: string, query: InvitationListParams): Promise<PageEnvelope<InvitationView>>;
+  /** POST /api/cloud/organizations/:org/invitations/ (sends the e-mail) */
+  createInvitation(org: string, input: InvitationCreate): Promise<CreatedBody<InvitationView>>;
+  /** GET /api/cloud/organizations/:org/invitations/:invitation/ */
+  getInvitation(org: string, ref: string): Promise<InvitationView>;
+  /** DELETE /api/cloud/organizations/:org/invitations/:invitation/ */
+  cancelInvitation(org: string, ref: string): Promise<MessageBody>;
+  /** POST /api/cloud/organizations/:org/invitations/:invitation/resend/ */
+  resendInvitation(org: string, ref: string): Promise<CreatedBody<InvitationView>>;
+  /** GET /api/cloud/organizations/ */
+  listOrganizations(query: OrganizationListParams): Promise<PageEnvelope<OrganizationView>>;
+  /** POST /api/cloud/organizations/ */
+  createOrganization(input: OrganizationCreate): Promise<CreatedBody<OrganizationView>>;
+  /** GET /api/cloud/organizations/:org/ */
+  getOrganization(ref: string): Promise<OrganizationView>;
+  /** PUT /api/cloud/organizations/:org/ */
+  updateOrganization(ref: string, input: OrganizationUpdate): Promise<OrganizationView>;
+  /** DELETE /api/cloud/organizations/:org/ */
+  deleteOrganization(ref: string): Promise<MessageBody>;
+  /** GET /api/cloud/organizations/:org/privileges/ */
+  organizationPrivileges(ref: string): Promise<Privileges>;
+  /** GET /api/cloud/organizations/:org/members/ */
+  listMembers(org: string, query: MemberListParams): Promise<PageEnvelope<MemberView>>;
+  /** POST /api/cloud/organizations/:org/members/ */
+  addMember(org: string, input: MemberAdd): Promise<CreatedBody<MemberView>>;
+  /** GET /api/cloud/organizations/:org/members/:member/ */
+  getMember(org: string, ref: string): Promise<MemberView>;
+  /** PUT /api/cloud/organizations/:org/members/:member/ */
+  updateMember(org: string, ref: string, input: MemberUpdate): Promise<MemberView>;
+  /** DELETE /api/cloud/organizations/:org/members/:member/ */
+  removeMember(org: string, ref: string): Promise<MessageBody>;
+  /** POST /api/cloud/organizations/:org/members/:member/make_admin/ (true) or remove_admin/ (false) */
+  setMemberAdmin(org: string, ref: string, isAdmin: boolean): Promise<MessageBody>;
+  /** GET /api/cloud/groups/ */
+  listGroups(query: GroupListParams): Promise<PageEnvelope<GroupView>>;
+  /** POST /api/cloud/groups/ */
+  createGroup(input: GroupCreate): Promise<CreatedBody<GroupView>>;
+  /** GET /api/cloud/groups/:id/ */
+  getGroup(id: string): Promise<GroupView>;
+  /** PUT /api/cloud/groups/:id/ */
+  updateGroup(id: string, input: GroupUpdate): Promise<GroupView>;
+  /** DELETE /api/cloud/groups/:id/ */
+  deleteGroup(id: string): Promise<MessageBody>;
+  /** GET /api/cloud/sites/, or GET /api/cloud/organizations/:org/sites/ with `org` */
+  listSites(query: SiteListParams, org?: string): Promise<PageEnvelope<SiteView>>;
+  /** POST /api/cloud/organizations/:org/sites/ */
+  createSite(org: string, input: SiteCreate): Promise<CreatedBody<SiteView>>;
+  /** GET /api/cloud/sites/:site/ */
+  getSite(ref: string): Promise<SiteView>;
+  /** PATCH /api/cloud/sites/:site/ */
+  updateSite(ref: string, input: SiteUpdate): Promise<SiteView>;
+  /** DELETE /api/cloud/sites/:site/ */
+  deleteSite(ref: string): Promise<MessageBody>;
+  /** GET /api/cloud/sites/:site/privileges/ */
+  sitePrivileges(ref: string): Promise<SitePrivileges>;
+  /** GET /api/cloud/sites/:site/domains/ */
+  listDomains(site: string, query: DomainListParams): Promise<PageEnvelope<DomainView>>;
+  /** POST /api/cloud/sites/:site/domains/ */
+  createDomain(site: string, input: DomainCreate): Promise<CreatedBody<DomainView>>;
+  /** GET /api/cloud/sites/:site/domains/:domain/ */
+  getDomain(site: string, ref: string): Promise<DomainView>;
+  /** PATCH /api/cloud/sites/:site/domains/:domain/ */
+  updateDomain(site: string, ref: string, input: DomainUpdate): Promise<DomainView>;
+  /** DELETE /api/cloud/sites/:site/domains/:domain/ */
+  deleteDomain(site: string, ref: string): Promise<MessageBody>;
+  // A site's secrets (`site`: its schema name). Remote: <api-url>/sites/<site>/api/… with the
+  // token of `platform login --site`; direct: the site schema as the system actor.
+  /** GET /api/secrets/ */
+  listSecrets(site: string, query: SecretListParams): Promise<PageEnvelope<SecretListItem>>;
+  /** POST /api/secrets/ */
+  createSecret(site: string, input: SecretCreate): Promise<CreatedBody<SecretListItem>>;
+  /** GET /api/secrets/:key/?app= */
+  getSecret(site: string, key: string, app?: string): Promise<SecretView>;
+  /** PUT /api/secrets/:key/?app= */
+  updateSecret(site: string, key: string, input: SecretUpdate, app?: string): Promise<SecretListItem>;
+  /** DELETE /api/secrets/:key/?app= */
+  deleteSecret(site: string, key: string, app?: string): Promise<MessageBody>;
+  /** GET /api/secrets/:key/history/ */
+  secretHistory(site: string, key: string, query: SecretHistoryParams): Promise<PageEnvelope<SecretHistoryItem>>;
+  /** GET /api/secret-types/ */
+  listSecretTypes(site: string, query: SecretTypeListParams): Promise<PageEnvelope<SecretTypeView>>;
+  /** POST /api/secret-types/ */
+  createSecretType(site: string, input: SecretTypeCreate): Promise<CreatedBody<SecretTypeView>>;
+  /** GET /api/secret-types/:slug/ */
+  getSecretType(site: string, ref: string): Promise<SecretTypeView>;
+  /** DELETE /api/secret-types/:slug/ */
+  deleteSecretType(site: string, ref: string): Promise<MessageBody>;
   /** Releases connections (direct: the pool, and the embedded PostgreSQL if this process started it). */
   close(): Promise<void>;
 }

@@ -1,8 +1,10 @@
 import { Flags } from '@oclif/core';
+import { DomainError } from '../../shared/errors.ts';
+import { isValidSchemaName } from '../../shared/tenancy/schema.ts';
 import type { TokenPair } from '../../shared/auth/auth.service.ts';
 import type { UserView } from '../../shared/users/user.schemas.ts';
 import { apiUrlFlag, BaseCommand } from '../base.ts';
-import { PATHS } from '../backend/paths.ts';
+import { PATHS, siteApiUrl } from '../backend/paths.ts';
 import { ApiClient, requireApiUrl } from '../backend/remote.ts';
 import { CredentialStore } from '../credentials.ts';
 import { ask, askHidden, canPrompt, missingValue } from '../prompt.ts';
@@ -11,15 +13,25 @@ export default class LoginCommand extends BaseCommand<typeof LoginCommand> {
   static override summary = 'Log in to a platform API and store the tokens for later commands.';
   static override description =
     'Stores the access and refresh tokens for that API URL in <config dir>/credentials.json (mode 0600); the config dir is $PLATFORM_CONFIG_DIR, else $XDG_CONFIG_HOME/platform, else ~/.config/platform. Prompts for what is missing (the password without echo).';
-  static override examples = ['<%= config.bin %> login --api-url https://platform.example.com --username alice'];
+  static override examples = [
+    '<%= config.bin %> login --api-url https://platform.example.com --username alice',
+    '<%= config.bin %> login --site shop_prod --username alice',
+  ];
   static override baseFlags = { 'api-url': apiUrlFlag };
   static override flags = {
     username: Flags.string({ summary: 'Username or e-mail.' }),
     password: Flags.string({ summary: 'Password (prompted for, hidden, when omitted on a terminal).' }),
+    site: Flags.string({
+      summary: 'Log in to one site (its schema name) as a user of that site: <api-url>/sites/<site>/api/…; stored beside the platform login.',
+    }),
   };
 
   async run() {
-    const apiUrl = requireApiUrl(this.flags['api-url'], '');
+    const platformUrl = requireApiUrl(this.flags['api-url'], '');
+    const site = this.flags.site;
+    if (site !== undefined && !isValidSchemaName(site)) throw new DomainError('BAD_REQUEST', `Invalid site ${JSON.stringify(site)}: expected its schema name.`);
+    // A site's API is the platform URL plus /sites/<schema>: its login is stored under that URL.
+    const apiUrl = site === undefined ? platformUrl : siteApiUrl(platformUrl, site);
     const interactive = canPrompt();
     const username = this.flags.username ?? (interactive ? await ask('Username: ') : undefined);
     if (!username) throw missingValue('username');
@@ -27,14 +39,15 @@ export default class LoginCommand extends BaseCommand<typeof LoginCommand> {
     if (!password) throw missingValue('password');
 
     const store = new CredentialStore();
-    const api = new ApiClient(apiUrl, store);
+    const api = new ApiClient(apiUrl, store, site);
     const tokens = await api.request<TokenPair>('POST', PATHS.token, { body: { username, password } });
     store.set(apiUrl, { ...tokens, username });
     // The canonical username (the login may have been an e-mail or another case).
     const profile = await api.request<UserView>('GET', PATHS.profile, { auth: true });
     store.set(apiUrl, { ...tokens, username: profile.username });
 
-    const body = { status: 'success' as const, message: `Logged in to ${apiUrl} as ${profile.username}.`, api_url: apiUrl, username: profile.username };
+    const where = site === undefined ? apiUrl : `site ${site} at ${platformUrl}`;
+    const body = { status: 'success' as const, message: `Logged in to ${where} as ${profile.username}.`, api_url: apiUrl, username: profile.username, ...(site === undefined ? {} : { site }) };
     this.log(body.message);
     return body;
   }

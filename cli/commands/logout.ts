@@ -1,7 +1,8 @@
 import type { MessageBody } from '../../shared/common/envelopes.ts';
 import { DomainError } from '../../shared/errors.ts';
 import { apiUrlFlag, BaseCommand } from '../base.ts';
-import { PATHS } from '../backend/paths.ts';
+import { Flags } from '@oclif/core';
+import { PATHS, siteApiUrl } from '../backend/paths.ts';
 import { ApiClient, requireApiUrl } from '../backend/remote.ts';
 import { CredentialStore } from '../credentials.ts';
 
@@ -9,9 +10,11 @@ export default class LogoutCommand extends BaseCommand<typeof LogoutCommand> {
   static override summary = 'Log out: blacklist the stored refresh token and forget the credentials for that API URL.';
   static override examples = ['<%= config.bin %> logout'];
   static override baseFlags = { 'api-url': apiUrlFlag };
+  static override flags = { site: Flags.string({ summary: 'Log out of one site (its schema name) instead of the platform.' }) };
 
   async run() {
-    const apiUrl = requireApiUrl(this.flags['api-url'], '');
+    const platformUrl = requireApiUrl(this.flags['api-url'], '');
+    const apiUrl = this.flags.site === undefined ? platformUrl : siteApiUrl(platformUrl, this.flags.site);
     const store = new CredentialStore();
     const creds = store.get(apiUrl);
     let body: MessageBody;

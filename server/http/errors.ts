@@ -2,6 +2,7 @@
 import type { Next } from 'koa';
 import { DomainError } from '../../shared/errors.ts';
 import type { Logger } from '../../shared/common/logger.ts';
+import { redactPath } from './redact.ts';
 import type { AppContext } from './types.ts';
 
 function toDomainError(err: unknown): DomainError | undefined {
@@ -38,7 +39,7 @@ export function errorMiddleware(log: Logger) {
       let domain = toDomainError(err);
       if (!domain) {
         // Unexpected: log it whole (with the request id), answer without internals.
-        log.error({ err, requestId: ctx.state.requestId, method: ctx.method, path: ctx.path }, 'unhandled error');
+        log.error({ err, requestId: ctx.state.requestId, method: ctx.method, path: redactPath(ctx.path) }, 'unhandled error');
         domain = new DomainError('INTERNAL_ERROR', 'An internal error occurred.', {
           detail: `An internal error occurred. Quote request id ${ctx.state.requestId} when reporting it.`,
         });

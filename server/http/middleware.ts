@@ -8,6 +8,7 @@ import type { Logger } from '../../shared/common/logger.ts';
 import { makeContext } from '../../shared/context.ts';
 import { notAuthenticated } from '../../shared/errors.ts';
 import type { Config } from '../../shared/config.ts';
+import { redactPath } from './redact.ts';
 import type { AppContext } from './types.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
@@ -34,7 +35,7 @@ export function requestContext(orm: Orm, log: Logger) {
         {
           requestId: ctx.state.requestId,
           method: ctx.method,
-          path: ctx.path,
+          path: redactPath(ctx.path),
           status: ctx.status,
           durationMs: Math.round(durationMs * 100) / 100,
           tenant: ctx.state.tenant,

@@ -68,31 +68,45 @@ export class RouteRegistry {
    */
   router(steps: RouteStep[]): Router {
     const router = new Router();
+    const run = async (ctx: AppContext, def: RouteDef) => {
+      ctx.state.route = def;
+      for (const step of steps) await step(ctx, def);
+      if (def.auth !== 'public' && !ctx.state.actor) throw notAuthenticated();
+      if (def.body && ctx.request.length && !ctx.is('application/json', 'application/x-www-form-urlencoded')) {
+        throw new DomainError('UNSUPPORTED_MEDIA_TYPE', `Unsupported media type "${ctx.get('Content-Type')}": send application/json.`);
+      }
+      const params = def.params ? validate(def.params, { ...ctx.params }, 'query') : ctx.params;
+      const query = def.query ? validate(def.query, { ...ctx.query }, 'query') : ctx.query;
+      let body: unknown = undefined;
+      if (def.body) {
+        body = (ctx.request as { body?: unknown }).body;
+        if (body === undefined || (typeof body === 'object' && body !== null && !Array.isArray(body) && Object.keys(body).length === 0 && !ctx.request.length)) {
+          body = {};
+        }
+        body = validate(def.body, body);
+      }
+      await def.handler(ctx, { params: params as Record<string, string>, query: query as Record<string, unknown>, body });
+    };
+    // One handler per method and path; it picks the def whose scope serves this host, so one
+    // path can have a platform def and a tenant def (`/api/users/`: platform alias, site users).
+    const mounted = new Map<string, RouteDef[]>();
     for (const def of this.routes) {
-      const handle = async (ctx: AppContext) => {
-        const scope = def.scope ?? 'platform';
-        if (scope !== 'both' && (scope === 'tenant') !== (ctx.state.tenant !== null)) {
-          throw new DomainError('NOT_FOUND', `No route matches ${ctx.method} ${ctx.path} on this host.`, { detail: 'Not found.' });
+      for (const path of [def.path, ...(def.aliases ?? [])]) {
+        const key = `${def.method.toUpperCase()} ${path}`;
+        const defs = mounted.get(key);
+        if (defs) {
+          if (defs.some((d) => scopesOverlap(d, def))) throw new Error(`Route ${key} is declared twice for the same scope (${def.operationId}).`);
+          defs.push(def);
+          continue;
         }
-        ctx.state.route = def;
-        for (const step of steps) await step(ctx, def);
-        if (def.auth !== 'public' && !ctx.state.actor) throw notAuthenticated();
-        if (def.body && ctx.request.length && !ctx.is('application/json', 'application/x-www-form-urlencoded')) {
-          throw new DomainError('UNSUPPORTED_MEDIA_TYPE', `Unsupported media type "${ctx.get('Content-Type')}": send application/json.`);
-        }
-        const params = def.params ? validate(def.params, { ...ctx.params }, 'query') : ctx.params;
-        const query = def.query ? validate(def.query, { ...ctx.query }, 'query') : ctx.query;
-        let body: unknown = undefined;
-        if (def.body) {
-          body = (ctx.request as { body?: unknown }).body;
-          if (body === undefined || (typeof body === 'object' && body !== null && !Array.isArray(body) && Object.keys(body).length === 0 && !ctx.request.length)) {
-            body = {};
-          }
-          body = validate(def.body, body);
-        }
-        await def.handler(ctx, { params: params as Record<string, string>, query: query as Record<string, unknown>, body });
-      };
-      for (const path of [def.path, ...(def.aliases ?? [])]) router[def.method](path, handle);
+        const candidates = [def];
+        mounted.set(key, candidates);
+        router[def.method](path, async (ctx: AppContext) => {
+          const chosen = candidates.find((d) => servesHost(d, ctx.state.tenant));
+          if (!chosen) throw new DomainError('NOT_FOUND', `No route matches ${ctx.method} ${ctx.path} on this host.`, { detail: 'Not found.' });
+          await run(ctx, chosen);
+        });
+      }
     }
     return router;
   }
@@ -100,10 +114,15 @@ export class RouteRegistry {
   /** OpenAPI 3.1 document generated from the route schemas. */
   openapi(info: { title: string; version: string; description?: string }, components: Record<string, TSchema>): Record<string, unknown> {
     const paths: Record<string, Record<string, unknown>> = {};
+    const onPlatform = new Set(this.routes.filter((d) => d.scope !== 'tenant').flatMap((d) => [d.path, ...(d.aliases ?? [])].map((p) => `${d.method} ${p}`)));
     for (const def of this.routes) {
       for (const [i, path] of [def.path, ...(def.aliases ?? [])].entries()) {
-        const oaPath = path.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
-        const parameters: unknown[] = [];
+        // A site route sharing its path with a platform route is documented in its `/sites/{schema_name}/…` form.
+        const prefixed = def.scope === 'tenant' && onPlatform.has(`${def.method} ${path}`);
+        const oaPath = (prefixed ? `/sites/:schema_name${path}` : path).replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
+        const parameters: unknown[] = prefixed
+          ? [{ name: 'schema_name', in: 'path', required: true, schema: { type: 'string' }, description: 'The site schema (or call the path without this prefix on a site host)' }]
+          : [];
         for (const [where, schema] of [['path', def.params], ['query', def.query]] as const) {
           if (!schema) continue;
           const props = (schema as { properties?: Record<string, TSchema> }).properties ?? {};
@@ -155,6 +174,18 @@ export class RouteRegistry {
 }
 
 /** A JSON copy of a schema in which nested named schemas (`$id`) become component references. */
+const scopeOf = (def: RouteDef) => def.scope ?? 'platform';
+
+/** Whether a route is served where the request's tenant (null: the platform host) says. */
+function servesHost(def: RouteDef, tenant: string | null): boolean {
+  const scope = scopeOf(def);
+  return scope === 'both' || (scope === 'tenant') === (tenant !== null);
+}
+
+function scopesOverlap(a: RouteDef, b: RouteDef): boolean {
+  return scopeOf(a) === 'both' || scopeOf(b) === 'both' || scopeOf(a) === scopeOf(b);
+}
+
 function plain(schema: unknown, top = true): any {
   if (Array.isArray(schema)) return schema.map((s) => plain(s, false));
   if (!schema || typeof schema !== 'object') return schema;

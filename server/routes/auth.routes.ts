@@ -1,8 +1,11 @@
 import { AccessToken, RefreshRequest, TokenPair, TokenRequest, blacklistRefresh, issueTokens, refreshAccess } from '../../shared/auth/auth.service.ts';
 import type { TokenSettings } from '../../shared/auth/tokens.ts';
+import { blacklistTenantRefresh, issueTenantTokens, refreshTenantAccess } from '../../shared/tenancy/tenant-auth.ts';
 import { MessageBody, sendMessage } from '../http/envelopes.ts';
 import { defineRoute, type RouteDef } from '../http/registry.ts';
 
+// Served on the platform host and on every site ('both'): on a site (host or /sites/{schema}/…)
+// the site's own users sign in, and tokens are bound to that site.
 export function authRoutes(tokens: TokenSettings): RouteDef[] {
   return [
     defineRoute({
@@ -10,14 +13,17 @@ export function authRoutes(tokens: TokenSettings): RouteDef[] {
       path: '/api/auth/jwt/token/',
       operationId: 'auth_token_create',
       summary: 'Issue an access and a refresh token',
-      description: 'Access tokens live 15 minutes. `username` also accepts the e-mail address.',
+      description:
+        'Access tokens live 15 minutes. `username` also accepts the e-mail address. On a site host, the site\'s users sign in (users linked to a platform account with that account\'s password) and the tokens are valid on that site only.',
       tags: ['auth'],
       auth: 'public',
+      scope: 'both',
       rateLimit: 'auth',
       body: TokenRequest,
       responses: { 200: TokenPair },
       async handler(ctx, { body }) {
-        ctx.body = await issueTokens(ctx.state.em, tokens, body);
+        const tenant = ctx.state.tenant;
+        ctx.body = tenant ? await issueTenantTokens(ctx.state.em, tokens, tenant, body) : await issueTokens(ctx.state.em, tokens, body);
       },
     }),
     defineRoute({
@@ -27,11 +33,13 @@ export function authRoutes(tokens: TokenSettings): RouteDef[] {
       summary: 'Exchange a refresh token for a new access token',
       tags: ['auth'],
       auth: 'public',
+      scope: 'both',
       rateLimit: 'auth',
       body: RefreshRequest,
       responses: { 200: AccessToken },
       async handler(ctx, { body }) {
-        ctx.body = await refreshAccess(ctx.state.em, tokens, body);
+        const tenant = ctx.state.tenant;
+        ctx.body = tenant ? await refreshTenantAccess(ctx.state.em, tokens, tenant, body) : await refreshAccess(ctx.state.em, tokens, body);
       },
     }),
     defineRoute({
@@ -41,10 +49,13 @@ export function authRoutes(tokens: TokenSettings): RouteDef[] {
       summary: 'Blacklist a refresh token (logout)',
       tags: ['auth'],
       auth: 'public',
+      scope: 'both',
       body: RefreshRequest,
       responses: { 200: MessageBody },
       async handler(ctx, { body }) {
-        await blacklistRefresh(ctx.state.em, tokens, body);
+        const tenant = ctx.state.tenant;
+        if (tenant) await blacklistTenantRefresh(ctx.state.em, tokens, tenant, body);
+        else await blacklistRefresh(ctx.state.em, tokens, body);
         sendMessage(ctx, 'Token blacklisted.');
       },
     }),

@@ -1,6 +1,9 @@
+import * as siteUsers from '../../shared/tenancy/tenant-users.service.ts';
+import { SiteUserView } from '../../shared/tenancy/tenant-users.schemas.ts';
 import { USER_MESSAGES } from '../../shared/users/user.messages.ts';
 import * as users from '../../shared/users/user.service.ts';
 import { ChangePassword, ProfileUpdate, UserCreate, UserListQuery, UserRef, UserUpdate, UserView } from '../../shared/users/user.schemas.ts';
+import { Type } from '@sinclair/typebox';
 import { MessageBody, created, paginated, sendCreated, sendMessage, sendPage } from '../http/envelopes.ts';
 import { defineRoute, type RouteDef } from '../http/registry.ts';
 
@@ -86,11 +89,14 @@ export function userRoutes(publicUrl: string | undefined): RouteDef[] {
       path: '/api/profile/',
       operationId: 'profile_retrieve',
       summary: 'The current user',
+      description: 'On a site host, the site user (with `platform_user_uuid`).',
       tags: ['profile'],
       auth: 'user',
-      responses: { 200: UserView },
+      scope: 'both',
+      responses: { 200: Type.Union([UserView, SiteUserView]) },
       async handler(ctx) {
-        ctx.body = await users.getProfile(ctx.state.service());
+        const service = ctx.state.service();
+        ctx.body = service.tenant ? await siteUsers.getSiteProfile(service) : await users.getProfile(service);
       },
     }),
     defineRoute({
@@ -100,10 +106,12 @@ export function userRoutes(publicUrl: string | undefined): RouteDef[] {
       summary: 'Update the current user',
       tags: ['profile'],
       auth: 'user',
+      scope: 'both',
       body: ProfileUpdate,
-      responses: { 200: UserView },
+      responses: { 200: Type.Union([UserView, SiteUserView]) },
       async handler(ctx, { body }) {
-        ctx.body = await users.updateProfile(ctx.state.service(), body);
+        const service = ctx.state.service();
+        ctx.body = service.tenant ? await siteUsers.updateSiteProfile(service, body) : await users.updateProfile(service, body);
       },
     }),
     defineRoute({
@@ -111,13 +119,17 @@ export function userRoutes(publicUrl: string | undefined): RouteDef[] {
       path: '/api/profile/change-password/',
       operationId: 'profile_change_password',
       summary: 'Change the current user\'s password',
-      description: 'Requires the old password. Every token issued before (refresh tokens included) is revoked: log in again.',
+      description:
+        'Requires the old password. Every token issued before (refresh tokens included) is revoked: log in again. On a site, a user linked to a platform account changes the password on the platform (400 here).',
       tags: ['profile'],
       auth: 'user',
+      scope: 'both',
       body: ChangePassword,
       responses: { 200: MessageBody },
       async handler(ctx, { body }) {
-        await users.changePassword(ctx.state.service(), body);
+        const service = ctx.state.service();
+        if (service.tenant) await siteUsers.changeSitePassword(service, body);
+        else await users.changePassword(service, body);
         sendMessage(ctx, USER_MESSAGES.passwordChanged);
       },
     }),

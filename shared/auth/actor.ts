@@ -24,7 +24,7 @@ export interface SystemActor {
 export type Actor = UserActor | SystemActor;
 
 export type Action = 'manage' | 'read' | 'create' | 'update' | 'delete' | ObjectPermissionName;
-export type Subject = 'User' | 'Organization' | 'Site' | 'all';
+export type Subject = 'User' | 'Organization' | 'Site' | 'Group' | 'all';
 export type AppAbility = MongoAbility<[Action, Subject | Record<string, unknown>]>;
 
 /** Explicit elevation for operator commands and start-up work (migrate, bootstrap, CLI direct mode). */
@@ -45,10 +45,12 @@ export function defineAbility(actor: Actor, grants?: Grants): AppAbility {
     for (const [p, uuids] of byPermission) can(p as Action, subjectType, { uuid: { $in: uuids } });
   }
   can('create', 'Organization'); // anyone signed in may found one (and becomes its owner)
+  can('read', 'Group'); // group names and permissions: needed to assign groups to members
   if (actor.is_staff) {
     // Staff administer ordinary users; superusers and the admin flags stay with superusers.
     can('read', 'User');
     can(['create', 'update', 'delete'], 'User', { is_superuser: false });
+    can(['create', 'update', 'delete'], 'Group');
     cannot(['create', 'update'], 'User', ['is_superuser', 'is_staff']);
   } else {
     can('read', 'User', { uuid: actor.uuid });

@@ -60,6 +60,7 @@ export async function refreshAccess(em: EntityManager, settings: TokenSettings, 
 export async function blacklistRefresh(em: EntityManager, settings: TokenSettings, rawInput: unknown): Promise<void> {
   const { refresh } = validate(RefreshRequest, rawInput);
   const claims = verifyToken(settings, refresh, 'refresh');
+  if (claims.tenant !== null) throw invalidToken('Token is not valid on this host.');
   await em
     .createQueryBuilder(BlacklistedToken)
     .insert({ jti: claims.jti, user_uuid: claims.sub, expires_at: new Date(claims.exp * 1000), blacklisted_at: new Date() })

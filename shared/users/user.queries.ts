@@ -46,12 +46,23 @@ export function toUserView(u: UserRow | UserEntity): UserView {
 const SELECT_COLUMNS = [...USER_COLUMNS, 'token_generation'].map((c) => `"${c}"`).join(', ');
 const SELECT_BY_UUID = `SELECT ${SELECT_COLUMNS} FROM public.users WHERE uuid = ?`;
 
+// A site's own user. One linked to a platform account (seeded organization owners/admins) is
+// active only while that account is, and counts the account's token generation too: a
+// platform password change, deactivation or deletion revokes the user's site tokens as well.
+const TENANT_COLUMNS = [
+  ...USER_COLUMNS.filter((c) => c !== 'is_active').map((c) => `u."${c}"`),
+  'u.is_active AND (u.platform_user_uuid IS NULL OR coalesce(p.is_active AND NOT p.is_deleted, false)) AS is_active',
+  'u.token_generation + coalesce(p.token_generation, 0) AS token_generation',
+].join(', ');
+const selectTenantUser = (schema: string) =>
+  `SELECT ${TENANT_COLUMNS} FROM ${quotedSchema(schema)}.users u LEFT JOIN public.users p ON p.uuid = u.platform_user_uuid WHERE u.uuid = ?`;
+
 /**
  * One user row by UUID, with its token generation (authentication; a bound parameter,
  * constant SQL). With `schema`, a site's own user (the schema name comes from host routing).
  */
 export async function selectUserRow(em: EntityManager, uuid: string, schema: string | null = null): Promise<Required<UserRow> | undefined> {
-  const sql = schema ? `SELECT ${SELECT_COLUMNS} FROM ${quotedSchema(schema)}.users WHERE uuid = ?` : SELECT_BY_UUID;
+  const sql = schema ? selectTenantUser(schema) : SELECT_BY_UUID;
   return (await em.getConnection().execute(sql, [uuid], 'get')) as Required<UserRow> | undefined;
 }
 

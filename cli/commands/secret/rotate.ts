@@ -1,0 +1,58 @@
+import { Flags } from '@oclif/core';
+import { DomainError } from '../../../shared/errors.ts';
+import { BaseCommand } from '../../base.ts';
+
+export default class SecretRotateCommand extends BaseCommand<typeof SecretRotateCommand> {
+  static override summary = 'Re-encrypt secret values with the current key version (SECRETS_KEY_VERSION).';
+  static override description =
+    'Works on the database directly, as `platform migrate` does. Every value of every site (or of --site) not written with the current key version is decrypted and encrypted again; values, `modified` and the history stay. After replacing PLATFORM_SECRET_KEY itself, raise SECRETS_KEY_VERSION and name the variable holding the old key with --previous-key-env: older versions are then read with keys derived from it. Running it again is harmless. See docs/api-conventions.md.';
+  static override examples = [
+    'SECRETS_KEY_VERSION=2 <%= config.bin %> secret rotate',
+    'OLD_KEY=… PLATFORM_SECRET_KEY=… SECRETS_KEY_VERSION=3 <%= config.bin %> secret rotate --previous-key-env OLD_KEY',
+  ];
+  static override flags = {
+    site: Flags.string({ summary: 'Only this site (its schema name).' }),
+    'previous-key-env': Flags.string({ summary: 'The environment variable holding the previous PLATFORM_SECRET_KEY (for older key versions).' }),
+  };
+
+  async run() {
+    const config = this.platformConfig();
+    const envName = this.flags['previous-key-env'];
+    const previous = envName === undefined ? undefined : process.env[envName];
+    if (envName !== undefined && !previous) throw new DomainError('BAD_REQUEST', `The environment variable ${envName} (--previous-key-env) is not set.`);
+    // Loaded here, not at the top: oclif imports every command module to list them.
+    const { systemActor } = await import('../../../shared/auth/actor.ts');
+    const { makeContext } = await import('../../../shared/context.ts');
+    const { openDatabase } = await import('../../../shared/db/database.ts');
+    const { secretService } = await import('../../../shared/secrets/secret.service.ts');
+    const { tenantEm } = await import('../../../shared/tenancy/schema.ts');
+    const { cliKeyring, siteNotFound } = await import('../../backend/direct-secrets.ts');
+    const keyring = cliKeyring(config, previous);
+    const service = secretService(keyring);
+    const log = (line: string) => this.info(line);
+    const db = await openDatabase(config, { info: log, error: log }, { poolMax: 2 });
+    try {
+      const em = db.orm.em.fork();
+      const schemas = ((await em.execute('SELECT schema_name FROM public.sites ORDER BY schema_name')) as { schema_name: string }[]).map((r) => r.schema_name);
+      if (this.flags.site !== undefined && !schemas.includes(this.flags.site)) throw siteNotFound();
+      const sites: { schema: string; rotated: number }[] = [];
+      const failed: { schema: string; error: string }[] = [];
+      for (const schema of this.flags.site !== undefined ? [this.flags.site] : schemas) {
+        try {
+          const result = await service.rotate(makeContext(tenantEm(db.orm.em.fork(), schema), systemActor('cli'), schema));
+          sites.push(result);
+          this.info(`  ${schema}: ${result.rotated} value(s) re-encrypted`);
+        } catch (err) {
+          failed.push({ schema, error: (err as Error).message });
+          this.info(`  ${schema}: FAILED ${(err as Error).message}`);
+        }
+      }
+      if (failed.length) throw new Error(`${failed.length} site(s) failed (${failed.map((f) => f.schema).join(', ')}); fix and run again.`);
+      const rotated = sites.reduce((n, s) => n + s.rotated, 0);
+      this.log(`Re-encrypted ${rotated} secret value(s) in ${sites.length} site(s) with key version ${keyring.currentVersion}.`);
+      return { status: 'success' as const, key_version: keyring.currentVersion, rotated, sites };
+    } finally {
+      await db.close();
+    }
+  }
+}

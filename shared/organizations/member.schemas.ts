@@ -1,0 +1,69 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { BoolParam } from './organization.schemas.ts';
+
+/** `/organizations/{org}/members/{member}/`: the member's username, user UUID or membership UUID. */
+export const MemberRef = Type.Object({
+  org: Type.String({ minLength: 1, maxLength: 100, description: 'Organization slug or UUID' }),
+  member: Type.String({ minLength: 1, maxLength: 150, description: 'Username, user UUID or membership UUID' }),
+});
+export type MemberRef = Static<typeof MemberRef>;
+
+export const MemberGroup = Type.Object({ id: Type.Integer(), name: Type.String() });
+export const MemberSite = Type.Object({
+  uuid: Type.String({ format: 'uuid' }),
+  name: Type.String(),
+  schema_name: Type.String(),
+  permissions: Type.Array(Type.String(), { description: 'The member\'s direct grants on the site' }),
+});
+
+export const MemberView = Type.Object(
+  {
+    uuid: Type.String({ format: 'uuid', description: 'The membership' }),
+    username: Type.String(),
+    email: Type.String(),
+    first_name: Type.String(),
+    last_name: Type.String(),
+    is_active: Type.Boolean(),
+    is_admin: Type.Boolean(),
+    is_owner: Type.Boolean(),
+    groups: Type.Array(MemberGroup),
+    sites: Type.Array(MemberSite),
+  },
+  { $id: 'Member' },
+);
+export type MemberView = Static<typeof MemberView>;
+
+export const MemberListQuery = Type.Object({
+  user__is_active: Type.Optional(BoolParam),
+  user__is_deleted: Type.Optional(BoolParam),
+  is_admin: Type.Optional(BoolParam),
+  search: Type.Optional(Type.String({ maxLength: 200, description: 'Matches username, e-mail, first or last name' })),
+  ordering: Type.Optional(Type.String({ maxLength: 200, description: 'user__username, user__email, created; a leading - reverses (default created)' })),
+  page: Type.Optional(Type.String({ description: 'Page number (default 1)' })),
+  page_size: Type.Optional(Type.String({ description: 'Items per page (default 20, at most 100)' })),
+});
+export type MemberListQuery = Static<typeof MemberListQuery>;
+
+export const MemberAdd = Type.Object(
+  { user_slug: Type.String({ minLength: 1, maxLength: 150, description: 'Username or UUID of an existing, active user' }) },
+  { additionalProperties: false },
+);
+export type MemberAdd = Static<typeof MemberAdd>;
+
+export const MemberSiteGrant = Type.Object(
+  {
+    uuid: Type.String({ format: 'uuid', description: 'A site of this organization' }),
+    permissions: Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 50, description: 'Site permission codenames' }),
+  },
+  { additionalProperties: false },
+);
+
+export const MemberUpdate = Type.Object(
+  {
+    is_admin: Type.Optional(Type.Boolean()),
+    groups: Type.Optional(Type.Array(Type.Integer({ minimum: 1 }), { maxItems: 200, description: 'Group ids: replaces the member\'s groups' })),
+    site: Type.Optional(Type.Array(MemberSiteGrant, { maxItems: 500, description: 'Replaces the member\'s direct grants on this organization\'s sites' })),
+  },
+  { additionalProperties: false, description: 'Each field given replaces that part wholesale; a field left out is unchanged.' },
+);
+export type MemberUpdate = Static<typeof MemberUpdate>;

@@ -1,0 +1,62 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { StringEnum } from '../common/validation.ts';
+
+/** A slug given by the client: lowercase letters and digits in words joined by single hyphens. */
+export const SLUG_PATTERN = '^[a-z0-9]+(?:-[a-z0-9]+)*$';
+
+const Name = Type.String({ minLength: 1, maxLength: 255 });
+const Slug = Type.String({ minLength: 1, maxLength: 100, pattern: SLUG_PATTERN, description: 'Lowercase letters and digits, words joined by hyphens' });
+
+/** `true`/`1`, `false`/`0`, `all`/`*` (shared/common/filters.ts boolFilter). */
+export const BoolParam = StringEnum(['true', '1', 'false', '0', 'all', '*']);
+
+/** The path parameter naming one organization: a slug or a UUID. */
+export const OrganizationRef = Type.Object({ org: Type.String({ minLength: 1, maxLength: 100, description: 'Organization slug or UUID' }) });
+export type OrganizationRef = Static<typeof OrganizationRef>;
+
+export const OrganizationView = Type.Object(
+  {
+    uuid: Type.String({ format: 'uuid' }),
+    name: Type.String(),
+    slug: Type.String(),
+    is_active: Type.Boolean(),
+    created: Type.String({ format: 'date-time' }),
+    modified: Type.String({ format: 'date-time' }),
+  },
+  { $id: 'Organization' },
+);
+export type OrganizationView = Static<typeof OrganizationView>;
+
+export const OrganizationCreate = Type.Object(
+  { name: Name, slug: Type.Optional(Slug) },
+  { additionalProperties: false, description: 'Without `slug`, one is generated from the name (`-2`, `-3` … on collision). The caller becomes the owner.' },
+);
+export type OrganizationCreate = Static<typeof OrganizationCreate>;
+
+export const OrganizationUpdate = Type.Object(
+  { name: Type.Optional(Name), slug: Type.Optional(Slug), is_active: Type.Optional(Type.Boolean()) },
+  { additionalProperties: false, description: 'Fields left out keep their values. `is_active: false` hides the organization from the default list.' },
+);
+export type OrganizationUpdate = Static<typeof OrganizationUpdate>;
+
+export const OrganizationListQuery = Type.Object({
+  search: Type.Optional(Type.String({ maxLength: 200, description: 'Matches name or slug' })),
+  is_active: Type.Optional(BoolParam),
+  ordering: Type.Optional(Type.String({ maxLength: 200, description: 'name, slug, created, modified; a leading - reverses; comma-separated (default name)' })),
+  page: Type.Optional(Type.String({ description: 'Page number (default 1)' })),
+  page_size: Type.Optional(Type.String({ description: 'Items per page (default 20, at most 100)' })),
+});
+export type OrganizationListQuery = Static<typeof OrganizationListQuery>;
+
+export const Privileges = Type.Object({ permissions: Type.Array(Type.String()) }, { $id: 'Privileges' });
+export type Privileges = Static<typeof Privileges>;
+
+// The exact success texts: one copy for the HTTP routes and the CLI's direct backend.
+export const ORGANIZATION_MESSAGES = {
+  created: 'Organization created successfully.',
+  deleted: 'Organization deleted.',
+  memberAdded: 'Member added successfully.',
+  memberRemoved: 'Member removed.',
+  madeAdmin: 'The member is now an admin.',
+  removedAdmin: 'The member is no longer an admin.',
+} as const;

@@ -1,0 +1,31 @@
+// Small helpers of the secrets module's parameterised SQL (rows of one site schema).
+import type { EntityManager } from '@mikro-orm/postgresql';
+
+/** PostgreSQL's text form (`2026-11-21 20:40:59.772+00`) or a Date, as ISO 8601. */
+export function iso(value: Date | string): string {
+  if (value instanceof Date) return value.toISOString();
+  return new Date(value.replace(' ', 'T').replace(/([+-]\d\d)$/, '$1:00')).toISOString();
+}
+
+export async function rows<T>(em: EntityManager, sql: string, params: unknown[] = []): Promise<T[]> {
+  return (await em.execute(sql, params as never[])) as T[];
+}
+
+export async function firstRow<T>(em: EntityManager, sql: string, params: unknown[] = []): Promise<T | undefined> {
+  return (await rows<T>(em, sql, params))[0];
+}
+
+export async function countOf(em: EntityManager, sql: string, params: unknown[] = []): Promise<number> {
+  const row = await firstRow<{ n: string | number }>(em, sql, params);
+  return Number(row?.n ?? 0);
+}
+
+/** The PostgreSQL error code of a failed statement (or of a wrapper's cause). */
+export function pgCode(err: unknown): string | undefined {
+  let e = err as { code?: string; cause?: unknown } | undefined;
+  for (let depth = 0; e && depth < 4; depth++) {
+    if (typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code)) return e.code;
+    e = e.cause as typeof e;
+  }
+  return undefined;
+}

@@ -1,0 +1,53 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { StringEnum } from '../common/validation.ts';
+
+const BoolParam = StringEnum(['true', '1', 'false', '0', 'all', '*']);
+const Host = Type.String({ minLength: 1, maxLength: 253, description: 'Host name (RFC 1123, lowercase; no scheme, port or trailing dot)' });
+
+/** `/api/cloud/sites/:site/domains/:domain/`: the domain's slug, host name or UUID. */
+export const DomainRef = Type.Object({
+  site: Type.String({ minLength: 1, maxLength: 100, description: 'Site slug or UUID' }),
+  domain: Type.String({ minLength: 1, maxLength: 253, description: 'Domain slug, host name or UUID' }),
+});
+export type DomainRef = Static<typeof DomainRef>;
+
+export const DomainView = Type.Object({
+  uuid: Type.String({ format: 'uuid' }),
+  slug: Type.String(),
+  domain: Type.String(),
+  is_primary: Type.Boolean(),
+  is_active: Type.Boolean(),
+  tenant: Type.String({ format: 'uuid', description: 'UUID of the owning site' }),
+  created_at: Type.String({ format: 'date-time' }),
+  modified_at: Type.String({ format: 'date-time' }),
+});
+export type DomainView = Static<typeof DomainView>;
+
+export const DomainCreate = Type.Object(
+  { domain: Host, is_primary: Type.Optional(Type.Boolean()), is_active: Type.Optional(Type.Boolean()) },
+  { additionalProperties: false, description: '`is_primary: true` makes every other domain of the site non-primary.' },
+);
+export type DomainCreate = Static<typeof DomainCreate>;
+
+/** PUT: `domain` required, the flags optional (left out: unchanged). */
+export const DomainReplace = Type.Object(
+  { domain: Host, is_primary: Type.Optional(Type.Boolean()), is_active: Type.Optional(Type.Boolean()) },
+  { additionalProperties: false },
+);
+
+/** PATCH: any of the fields. */
+export const DomainUpdate = Type.Object(
+  { domain: Type.Optional(Host), is_primary: Type.Optional(Type.Boolean()), is_active: Type.Optional(Type.Boolean()) },
+  { additionalProperties: false },
+);
+export type DomainUpdate = Static<typeof DomainUpdate>;
+
+export const DomainListQuery = Type.Object({
+  is_active: Type.Optional(BoolParam),
+  is_primary: Type.Optional(BoolParam),
+  search: Type.Optional(Type.String({ maxLength: 200, description: 'Matches the host name' })),
+  ordering: Type.Optional(Type.String({ maxLength: 200, description: 'domain, is_primary, is_active, created_at, modified_at; - for descending; default `-is_primary,domain`' })),
+  page: Type.Optional(Type.String({ description: 'Page number (default 1)' })),
+  page_size: Type.Optional(Type.String({ description: 'Items per page (default 20, at most 100)' })),
+});
+export type DomainListQuery = Static<typeof DomainListQuery>;

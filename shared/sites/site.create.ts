@@ -1,0 +1,136 @@
+// Site creation (spec Part 1 §2, Site rules 1–5), all or nothing in ONE transaction: the
+// site row, `CREATE SCHEMA`, the tenant migrations, the default data, the primary domain and
+// the routing notification commit together, or nothing is left behind (no row, no schema,
+// no domain). Unique indexes decide under concurrent creates: a generated slug or schema
+// name taken meanwhile is retried with the next candidate; a supplied one is a 400.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Config } from '../config.ts';
+import type { ServiceContext } from '../context.ts';
+import { likeEscape } from '../common/filters.ts';
+import { nextSlug, slugify } from '../common/slug.ts';
+import { validate } from '../common/validation.ts';
+import { fieldError } from '../errors.ts';
+import { organizationFor } from '../organizations/lookup.ts';
+import { notifyRoutingChanged } from '../tenancy/host-resolver.ts';
+import { migrateTenantSchema } from '../tenancy/migrations.ts';
+import { assertSchemaName, quotedSchema } from '../tenancy/schema.ts';
+import { seedTenantSchema } from '../tenancy/seed.ts';
+import { DEFAULT_SITE_ENVIRONMENT, domainSlug, nextSchemaName, normalizeHost, prefixedName, schemaBase } from './site.naming.ts';
+import { siteView } from './site.queries.ts';
+import { SiteCreate, type SiteView } from './site.schemas.ts';
+
+/** What site rules need from the deployment: ENVIRONMENT, PLATFORM_BASE_DOMAIN, PLATFORM_HOSTS. */
+export type SiteSettings = Pick<Config, 'environment' | 'baseDomain' | 'platformHosts'>;
+
+/** The PostgreSQL error (code, constraint) inside whatever wrapped it. */
+export function pgError(err: unknown): { code?: string; constraint?: string } {
+  let e = err as { code?: string; constraint?: string; cause?: unknown } | undefined;
+  for (let depth = 0; e && depth < 5; depth++) {
+    if (typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code)) return { code: e.code, constraint: e.constraint };
+    e = e.cause as typeof e;
+  }
+  return {};
+}
+
+export const duplicateDomain = () => fieldError('domain', 'A domain with this host name already exists.');
+
+async function takenSlugs(em: EntityManager, base: string): Promise<string[]> {
+  const rows = await em.execute('SELECT slug FROM public.sites WHERE slug = ? OR slug LIKE ?', [base, `${likeEscape(base)}-%`]);
+  return rows.map((r) => r.slug as string);
+}
+
+/** Schema names in use: by sites, and by any schema of the database (a site may not adopt one). */
+async function takenSchemas(em: EntityManager, base: string): Promise<string[]> {
+  const like = `${likeEscape(base.slice(0, 50))}%`;
+  const rows = await em.execute('SELECT schema_name AS n FROM public.sites WHERE schema_name LIKE ? UNION SELECT nspname FROM pg_namespace WHERE nspname LIKE ?', [like, like]);
+  return rows.map((r) => r.n as string);
+}
+
+/** A free domain slug for `host` (dots → hyphens; `-2` on the rare collision, `a-b.x` vs `a.b.x`). */
+export async function freeDomainSlug(em: EntityManager, host: string): Promise<string> {
+  const base = domainSlug(host);
+  const rows = await em.execute('SELECT slug FROM public.domains WHERE slug = ? OR slug LIKE ?', [base, `${likeEscape(base)}-%`]);
+  return nextSlug(base, rows.map((r) => r.slug as string));
+}
+
+interface Plan {
+  organizationUuid: string;
+  slug: string;
+  name: string;
+  description: string;
+  schema: string;
+  environment: string;
+  settings: Record<string, unknown>;
+  host: string;
+}
+
+async function createInTransaction(tx: EntityManager, plan: Plan): Promise<string> {
+  const uuid = crypto.randomUUID();
+  await tx.execute(
+    `INSERT INTO public.sites (uuid, slug, name, description, schema_name, environment, site_settings, organization_uuid)
+     VALUES (?, ?, ?, ?, ?, ?, ?::jsonb, ?)`,
+    [uuid, plan.slug, plan.name, plan.description, plan.schema, plan.environment, JSON.stringify(plan.settings), plan.organizationUuid],
+  );
+  await tx.execute(`CREATE SCHEMA ${quotedSchema(plan.schema)}`); // no IF NOT EXISTS: never adopt a schema
+  await migrateTenantSchema(tx, plan.schema, { create: true });
+  await seedTenantSchema(tx, plan.schema, plan.organizationUuid);
+  await tx.execute('INSERT INTO public.domains (uuid, slug, domain, is_primary, site_uuid) VALUES (?, ?, ?, true, ?)', [
+    crypto.randomUUID(),
+    await freeDomainSlug(tx, plan.host),
+    plan.host,
+    uuid,
+  ]);
+  await notifyRoutingChanged(tx);
+  return uuid;
+}
+
+export async function createSite(
+  ctx: ServiceContext,
+  orgRef: string,
+  rawInput: unknown,
+  settings: SiteSettings,
+): Promise<SiteView> {
+  const input = validate(SiteCreate, rawInput);
+  const org = await organizationFor(ctx, orgRef, 'manage_organization');
+  const trimmed = input.name.trim();
+  if (!trimmed) throw fieldError('name', 'This field may not be blank.');
+  const name = prefixedName(trimmed, settings.environment);
+  const schema = input.schema_name !== undefined ? assertSchemaName(input.schema_name) : undefined;
+  const host = input.domain !== undefined ? normalizeHost(input.domain, settings.platformHosts) : undefined;
+  const slugBase = slugify(name) || 'site';
+  const base = schemaBase(name);
+  // Slugs not to take: `config` (the path /api/cloud/sites/config/ is the site-config route), and
+  // slugs whose generated host turned out to be taken by another site's domain.
+  const skipSlugs = new Set<string>(['config']);
+  for (let attempt = 0; ; attempt++) {
+    const slug = nextSlug(slugBase, [...(await takenSlugs(ctx.em, slugBase)), ...skipSlugs]);
+    const plan: Plan = {
+      organizationUuid: org.uuid,
+      slug,
+      name,
+      description: input.description ?? '',
+      schema: schema ?? nextSchemaName(base, await takenSchemas(ctx.em, base)),
+      environment: input.environment ?? DEFAULT_SITE_ENVIRONMENT[settings.environment],
+      settings: input.site_settings ?? {},
+      host: host ?? `${slug}.${settings.baseDomain}`,
+    };
+    try {
+      const uuid = await ctx.em.transactional((tx) => createInTransaction(tx as EntityManager, plan));
+      return await siteView(ctx.em, uuid);
+    } catch (err) {
+      const { code, constraint } = pgError(err);
+      const retry = attempt < 20;
+      if (code === '23505' && constraint === 'sites_slug_key' && retry) continue;
+      if ((code === '42P06' || (code === '23505' && constraint === 'sites_schema_name_key')) && !schema && retry) continue;
+      if (code === '23505' && constraint === 'domains_slug_key' && retry) continue;
+      if (code === '23505' && constraint === 'domains_domain_key' && !host && retry) {
+        skipSlugs.add(slug);
+        continue;
+      }
+      if (code === '23505' && constraint === 'sites_schema_name_key') throw fieldError('schema_name', 'A site with this schema name already exists.');
+      if (code === '42P06') throw fieldError('schema_name', 'A schema with this name already exists in the database.');
+      if (code === '23505' && constraint === 'domains_domain_key') throw duplicateDomain();
+      throw err;
+    }
+  }
+}

@@ -1,0 +1,78 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { StringEnum } from '../common/validation.ts';
+import { SITE_ENVIRONMENTS } from './site.entity.ts';
+
+const BoolParam = StringEnum(['true', '1', 'false', '0', 'all', '*']);
+const Environment = StringEnum(SITE_ENVIRONMENTS);
+const Settings = Type.Record(Type.String(), Type.Unknown(), { description: 'Free-form JSON configuration' });
+
+/** `/api/cloud/sites/:site/`: a site slug or UUID. */
+export const SiteRef = Type.Object({ site: Type.String({ minLength: 1, maxLength: 100, description: 'Site slug or UUID' }) });
+export type SiteRef = Static<typeof SiteRef>;
+
+/** `/api/cloud/organizations/:org/sites/`. */
+export const OrgSitesRef = Type.Object({ org: Type.String({ minLength: 1, maxLength: 100, description: 'Organization slug or UUID' }) });
+
+const Timestamp = Type.String({ format: 'date-time' });
+
+export const SiteView = Type.Object({
+  uuid: Type.String({ format: 'uuid' }),
+  slug: Type.String(),
+  name: Type.String(),
+  description: Type.String(),
+  schema_name: Type.String(),
+  environment: Environment,
+  is_active: Type.Boolean(),
+  site_settings: Settings,
+  organization: Type.String({ description: 'Slug of the owning organization' }),
+  primary_domain: Type.Union([Type.String(), Type.Null()], { description: 'Host name of the primary domain' }),
+  created_at: Timestamp,
+  modified_at: Timestamp,
+});
+export type SiteView = Static<typeof SiteView>;
+
+export const SiteCreate = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 200 }),
+    description: Type.Optional(Type.String({ maxLength: 10_000 })),
+    environment: Type.Optional(Environment),
+    schema_name: Type.Optional(Type.String({ minLength: 1, maxLength: 63, description: 'Start with a letter or underscore; lowercase letters, digits, underscores' })),
+    site_settings: Type.Optional(Settings),
+    domain: Type.Optional(Type.String({ minLength: 1, maxLength: 253, description: 'Primary host name; default `{slug}.{PLATFORM_BASE_DOMAIN}`' })),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'The name receives the ENVIRONMENT prefix (`dev-`, `test-`, `staging-`; none in production). Schema, tenant migrations, default data and the primary domain are created in one transaction.',
+  },
+);
+export type SiteCreate = Static<typeof SiteCreate>;
+
+export const SiteUpdate = Type.Object(
+  {
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+    description: Type.Optional(Type.String({ maxLength: 10_000 })),
+    is_active: Type.Optional(Type.Boolean()),
+    site_settings: Type.Optional(Settings),
+    environment: Type.Optional(Environment),
+  },
+  { additionalProperties: false, description: 'Fields left out keep their values; no prefix is applied on update.' },
+);
+export type SiteUpdate = Static<typeof SiteUpdate>;
+
+export const SiteListQuery = Type.Object({
+  environment: Type.Optional(Environment),
+  is_active: Type.Optional(BoolParam),
+  search: Type.Optional(Type.String({ maxLength: 200, description: 'Matches name or schema_name' })),
+  ordering: Type.Optional(Type.String({ maxLength: 200, description: 'name, created_at, updated_at (= modified_at); - for descending; comma-separated' })),
+  page: Type.Optional(Type.String({ description: 'Page number (default 1)' })),
+  page_size: Type.Optional(Type.String({ description: 'Items per page (default 20, at most 100)' })),
+});
+export type SiteListQuery = Static<typeof SiteListQuery>;
+
+export const Privileges = Type.Object({ permissions: Type.Array(Type.String()) });
+export type Privileges = Static<typeof Privileges>;
+
+/** GET /api/cloud/sites/config/: the site of the request host (public; no secrets, no internal ids of the organization). */
+export const SiteConfig = SiteView;
+export type SiteConfig = SiteView;

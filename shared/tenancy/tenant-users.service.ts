@@ -1,0 +1,199 @@
+// A site's own users ("<schema>".users): administration by the site's superusers and staff,
+// the signed-in user's profile and password, and public profiles. Parameterised SQL on the
+// schema of ctx.tenant (validated, quoted); the rules are the platform's (user.service.ts):
+// staff cannot touch superusers nor grant the admin flags; DELETE is soft.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { authorize } from '../auth/actor.ts';
+import { checkPasswordStrength, hashPassword, verifyPassword } from '../auth/passwords.ts';
+import { boolFilter, likeEscape } from '../common/filters.ts';
+import { pageOffset, parsePageRequest, resolvePage, type Page } from '../common/pagination.ts';
+import { insertWithUniqueSlug, isUuid, slugify, uniqueViolation } from '../common/slug.ts';
+import { validate } from '../common/validation.ts';
+import type { ServiceContext } from '../context.ts';
+import { DomainError, fieldError, notFound } from '../errors.ts';
+import { toUserView, type UserRow } from '../users/user.queries.ts';
+import { quotedSchema } from './schema.ts';
+import { requireSiteAdmin, siteSchema } from './tenant-auth.ts';
+import { ChangePassword, ProfileUpdate, SiteUserCreate, SiteUserListQuery, SiteUserUpdate, type PublicProfile, type SiteUserView } from './tenant-users.schemas.ts';
+
+const COLUMNS = 'uuid, username, email, first_name, last_name, is_active, is_deleted, is_staff, is_superuser, date_joined, modified, last_login, platform_user_uuid';
+type Row = Required<UserRow> & { platform_user_uuid: string | null; password?: string | null };
+
+const view = (row: Row): SiteUserView => ({ ...toUserView(row), platform_user_uuid: row.platform_user_uuid ?? null });
+
+export const LINKED_PASSWORD_MESSAGE =
+  'This account signs in with its platform account: change the password on the platform (POST /api/profile/change-password/ on the platform host).';
+
+async function one(em: EntityManager, sql: string, params: unknown[]): Promise<Row | undefined> {
+  return (await em.getConnection().execute(sql, params, 'get')) as Row | undefined;
+}
+
+/** A site user by username (case-insensitive) or UUID; 404 when absent. */
+async function findRow(em: EntityManager, schema: string, ref: string, options: { withPassword?: boolean; activeOnly?: boolean } = {}): Promise<Row> {
+  const where = isUuid(ref) ? 'uuid = ?' : 'lower(username) = ?';
+  const cols = options.withPassword ? `${COLUMNS}, password` : COLUMNS;
+  const row = await one(em, `SELECT ${cols} FROM ${quotedSchema(schema)}.users WHERE ${where}${options.activeOnly ? ' AND NOT is_deleted' : ''}`, [ref.toLowerCase()]);
+  if (!row) throw notFound('User');
+  return row;
+}
+
+const ORDERING: Record<string, string> = {
+  username: 'username ASC',
+  '-username': 'username DESC',
+  email: 'email ASC',
+  '-email': 'email DESC',
+  date_joined: 'date_joined ASC',
+  '-date_joined': 'date_joined DESC',
+  last_login: 'last_login ASC NULLS FIRST',
+  '-last_login': 'last_login DESC NULLS LAST',
+};
+
+export async function listSiteUsers(ctx: ServiceContext, rawQuery: unknown): Promise<Page<SiteUserView>> {
+  const schema = requireSiteAdmin(ctx);
+  const query = validate(SiteUserListQuery, rawQuery, 'query');
+  const pageReq = parsePageRequest(query);
+  const where: string[] = ['true'];
+  const params: unknown[] = [];
+  const isActive = boolFilter(query.is_active, undefined);
+  const isDeleted = boolFilter(query.is_deleted, false);
+  for (const [column, value] of [['is_active', isActive], ['is_deleted', isDeleted]] as const) {
+    if (value === undefined) continue;
+    where.push(`${column} = ?`);
+    params.push(value);
+  }
+  if (query.search) {
+    const like = `%${likeEscape(query.search)}%`;
+    where.push('(username ILIKE ? OR email ILIKE ? OR first_name ILIKE ? OR last_name ILIKE ?)');
+    params.push(like, like, like, like);
+  }
+  const from = `FROM ${quotedSchema(schema)}.users WHERE ${where.join(' AND ')}`;
+  const conn = ctx.em.getConnection();
+  const count = Number(((await conn.execute(`SELECT count(*) AS n ${from}`, params, 'get')) as { n: string }).n);
+  const page = resolvePage(pageReq, count);
+  const order = ORDERING[query.ordering ?? 'date_joined'] ?? ORDERING.date_joined;
+  const rows = (await conn.execute(`SELECT ${COLUMNS} ${from} ORDER BY ${order}, uuid ASC LIMIT ? OFFSET ?`, [...params, page.pageSize, pageOffset(page)])) as Row[];
+  return { ...page, count, results: rows.map(view) };
+}
+
+function duplicateError(err: unknown): DomainError | undefined {
+  const constraint = uniqueViolation(err);
+  if (constraint === 'users_username_key') return fieldError('username', 'A user with that username already exists.');
+  if (constraint === 'users_email_key') return fieldError('email', 'A user with that e-mail already exists.');
+  return undefined;
+}
+
+export async function createSiteUser(ctx: ServiceContext, rawInput: unknown): Promise<SiteUserView> {
+  const schema = requireSiteAdmin(ctx);
+  const input = validate(SiteUserCreate, rawInput);
+  authorize(ctx.ability, 'create', 'User', { is_superuser: input.is_superuser ?? false });
+  if (input.is_superuser !== undefined) authorize(ctx.ability, 'create', 'User', { is_superuser: input.is_superuser }, 'is_superuser');
+  if (input.is_staff !== undefined) authorize(ctx.ability, 'create', 'User', { is_superuser: input.is_superuser ?? false }, 'is_staff');
+  const email = input.email?.trim() ?? '';
+  checkPasswordStrength(input.password, 'password', { username: input.username, email });
+  const password = await hashPassword(input.password);
+  const q = quotedSchema(schema);
+  const insert = async (username: string) =>
+    (await one(
+      ctx.em,
+      `INSERT INTO ${q}.users (uuid, username, email, password, first_name, last_name, is_active, is_staff, is_superuser)
+       VALUES (gen_random_uuid(), ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
+      [username, email, password, input.first_name ?? '', input.last_name ?? '', input.is_active ?? true, input.is_staff ?? false, input.is_superuser ?? false],
+    ))!;
+  try {
+    if (input.username) return view(await insert(input.username));
+    const base = slugify(email.split('@')[0] || `${input.first_name ?? ''} ${input.last_name ?? ''}`, 140);
+    if (!base) throw fieldError('username', 'This field is required when no e-mail or name is given.');
+    const taken = async (b: string) =>
+      ((await ctx.em.getConnection().execute(`SELECT username FROM ${q}.users WHERE username ILIKE ?`, [`${likeEscape(b)}%`])) as { username: string }[]).map((r) => r.username);
+    return view(await insertWithUniqueSlug(base, 'users_username_key', taken, insert));
+  } catch (err) {
+    throw duplicateError(err) ?? err;
+  }
+}
+
+export async function getSiteUser(ctx: ServiceContext, ref: string): Promise<SiteUserView> {
+  return view(await findRow(ctx.em, requireSiteAdmin(ctx), ref));
+}
+
+const UPDATABLE = ['username', 'email', 'first_name', 'last_name', 'is_active', 'is_staff', 'is_superuser'] as const;
+
+/** Writes the given fields (and a new password hash); bumps the token generation when asked. */
+async function writeUser(ctx: ServiceContext, schema: string, user: Row, input: SiteUserUpdate, revoke: boolean): Promise<SiteUserView> {
+  const sets: string[] = ['modified = now()'];
+  const params: unknown[] = [];
+  for (const field of UPDATABLE) {
+    if (input[field] === undefined) continue;
+    sets.push(`${field} = ?`);
+    params.push(field === 'email' ? (input.email as string).trim() : input[field]);
+  }
+  if (input.password !== undefined) {
+    checkPasswordStrength(input.password, 'password', { username: input.username ?? user.username, email: input.email ?? user.email });
+    sets.push('password = ?');
+    params.push(await hashPassword(input.password));
+  }
+  if (revoke) sets.push('token_generation = token_generation + 1');
+  try {
+    return view((await one(ctx.em, `UPDATE ${quotedSchema(schema)}.users SET ${sets.join(', ')} WHERE uuid = ? RETURNING ${COLUMNS}`, [...params, user.uuid]))!);
+  } catch (err) {
+    throw duplicateError(err) ?? err;
+  }
+}
+
+export async function updateSiteUser(ctx: ServiceContext, ref: string, rawInput: unknown): Promise<SiteUserView> {
+  const schema = requireSiteAdmin(ctx);
+  const input = validate(SiteUserUpdate, rawInput);
+  const user = await findRow(ctx.em, schema, ref);
+  const current = { uuid: user.uuid, is_superuser: user.is_superuser };
+  authorize(ctx.ability, 'update', 'User', current);
+  for (const field of Object.keys(input)) authorize(ctx.ability, 'update', 'User', current, field);
+  if (input.password !== undefined && user.platform_user_uuid) throw fieldError('password', LINKED_PASSWORD_MESSAGE);
+  return writeUser(ctx, schema, user, input, input.password !== undefined || input.is_active === false);
+}
+
+/** Soft delete: the user can no longer sign in or refresh; history and references stay. */
+export async function deleteSiteUser(ctx: ServiceContext, ref: string): Promise<void> {
+  const schema = requireSiteAdmin(ctx);
+  const user = await findRow(ctx.em, schema, ref);
+  authorize(ctx.ability, 'delete', 'User', { uuid: user.uuid, is_superuser: user.is_superuser });
+  if (ctx.actor.kind === 'user' && ctx.actor.uuid === user.uuid) throw new DomainError('BUSINESS_LOGIC_ERROR', 'You cannot delete your own account.');
+  if (user.is_deleted) return;
+  await ctx.em
+    .getConnection()
+    .execute(`UPDATE ${quotedSchema(schema)}.users SET is_deleted = true, is_active = false, token_generation = token_generation + 1, modified = now() WHERE uuid = ?`, [user.uuid]);
+}
+
+function ownUuid(ctx: ServiceContext): string {
+  if (ctx.actor.kind !== 'user') throw new DomainError('BAD_REQUEST', 'The profile belongs to a signed-in user; the system actor has none.');
+  return ctx.actor.uuid;
+}
+
+export async function getSiteProfile(ctx: ServiceContext): Promise<SiteUserView> {
+  const schema = siteSchema(ctx);
+  return view(await findRow(ctx.em, schema, ownUuid(ctx)));
+}
+
+export async function updateSiteProfile(ctx: ServiceContext, rawInput: unknown): Promise<SiteUserView> {
+  const schema = siteSchema(ctx);
+  const input = validate(ProfileUpdate, rawInput);
+  return writeUser(ctx, schema, await findRow(ctx.em, schema, ownUuid(ctx)), input, false);
+}
+
+/** Own-password users only; a linked user's password is the platform account's. Revokes every earlier token. */
+export async function changeSitePassword(ctx: ServiceContext, rawInput: unknown): Promise<void> {
+  const schema = siteSchema(ctx);
+  const input = validate(ChangePassword, rawInput);
+  const user = await findRow(ctx.em, schema, ownUuid(ctx), { withPassword: true });
+  if (user.platform_user_uuid) throw new DomainError('BAD_REQUEST', LINKED_PASSWORD_MESSAGE);
+  if (!(await verifyPassword(user.password ?? undefined, input.old_password))) {
+    throw fieldError('old_password', 'Your old password was entered incorrectly.');
+  }
+  if (input.old_password === input.new_password) throw fieldError('new_password', 'The new password must differ from the old one.');
+  checkPasswordStrength(input.new_password, 'new_password', { username: user.username, email: user.email });
+  await writeUser(ctx, schema, user, { password: input.new_password }, true);
+}
+
+/** GET /api/users/{user}/profile/: public fields of a (not deleted) user of the same site. */
+export async function getPublicProfile(ctx: ServiceContext, ref: string): Promise<PublicProfile> {
+  const user = await findRow(ctx.em, siteSchema(ctx), ref, { activeOnly: true });
+  return { uuid: user.uuid, username: user.username, first_name: user.first_name, last_name: user.last_name };
+}
