@@ -218,3 +218,19 @@ test('quotes, wildcards and SQL fragments in the path parameter reach nobody', a
   }
   t.is((await s.api('GET', `/api/cloud/users/${ADMIN.username}/`, { token: root })).status, 200);
 });
+
+test('organization_slug narrows the list to that organization\'s members', async (t) => {
+  const member = await makeUser();
+  const outsider = await makeUser();
+  const org = await s.api('POST', '/api/cloud/organizations/', { token: root, body: { name: `Filter Org ${Date.now()}` } });
+  t.is(org.status, 201, org.text);
+  const add = await s.api('POST', `/api/cloud/organizations/${org.body.data.slug}/members/`, { token: root, body: { user_slug: member.user.username } });
+  t.is(add.status, 201, add.text);
+  const res = await s.api('GET', `/api/cloud/users/?organization_slug=${org.body.data.slug}&page_size=100`, { token: root });
+  t.is(res.status, 200);
+  const names = res.body.results.map((u: { username: string }) => u.username);
+  t.true(names.includes(member.user.username));
+  t.true(names.includes(ADMIN.username)); // the creator is the owner
+  t.false(names.includes(outsider.user.username));
+  t.is((await s.api('GET', "/api/cloud/users/?organization_slug=no-such-org'--", { token: root })).body.count, 0);
+});

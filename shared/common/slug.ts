@@ -29,14 +29,20 @@ export function nextSlug(base: string, taken: Iterable<string>): string {
   return `${base}-${max + 1}`;
 }
 
-/** The name of the unique constraint or index a PostgreSQL error (or a wrapper of one) violated. */
-export function uniqueViolation(err: unknown): string | undefined {
+/** The PostgreSQL error (SQLSTATE code, constraint) inside whatever wrapped it. */
+export function pgError(err: unknown): { code?: string; constraint?: string } {
   let e = err as { code?: string; constraint?: string; cause?: unknown } | undefined;
-  for (let depth = 0; e && depth < 4; depth++) {
-    if (e.code === '23505') return e.constraint ?? '';
+  for (let depth = 0; e && depth < 5; depth++) {
+    if (typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code)) return { code: e.code, constraint: e.constraint };
     e = e.cause as typeof e;
   }
-  return undefined;
+  return {};
+}
+
+/** The name of the unique constraint or index a PostgreSQL error (or a wrapper of one) violated. */
+export function uniqueViolation(err: unknown): string | undefined {
+  const { code, constraint } = pgError(err);
+  return code === '23505' ? (constraint ?? '') : undefined;
 }
 
 /**

@@ -7,7 +7,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../config.ts';
 import type { ServiceContext } from '../context.ts';
 import { likeEscape } from '../common/filters.ts';
-import { nextSlug, slugify } from '../common/slug.ts';
+import { nextSlug, pgError, slugify } from '../common/slug.ts';
 import { validate } from '../common/validation.ts';
 import { fieldError } from '../errors.ts';
 import { organizationFor } from '../organizations/lookup.ts';
@@ -21,16 +21,6 @@ import { SiteCreate, type SiteView } from './site.schemas.ts';
 
 /** What site rules need from the deployment: ENVIRONMENT, PLATFORM_BASE_DOMAIN, PLATFORM_HOSTS. */
 export type SiteSettings = Pick<Config, 'environment' | 'baseDomain' | 'platformHosts'>;
-
-/** The PostgreSQL error (code, constraint) inside whatever wrapped it. */
-export function pgError(err: unknown): { code?: string; constraint?: string } {
-  let e = err as { code?: string; constraint?: string; cause?: unknown } | undefined;
-  for (let depth = 0; e && depth < 5; depth++) {
-    if (typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code)) return { code: e.code, constraint: e.constraint };
-    e = e.cause as typeof e;
-  }
-  return {};
-}
 
 export const duplicateDomain = () => fieldError('domain', 'A domain with this host name already exists.');
 

@@ -196,24 +196,34 @@ export async function tenantStatus(em: EntityManager): Promise<TenantStatus[]> {
   }));
 }
 
-/** Migrates every site schema; one failure is reported and the others still run. */
+/**
+ * Migrates every site schema that is behind, `concurrency` schemas at a time (each schema
+ * is locked on its own); one failure is reported and the others still run.
+ */
 export async function migrateAllTenants(
   em: EntityManager,
   onProgress: (done: number, total: number, result: TenantMigrationResult | { schema: string; error: string }) => void = () => undefined,
+  options: { concurrency?: number } = {},
 ): Promise<{ migrated: TenantMigrationResult[]; failed: { schema: string; error: string }[] }> {
   const pending = (await tenantStatus(em)).filter((s) => s.pending > 0);
   const migrated: TenantMigrationResult[] = [];
   const failed: { schema: string; error: string }[] = [];
-  for (const [i, s] of pending.entries()) {
-    try {
-      const result = await migrateTenantSchema(em.fork(), s.schema);
-      migrated.push(result);
-      onProgress(i + 1, pending.length, result);
-    } catch (err) {
-      const failure = { schema: s.schema, error: err instanceof Error ? err.message : String(err) };
-      failed.push(failure);
-      onProgress(i + 1, pending.length, failure);
+  let next = 0;
+  let done = 0;
+  const worker = async () => {
+    while (next < pending.length) {
+      const { schema } = pending[next++];
+      try {
+        const result = await migrateTenantSchema(em.fork(), schema);
+        migrated.push(result);
+        onProgress(++done, pending.length, result);
+      } catch (err) {
+        const failure = { schema, error: err instanceof Error ? err.message : String(err) };
+        failed.push(failure);
+        onProgress(++done, pending.length, failure);
+      }
     }
-  }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 4) }, worker));
   return { migrated, failed };
 }

@@ -65,7 +65,7 @@ const BoolParam = StringEnum(['true', '1', 'false', '0', 'all', '*']);
 
 export const UserListQuery = Type.Object({
   search: Type.Optional(Type.String({ maxLength: 200, description: 'Matches username, e-mail, first or last name' })),
-  organization_slug: Type.Optional(Type.String({ maxLength: 100 })),
+  organization_slug: Type.Optional(Type.String({ maxLength: 100, description: 'Only members of this organization (slug or UUID)' })),
   is_active: Type.Optional(BoolParam),
   is_deleted: Type.Optional(BoolParam),
   ordering: Type.Optional(StringEnum(['username', '-username', 'email', '-email', 'date_joined', '-date_joined', 'last_login', '-last_login'])),

@@ -43,6 +43,15 @@ export async function listUsers(ctx: ServiceContext, rawQuery: unknown): Promise
   const isDeleted = boolFilter(query.is_deleted, false);
   if (isActive !== undefined) and.push({ is_active: isActive });
   if (isDeleted !== undefined) and.push({ is_deleted: isDeleted });
+  if (query.organization_slug) {
+    // Members of that organization (by slug or UUID); the caller's own visibility still applies.
+    const members = await ctx.em.execute(
+      `SELECT m.user_uuid FROM public.organization_members m JOIN public.organizations o ON o.uuid = m.organization_uuid
+        WHERE o.slug = ? OR o.uuid::text = ?`,
+      [query.organization_slug.toLowerCase(), query.organization_slug.toLowerCase()],
+    );
+    and.push({ uuid: { $in: members.map((r) => r.user_uuid as string) } });
+  }
   if (query.search) {
     const like = `%${likeEscape(query.search)}%`;
     and.push({ $or: [{ username: { $ilike: like } }, { email: { $ilike: like } }, { first_name: { $ilike: like } }, { last_name: { $ilike: like } }] });

@@ -1,0 +1,69 @@
+// Tenant migrations: idempotent, resumable after a failure, reported per schema.
+import test from 'ava';
+import { createOrm, migratePlatform, type Orm } from '../db/orm.ts';
+import { createTestDatabase, type TestDatabase } from '../testing/database.ts';
+import { createTestSite } from '../testing/sites.ts';
+import { CURRENT_TENANT_VERSION, migrateAllTenants, migrateTenantSchema, tenantStatus } from './migrations.ts';
+
+let db: TestDatabase;
+let orm: Orm;
+test.before(async () => {
+  db = await createTestDatabase();
+  orm = await createOrm(db.url);
+  await migratePlatform(orm, db.url);
+});
+test.after.always(async () => {
+  await orm?.close(true);
+  await db?.drop();
+});
+
+const version = async (schema: string) =>
+  Number((await orm.em.fork().execute('SELECT version FROM public.tenant_schemas WHERE schema_name = ?', [schema]))[0].version);
+
+test.serial('a new site schema is at the current version; migrating again changes nothing', async (t) => {
+  const site = await createTestSite(orm.em.fork());
+  t.is(await version(site.schema), CURRENT_TENANT_VERSION);
+  const again = await migrateTenantSchema(orm.em.fork(), site.schema);
+  t.deepEqual(again.applied, []);
+  t.is(again.to, CURRENT_TENANT_VERSION);
+});
+
+test.serial('a failing migration stops that schema at its last good version; the next run resumes', async (t) => {
+  const em = orm.em.fork();
+  const site = await createTestSite(em);
+  // Put the schema back to version 1 with an obstacle that makes migration 2 fail.
+  await em.execute(`DROP TABLE ${site.schema}.secret_history, ${site.schema}.secrets, ${site.schema}.secret_types`);
+  await em.execute(`CREATE TABLE ${site.schema}.secrets (x int)`);
+  await em.execute('UPDATE public.tenant_schemas SET version = 1 WHERE schema_name = ?', [site.schema]);
+  const healthy = await createTestSite(em);
+  await em.execute('UPDATE public.tenant_schemas SET version = 1 WHERE schema_name = ?', [healthy.schema]);
+  await em.execute(`DROP TABLE ${healthy.schema}.secret_history, ${healthy.schema}.secrets, ${healthy.schema}.secret_types`);
+
+  const first = await migrateAllTenants(orm.em.fork());
+  t.deepEqual(first.failed.map((f) => f.schema), [site.schema]);
+  t.true(first.migrated.some((m) => m.schema === healthy.schema), 'the other schemas still run');
+  t.is(await version(site.schema), 1);
+  t.is(await version(healthy.schema), CURRENT_TENANT_VERSION);
+  const status = (await tenantStatus(orm.em.fork())).find((s) => s.schema === site.schema)!;
+  t.like(status, { version: 1, pending: CURRENT_TENANT_VERSION - 1 });
+  t.regex(status.last_error ?? '', /already exists/);
+  // Nothing half-made: the failed migration's other tables were rolled back with it.
+  const tables = await em.execute(`SELECT table_name FROM information_schema.tables WHERE table_schema = ? AND table_name IN ('secret_types', 'secret_history')`, [site.schema]);
+  t.deepEqual(tables, []);
+
+  await em.execute(`DROP TABLE ${site.schema}.secrets`);
+  const second = await migrateAllTenants(orm.em.fork());
+  t.deepEqual(second.failed, []);
+  t.deepEqual(second.migrated.map((m) => [m.schema, m.from, m.to]), [[site.schema, 1, CURRENT_TENANT_VERSION]]);
+  t.is((await tenantStatus(orm.em.fork())).find((s) => s.schema === site.schema)!.last_error, null);
+});
+
+test.serial('concurrent runs on one schema serialise: each migration is applied once', async (t) => {
+  const em = orm.em.fork();
+  const site = await createTestSite(em);
+  await em.execute(`DROP TABLE ${site.schema}.secret_history, ${site.schema}.secrets, ${site.schema}.secret_types`);
+  await em.execute('UPDATE public.tenant_schemas SET version = 1 WHERE schema_name = ?', [site.schema]);
+  const results = await Promise.all([1, 2, 3].map(() => migrateTenantSchema(orm.em.fork(), site.schema)));
+  t.is(results.flatMap((r) => r.applied).length, 1);
+  t.is(await version(site.schema), CURRENT_TENANT_VERSION);
+});
