@@ -4,7 +4,7 @@ import { Args, Flags } from '@oclif/core';
 import type { PageEnvelope } from '../shared/common/pagination.ts';
 import { DomainError } from '../shared/errors.ts';
 import type { InvitationCreate, InvitationView } from '../shared/invitations/invitation.schemas.ts';
-import { table, type Column } from './output.ts';
+import { type Column, table, when } from './output.ts';
 
 export const orgFlag = Flags.string({ summary: 'Organization slug or UUID.', required: true });
 
@@ -36,8 +36,6 @@ export function invitationInput(flags: { email: string; permission?: string[]; g
   if (Object.keys(config).length) input.invitation_config = config;
   return input;
 }
-
-const when = (iso: string | null) => (iso ? iso.slice(0, 16).replace('T', ' ') : null);
 
 const COLUMNS: Column<InvitationView>[] = [
   { header: 'Id', get: (i) => i.id },

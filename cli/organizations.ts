@@ -1,33 +1,17 @@
 // What the org, member and group commands share: arguments and flags, and how
 // organizations, members and groups are shown to a person.
 import { Args, Flags } from '@oclif/core';
-import type { PageEnvelope } from '../shared/common/pagination.ts';
 import type { MemberUpdate, MemberView } from '../shared/organizations/member.schemas.ts';
 import type { OrganizationView } from '../shared/organizations/organization.schemas.ts';
 import type { GroupView } from '../shared/permissions/group.schemas.ts';
-import { keyValues, table, type Column } from './output.ts';
+import { type Column, keyValues, when } from './output.ts';
+export { pageFlags } from './flags.ts';
+export { pageTable } from './output.ts';
 
 export const orgRefArg = Args.string({ name: 'org', description: 'Organization slug or UUID', required: true });
 export const orgFlag = Flags.string({ summary: 'The organization (slug or UUID).', required: true });
 export const memberRefArg = Args.string({ name: 'user', description: 'Username, user UUID or membership UUID', required: true });
 export const groupIdArg = Args.string({ name: 'id', description: 'Group id', required: true });
-
-export const pageFlags = {
-  page: Flags.string({ summary: 'Page number, or "last" (default 1).' }),
-  'page-size': Flags.string({ summary: 'Items per page (default 20, at most 100).' }),
-};
-
-const when = (iso: string | null) => (iso ? iso.slice(0, 16).replace('T', ' ') : null);
-
-/** The page as a table, with a footer saying how many there are and how to see more. */
-export function pageTable<T>(page: PageEnvelope<T>, columns: Column<T>[], noun: [string, string]): string {
-  const pageOf = (link: string | null) => (link ? (new URL(link).searchParams.get('page') ?? '1') : undefined);
-  const next = pageOf(page.next);
-  let footer = `${page.count} ${page.count === 1 ? noun[0] : noun[1]}`;
-  if (page.results.length < page.count) footer += `, ${page.results.length} shown`;
-  if (next) footer += ` (next: --page ${next})`;
-  return page.results.length ? `${table(page.results, columns)}\n\n${footer}` : footer;
-}
 
 export const ORG_COLUMNS: Column<OrganizationView>[] = [
   { header: 'Slug', get: (o) => o.slug },

@@ -1,5 +1,6 @@
 // Readable output: aligned tables, `key: value` blocks and one-line errors. (--json output
 // is the API's own body, printed by BaseCommand.)
+import type { PageEnvelope } from '../shared/common/pagination.ts';
 import { DomainError } from '../shared/errors.ts';
 
 export type Cell = string | number | boolean | null | undefined;
@@ -45,4 +46,16 @@ export function errorLine(err: DomainError): string {
       .join('; ')})`;
   }
   return line.replace(/[\r\n]+/g, ' ');
+}
+
+/** An ISO timestamp as `YYYY-MM-DD HH:MM` (null stays null, shown as "-"). */
+export const when = (iso: string | null) => (iso ? iso.slice(0, 16).replace('T', ' ') : null);
+
+/** A page as a table, with a footer saying how many there are and how to see more. */
+export function pageTable<T>(page: PageEnvelope<T>, columns: Column<T>[], [one, many]: [string, string]): string {
+  const next = page.next ? (new URL(page.next).searchParams.get('page') ?? '1') : undefined;
+  let footer = `${page.count} ${page.count === 1 ? one : many}`;
+  if (page.results.length < page.count) footer += `, ${page.results.length} shown`;
+  if (next) footer += ` (next: --page ${next})`;
+  return page.results.length ? `${table(page.results, columns)}\n\n${footer}` : footer;
 }

@@ -1,20 +1,17 @@
 // Shared pieces of the `secret` and `secret-type` commands: flags, tables, value parsing.
 import { Args, Flags } from '@oclif/core';
-import type { PageEnvelope } from '../shared/common/pagination.ts';
 import { DomainError } from '../shared/errors.ts';
 import type { SecretHistoryItem, SecretListItem } from '../shared/secrets/secret.schemas.ts';
 import type { SecretTypeView } from '../shared/secrets/secret-type.schemas.ts';
-import { table, type Column } from './output.ts';
+import { type Column, when } from './output.ts';
+export { pageFlags } from './flags.ts';
+export { pageTable } from './output.ts';
 
 export const siteFlag = Flags.string({
   summary: 'The site (its schema name). Remote mode needs `platform login --site <schema>` first.',
   required: true,
 });
 export const appFlag = Flags.string({ summary: 'The app (slug) whose secret this is; without it, the tenant-wide secret.' });
-export const pageFlags = {
-  page: Flags.string({ summary: 'Page number, or "last" (default 1).' }),
-  'page-size': Flags.string({ summary: 'Items per page (default 20, at most 100).' }),
-};
 export const secretKeyArg = Args.string({ name: 'key', description: 'The secret key (e.g. STRIPE_API_KEY)', required: true });
 export const secretTypeArg = Args.string({ name: 'type', description: 'Slug or UUID of the secret type', required: true });
 
@@ -25,17 +22,6 @@ export function parseJson(text: string, what: string): unknown {
   } catch (err) {
     throw new DomainError('VALIDATION_ERROR', `Invalid JSON in ${what}: ${(err as Error).message}`, { errors: { [what]: ['Not valid JSON.'] } });
   }
-}
-
-const when = (iso: string) => iso.slice(0, 16).replace('T', ' ');
-
-/** A page as a table with a footer saying how many there are and how to see more. */
-export function pageTable<T>(page: PageEnvelope<T>, columns: Column<T>[], [one, many]: [string, string]): string {
-  const next = page.next ? (new URL(page.next).searchParams.get('page') ?? '1') : undefined;
-  let footer = `${page.count} ${page.count === 1 ? one : many}`;
-  if (page.results.length < page.count) footer += `, ${page.results.length} shown`;
-  if (next) footer += ` (next: --page ${next})`;
-  return page.results.length ? `${table(page.results, columns)}\n\n${footer}` : footer;
 }
 
 export const SECRET_COLUMNS: Column<SecretListItem>[] = [

@@ -1,20 +1,16 @@
 // What the site and domain commands share: arguments and flags, the bodies they build, and
 // how sites and domains are shown to a person.
 import { Args, Flags } from '@oclif/core';
-import type { PageEnvelope } from '../shared/common/pagination.ts';
 import { DomainError } from '../shared/errors.ts';
 import type { DomainView } from '../shared/sites/domain.schemas.ts';
 import type { SiteView } from '../shared/sites/site.schemas.ts';
-import { table, type Column } from './output.ts';
+import { type Column, when } from './output.ts';
+export { pageFlags } from './flags.ts';
+export { pageTable } from './output.ts';
 
 export const siteRefArg = Args.string({ name: 'site', description: 'Site slug or UUID', required: true });
 export const siteFlag = Flags.string({ summary: 'The site (slug or UUID).', required: true });
 export const domainRefArg = Args.string({ name: 'domain', description: 'Domain slug, host name or UUID', required: true });
-
-export const pageFlags = {
-  page: Flags.string({ summary: 'Page number, or "last" (default 1).' }),
-  'page-size': Flags.string({ summary: 'Items per page (default 20, at most 100).' }),
-};
 
 export const siteFieldFlags = {
   name: Flags.string({ summary: 'Display name (on create it receives the ENVIRONMENT prefix: dev-, test-, staging-).' }),
@@ -39,18 +35,6 @@ export function parseSettings(text: string | undefined): Record<string, unknown>
 export function defined<T extends Record<string, unknown>>(input: T): T {
   for (const key of Object.keys(input)) if (input[key] === undefined) delete input[key];
   return input;
-}
-
-const when = (iso: string | null) => (iso ? iso.slice(0, 16).replace('T', ' ') : null);
-
-/** The page as a table, with a footer saying how many there are and how to see more. */
-export function pageTable<T>(page: PageEnvelope<T>, columns: Column<T>[], noun: [string, string]): string {
-  const pageOf = (link: string | null) => (link ? (new URL(link).searchParams.get('page') ?? '1') : undefined);
-  const next = pageOf(page.next);
-  let footer = `${page.count} ${page.count === 1 ? noun[0] : noun[1]}`;
-  if (page.results.length < page.count) footer += `, ${page.results.length} shown`;
-  if (next) footer += ` (next: --page ${next})`;
-  return page.results.length ? `${table(page.results, columns)}\n\n${footer}` : footer;
 }
 
 export const SITE_COLUMNS: Column<SiteView>[] = [

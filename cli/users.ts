@@ -3,7 +3,7 @@
 import { Args, Flags } from '@oclif/core';
 import type { PageEnvelope } from '../shared/common/pagination.ts';
 import type { UserUpdate, UserView } from '../shared/users/user.schemas.ts';
-import { table, type Column } from './output.ts';
+import { type Column, table, when } from './output.ts';
 
 export const userRefArg = Args.string({ name: 'user', description: 'Username or UUID', required: true });
 
@@ -44,8 +44,6 @@ export function userInput(flags: FieldFlags): UserUpdate {
   for (const key of Object.keys(input)) if (input[key] === undefined) delete input[key];
   return input as UserUpdate;
 }
-
-const when = (iso: string | null) => (iso ? iso.slice(0, 16).replace('T', ' ') : null);
 
 const COLUMNS: Column<UserView>[] = [
   { header: 'Username', get: (u) => u.username },
