@@ -17,6 +17,14 @@ test.after.always(async () => {
   await db?.drop();
 });
 
+/** Puts a schema back to version 1: drops what later migrations created. */
+async function rewindToVersion1(schema: string): Promise<void> {
+  const em = orm.em.fork();
+  const later = ['data_tables', 'data_sources', 'app_settings', 'apps', 'secret_history', 'secrets', 'secret_types'];
+  await em.execute(`DROP TABLE IF EXISTS ${later.map((t) => `${schema}.${t}`).join(', ')}`);
+  await em.execute('UPDATE public.tenant_schemas SET version = 1 WHERE schema_name = ?', [schema]);
+}
+
 const version = async (schema: string) =>
   Number((await orm.em.fork().execute('SELECT version FROM public.tenant_schemas WHERE schema_name = ?', [schema]))[0].version);
 
@@ -32,12 +40,10 @@ test.serial('a failing migration stops that schema at its last good version; the
   const em = orm.em.fork();
   const site = await createTestSite(em);
   // Put the schema back to version 1 with an obstacle that makes migration 2 fail.
-  await em.execute(`DROP TABLE ${site.schema}.secret_history, ${site.schema}.secrets, ${site.schema}.secret_types`);
+  await rewindToVersion1(site.schema);
   await em.execute(`CREATE TABLE ${site.schema}.secrets (x int)`);
-  await em.execute('UPDATE public.tenant_schemas SET version = 1 WHERE schema_name = ?', [site.schema]);
   const healthy = await createTestSite(em);
-  await em.execute('UPDATE public.tenant_schemas SET version = 1 WHERE schema_name = ?', [healthy.schema]);
-  await em.execute(`DROP TABLE ${healthy.schema}.secret_history, ${healthy.schema}.secrets, ${healthy.schema}.secret_types`);
+  await rewindToVersion1(healthy.schema);
 
   const first = await migrateAllTenants(orm.em.fork());
   t.deepEqual(first.failed.map((f) => f.schema), [site.schema]);
@@ -61,9 +67,8 @@ test.serial('a failing migration stops that schema at its last good version; the
 test.serial('concurrent runs on one schema serialise: each migration is applied once', async (t) => {
   const em = orm.em.fork();
   const site = await createTestSite(em);
-  await em.execute(`DROP TABLE ${site.schema}.secret_history, ${site.schema}.secrets, ${site.schema}.secret_types`);
-  await em.execute('UPDATE public.tenant_schemas SET version = 1 WHERE schema_name = ?', [site.schema]);
+  await rewindToVersion1(site.schema);
   const results = await Promise.all([1, 2, 3].map(() => migrateTenantSchema(orm.em.fork(), site.schema)));
-  t.is(results.flatMap((r) => r.applied).length, 1);
+  t.is(results.flatMap((r) => r.applied).length, CURRENT_TENANT_VERSION - 1);
   t.is(await version(site.schema), CURRENT_TENANT_VERSION);
 });
