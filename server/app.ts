@@ -25,6 +25,7 @@ import { healthRouter } from './routes/health.routes.ts';
 import { userRoutes } from './routes/users.routes.ts';
 import { tenantUserRoutes } from './routes/tenant-users.routes.ts';
 import { secretRoutes } from './routes/secrets.routes.ts';
+import { dataTableRoutes } from './routes/datatables.routes.ts';
 import { SecretKeyring } from '../shared/secrets/crypto.ts';
 import { SecretHistoryItem, SecretListItem, SecretView } from '../shared/secrets/secret.schemas.ts';
 import { SecretTypeView } from '../shared/secrets/secret-type.schemas.ts';
@@ -36,6 +37,8 @@ import { domainRoutes } from './routes/domains.routes.ts';
 import { organizationRoutes } from './routes/organizations.routes.ts';
 import { memberRoutes } from './routes/members.routes.ts';
 import { groupRoutes } from './routes/groups.routes.ts';
+import { appRoutes } from './routes/apps.routes.ts';
+import { dataSourceRoutes } from './routes/datasources.routes.ts';
 
 export interface AppDeps {
   config: Config;
@@ -62,7 +65,9 @@ export function buildRegistry(deps: Pick<AppDeps, 'config' | 'tokens' | 'mailer'
     .add(...siteRoutes(deps.config), ...domainRoutes(deps.config))
     .add(...organizationRoutes(deps.config.publicUrl), ...memberRoutes(deps.config.publicUrl), ...groupRoutes(deps.config.publicUrl))
     .add(...tenantUserRoutes(deps.config.publicUrl))
-    .add(...secretRoutes(deps.secrets ?? new SecretKeyring(deps.tokens.secretKey, deps.config.secretsKeyVersion), deps.config.publicUrl));
+    .add(...secretRoutes(deps.secrets ?? new SecretKeyring(deps.tokens.secretKey, deps.config.secretsKeyVersion), deps.config.publicUrl))
+    .add(...dataTableRoutes(deps.config.publicUrl))
+    .add(...appRoutes(deps.config), ...dataSourceRoutes());
 }
 
 export function openapiDocument(registry: RouteRegistry): Record<string, unknown> {

@@ -46,6 +46,12 @@ import * as secretTypes from '../../shared/secrets/secret-type.service.ts';
 import { cliKeyring, siteContext } from './direct-secrets.ts';
 import type { SecretHistoryParams, SecretListParams, SecretTypeListParams } from './types.ts';
 import { PATHS, withQuery } from './paths.ts';
+import { AppRef, type AppCreate, type AppDetail, type AppListItem, type AppStats, type AppUpdate } from '../../shared/apps/app.schemas.ts';
+import { APP_MESSAGES } from '../../shared/apps/app.messages.ts';
+import * as apps from '../../shared/apps/app.service.ts';
+import { DataSourceRef, type DataSourceCreate, type DataSourceUpdate, type DataSourceView } from '../../shared/apps/datasource.schemas.ts';
+import * as dataSources from '../../shared/apps/datasource.service.ts';
+import type { ListBody } from './types.ts';
 import type { Backend, GroupListParams, MemberListParams, OrganizationListParams, SystemActorView, UserListParams } from './types.ts';
 
 export const CLI_ACTOR = systemActor('cli');
@@ -392,6 +398,86 @@ export class DirectBackend implements Backend {
     const ctx = await this.siteCtx(site);
     await secretTypes.deleteSecretType(ctx, this.secretTypeRef(ref));
     return messageBody(SECRET_MESSAGES.typeDeleted);
+  }
+
+  // A site's apps and data sources: the site schema as the system actor; slugs checked as the
+  // routes check them; icon URLs as the API computes them (through /sites/<schema>).
+  private appSlug(slug: string): string {
+    return validate(AppRef, { slug }, 'query').slug;
+  }
+
+  private dsRef(app: string, ds: string): { slug: string; ds: string } {
+    return validate(DataSourceRef, { slug: app, ds }, 'query');
+  }
+
+  private siteBase(site: string): string {
+    return this.requestUrl(PATHS.siteApi(site));
+  }
+
+  async listApps(site: string, isActive?: string): Promise<ListBody<AppListItem>> {
+    const { data, total } = await apps.listApps(await this.siteCtx(site), isActive === undefined ? {} : { is_active: isActive }, this.siteBase(site));
+    return { status: 'success', message: APP_MESSAGES.listed, data, total };
+  }
+
+  async createApp(site: string, input: AppCreate): Promise<CreatedBody<AppDetail>> {
+    return createdBody(APP_MESSAGES.created, await apps.createApp(await this.siteCtx(site), structuredClone(input), this.siteBase(site)));
+  }
+
+  async getApp(site: string, slug: string): Promise<CreatedBody<AppDetail>> {
+    const ctx = await this.siteCtx(site);
+    return createdBody(APP_MESSAGES.retrieved, await apps.getApp(ctx, this.appSlug(slug), this.siteBase(site)));
+  }
+
+  async updateApp(site: string, slug: string, input: AppUpdate): Promise<CreatedBody<AppDetail>> {
+    const ctx = await this.siteCtx(site);
+    return createdBody(APP_MESSAGES.updated, await apps.updateApp(ctx, this.appSlug(slug), structuredClone(input), this.siteBase(site)));
+  }
+
+  async deleteApp(site: string, slug: string): Promise<MessageBody> {
+    const ctx = await this.siteCtx(site);
+    await apps.deleteApp(ctx, this.appSlug(slug));
+    return messageBody(APP_MESSAGES.deleted(slug));
+  }
+
+  async restoreApp(site: string, slug: string): Promise<{ message: string }> {
+    const ctx = await this.siteCtx(site);
+    await apps.restoreApp(ctx, this.appSlug(slug));
+    return { message: APP_MESSAGES.restored(slug) };
+  }
+
+  async appStats(site: string, slug: string): Promise<AppStats> {
+    const ctx = await this.siteCtx(site);
+    return apps.appStats(ctx, this.appSlug(slug));
+  }
+
+  async listDataSources(site: string, app: string): Promise<ListBody<DataSourceView>> {
+    const ctx = await this.siteCtx(site);
+    const { data, total } = await dataSources.listDataSources(ctx, this.appSlug(app));
+    return { status: 'success', message: APP_MESSAGES.dataSourcesListed, data, total };
+  }
+
+  async createDataSource(site: string, app: string, input: DataSourceCreate): Promise<CreatedBody<DataSourceView>> {
+    const ctx = await this.siteCtx(site);
+    return createdBody(APP_MESSAGES.dataSourceCreated, await dataSources.createDataSource(ctx, this.appSlug(app), structuredClone(input)));
+  }
+
+  async getDataSource(site: string, app: string, ds: string): Promise<DataSourceView> {
+    const ctx = await this.siteCtx(site);
+    const p = this.dsRef(app, ds);
+    return dataSources.getDataSource(ctx, p.slug, p.ds);
+  }
+
+  async updateDataSource(site: string, app: string, ds: string, input: DataSourceUpdate): Promise<DataSourceView> {
+    const ctx = await this.siteCtx(site);
+    const p = this.dsRef(app, ds);
+    return dataSources.updateDataSource(ctx, p.slug, p.ds, structuredClone(input));
+  }
+
+  async deleteDataSource(site: string, app: string, ds: string): Promise<MessageBody> {
+    const ctx = await this.siteCtx(site);
+    const p = this.dsRef(app, ds);
+    await dataSources.deleteDataSource(ctx, p.slug, p.ds);
+    return messageBody(APP_MESSAGES.dataSourceDeleted(ds));
   }
 
   async close(): Promise<void> {

@@ -30,6 +30,12 @@ export const PATHS = {
   secretHistory: (key: string) => `/api/secrets/${encodeURIComponent(key)}/history/`,
   secretTypes: '/api/secret-types/',
   secretType: (ref: string) => `/api/secret-types/${encodeURIComponent(ref)}/`,
+  apps: '/api/apps/',
+  app: (slug: string) => `/api/apps/${encodeURIComponent(slug)}/`,
+  appRestore: (slug: string) => `/api/apps/${encodeURIComponent(slug)}/restore/`,
+  appStats: (slug: string) => `/api/apps/${encodeURIComponent(slug)}/stats/`,
+  dataSources: (app: string) => `/api/apps/${encodeURIComponent(app)}/datasources/`,
+  dataSource: (app: string, ds: string) => `/api/apps/${encodeURIComponent(app)}/datasources/${encodeURIComponent(ds)}/`,
 } as const;
 
 /** The base URL of one site's API through a platform API URL: `<api-url>/sites/<schema>`. */

@@ -16,6 +16,9 @@ import type { OrganizationCreate, OrganizationUpdate, OrganizationView, Privileg
 import type { GroupCreate, GroupUpdate, GroupView } from '../../shared/permissions/group.schemas.ts';
 import type { SecretCreate, SecretHistoryItem, SecretListItem, SecretUpdate, SecretView } from '../../shared/secrets/secret.schemas.ts';
 import type { SecretTypeCreate, SecretTypeView } from '../../shared/secrets/secret-type.schemas.ts';
+import type { AppCreate, AppDetail, AppListItem, AppStats, AppUpdate } from '../../shared/apps/app.schemas.ts';
+import type { DataSourceCreate, DataSourceUpdate, DataSourceView } from '../../shared/apps/datasource.schemas.ts';
+import type { ListBody } from './types.ts';
 import { isValidSchemaName } from '../../shared/tenancy/schema.ts';
 import type { SecretHistoryParams, SecretListParams, SecretTypeListParams } from './types.ts';
 import type { CredentialStore, Credentials } from '../credentials.ts';
@@ -342,6 +345,55 @@ export class RemoteBackend implements Backend {
 
   deleteSecretType(site: string, ref: string): Promise<MessageBody> {
     return this.api.forSite(site).request('DELETE', PATHS.secretType(ref), { auth: true });
+  }
+
+  // A site's apps and data sources: <api-url>/sites/<site>/api/apps/… with the site's login.
+  listApps(site: string, isActive?: string): Promise<ListBody<AppListItem>> {
+    return this.api.forSite(site).request('GET', withQuery(PATHS.apps, { is_active: isActive }), { auth: true });
+  }
+
+  createApp(site: string, input: AppCreate): Promise<CreatedBody<AppDetail>> {
+    return this.api.forSite(site).request('POST', PATHS.apps, { auth: true, body: input });
+  }
+
+  getApp(site: string, slug: string): Promise<CreatedBody<AppDetail>> {
+    return this.api.forSite(site).request('GET', PATHS.app(slug), { auth: true });
+  }
+
+  updateApp(site: string, slug: string, input: AppUpdate): Promise<CreatedBody<AppDetail>> {
+    return this.api.forSite(site).request('PATCH', PATHS.app(slug), { auth: true, body: input });
+  }
+
+  deleteApp(site: string, slug: string): Promise<MessageBody> {
+    return this.api.forSite(site).request('DELETE', PATHS.app(slug), { auth: true });
+  }
+
+  restoreApp(site: string, slug: string): Promise<{ message: string }> {
+    return this.api.forSite(site).request('POST', PATHS.appRestore(slug), { auth: true });
+  }
+
+  appStats(site: string, slug: string): Promise<AppStats> {
+    return this.api.forSite(site).request('GET', PATHS.appStats(slug), { auth: true });
+  }
+
+  listDataSources(site: string, app: string): Promise<ListBody<DataSourceView>> {
+    return this.api.forSite(site).request('GET', PATHS.dataSources(app), { auth: true });
+  }
+
+  createDataSource(site: string, app: string, input: DataSourceCreate): Promise<CreatedBody<DataSourceView>> {
+    return this.api.forSite(site).request('POST', PATHS.dataSources(app), { auth: true, body: input });
+  }
+
+  getDataSource(site: string, app: string, ds: string): Promise<DataSourceView> {
+    return this.api.forSite(site).request('GET', PATHS.dataSource(app, ds), { auth: true });
+  }
+
+  updateDataSource(site: string, app: string, ds: string, input: DataSourceUpdate): Promise<DataSourceView> {
+    return this.api.forSite(site).request('PATCH', PATHS.dataSource(app, ds), { auth: true, body: input });
+  }
+
+  deleteDataSource(site: string, app: string, ds: string): Promise<MessageBody> {
+    return this.api.forSite(site).request('DELETE', PATHS.dataSource(app, ds), { auth: true });
   }
 
   async close(): Promise<void> {}

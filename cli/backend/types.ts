@@ -12,6 +12,16 @@ import type { OrganizationCreate, OrganizationListQuery, OrganizationUpdate, Org
 import type { GroupCreate, GroupListQuery, GroupUpdate, GroupView } from '../../shared/permissions/group.schemas.ts';
 import type { SecretCreate, SecretHistoryItem, SecretHistoryQuery, SecretListItem, SecretListQuery, SecretUpdate, SecretView } from '../../shared/secrets/secret.schemas.ts';
 import type { SecretTypeCreate, SecretTypeListQuery, SecretTypeView } from '../../shared/secrets/secret-type.schemas.ts';
+import type { AppCreate, AppDetail, AppListItem, AppStats, AppUpdate } from '../../shared/apps/app.schemas.ts';
+import type { DataSourceCreate, DataSourceUpdate, DataSourceView } from '../../shared/apps/datasource.schemas.ts';
+
+/** The list envelopes of apps and data sources: {status, message, data, total}. */
+export interface ListBody<T> {
+  status: 'success';
+  message: string;
+  data: T[];
+  total: number;
+}
 
 export type BackendMode = 'remote' | 'direct';
 
@@ -138,6 +148,31 @@ export interface Backend {
   getSecretType(site: string, ref: string): Promise<SecretTypeView>;
   /** DELETE /api/secret-types/:slug/ */
   deleteSecretType(site: string, ref: string): Promise<MessageBody>;
+  // A site's apps and their data sources (same access as secrets).
+  /** GET /api/apps/?is_active= */
+  listApps(site: string, isActive?: string): Promise<ListBody<AppListItem>>;
+  /** POST /api/apps/ */
+  createApp(site: string, input: AppCreate): Promise<CreatedBody<AppDetail>>;
+  /** GET /api/apps/:slug/ */
+  getApp(site: string, slug: string): Promise<CreatedBody<AppDetail>>;
+  /** PATCH /api/apps/:slug/ */
+  updateApp(site: string, slug: string, input: AppUpdate): Promise<CreatedBody<AppDetail>>;
+  /** DELETE /api/apps/:slug/ (soft) */
+  deleteApp(site: string, slug: string): Promise<MessageBody>;
+  /** POST /api/apps/:slug/restore/ */
+  restoreApp(site: string, slug: string): Promise<{ message: string }>;
+  /** GET /api/apps/:slug/stats/ */
+  appStats(site: string, slug: string): Promise<AppStats>;
+  /** GET /api/apps/:app/datasources/ */
+  listDataSources(site: string, app: string): Promise<ListBody<DataSourceView>>;
+  /** POST /api/apps/:app/datasources/ */
+  createDataSource(site: string, app: string, input: DataSourceCreate): Promise<CreatedBody<DataSourceView>>;
+  /** GET /api/apps/:app/datasources/:ds/ */
+  getDataSource(site: string, app: string, ds: string): Promise<DataSourceView>;
+  /** PATCH /api/apps/:app/datasources/:ds/ */
+  updateDataSource(site: string, app: string, ds: string, input: DataSourceUpdate): Promise<DataSourceView>;
+  /** DELETE /api/apps/:app/datasources/:ds/ */
+  deleteDataSource(site: string, app: string, ds: string): Promise<MessageBody>;
   /** Releases connections (direct: the pool, and the embedded PostgreSQL if this process started it). */
   close(): Promise<void>;
 }

@@ -1,0 +1,118 @@
+// `platform app …` and `platform datasource …` in both modes (remote: <api-url>/sites/<schema>/api/…
+// with the site's login; direct: the site schema as the system actor): the same output.
+import fs from 'node:fs';
+import path from 'node:path';
+import test from 'ava';
+import { hashPassword } from '../../shared/auth/passwords.ts';
+import { createTestSite, type TestSite } from '../../shared/testing/sites.ts';
+import { startTestServer, type TestServer } from '../../server/test/helpers.ts';
+import { bothModesMacro, cliEnv, json, runCli, tempConfigDir, volatile, type Mode } from './helpers.ts';
+
+let s: TestServer;
+let site: TestSite;
+let configDir: string;
+let admin: string;
+const PASSWORD = 'Site-pass-word-1';
+
+// created_by differs by design (the site user remotely, null directly): compare without UUIDs and ids.
+const normalize = (text: string) => volatile(text).replace(/^(id|app|created_by|modified_by): .*$/gm, '$1: <x>');
+const both = bothModesMacro(() => cliEnv(s, configDir));
+const api = (method: string, p: string, body?: unknown) => s.api(method, `/sites/${site.schema}${p}`, { token: admin, body });
+const env = () => cliEnv(s, configDir);
+
+test.before(async () => {
+  s = await startTestServer();
+  const em = s.handle.db.orm.em.fork();
+  site = await createTestSite(em);
+  await em.execute(`INSERT INTO "${site.schema}".users (uuid, username, password, is_staff) VALUES (gen_random_uuid(), 'boss', ?, true)`, [await hashPassword(PASSWORD)]);
+  const res = await s.api('POST', `/sites/${site.schema}/api/auth/jwt/token/`, { body: { username: 'boss', password: PASSWORD } });
+  if (res.status !== 200) throw new Error(res.text);
+  admin = res.body.access;
+  configDir = tempConfigDir();
+  fs.writeFileSync(path.join(configDir, 'credentials.json'), JSON.stringify({ version: 1, apis: { [`${s.url}/sites/${site.schema}`]: { ...res.body, username: 'boss' } } }), { mode: 0o600 });
+  for (const name of ['Alpha', 'Beta']) if ((await api('POST', '/api/apps/', { name })).status !== 201) throw new Error('seed');
+  if ((await api('POST', '/api/apps/alpha/datasources/', { name: 'Store', provider_type: 'jsonb' })).status !== 201) throw new Error('seed ds');
+  for (const mode of ['remote', 'direct']) {
+    await api('POST', '/api/apps/', { name: `Del ${mode}` });
+    await api('POST', '/api/apps/', { name: `Upd ${mode}` });
+    await api('POST', '/api/apps/alpha/datasources/', { name: `Gone ${mode}`, provider_type: 'flat_table' });
+  }
+});
+test.after.always(async () => {
+  await s?.close();
+  fs.rmSync(configDir, { recursive: true, force: true });
+});
+
+test.serial('app list: the same table in both modes', both, {
+  args: () => ['app', 'list', '--site', site.schema],
+  normalize,
+  check(t, r) {
+    t.is(r.code, 0, r.stderr);
+    t.regex(r.stdout, /^SLUG +NAME +CATEGORY +ACTIVE +SOURCES +TABLES +MODIFIED\nalpha +Alpha +analytics +yes +3 +0 /);
+  },
+});
+
+test.serial('app create, get, update, stats, delete, restore in both modes', async (t) => {
+  const run = (mode: Mode, args: string[]) => runCli(mode === 'direct' ? [...args, '--site', site.schema, '--direct'] : [...args, '--site', site.schema], env());
+  const out: Record<string, string[]> = { remote: [], direct: [] };
+  for (const mode of ['remote', 'direct'] as Mode[]) {
+    const created = await run(mode, ['app', 'create', `Made ${mode}`, '--description', 'd', '--settings', '{"category":"storage"}', '--json']);
+    t.is(created.code, 0, created.stderr);
+    t.like(json(created), { status: 'success', message: 'App created.', data: { slug: `made-${mode}`, settings: { category: 'storage' } } });
+    const got = await run(mode, ['app', 'get', 'alpha', '--json']);
+    t.true(json(got).data.datasources.some((d: { slug: string }) => d.slug === 'store'));
+    t.is(json(got).data.settings.icon_url, null);
+    const upd = await run(mode, ['app', 'update', `upd-${mode}`, '--name', 'Renamed']);
+    t.is(upd.code, 0, upd.stderr);
+    out[mode].push(upd.stdout.replace(mode, '<mode>'));
+    const stats = await run(mode, ['app', 'stats', 'alpha']);
+    out[mode].push(stats.stdout);
+    const del = await run(mode, ['app', 'delete', `del-${mode}`]);
+    t.is(del.stdout, `App "del-${mode}" deleted.\n`);
+    t.is((await api('GET', `/api/apps/del-${mode}/`)).status, 404);
+    const inactive = await run(mode, ['app', 'list', '--inactive', '--json']);
+    t.true(json(inactive).data.some((a: { slug: string }) => a.slug === `del-${mode}`));
+    const restored = await run(mode, ['app', 'restore', `del-${mode}`]);
+    t.is(restored.stdout, `App "del-${mode}" restored.\n`);
+    t.is((await api('GET', `/api/apps/del-${mode}/`)).status, 200);
+    const missing = await run(mode, ['app', 'get', 'nope']);
+    t.is(missing.code, 1);
+    t.is(missing.stderr, 'Error: App "nope" not found.\n');
+    const bad = await run(mode, ['app', 'create', 'Bad', '--settings', '{"primary_color":"red"}']);
+    t.is(bad.code, 1);
+    t.regex(bad.stderr, /settings\.primary_color/);
+  }
+  t.deepEqual(out.direct.map(normalize), out.remote.map(normalize));
+  t.regex(out.remote[1], /^app_name: +Alpha\napp_slug: +alpha\ntotal_datasources: +\d/);
+});
+
+test.serial('datasource list: the same table in both modes', both, {
+  args: () => ['datasource', 'list', '--site', site.schema, '--app', 'alpha'],
+  normalize,
+  check(t, r) {
+    t.is(r.code, 0, r.stderr);
+    t.regex(r.stdout, /^ID +SLUG +NAME +PROVIDER +TABLES +MATERIALIZED +DESCRIPTION\n/);
+  },
+});
+
+test.serial('datasource create, get, update, delete in both modes', async (t) => {
+  const run = (mode: Mode, args: string[]) => runCli([...args, '--site', site.schema, '--app', 'alpha', ...(mode === 'direct' ? ['--direct'] : [])], env());
+  const shown: Record<string, string> = {};
+  for (const mode of ['remote', 'direct'] as Mode[]) {
+    const created = await run(mode, ['datasource', 'create', `Src ${mode}`, '--provider', 'docstore', '--config', '{"a":1}', '--json']);
+    t.is(created.code, 0, created.stderr);
+    t.like(json(created).data, { slug: `src-${mode}`, provider_type: 'docstore', provider_config: { a: 1 }, app_slug: 'alpha' });
+    const got = await run(mode, ['datasource', 'get', String(json(created).data.id)]);
+    t.regex(got.stdout, new RegExp(`slug: +src-${mode}`));
+    const upd = await run(mode, ['datasource', 'update', `src-${mode}`, '--description', 'changed']);
+    t.is(upd.code, 0, upd.stderr);
+    shown[mode] = normalize(upd.stdout).replace(new RegExp(mode, 'g'), '<m>');
+    const dup = await run(mode, ['datasource', 'create', 'Dup', '--slug', 'store', '--provider', 'jsonb']);
+    t.is(dup.code, 1);
+    t.regex(dup.stderr, /slug: A data source with this slug already exists/);
+    const del = await run(mode, ['datasource', 'delete', `gone-${mode}`]);
+    t.is(del.stdout, `Data source "gone-${mode}" deleted.\n`);
+    t.is((await api('GET', `/api/apps/alpha/datasources/gone-${mode}/`)).status, 404);
+  }
+  t.is(shown.direct, shown.remote);
+});

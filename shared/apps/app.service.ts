@@ -1,0 +1,187 @@
+// Apps of a site ("<schema>".apps) with their settings, data sources and tables. Reads: any
+// signed-in user of the site; writes: the site's administrators (superusers, staff, the CLI's
+// system actor). Inactive (soft-deleted) apps answer 404 everywhere but the list
+// (?is_active=false) and restore. Created_by/modified_by are site user UUIDs (null for the CLI).
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { insertWithUniqueSlug, slugify } from '../common/slug.ts';
+import { validate } from '../common/validation.ts';
+import type { ServiceContext } from '../context.ts';
+import { DomainError } from '../errors.ts';
+import { countOf, firstRow, iso, rows } from '../secrets/sql.ts';
+import { quotedSchema } from '../tenancy/schema.ts';
+import { requireSiteAdmin, siteSchema } from '../tenancy/tenant-auth.ts';
+import { checkSettings, insertSettings, settingsDetail, settingsLight, settingsOf } from './app-settings.service.ts';
+import { AppCreate, AppListQuery, AppUpdate, type AppDetail, type AppListItem, type AppStats } from './app.schemas.ts';
+
+export interface AppRow {
+  id: number;
+  name: string;
+  slug: string;
+  description: string;
+  is_active: boolean;
+  created_at: Date | string;
+  updated_at: Date | string;
+  created_by: string | null;
+  modified_by: string | null;
+  table_count: string | number;
+  datasource_count: string | number;
+}
+
+/** The acting site user's UUID, or null for a system actor. */
+export const actorUuid = (ctx: ServiceContext): string | null => (ctx.actor.kind === 'user' ? ctx.actor.uuid : null);
+
+export const appNotFound = (slug: string) => new DomainError('NOT_FOUND', `App "${slug}" not found.`, { detail: 'Not found.' });
+
+const appSelect = (q: string) => `
+  SELECT a.id, a.name, a.slug, a.description, a.is_active, a.created_at, a.updated_at, a.created_by, a.modified_by,
+         (SELECT count(*) FROM ${q}.data_tables t WHERE t.app_id = a.id AND t.is_active) AS table_count,
+         (SELECT count(*) FROM ${q}.data_sources d WHERE d.app_id = a.id AND d.is_active) AS datasource_count
+    FROM ${q}.apps a`;
+
+/** An app by slug; only an active one unless `any`. */
+export async function findApp(em: EntityManager, schema: string, slug: string, any = false): Promise<AppRow | undefined> {
+  return firstRow<AppRow>(em, `${appSelect(quotedSchema(schema))} WHERE a.slug = ?${any ? '' : ' AND a.is_active'}`, [slug]);
+}
+
+export async function activeAppOr404(em: EntityManager, schema: string, slug: string): Promise<AppRow> {
+  const app = await findApp(em, schema, slug);
+  if (!app) throw appNotFound(slug);
+  return app;
+}
+
+const base = (r: AppRow) => ({
+  id: Number(r.id),
+  name: r.name,
+  slug: r.slug,
+  description: r.description,
+  is_active: r.is_active,
+  table_count: Number(r.table_count),
+  datasource_count: Number(r.datasource_count),
+  created_at: iso(r.created_at),
+  updated_at: iso(r.updated_at),
+  created_by: r.created_by,
+  modified_by: r.modified_by,
+});
+
+async function detail(em: EntityManager, schema: string, app: AppRow, baseUrl: string): Promise<AppDetail> {
+  const q = quotedSchema(schema);
+  const tables = await rows<{ id: number; name: string; provider_type: string; is_materialized: boolean; physical_table_name: string }>(
+    em,
+    `SELECT t.id, t.name, d.provider_type, t.is_materialized, t.physical_table_name FROM ${q}.data_tables t JOIN ${q}.data_sources d ON d.id = t.data_source_id
+      WHERE t.app_id = ? AND t.is_active ORDER BY t.name`,
+    [app.id],
+  );
+  const sources = await rows<{ id: number; name: string; slug: string; provider_type: string; table_count: string }>(
+    em,
+    `SELECT d.id, d.name, d.slug, d.provider_type, (SELECT count(*) FROM ${q}.data_tables t WHERE t.data_source_id = d.id AND t.is_active) AS table_count
+       FROM ${q}.data_sources d WHERE d.app_id = ? AND d.is_active ORDER BY d.slug`,
+    [app.id],
+  );
+  return {
+    ...base(app),
+    tables: tables.map((t) => ({ ...t, id: Number(t.id) })),
+    datasources: sources.map((d) => ({ ...d, id: Number(d.id), table_count: Number(d.table_count) })),
+    settings: settingsDetail(await settingsOf(em, schema, app.id), app.slug, baseUrl),
+    package_info: { has_package: false, generated_at: null, download_url: null },
+  };
+}
+
+export async function listApps(ctx: ServiceContext, rawQuery: unknown = {}, baseUrl = ''): Promise<{ data: AppListItem[]; total: number }> {
+  const schema = siteSchema(ctx);
+  const { is_active = 'true' } = validate(AppListQuery, rawQuery, 'query');
+  const q = quotedSchema(schema);
+  const where = is_active === 'all' || is_active === '*' ? '' : is_active === 'true' || is_active === '1' ? ' WHERE a.is_active' : ' WHERE NOT a.is_active';
+  const found = await rows<AppRow & { display_name: string; category: 'analytics'; icon_path: string | null; primary_color: string }>(
+    ctx.em,
+    `SELECT x.*, s.display_name, s.category, s.icon_path, s.primary_color FROM (${appSelect(q)}${where}) x JOIN ${q}.app_settings s ON s.app_id = x.id ORDER BY x.name, x.id`,
+  );
+  return { data: found.map((r) => ({ ...base(r), settings: settingsLight(r, r.slug, baseUrl) })), total: found.length };
+}
+
+export async function createApp(ctx: ServiceContext, rawInput: unknown, baseUrl = ''): Promise<AppDetail> {
+  const schema = requireSiteAdmin(ctx);
+  const input = validate(AppCreate, rawInput);
+  const settings = checkSettings(input.settings ?? {});
+  const q = quotedSchema(schema);
+  const who = actorUuid(ctx);
+  const slug = await insertWithUniqueSlug(
+    slugify(input.name, 90) || 'app',
+    'apps_slug_key',
+    async (b) => (await rows<{ slug: string }>(ctx.em, `SELECT slug FROM ${q}.apps WHERE slug = ? OR slug LIKE ?`, [b, `${b}-%`])).map((r) => r.slug),
+    (candidate) =>
+      ctx.em.transactional(async (tx) => {
+        const [row] = await tx.execute(
+          `INSERT INTO ${q}.apps (name, slug, description, created_by, modified_by) VALUES (?, ?, ?, ?, ?) RETURNING id`,
+          [input.name, candidate, input.description ?? '', who, who],
+        );
+        await insertSettings(tx as EntityManager, schema, Number(row.id), input.name, settings);
+        return candidate;
+      }),
+  );
+  return detail(ctx.em, schema, (await findApp(ctx.em, schema, slug))!, baseUrl);
+}
+
+export async function getApp(ctx: ServiceContext, slug: string, baseUrl = ''): Promise<AppDetail> {
+  const schema = siteSchema(ctx);
+  return detail(ctx.em, schema, await activeAppOr404(ctx.em, schema, slug), baseUrl);
+}
+
+export async function updateApp(ctx: ServiceContext, slug: string, rawInput: unknown, baseUrl = ''): Promise<AppDetail> {
+  const schema = requireSiteAdmin(ctx);
+  const input = validate(AppUpdate, rawInput);
+  const app = await activeAppOr404(ctx.em, schema, slug);
+  await ctx.em.execute(
+    `UPDATE ${quotedSchema(schema)}.apps SET name = coalesce(?, name), description = coalesce(?, description), modified_by = ?, updated_at = now() WHERE id = ?`,
+    [input.name ?? null, input.description ?? null, actorUuid(ctx), app.id],
+  );
+  return detail(ctx.em, schema, (await findApp(ctx.em, schema, slug))!, baseUrl);
+}
+
+/** Soft delete: the app, its data sources and its tables become inactive (one transaction). */
+export async function deleteApp(ctx: ServiceContext, slug: string): Promise<void> {
+  const schema = requireSiteAdmin(ctx);
+  const app = await activeAppOr404(ctx.em, schema, slug);
+  await setActive(ctx, schema, app.id, false);
+}
+
+/** Reactivates an app (active or not) with its data sources and tables. */
+export async function restoreApp(ctx: ServiceContext, slug: string): Promise<void> {
+  const schema = requireSiteAdmin(ctx);
+  const app = await findApp(ctx.em, schema, slug, true);
+  if (!app) throw appNotFound(slug);
+  await setActive(ctx, schema, app.id, true);
+}
+
+async function setActive(ctx: ServiceContext, schema: string, appId: number, active: boolean): Promise<void> {
+  const q = quotedSchema(schema);
+  await ctx.em.transactional(async (tx) => {
+    await tx.execute(`UPDATE ${q}.apps SET is_active = ?, modified_by = ?, updated_at = now() WHERE id = ?`, [active, actorUuid(ctx), appId]);
+    await tx.execute(`UPDATE ${q}.data_sources SET is_active = ?, updated_at = now() WHERE app_id = ?`, [active, appId]);
+    await tx.execute(`UPDATE ${q}.data_tables SET is_active = ?, updated_at = now() WHERE app_id = ?`, [active, appId]);
+  });
+}
+
+export async function appStats(ctx: ServiceContext, slug: string): Promise<AppStats> {
+  const schema = siteSchema(ctx);
+  const app = await activeAppOr404(ctx.em, schema, slug);
+  const q = quotedSchema(schema);
+  const sources = await rows<{ name: string; slug: string; provider_type: string; total_tables: string; materialized_tables: string }>(
+    ctx.em,
+    `SELECT d.name, d.slug, d.provider_type,
+            count(t.id) AS total_tables, count(t.id) FILTER (WHERE t.is_materialized) AS materialized_tables
+       FROM ${q}.data_sources d LEFT JOIN ${q}.data_tables t ON t.data_source_id = d.id AND t.is_active
+      WHERE d.app_id = ? AND d.is_active GROUP BY d.id ORDER BY d.slug`,
+    [app.id],
+  );
+  const total = await countOf(ctx.em, `SELECT count(*) AS n FROM ${q}.data_tables WHERE app_id = ? AND is_active`, [app.id]);
+  const materialized = await countOf(ctx.em, `SELECT count(*) AS n FROM ${q}.data_tables WHERE app_id = ? AND is_active AND is_materialized`, [app.id]);
+  return {
+    app_name: app.name,
+    app_slug: app.slug,
+    total_datasources: sources.length,
+    total_tables: total,
+    materialized_tables: materialized,
+    unmaterialized_tables: total - materialized,
+    datasources: sources.map((d) => ({ name: d.name, slug: d.slug, provider_type: d.provider_type, total_tables: Number(d.total_tables), materialized_tables: Number(d.materialized_tables) })),
+  };
+}

@@ -1,0 +1,64 @@
+// Data sources of an app (spec Part 2 §2 Data source): how its tables are stored.
+import { Type, type Static } from '@sinclair/typebox';
+import { StringEnum } from '../common/validation.ts';
+
+export const PROVIDER_TYPES = ['flat_table', 'jsonb', 'docstore'] as const;
+const Slug = Type.String({ minLength: 1, maxLength: 100, pattern: '^[a-z0-9]+(?:-[a-z0-9]+)*$', description: 'Lowercase letters and digits joined by hyphens' });
+const Time = Type.String({ format: 'date-time' });
+const Uuid = Type.Union([Type.String({ format: 'uuid' }), Type.Null()]);
+
+export const DataSourceRef = Type.Object({ slug: Type.String({ minLength: 1, maxLength: 100 }), ds: Type.String({ minLength: 1, maxLength: 100, description: 'Slug or id' }) });
+export const DataSourceView = Type.Object(
+  {
+    id: Type.Integer(),
+    app: Type.Integer(),
+    app_name: Type.String(),
+    app_slug: Type.String(),
+    name: Type.String(),
+    slug: Type.String(),
+    provider_type: StringEnum(PROVIDER_TYPES),
+    provider_config: Type.Record(Type.String(), Type.Unknown()),
+    description: Type.String(),
+    is_active: Type.Boolean(),
+    table_count: Type.Integer(),
+    materialized_count: Type.Integer(),
+    created_at: Time,
+    updated_at: Time,
+    created_by: Uuid,
+    modified_by: Uuid,
+  },
+);
+export type DataSourceView = Static<typeof DataSourceView>;
+
+export const DataSourceCreate = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 255 }),
+    slug: Type.Optional(Slug),
+    provider_type: StringEnum(PROVIDER_TYPES),
+    provider_config: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    description: Type.Optional(Type.String({ maxLength: 10_000 })),
+  },
+  { additionalProperties: false },
+);
+export type DataSourceCreate = Static<typeof DataSourceCreate>;
+
+export const DataSourceUpdate = Type.Object(
+  {
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+    slug: Type.Optional(Slug),
+    provider_config: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    description: Type.Optional(Type.String({ maxLength: 10_000 })),
+    is_active: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false, description: 'provider_type cannot change once created.' },
+);
+export type DataSourceUpdate = Static<typeof DataSourceUpdate>;
+
+export const DataSourceStats = Type.Object({
+  total_tables: Type.Integer(),
+  materialized_tables: Type.Integer(),
+  unmaterialized_tables: Type.Integer(),
+  provider_type: Type.String(),
+  is_active: Type.Boolean(),
+});
+export type DataSourceStats = Static<typeof DataSourceStats>;

@@ -1,0 +1,420 @@
+// Data tables of a site's apps ("<schema>".data_tables): definitions by Frictionless Table
+// Schema, materialization into a physical table of the site schema, reference tables onto
+// another app's table. Site admins write; every site user reads. docs/data-tables.md.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { pageOffset, parsePageRequest, resolvePage, type Page } from '../common/pagination.ts';
+import { uniqueViolation } from '../common/slug.ts';
+import { validate } from '../common/validation.ts';
+import type { ServiceContext } from '../context.ts';
+import { DomainError, fieldError, validationError } from '../errors.ts';
+import { countOf, firstRow, iso, pgCode, rows } from '../secrets/sql.ts';
+import { quotedSchema } from '../tenancy/schema.ts';
+import { requireSiteAdmin, siteSchema } from '../tenancy/tenant-auth.ts';
+import { createTableDdl, dropTableDdl, physicalTableName, type ProviderType } from './ddl.ts';
+import {
+  DataTableCreate, DataTableListQuery, DataTableUpdate, ImportReference,
+  type DataTableListItem, type DataTableStats, type DataTableView,
+} from './datatable.schemas.ts';
+import { validateRecords, type RecordCheck } from './record-validator.ts';
+import { fieldNamesOf, foreignKeysOf, primaryKeyOf, schemaHash, validateTableSchema, type TableSchema } from './table-schema.ts';
+
+interface AppRow { id: number; name: string; slug: string }
+interface SourceRow { id: number; name: string; slug: string; provider_type: ProviderType; is_active: boolean }
+interface TableRow {
+  id: number;
+  app_id: number;
+  data_source_id: number;
+  datasource_name: string;
+  datasource_slug: string;
+  provider_type: ProviderType;
+  app_name: string;
+  app_slug: string;
+  name: string;
+  description: string;
+  json_schema: TableSchema;
+  schema_hash: string;
+  physical_table_name: string;
+  is_materialized: boolean;
+  is_active: boolean;
+  is_reference: boolean;
+  source_table_id: number | null;
+  src_id: number | null;
+  src_app: string | null;
+  src_name: string | null;
+  src_physical: string | null;
+  created_at: Date | string;
+  updated_at: Date | string;
+  created_by: string | null;
+  modified_by: string | null;
+}
+
+/** Where a table is addressed: an app, optionally through one of its data sources. */
+export interface TableScope {
+  app_slug: string;
+  ds?: string;
+}
+
+const SELECT = (q: string) => `
+  SELECT t.id, t.app_id, t.data_source_id, d.name AS datasource_name, d.slug AS datasource_slug, d.provider_type,
+         a.name AS app_name, a.slug AS app_slug, t.name, t.description, t.json_schema, t.schema_hash, t.physical_table_name,
+         t.is_materialized, t.is_active, t.is_reference, t.source_table_id,
+         s.id AS src_id, sa.slug AS src_app, s.name AS src_name, s.physical_table_name AS src_physical,
+         t.created_at, t.updated_at, t.created_by, t.modified_by
+    FROM ${q}.data_tables t
+    JOIN ${q}.data_sources d ON d.id = t.data_source_id
+    JOIN ${q}.apps a ON a.id = t.app_id
+    LEFT JOIN ${q}.data_tables s ON s.id = t.source_table_id
+    LEFT JOIN ${q}.apps sa ON sa.id = s.app_id`;
+
+const actorUuid = (ctx: ServiceContext): string | null => (ctx.actor.kind === 'user' ? ctx.actor.uuid : null);
+
+function listItem(r: TableRow): DataTableListItem {
+  return {
+    id: r.id,
+    name: r.name,
+    datasource_name: r.datasource_name,
+    datasource_slug: r.datasource_slug,
+    app_name: r.app_name,
+    app_slug: r.app_slug,
+    physical_table_name: r.src_physical ?? r.physical_table_name,
+    is_materialized: r.is_materialized,
+    is_active: r.is_active,
+    field_count: fieldNamesOf(r.json_schema).length,
+    created_at: iso(r.created_at),
+    updated_at: iso(r.updated_at),
+  };
+}
+
+function view(r: TableRow): DataTableView {
+  const names = fieldNamesOf(r.json_schema);
+  return {
+    id: r.id,
+    data_source: r.data_source_id,
+    datasource_name: r.datasource_name,
+    datasource_slug: r.datasource_slug,
+    app_name: r.app_name,
+    app_slug: r.app_slug,
+    name: r.name,
+    description: r.description,
+    json_schema: r.json_schema,
+    physical_table_name: r.src_physical ?? r.physical_table_name,
+    is_materialized: r.is_materialized,
+    is_active: r.is_active,
+    schema_hash: r.schema_hash.trim(),
+    field_count: names.length,
+    field_names: names,
+    primary_key: primaryKeyOf(r.json_schema),
+    provider_type: r.provider_type,
+    schema_format: 'frictionless',
+    is_reference: r.is_reference,
+    source_info: r.is_reference && r.src_id !== null
+      ? { id: r.src_id, app: r.src_app!, table: r.src_name!, physical_table_name: r.src_physical! }
+      : null,
+    created_at: iso(r.created_at),
+    updated_at: iso(r.updated_at),
+    created_by: r.created_by,
+    modified_by: r.modified_by,
+  };
+}
+
+const schemaError = (messages: string[]) => validationError({ json_schema: messages }, 'Invalid table schema.');
+
+/** An active app (soft-deleted apps answer 404, as in the apps API). */
+async function findApp(em: EntityManager, schema: string, slug: string): Promise<AppRow> {
+  const app = await firstRow<AppRow>(em, `SELECT id, name, slug FROM ${quotedSchema(schema)}.apps WHERE slug = ? AND is_active`, [slug]);
+  if (!app) throw new DomainError('NOT_FOUND', `App "${slug}" not found.`, { detail: 'Not found.' });
+  return app;
+}
+
+async function findSource(em: EntityManager, schema: string, appId: number, slug: string): Promise<SourceRow> {
+  const ds = await firstRow<SourceRow>(em, `SELECT id, name, slug, provider_type, is_active FROM ${quotedSchema(schema)}.data_sources WHERE app_id = ? AND slug = ?`, [appId, slug]);
+  if (!ds) throw new DomainError('NOT_FOUND', `Data source "${slug}" not found.`, { detail: 'Not found.' });
+  return ds;
+}
+
+async function tableRow(em: EntityManager, schema: string, id: number): Promise<TableRow> {
+  return (await firstRow<TableRow>(em, `${SELECT(quotedSchema(schema))} WHERE t.id = ?`, [id]))!;
+}
+
+/** The table named in the scope (through the data source when the path names one); 404 otherwise. */
+async function findTable(em: EntityManager, schema: string, scope: TableScope, name: string): Promise<TableRow> {
+  const app = await findApp(em, schema, scope.app_slug);
+  const ds = scope.ds ? await findSource(em, schema, app.id, scope.ds) : undefined;
+  const row = await firstRow<TableRow>(em, `${SELECT(quotedSchema(schema))} WHERE t.app_id = ? AND t.name = ?${ds ? ' AND t.data_source_id = ?' : ''}`, [
+    app.id, name, ...(ds ? [ds.id] : []),
+  ]);
+  if (!row) throw new DomainError('NOT_FOUND', `Data table "${name}" not found.`, { detail: 'Not found.' });
+  return row;
+}
+
+/** Other tables of the app (name → column names), the targets a foreign key may name. */
+async function appTables(em: EntityManager, schema: string, appId: number, except?: number): Promise<Map<string, string[]>> {
+  const found = await rows<{ id: number; name: string; json_schema: TableSchema }>(em, `SELECT id, name, json_schema FROM ${quotedSchema(schema)}.data_tables WHERE app_id = ?`, [appId]);
+  return new Map(found.filter((r) => r.id !== except).map((r) => [r.name, fieldNamesOf(r.json_schema)]));
+}
+
+async function checkedSchema(em: EntityManager, schema: string, appId: number, name: string, doc: unknown, except?: number): Promise<TableSchema> {
+  const problems = validateTableSchema(doc, await appTables(em, schema, appId, except), name);
+  if (problems.length) throw schemaError(problems);
+  return doc as TableSchema;
+}
+
+async function physicalExists(em: EntityManager, schema: string, table: string): Promise<boolean> {
+  // Any relation (table, view, index, sequence) holds the name in the schema's namespace.
+  return !!(await firstRow(em, 'SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = ? AND c.relname = ?', [schema, table]));
+}
+
+/** `a{app_id}_{name}`, with a suffix while another table (row or physical) has it. */
+async function freePhysicalName(em: EntityManager, schema: string, appId: number, name: string): Promise<string> {
+  for (let i = 1; ; i++) {
+    const candidate = physicalTableName(appId, name, i);
+    const taken = await firstRow(em, `SELECT 1 FROM ${quotedSchema(schema)}.data_tables WHERE physical_table_name = ?`, [candidate]);
+    if (!taken && !(await physicalExists(em, schema, candidate))) return candidate;
+  }
+}
+
+/** Tables of the app whose foreign keys name `name` (other than itself). */
+async function referencingTables(em: EntityManager, schema: string, table: TableRow): Promise<string[]> {
+  const found = await rows<{ name: string; json_schema: TableSchema }>(em, `SELECT name, json_schema FROM ${quotedSchema(schema)}.data_tables WHERE app_id = ? AND id <> ?`, [table.app_id, table.id]);
+  return found.filter((r) => foreignKeysOf(r.json_schema).some((fk) => fk.reference.resource === table.name)).map((r) => r.name);
+}
+
+/** App settings' max_datatables (spec §8, default 50): 400 when the app already has that many tables. */
+async function checkTableLimit(em: EntityManager, schema: string, appId: number): Promise<void> {
+  const q = quotedSchema(schema);
+  const row = await firstRow<{ max: number | null; n: string | number }>(
+    em,
+    `SELECT (SELECT max_datatables FROM ${q}.app_settings WHERE app_id = ?) AS max, (SELECT count(*) FROM ${q}.data_tables WHERE app_id = ?) AS n`,
+    [appId, appId],
+  );
+  if (row?.max !== null && row?.max !== undefined && Number(row.n) >= row.max) {
+    throw fieldError('non_field_errors', `The app has reached its limit of ${row.max} data tables (settings: max_datatables).`);
+  }
+}
+
+async function insertTable(
+  em: EntityManager, schema: string, ctx: ServiceContext,
+  v: { appId: number; sourceId: number; name: string; description: string; doc: TableSchema; materialized: boolean; sourceTableId: number | null },
+): Promise<number> {
+  const q = quotedSchema(schema);
+  await checkTableLimit(em, schema, v.appId);
+  const physical = await freePhysicalName(em, schema, v.appId, v.name);
+  try {
+    const [row] = await rows<{ id: number }>(
+      em,
+      `INSERT INTO ${q}.data_tables (app_id, data_source_id, name, description, json_schema, schema_hash, physical_table_name, is_materialized, is_reference, source_table_id, created_by, modified_by)
+       VALUES (?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+      [v.appId, v.sourceId, v.name, v.description, JSON.stringify(v.doc), schemaHash(v.doc), physical, v.materialized, v.sourceTableId !== null, v.sourceTableId, actorUuid(ctx), actorUuid(ctx)],
+    );
+    return row!.id;
+  } catch (err) {
+    const constraint = uniqueViolation(err);
+    if (constraint === 'data_tables_app_name_key') throw fieldError('name', `A data table named "${v.name}" already exists in this app.`);
+    throw err;
+  }
+}
+
+/** Creates one reference (the import-reference rules of spec §4); errors are DomainErrors. */
+async function createReference(ctx: ServiceContext, schema: string, target: AppRow, raw: unknown): Promise<DataTableView> {
+  const input = validate(ImportReference, raw);
+  const source = await findApp(ctx.em, schema, input.source_app_slug);
+  if (source.id === target.id) throw fieldError('source_app_slug', 'The source app must be another app than the target app.');
+  const src = await firstRow<TableRow>(ctx.em, `${SELECT(quotedSchema(schema))} WHERE t.app_id = ? AND t.name = ?`, [source.id, input.source_table_name]);
+  if (!src) throw new DomainError('NOT_FOUND', `Data table "${input.source_table_name}" not found in app "${source.slug}".`, { detail: 'Not found.' });
+  if (src.is_reference) throw fieldError('source_table_name', 'The source table is itself a reference; import the original table.');
+  if (!src.is_materialized) throw fieldError('source_table_name', 'The source table is not materialized.');
+  if (!(await physicalExists(ctx.em, schema, src.physical_table_name))) throw fieldError('source_table_name', 'The source table does not physically exist.');
+  const name = input.reference_name ?? src.name;
+  if (await firstRow(ctx.em, `SELECT 1 FROM ${quotedSchema(schema)}.data_tables WHERE app_id = ? AND name = ?`, [target.id, name])) {
+    throw fieldError('reference_name', `A data table named "${name}" already exists in app "${target.slug}".`);
+  }
+  // The reference belongs to a data source of the target app: one of the source's provider type, else the first.
+  const ds = await firstRow<{ id: number }>(
+    ctx.em,
+    `SELECT id FROM ${quotedSchema(schema)}.data_sources WHERE app_id = ? ORDER BY (provider_type = ?) DESC, id LIMIT 1`,
+    [target.id, src.provider_type],
+  );
+  if (!ds) throw fieldError('non_field_errors', `App "${target.slug}" has no data source to hold the reference.`);
+  const id = await insertTable(ctx.em, schema, ctx, {
+    appId: target.id, sourceId: ds.id, name, description: src.description, doc: src.json_schema, materialized: true, sourceTableId: src.id,
+  });
+  return view(await tableRow(ctx.em, schema, id));
+}
+
+export const dataTableService = {
+  async list(ctx: ServiceContext, scope: TableScope, rawQuery: unknown = {}): Promise<Page<DataTableListItem>> {
+    const schema = siteSchema(ctx);
+    const query = validate(DataTableListQuery, rawQuery, 'query');
+    const app = await findApp(ctx.em, schema, scope.app_slug);
+    const where = ['t.app_id = ?'];
+    const params: unknown[] = [app.id];
+    const dsSlug = scope.ds ?? query.datasource;
+    if (scope.ds) await findSource(ctx.em, schema, app.id, scope.ds);
+    if (dsSlug) { where.push('d.slug = ?'); params.push(dsSlug); }
+    if (query.is_materialized !== undefined) { where.push('t.is_materialized = ?'); params.push(query.is_materialized); }
+    const q = quotedSchema(schema);
+    const cond = where.join(' AND ');
+    const count = await countOf(ctx.em, `SELECT count(*) AS n FROM ${q}.data_tables t JOIN ${q}.data_sources d ON d.id = t.data_source_id WHERE ${cond}`, params);
+    const page = resolvePage(parsePageRequest(query), count);
+    const found = await rows<TableRow>(ctx.em, `${SELECT(q)} WHERE ${cond} ORDER BY t.name, t.id LIMIT ? OFFSET ?`, [...params, page.pageSize, pageOffset(page)]);
+    return { ...page, count, results: found.map(listItem) };
+  },
+
+  async create(ctx: ServiceContext, scope: Required<TableScope>, rawInput: unknown): Promise<DataTableView> {
+    const schema = requireSiteAdmin(ctx);
+    const input = validate(DataTableCreate, rawInput);
+    const app = await findApp(ctx.em, schema, scope.app_slug);
+    const ds = await findSource(ctx.em, schema, app.id, scope.ds);
+    const doc = await checkedSchema(ctx.em, schema, app.id, input.name, input.json_schema);
+    const id = await insertTable(ctx.em, schema, ctx, { appId: app.id, sourceId: ds.id, name: input.name, description: input.description ?? '', doc, materialized: false, sourceTableId: null });
+    return view(await tableRow(ctx.em, schema, id));
+  },
+
+  async get(ctx: ServiceContext, scope: TableScope, name: string): Promise<DataTableView> {
+    const schema = siteSchema(ctx);
+    return view(await findTable(ctx.em, schema, scope, name));
+  },
+
+  /**
+   * PUT and PATCH: description and json_schema. A changed schema is accepted while the table
+   * is not materialized (the hash is recomputed); once materialized it is 409 until the
+   * migrations feature exists. An identical schema (same hash) is never a change.
+   */
+  async update(ctx: ServiceContext, scope: TableScope, name: string, rawInput: unknown): Promise<DataTableView> {
+    const schema = requireSiteAdmin(ctx);
+    const input = validate(DataTableUpdate, rawInput);
+    const row = await findTable(ctx.em, schema, scope, name);
+    let doc: TableSchema | undefined;
+    if (input.json_schema !== undefined && schemaHash(input.json_schema) !== row.schema_hash.trim()) {
+      if (row.is_reference) throw new DomainError('CONFLICT', 'A reference table takes its schema from the source table.');
+      if (row.is_materialized) throw new DomainError('CONFLICT', 'The table is materialized: schema migrations arrive with the migrations feature.');
+      doc = await checkedSchema(ctx.em, schema, row.app_id, row.name, input.json_schema, row.id);
+    }
+    await ctx.em.execute(
+      `UPDATE ${quotedSchema(schema)}.data_tables
+          SET description = coalesce(?, description), json_schema = coalesce(?::jsonb, json_schema), schema_hash = coalesce(?, schema_hash),
+              updated_at = now(), modified_by = ?
+        WHERE id = ?`,
+      [input.description ?? null, doc ? JSON.stringify(doc) : null, doc ? schemaHash(doc) : null, actorUuid(ctx), row.id],
+    );
+    return view(await tableRow(ctx.em, schema, row.id));
+  },
+
+  /** Deletes the definition and drops the physical table (not a reference's source). 400 while another table references it. */
+  async delete(ctx: ServiceContext, scope: TableScope, name: string): Promise<void> {
+    const schema = requireSiteAdmin(ctx);
+    const row = await findTable(ctx.em, schema, scope, name);
+    const referencing = await referencingTables(ctx.em, schema, row);
+    if (referencing.length) throw new DomainError('BAD_REQUEST', `Data table "${name}" is referenced by a foreign key of: ${referencing.join(', ')}.`);
+    const refs = await rows<{ name: string; app: string }>(
+      ctx.em,
+      `SELECT t.name, a.slug AS app FROM ${quotedSchema(schema)}.data_tables t JOIN ${quotedSchema(schema)}.apps a ON a.id = t.app_id WHERE t.source_table_id = ?`,
+      [row.id],
+    );
+    if (refs.length) throw new DomainError('BAD_REQUEST', `Data table "${name}" is the source of reference tables: ${refs.map((r) => `${r.app}.${r.name}`).join(', ')}.`);
+    await ctx.em.transactional(async (tx) => {
+      if (row.is_materialized && !row.is_reference) await tx.execute(dropTableDdl(schema, row.physical_table_name));
+      await tx.execute(`DELETE FROM ${quotedSchema(schema)}.data_tables WHERE id = ?`, [row.id]);
+    });
+  },
+
+  async schema(ctx: ServiceContext, scope: TableScope, name: string): Promise<{ name: string; schema: TableSchema; schema_hash: string; field_count: number }> {
+    const t = view(await findTable(ctx.em, siteSchema(ctx), scope, name));
+    return { name: t.name, schema: t.json_schema as TableSchema, schema_hash: t.schema_hash, field_count: t.field_count };
+  },
+
+  async validateData(ctx: ServiceContext, scope: TableScope, name: string, records: unknown[]): Promise<RecordCheck> {
+    const row = await findTable(ctx.em, siteSchema(ctx), scope, name);
+    return validateRecords(row.json_schema, records, row.schema_hash.trim());
+  },
+
+  /** Creates the physical table in one transaction; foreign-key targets must be materialized first. */
+  async materialize(ctx: ServiceContext, scope: TableScope, name: string): Promise<DataTableView> {
+    const schema = requireSiteAdmin(ctx);
+    const row = await findTable(ctx.em, schema, scope, name);
+    if (row.is_reference) throw new DomainError('BAD_REQUEST', 'A reference table is served by its source table and cannot be materialized.');
+    if (row.is_materialized) throw new DomainError('BAD_REQUEST', `Data table "${name}" is already materialized.`);
+    const doc = await checkedSchema(ctx.em, schema, row.app_id, row.name, row.json_schema, row.id);
+    const q = quotedSchema(schema);
+    const targets = new Map<string, string>();
+    for (const [i, fk] of foreignKeysOf(doc).entries()) {
+      const resource = fk.reference.resource;
+      if (resource === '' || resource === row.name) continue;
+      const t = await firstRow<TableRow>(ctx.em, `${SELECT(q)} WHERE t.app_id = ? AND t.name = ?`, [row.app_id, resource]);
+      if (!t?.is_materialized) {
+        throw validationError({ json_schema: [`foreignKeys[${i}] (${fk.fields.join(', ')} → ${resource}): the referenced table "${resource}" is not materialized; materialize it first.`] }, 'Foreign key target not materialized.');
+      }
+      targets.set(resource, t.src_physical ?? t.physical_table_name);
+    }
+    const ddl = createTableDdl(doc, {
+      schema, table: row.physical_table_name, provider: row.provider_type,
+      resolveTable: (resource) => (resource === row.name ? row.physical_table_name : targets.get(resource)!),
+    });
+    try {
+      await ctx.em.transactional(async (tx) => {
+        await tx.execute(`SET LOCAL statement_timeout = '30s'`);
+        for (const statement of ddl) await tx.execute(statement);
+        await tx.execute(`UPDATE ${q}.data_tables SET is_materialized = true, updated_at = now(), modified_by = ? WHERE id = ?`, [actorUuid(ctx), row.id]);
+      });
+    } catch (err) {
+      const code = pgCode(err);
+      // Class 42 (syntax/definition) and 22 (data): the schema asks for something PostgreSQL refuses.
+      if (code && (code.startsWith('42') || code.startsWith('22'))) {
+        throw validationError({ json_schema: [`PostgreSQL refused the table: ${(err as Error).message.split('\n')[0]!.replace(/^.* - /, '')}`] }, 'The table could not be created.');
+      }
+      throw err;
+    }
+    return view(await tableRow(ctx.em, schema, row.id));
+  },
+
+  async stats(ctx: ServiceContext, appSlug: string): Promise<DataTableStats> {
+    const schema = siteSchema(ctx);
+    const app = await findApp(ctx.em, schema, appSlug);
+    const q = quotedSchema(schema);
+    const found = await rows<{ slug: string; name: string; provider_type: string; table_count: string; materialized_count: string }>(
+      ctx.em,
+      `SELECT d.slug, d.name, d.provider_type, count(t.id) AS table_count, count(t.id) FILTER (WHERE t.is_materialized) AS materialized_count
+         FROM ${q}.data_sources d LEFT JOIN ${q}.data_tables t ON t.data_source_id = d.id
+        WHERE d.app_id = ? GROUP BY d.id ORDER BY d.slug`,
+      [app.id],
+    );
+    const total = found.reduce((n, r) => n + Number(r.table_count), 0);
+    const materialized = found.reduce((n, r) => n + Number(r.materialized_count), 0);
+    return {
+      total_tables: total,
+      materialized_tables: materialized,
+      unmaterialized_tables: total - materialized,
+      datasource_count: found.length,
+      datasources: Object.fromEntries(found.map((r) => [r.slug, { name: r.name, provider_type: r.provider_type, table_count: Number(r.table_count), materialized_count: Number(r.materialized_count) }])),
+    };
+  },
+
+  /**
+   * POST …/datatables/import-reference/: one object → the reference (201); an array → each
+   * item on its own, {created, failed, references, errors: [{index, reference, error}]} (207).
+   */
+  async importReference(ctx: ServiceContext, targetAppSlug: string, body: unknown): Promise<{ single: true; table: DataTableView } | { single: false; result: ImportReferenceResult }> {
+    const schema = requireSiteAdmin(ctx);
+    const target = await findApp(ctx.em, schema, targetAppSlug);
+    if (!Array.isArray(body)) return { single: true, table: await createReference(ctx, schema, target, body) };
+    const result: ImportReferenceResult = { created: 0, failed: 0, references: [], errors: [] };
+    for (const [index, item] of body.entries()) {
+      try {
+        result.references.push(await createReference(ctx, schema, target, item));
+        result.created++;
+      } catch (err) {
+        if (!(err instanceof DomainError)) throw err;
+        result.failed++;
+        result.errors.push({ index, reference: item, error: err.errors ?? err.message });
+      }
+    }
+    return { single: false, result };
+  },
+};
+
+export interface ImportReferenceResult {
+  created: number;
+  failed: number;
+  references: DataTableView[];
+  errors: { index: number; reference: unknown; error: unknown }[];
+}

@@ -1,0 +1,134 @@
+// DDL of a validated Table Schema, per provider (docs/data-tables.md): the statements that
+// create the physical table in a site schema. Identifiers go through quoteIdent only;
+// literals through quoteLiteral only (quotes doubled, NUL refused); index fragments through
+// the grammar of compileFragment. Nothing from the document is interpolated raw.
+import { quotedSchema } from '../tenancy/schema.ts';
+import {
+  GENERATED_KEY, compileFragment, declaredKey, fieldNamesOf, foreignKeysOf, primaryKeyOf, quoteIdent,
+  type Field, type TableSchema,
+} from './table-schema.ts';
+
+export type ProviderType = 'flat_table' | 'jsonb' | 'docstore';
+
+/** A PostgreSQL string literal: quotes doubled, NUL refused (E'' forms are never produced). */
+export function quoteLiteral(value: string): string {
+  if (value.includes('\0')) throw new Error('A literal may not contain NUL characters.');
+  return `'${value.replace(/'/g, "''")}'`;
+}
+
+export const YEARMONTH_RE = '^[0-9]{4}-(0[1-9]|1[0-2])$';
+
+/** The PostgreSQL column type of a Frictionless field. */
+export function columnType(f: Pick<Field, 'type' | 'format'>): string {
+  switch (f.type) {
+    case 'string': return f.format === 'uuid' ? 'uuid' : 'text';
+    case 'integer': return 'bigint';
+    case 'number': return 'double precision';
+    case 'boolean': return 'boolean';
+    case 'date': return 'date';
+    case 'time': return 'time';
+    case 'datetime': return 'timestamptz';
+    case 'year': return 'integer';
+    case 'yearmonth': return 'text';
+    case 'duration': return 'interval';
+    default: return 'jsonb'; // object, array, geojson, geopoint, any
+  }
+}
+
+/** A value as a typed SQL literal for DEFAULT and CHECK: numbers and booleans checked, the rest quoted. */
+function sqlLiteral(f: Field, value: unknown): string {
+  const type = columnType(f);
+  if (value === null) return 'NULL';
+  if (type === 'jsonb') return `${quoteLiteral(JSON.stringify(value))}::jsonb`;
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw new Error(`Field '${f.name}': not a finite number.`);
+    return type === 'text' || type === 'uuid' ? `${quoteLiteral(String(value))}::${type}` : String(value);
+  }
+  if (typeof value === 'boolean') return value ? 'true' : 'false';
+  if (typeof value !== 'string') return `${quoteLiteral(JSON.stringify(value))}::${type}`;
+  return `${quoteLiteral(value)}::${type}`;
+}
+
+/** `a{app_id}_{name}`, cut to 63 characters; `suffix` (2, 3, …) for collisions. */
+export function physicalTableName(appId: number, name: string, suffix = 1): string {
+  const tail = suffix > 1 ? `_${suffix}` : '';
+  return `a${appId}_${name}`.slice(0, 63 - tail.length) + tail;
+}
+
+function flatColumns(s: TableSchema): string[] {
+  const pk = primaryKeyOf(s);
+  const cols: string[] = [];
+  if (!declaredKey(s)) cols.push(`${quoteIdent(GENERATED_KEY)} uuid NOT NULL DEFAULT gen_random_uuid()`);
+  for (const f of s.fields) {
+    const c = f.constraints ?? {};
+    const col = quoteIdent(f.name);
+    const parts = [col, columnType(f)];
+    if (c.required || pk.includes(f.name)) parts.push('NOT NULL');
+    if (c.unique && !(pk.length === 1 && pk[0] === f.name)) parts.push('UNIQUE');
+    if (f.default !== undefined) parts.push(`DEFAULT ${sqlLiteral(f, f.default)}`);
+    const checks: string[] = [];
+    const numericType = ['bigint', 'double precision', 'integer'].includes(columnType(f));
+    if (c.minimum !== undefined) checks.push(`${col} >= ${numericType ? Number(c.minimum) : sqlLiteral(f, c.minimum)}`);
+    if (c.maximum !== undefined) checks.push(`${col} <= ${numericType ? Number(c.maximum) : sqlLiteral(f, c.maximum)}`);
+    const lengthOf = columnType(f) === 'jsonb' ? (f.type === 'array' ? `jsonb_array_length(${col})` : undefined) : `char_length(${col}::text)`;
+    if (lengthOf && c.minLength !== undefined) checks.push(`${lengthOf} >= ${Number(c.minLength)}`);
+    if (lengthOf && c.maxLength !== undefined) checks.push(`${lengthOf} <= ${Number(c.maxLength)}`);
+    if (c.pattern !== undefined && columnType(f) !== 'jsonb') checks.push(`${col}::text ~ ${quoteLiteral(c.pattern)}`);
+    if (f.type === 'yearmonth') checks.push(`${col} ~ ${quoteLiteral(YEARMONTH_RE)}`);
+    if (c.enum) checks.push(`${col} IN (${c.enum.map((v) => sqlLiteral(f, v)).join(', ')})`);
+    for (const check of checks) parts.push(`CHECK (${check})`);
+    cols.push(parts.join(' '));
+  }
+  return cols;
+}
+
+export interface DdlOptions {
+  schema: string;
+  table: string;
+  provider: ProviderType;
+  /** Physical table names of foreign-key targets by table name ("" or the table itself: this one). */
+  resolveTable?: (resource: string) => string;
+}
+
+/** The statements creating the table, its keys and indexes (run them in one transaction). */
+export function createTableDdl(s: TableSchema, o: DdlOptions): string[] {
+  const q = quotedSchema(o.schema);
+  const t = `${q}.${quoteIdent(o.table)}`;
+  const idx = (name: string) => quoteIdent(`${o.table}_${name}`.slice(0, 63));
+  if (o.provider === 'docstore') {
+    return [
+      `CREATE TABLE ${t} (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), doc jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now(), updated_at timestamptz NOT NULL DEFAULT now())`,
+      `CREATE INDEX ${idx('doc_gin')} ON ${t} USING gin (doc jsonb_path_ops)`,
+    ];
+  }
+  if (o.provider === 'jsonb') {
+    const pk = declaredKey(s);
+    const keyField = pk?.length === 1 ? s.fields.find((f) => f.name === pk[0]) : undefined;
+    const idType = keyField ? columnType(keyField) : 'uuid';
+    const idDefault = idType === 'uuid' ? ' DEFAULT gen_random_uuid()' : '';
+    return [
+      `CREATE TABLE ${t} (id ${idType} PRIMARY KEY${idDefault}, data jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now(), updated_at timestamptz NOT NULL DEFAULT now())`,
+      `CREATE INDEX ${idx('data_gin')} ON ${t} USING gin (data)`,
+    ];
+  }
+  const cols = flatColumns(s);
+  cols.push(`CONSTRAINT ${idx('pkey')} PRIMARY KEY (${primaryKeyOf(s).map(quoteIdent).join(', ')})`);
+  foreignKeysOf(s).forEach((fk, i) => {
+    const target = fk.reference.resource === '' ? o.table : o.resolveTable ? o.resolveTable(fk.reference.resource) : fk.reference.resource;
+    const onDelete = fk['x-actions']?.onDelete ?? 'RESTRICT';
+    cols.push(
+      `CONSTRAINT ${idx(`fk${i + 1}`)} FOREIGN KEY (${fk.fields.map(quoteIdent).join(', ')}) REFERENCES ${q}.${quoteIdent(target)} (${fk.reference.fields.map(quoteIdent).join(', ')}) ON DELETE ${onDelete}`,
+    );
+  });
+  const out = [`CREATE TABLE ${t} (\n  ${cols.join(',\n  ')}\n)`];
+  const all = new Set(fieldNamesOf(s));
+  for (const ix of s.indexes ?? []) {
+    const target = ix.expression !== undefined ? `(${compileFragment(ix.expression, all)})` : ix.fields!.map(quoteIdent).join(', ');
+    const where = ix.where !== undefined ? ` WHERE ${compileFragment(ix.where, all)}` : '';
+    out.push(`CREATE ${ix.unique ? 'UNIQUE ' : ''}INDEX ${idx(ix.name)} ON ${t} USING ${ix.method ?? 'btree'} (${target})${where}`);
+    if (ix.comment) out.push(`COMMENT ON INDEX ${q}.${idx(ix.name)} IS ${quoteLiteral(ix.comment)}`);
+  }
+  return out;
+}
+
+export const dropTableDdl = (schema: string, table: string): string => `DROP TABLE IF EXISTS ${quotedSchema(schema)}.${quoteIdent(table)}`;

@@ -1,0 +1,96 @@
+// Record validation compiled from a table's field descriptors (Ajv), once per schema_hash:
+// validate_data uses it now, the records API reuses it. Fields not marked required accept
+// null or absence; the generated `id` is not part of a record.
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import { YEARMONTH_RE } from './ddl.ts';
+import { schemaHash, type Field, type TableSchema } from './table-schema.ts';
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+const ajv = addFormats(new Ajv({ allErrors: true, strict: false }));
+const cache = new Map<string, ValidateFunction>();
+const CACHE_LIMIT = 500;
+
+function fieldSchema(f: Field): Record<string, unknown> {
+  const c = f.constraints ?? {};
+  const s: Record<string, unknown> = {};
+  switch (f.type) {
+    case 'string':
+      s.type = 'string';
+      if (f.format === 'email' || f.format === 'uri' || f.format === 'uuid') s.format = f.format;
+      break;
+    case 'integer': s.type = 'integer'; break;
+    case 'number': s.type = 'number'; break;
+    case 'boolean': s.type = 'boolean'; break;
+    case 'object': s.type = 'object'; break;
+    case 'array': s.type = 'array'; break;
+    case 'date': s.type = 'string'; s.format = 'date'; break;
+    case 'time': s.type = 'string'; s.format = 'time'; break;
+    case 'datetime': s.type = 'string'; s.format = 'date-time'; break;
+    case 'year': s.type = 'integer'; break;
+    case 'yearmonth': s.type = 'string'; s.pattern = YEARMONTH_RE; break;
+    case 'duration': s.type = 'string'; s.format = 'duration'; break;
+    case 'geopoint':
+      s.anyOf = [
+        { type: 'array', items: { type: 'number' }, minItems: 2, maxItems: 2 },
+        { type: 'object', required: ['lon', 'lat'], properties: { lon: { type: 'number' }, lat: { type: 'number' } } },
+      ];
+      break;
+    case 'geojson': s.type = 'object'; s.required = ['type']; break;
+    default: break; // any
+  }
+  const numeric = f.type === 'integer' || f.type === 'number' || f.type === 'year';
+  if (numeric && typeof c.minimum === 'number') s.minimum = c.minimum;
+  if (numeric && typeof c.maximum === 'number') s.maximum = c.maximum;
+  if (c.minLength !== undefined) s[f.type === 'array' ? 'minItems' : 'minLength'] = c.minLength;
+  if (c.maxLength !== undefined) s[f.type === 'array' ? 'maxItems' : 'maxLength'] = c.maxLength;
+  if (c.pattern !== undefined && s.type === 'string') s.pattern = c.pattern;
+  if (c.enum) s.enum = c.enum;
+  return c.required ? s : { anyOf: [{ type: 'null' }, s] };
+}
+
+/** The JSON Schema of one record of the table. */
+export function recordJsonSchema(schema: TableSchema): Record<string, unknown> {
+  return {
+    type: 'object',
+    properties: Object.fromEntries(schema.fields.map((f) => [f.name, fieldSchema(f)])),
+    required: schema.fields.filter((f) => f.constraints?.required).map((f) => f.name),
+    additionalProperties: true,
+  };
+}
+
+/** The compiled validator of a schema, cached by hash. */
+export function recordValidator(schema: TableSchema, hash = schemaHash(schema)): ValidateFunction {
+  let fn = cache.get(hash);
+  if (!fn) {
+    fn = ajv.compile(recordJsonSchema(schema));
+    if (cache.size >= CACHE_LIMIT) cache.delete(cache.keys().next().value!);
+    cache.set(hash, fn);
+  }
+  return fn;
+}
+
+function describe(e: ErrorObject): string {
+  const field = e.instancePath.split('/')[1] ?? (e.keyword === 'required' ? String((e.params as { missingProperty: string }).missingProperty) : '');
+  const text = e.keyword === 'required' ? 'is required' : (e.message ?? 'is invalid');
+  return field ? `field '${field}': ${text}` : text;
+}
+
+export interface RecordCheck {
+  is_valid: boolean;
+  errors: string[];
+  validated_rows: number;
+}
+
+/** Checks records: messages like `row 0: field 'email': must match format "email"`. */
+export function validateRecords(schema: TableSchema, records: unknown[], hash?: string): RecordCheck {
+  const fn = recordValidator(schema, hash);
+  const errors: string[] = [];
+  records.forEach((r, i) => {
+    if (fn(r)) return;
+    // anyOf(null, …) adds a noise error per branch; keep the distinct, informative ones.
+    const msgs = [...new Set((fn.errors ?? []).filter((e) => e.keyword !== 'anyOf' && !(e.keyword === 'type' && (e.params as { type: string }).type === 'null')).map(describe))];
+    for (const m of msgs.length ? msgs : ['is invalid']) errors.push(`row ${i}: ${m}`);
+  });
+  return { is_valid: errors.length === 0, errors, validated_rows: records.length };
+}

@@ -1,0 +1,342 @@
+// Frictionless Table Schema (spec Part 2 §2) as this platform accepts it: validation that
+// returns EVERY problem as a message, the canonical form (stable key order) and its hash,
+// and the derived facts (field names, primary key). See docs/data-tables.md for the choices.
+import { createHash } from 'node:crypto';
+
+export const IDENT_RE = /^[a-z_][a-z0-9_]{0,62}$/;
+
+export const FIELD_TYPES = [
+  'string', 'number', 'integer', 'boolean', 'object', 'array', 'date', 'time', 'datetime',
+  'year', 'yearmonth', 'duration', 'geopoint', 'geojson', 'any',
+] as const;
+export type FieldType = (typeof FIELD_TYPES)[number];
+export const STRING_FORMATS = ['default', 'email', 'uri', 'binary', 'uuid'] as const;
+export const ON_DELETE = ['RESTRICT', 'CASCADE', 'SET NULL', 'SET DEFAULT', 'NO ACTION'] as const;
+export type OnDelete = (typeof ON_DELETE)[number];
+export const INDEX_METHODS = ['btree', 'hash', 'gin', 'gist', 'brin'] as const;
+
+/** The generated key column of a schema that declares no primaryKey. */
+export const GENERATED_KEY = 'id';
+
+export interface Constraints {
+  required?: boolean;
+  unique?: boolean;
+  minimum?: number | string;
+  maximum?: number | string;
+  minLength?: number;
+  maxLength?: number;
+  pattern?: string;
+  enum?: unknown[];
+}
+export interface Field {
+  name: string;
+  type: FieldType;
+  format?: string;
+  title?: string;
+  description?: string;
+  constraints?: Constraints;
+  default?: unknown;
+  example?: unknown;
+  rdfType?: string;
+  'x-rename-from'?: string;
+}
+export interface ForeignKey {
+  fields: string[];
+  reference: { resource: string; fields: string[] };
+  'x-actions'?: { onDelete?: OnDelete };
+}
+export interface IndexDef {
+  name: string;
+  fields?: string[];
+  expression?: string;
+  unique?: boolean;
+  method?: (typeof INDEX_METHODS)[number];
+  where?: string;
+  comment?: string;
+}
+export interface TableSchema {
+  fields: Field[];
+  primaryKey?: string | string[];
+  foreignKeys?: ForeignKey[];
+  indexes?: IndexDef[];
+  title?: string;
+  description?: string;
+  hierarchy?: boolean;
+  graph?: Record<string, unknown>;
+}
+
+const FIELD_KEYS = ['name', 'type', 'format', 'title', 'description', 'constraints', 'default', 'example', 'rdfType', 'x-rename-from'];
+const CONSTRAINT_KEYS = ['required', 'unique', 'minimum', 'maximum', 'minLength', 'maxLength', 'pattern', 'enum'];
+const TOP_KEYS = ['fields', 'primaryKey', 'foreignKeys', 'indexes', 'title', 'description', 'hierarchy', 'graph'];
+const INDEX_KEYS = ['name', 'fields', 'expression', 'unique', 'method', 'where', 'comment'];
+
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isStrArray = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string');
+const asList = (v: unknown): unknown => (typeof v === 'string' ? [v] : v);
+const show = (v: unknown) => JSON.stringify(v);
+
+// ---------------------------------------------------------------------------------------
+// The SQL fragment grammar of index `expression` and `where` (docs/data-tables.md):
+//   expr    := and ( OR and )*
+//   and     := not ( AND not )*
+//   not     := NOT not | cmp
+//   cmp     := operand [ ( = | <> | != | < | > | <= | >= ) operand | IS [NOT] NULL ]
+//   operand := field | literal | ( lower | upper | coalesce ) '(' expr { ',' expr } ')' | '(' expr ')'
+//   literal := number | 'text' ('' doubles a quote) | TRUE | FALSE | NULL
+// Anything else is refused. The fragment is re-emitted from its tokens with every field
+// name quoted, so what reaches PostgreSQL is exactly what the grammar allows.
+
+interface Tok { kind: 'ident' | 'num' | 'str' | 'op' | 'punct'; text: string }
+const FUNCS = new Set(['lower', 'upper', 'coalesce']);
+const KEYWORDS = new Set(['and', 'or', 'not', 'is', 'null', 'true', 'false']);
+
+function tokenize(src: string): Tok[] {
+  const out: Tok[] = [];
+  let i = 0;
+  while (i < src.length) {
+    const c = src[i]!;
+    if (/\s/.test(c)) { i++; continue; }
+    const rest = src.slice(i);
+    let m: RegExpMatchArray | null;
+    if ((m = rest.match(/^[A-Za-z_][A-Za-z0-9_]*/))) out.push({ kind: 'ident', text: m[0] });
+    else if ((m = rest.match(/^\d+(?:\.\d+)?/))) out.push({ kind: 'num', text: m[0] });
+    else if ((m = rest.match(/^'(?:[^'\0\\]|'')*'/))) out.push({ kind: 'str', text: m[0] });
+    else if ((m = rest.match(/^(?:<=|>=|<>|!=|=|<|>)/))) out.push({ kind: 'op', text: m[0] });
+    else if (c === '(' || c === ')' || c === ',') out.push({ kind: 'punct', text: c });
+    else throw new Error(`unexpected character ${show(c)} at position ${i}`);
+    i += m ? m[0].length : 1;
+  }
+  return out;
+}
+
+/** Parses a fragment of the grammar above; returns its SQL with field names quoted, or throws. */
+export function compileFragment(src: string, fields: ReadonlySet<string>): string {
+  if (src.length > 1000) throw new Error('is longer than 1000 characters');
+  const toks = tokenize(src);
+  let p = 0;
+  const peek = () => toks[p];
+  const word = (t: Tok | undefined, w: string) => t?.kind === 'ident' && t.text.toLowerCase() === w;
+  const expect = (text: string) => {
+    if (peek()?.text !== text) throw new Error(`expected ${show(text)}${peek() ? ` before ${show(peek()!.text)}` : ' at the end'}`);
+    p++;
+  };
+  const operand = (): string => {
+    const t = toks[p++];
+    if (!t) throw new Error('ends unexpectedly');
+    if (t.kind === 'num' || t.kind === 'str') return t.text;
+    if (t.kind === 'punct' && t.text === '(') { const e = expr(); expect(')'); return `(${e})`; }
+    if (t.kind === 'ident') {
+      const lower = t.text.toLowerCase();
+      if (lower === 'true' || lower === 'false' || lower === 'null') return lower.toUpperCase();
+      if (FUNCS.has(lower) && peek()?.text === '(') {
+        p++;
+        const args = [expr()];
+        while (peek()?.text === ',') { p++; args.push(expr()); }
+        expect(')');
+        return `${lower}(${args.join(', ')})`;
+      }
+      if (KEYWORDS.has(lower)) throw new Error(`unexpected ${show(t.text)}`);
+      if (!fields.has(t.text)) throw new Error(`${show(t.text)} is not a field of the table (allowed functions: lower, upper, coalesce)`);
+      return quoteIdent(t.text);
+    }
+    throw new Error(`unexpected ${show(t.text)}`);
+  };
+  const cmp = (): string => {
+    const left = operand();
+    const t = peek();
+    if (t?.kind === 'op') { p++; return `${left} ${t.text === '!=' ? '<>' : t.text} ${operand()}`; }
+    if (word(t, 'is')) {
+      p++;
+      let not = '';
+      if (word(peek(), 'not')) { p++; not = ' NOT'; }
+      if (!word(peek(), 'null')) throw new Error('IS must be followed by [NOT] NULL');
+      p++;
+      return `${left} IS${not} NULL`;
+    }
+    return left;
+  };
+  const not = (): string => (word(peek(), 'not') ? (p++, `NOT ${not()}`) : cmp());
+  const and = (): string => { let s = not(); while (word(peek(), 'and')) { p++; s = `${s} AND ${not()}`; } return s; };
+  function expr(): string { let s = and(); while (word(peek(), 'or')) { p++; s = `${s} OR ${and()}`; } return s; }
+  if (!toks.length) throw new Error('is empty');
+  const sql = expr();
+  if (p < toks.length) throw new Error(`unexpected ${show(toks[p]!.text)}`);
+  return sql;
+}
+
+/** A PostgreSQL identifier, double-quoted (names are validated identifiers already; this refuses others). */
+export function quoteIdent(name: string): string {
+  if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(name)) throw new Error(`Invalid identifier ${show(name)}.`);
+  return `"${name}"`;
+}
+
+// ---------------------------------------------------------------------------------------
+
+function checkField(raw: unknown, i: number, errors: string[]): void {
+  if (!isObj(raw)) { errors.push(`fields[${i}]: must be an object.`); return; }
+  const label = typeof raw.name === 'string' ? `Field '${raw.name}'` : `fields[${i}]`;
+  if (typeof raw.name !== 'string' || !IDENT_RE.test(raw.name)) {
+    errors.push(`${label}: name ${show(raw.name)} must match ^[a-z_][a-z0-9_]{0,62}$ (lower-case letters, digits, _).`);
+  }
+  for (const k of Object.keys(raw)) if (!FIELD_KEYS.includes(k)) errors.push(`${label}: unknown property '${k}'.`);
+  const type = raw.type;
+  if (typeof type !== 'string' || !(FIELD_TYPES as readonly string[]).includes(type)) {
+    errors.push(`${label}: invalid type ${show(type)}; valid types are ${FIELD_TYPES.join(', ')}.`);
+  }
+  if (raw.format !== undefined) {
+    if (type === 'string') {
+      if (!(STRING_FORMATS as readonly string[]).includes(raw.format as string)) errors.push(`${label}: invalid format ${show(raw.format)} for type string; valid formats are ${STRING_FORMATS.join(', ')}.`);
+    } else if (raw.format !== 'default') errors.push(`${label}: type ${show(type)} takes no format other than 'default'.`);
+  }
+  for (const k of ['title', 'description', 'rdfType'] as const) if (raw[k] !== undefined && typeof raw[k] !== 'string') errors.push(`${label}: ${k} must be a string.`);
+  if (raw['x-rename-from'] !== undefined && (typeof raw['x-rename-from'] !== 'string' || !IDENT_RE.test(raw['x-rename-from']))) {
+    errors.push(`${label}: x-rename-from must be a field name.`);
+  }
+  if (typeof raw.default === 'string' && raw.default.includes('\0')) errors.push(`${label}: default must not contain NUL characters.`);
+  if (raw.constraints === undefined) return;
+  const c = raw.constraints;
+  if (!isObj(c)) { errors.push(`${label}: constraints must be an object.`); return; }
+  for (const k of Object.keys(c)) if (!CONSTRAINT_KEYS.includes(k)) errors.push(`${label}: unknown constraint '${k}'.`);
+  for (const k of ['required', 'unique'] as const) if (c[k] !== undefined && typeof c[k] !== 'boolean') errors.push(`${label}: constraint ${k} must be a boolean.`);
+  for (const k of ['minLength', 'maxLength'] as const) {
+    if (c[k] !== undefined && !(Number.isInteger(c[k]) && (c[k] as number) >= 0)) errors.push(`${label}: constraint ${k} must be a non-negative integer.`);
+  }
+  for (const k of ['minimum', 'maximum'] as const) {
+    const v = c[k];
+    if (v === undefined) continue;
+    const numeric = type === 'integer' || type === 'number' || type === 'year';
+    if (numeric ? typeof v !== 'number' || !Number.isFinite(v) : typeof v !== 'string' && typeof v !== 'number') {
+      errors.push(`${label}: constraint ${k} must be a ${numeric ? 'number' : 'number or string'}.`);
+    } else if (typeof v === 'string' && v.includes('\0')) errors.push(`${label}: constraint ${k} must not contain NUL characters.`);
+  }
+  if (c.pattern !== undefined) {
+    if (typeof c.pattern !== 'string' || c.pattern.includes('\0')) errors.push(`${label}: constraint pattern must be a string.`);
+    else {
+      try { new RegExp(c.pattern, 'u'); } catch (err) { errors.push(`${label}: constraint pattern does not compile: ${(err as Error).message}.`); }
+    }
+  }
+  if (c.enum !== undefined) {
+    if (!Array.isArray(c.enum) || c.enum.length === 0) errors.push(`${label}: constraint enum must be a non-empty array.`);
+    else if (c.enum.some((v) => typeof v === 'string' && v.includes('\0'))) errors.push(`${label}: constraint enum values must not contain NUL characters.`);
+  }
+}
+
+/**
+ * Every problem of a json_schema document, as messages (empty when valid). `tables` are the
+ * other tables of the same app (name → field names) for foreign keys; `selfName` is this table.
+ */
+export function validateTableSchema(doc: unknown, tables: ReadonlyMap<string, readonly string[]> = new Map(), selfName = ''): string[] {
+  const errors: string[] = [];
+  if (!isObj(doc)) return ['The schema must be an object.'];
+  for (const k of Object.keys(doc)) if (!TOP_KEYS.includes(k)) errors.push(`Unknown top-level property '${k}'.`);
+  if (!Array.isArray(doc.fields) || doc.fields.length === 0) return [...errors, "'fields' is required and must be a non-empty array."];
+  doc.fields.forEach((f, i) => checkField(f, i, errors));
+  const names = doc.fields.map((f) => (isObj(f) && typeof f.name === 'string' ? f.name : ''));
+  const fieldSet = new Set(names.filter(Boolean));
+  const dupes = [...new Set(names.filter((n, i) => n && names.indexOf(n) !== i))];
+  for (const d of dupes) errors.push(`Field name '${d}' is used more than once.`);
+  const byName = new Map(doc.fields.filter(isObj).map((f) => [f.name as string, f]));
+  const required = (n: string) => isObj(byName.get(n)?.constraints) && (byName.get(n)!.constraints as Constraints).required === true;
+
+  let pk: string[] = [];
+  if (doc.primaryKey !== undefined) {
+    const list = asList(doc.primaryKey);
+    if (!isStrArray(list) || list.length === 0) errors.push('primaryKey must be a field name or a non-empty array of field names.');
+    else {
+      pk = list;
+      for (const n of list) if (!fieldSet.has(n)) errors.push(`primaryKey: field '${n}' does not exist.`);
+      if (new Set(list).size !== list.length) errors.push('primaryKey lists a field more than once.');
+    }
+  } else if (fieldSet.has(GENERATED_KEY)) {
+    errors.push(`Field '${GENERATED_KEY}' is reserved for the generated primary key when no primaryKey is declared; declare primaryKey to use your own '${GENERATED_KEY}'.`);
+  }
+
+  if (doc.foreignKeys !== undefined) {
+    if (!Array.isArray(doc.foreignKeys)) errors.push('foreignKeys must be an array.');
+    else doc.foreignKeys.forEach((fk, i) => {
+      const at = `foreignKeys[${i}]`;
+      if (!isObj(fk)) { errors.push(`${at}: must be an object.`); return; }
+      const local = asList(fk.fields);
+      if (!isStrArray(local) || local.length === 0) { errors.push(`${at}: fields must be a field name or a non-empty array.`); return; }
+      for (const n of local) if (!fieldSet.has(n)) errors.push(`${at}: field '${n}' does not exist.`);
+      const ref = fk.reference;
+      if (!isObj(ref) || typeof ref.resource !== 'string') { errors.push(`${at}: reference {resource, fields} is required.`); return; }
+      const remote = asList(ref.fields);
+      if (!isStrArray(remote) || remote.length === 0) { errors.push(`${at}: reference.fields must be a field name or a non-empty array.`); return; }
+      if (remote.length !== local.length) errors.push(`${at}: ${local.length} local field(s) but ${remote.length} referenced field(s).`);
+      const self = ref.resource === '' || ref.resource === selfName;
+      const target = self ? [...fieldSet, ...(doc.primaryKey === undefined ? [GENERATED_KEY] : [])] : tables.get(ref.resource);
+      if (!target) errors.push(`${at}: reference.resource '${ref.resource}' is not a table of this app.`);
+      else for (const n of remote) if (!target.includes(n)) errors.push(`${at}: referenced field '${n}' does not exist in '${self ? selfName || 'this table' : ref.resource}'.`);
+      const actions = fk['x-actions'];
+      if (actions === undefined) return;
+      if (!isObj(actions)) { errors.push(`${at}: x-actions must be an object.`); return; }
+      const od = actions.onDelete;
+      if (od === undefined) return;
+      if (!(ON_DELETE as readonly unknown[]).includes(od)) errors.push(`${at}: onDelete ${show(od)} is not one of ${ON_DELETE.join(', ')}.`);
+      if (od === 'SET NULL') {
+        for (const n of local) if (required(n) || pk.includes(n)) errors.push(`${at}: onDelete SET NULL needs field '${n}' to be nullable (not required, not in the primary key).`);
+      }
+      if (od === 'SET DEFAULT') {
+        for (const n of local) if (byName.get(n)?.default === undefined) errors.push(`${at}: onDelete SET DEFAULT needs field '${n}' to define a default.`);
+      }
+    });
+  }
+
+  if (doc.indexes !== undefined) {
+    if (!Array.isArray(doc.indexes)) errors.push('indexes must be an array.');
+    else {
+      const seen = new Set<string>();
+      const allCols = new Set([...fieldSet, ...(doc.primaryKey === undefined ? [GENERATED_KEY] : [])]);
+      doc.indexes.forEach((ix, i) => {
+        const at = isObj(ix) && typeof ix.name === 'string' ? `Index '${ix.name}'` : `indexes[${i}]`;
+        if (!isObj(ix)) { errors.push(`${at}: must be an object.`); return; }
+        for (const k of Object.keys(ix)) if (!INDEX_KEYS.includes(k)) errors.push(`${at}: unknown property '${k}'.`);
+        if (typeof ix.name !== 'string' || !IDENT_RE.test(ix.name)) errors.push(`${at}: name ${show(ix.name)} must match ^[a-z_][a-z0-9_]{0,62}$.`);
+        else if (seen.has(ix.name)) errors.push(`${at}: index name is used more than once.`);
+        else seen.add(ix.name);
+        const hasFields = ix.fields !== undefined;
+        if (!hasFields && ix.expression === undefined) errors.push(`${at}: needs fields or expression.`);
+        if (hasFields && ix.expression !== undefined) errors.push(`${at}: give fields or expression, not both.`);
+        if (hasFields) {
+          if (!isStrArray(ix.fields) || ix.fields.length === 0) errors.push(`${at}: fields must be a non-empty array of field names.`);
+          else for (const n of ix.fields) if (!allCols.has(n)) errors.push(`${at}: field '${n}' does not exist.`);
+        }
+        for (const k of ['expression', 'where'] as const) {
+          if (ix[k] === undefined) continue;
+          if (typeof ix[k] !== 'string') { errors.push(`${at}: ${k} must be a string.`); continue; }
+          try { compileFragment(ix[k], allCols); } catch (err) { errors.push(`${at}: ${k} is not allowed: ${(err as Error).message}.`); }
+        }
+        if (ix.unique !== undefined && typeof ix.unique !== 'boolean') errors.push(`${at}: unique must be a boolean.`);
+        if (ix.method !== undefined && !(INDEX_METHODS as readonly unknown[]).includes(ix.method)) errors.push(`${at}: method ${show(ix.method)} is not one of ${INDEX_METHODS.join(', ')}.`);
+        if (ix.comment !== undefined && typeof ix.comment !== 'string') errors.push(`${at}: comment must be a string.`);
+      });
+    }
+  }
+  for (const k of ['title', 'description'] as const) if (doc[k] !== undefined && typeof doc[k] !== 'string') errors.push(`${k} must be a string.`);
+  if (doc.hierarchy !== undefined && typeof doc.hierarchy !== 'boolean') errors.push('hierarchy must be a boolean.');
+  if (doc.graph !== undefined && !isObj(doc.graph)) errors.push('graph must be an object.');
+  return errors;
+}
+
+/** Same document with object keys sorted at every depth (arrays keep their order): the hash input. */
+export function canonicalSchema<T>(value: T): T {
+  if (Array.isArray(value)) return value.map(canonicalSchema) as T;
+  if (!isObj(value)) return value;
+  return Object.fromEntries(Object.keys(value).sort().map((k) => [k, canonicalSchema(value[k])])) as T;
+}
+
+/** SHA-256 hex of the canonical JSON: key order does not change it. */
+export const schemaHash = (doc: unknown): string => createHash('sha256').update(JSON.stringify(canonicalSchema(doc))).digest('hex');
+
+/** primaryKey as a list (a string is a one-field key); undefined when none is declared. */
+export const declaredKey = (s: TableSchema): string[] | undefined => (s.primaryKey === undefined ? undefined : (asList(s.primaryKey) as string[]));
+
+/** The key columns: the declared primaryKey, or the generated `id`. */
+export const primaryKeyOf = (s: TableSchema): string[] => declaredKey(s) ?? [GENERATED_KEY];
+
+/** Column names: the generated `id` first when there is no declared key, then the fields. */
+export const fieldNamesOf = (s: TableSchema): string[] => [...(declaredKey(s) ? [] : [GENERATED_KEY]), ...s.fields.map((f) => f.name)];
+
+export const foreignKeysOf = (s: TableSchema): ForeignKey[] =>
+  (s.foreignKeys ?? []).map((fk) => ({ ...fk, fields: asList(fk.fields) as string[], reference: { ...fk.reference, fields: asList(fk.reference.fields) as string[] } }));
