@@ -20,7 +20,7 @@ import { fieldNamesOf, foreignKeysOf, primaryKeyOf, schemaHash, validateTableSch
 
 interface AppRow { id: number; name: string; slug: string }
 interface SourceRow { id: number; name: string; slug: string; provider_type: ProviderType; is_active: boolean }
-interface TableRow {
+export interface TableRow {
   id: number;
   app_id: number;
   data_source_id: number;
@@ -137,7 +137,7 @@ async function tableRow(em: EntityManager, schema: string, id: number): Promise<
 }
 
 /** The table named in the scope (through the data source when the path names one); 404 otherwise. */
-async function findTable(em: EntityManager, schema: string, scope: TableScope, name: string): Promise<TableRow> {
+export async function findTable(em: EntityManager, schema: string, scope: TableScope, name: string): Promise<TableRow> {
   const app = await findApp(em, schema, scope.app_slug);
   const ds = scope.ds ? await findSource(em, schema, app.id, scope.ds) : undefined;
   const row = await firstRow<TableRow>(em, `${SELECT(quotedSchema(schema))} WHERE t.app_id = ? AND t.name = ?${ds ? ' AND t.data_source_id = ?' : ''}`, [

@@ -1,0 +1,271 @@
+// The records API over HTTP on real PostgreSQL: the fixture CSVs loaded by bulk create, each
+// filter operator (checked against the same rows filtered in JS), sort, pages, get/patch/
+// delete, all-or-nothing bulk create, constraint violations naming the field, injection
+// attempts in every parameter, permissions and isolation between sites.
+import { readFileSync } from 'node:fs';
+import test from 'ava';
+import { hashPassword } from '../../shared/auth/passwords.ts';
+import { csvRecords } from '../../shared/data/fixtures-csv.ts';
+import type { TableSchema } from '../../shared/data/table-schema.ts';
+import { createTestSite, type TestSite } from '../../shared/testing/sites.ts';
+import { startTestServer, type TestServer } from './helpers.ts';
+
+let s: TestServer;
+let a: TestSite;
+let b: TestSite;
+const PASSWORD = 'Site-pass-word-1';
+const tok: Record<string, string> = {};
+let appId = 0;
+type Row = Record<string, any>;
+const fixture = (name: string): TableSchema => JSON.parse(readFileSync(new URL(`../../fixtures/schemas/${name}`, import.meta.url), 'utf8'));
+const companies: Row[] = csvRecords(new URL('../../fixtures/csv/companies.csv', import.meta.url), fixture('companies.json'));
+const contacts: Row[] = csvRecords(new URL('../../fixtures/csv/contacts.csv', import.meta.url), fixture('contacts.json'));
+
+const sql = (text: string, params: unknown[] = []) => s.handle.db.orm.em.fork().getConnection().execute(text, params);
+async function seedSiteUser(site: TestSite, username: string, admin: boolean): Promise<void> {
+  await sql(`INSERT INTO "${site.schema}".users (uuid, username, password, is_staff) VALUES (gen_random_uuid(), ?, ?, ?)`, [username, await hashPassword(PASSWORD), admin]);
+}
+async function siteToken(site: TestSite, username: string): Promise<string> {
+  const res = await s.api('POST', '/api/auth/jwt/token/', { host: site.domain, body: { username, password: PASSWORD } });
+  if (res.status !== 200) throw new Error(res.text);
+  return res.body.access;
+}
+async function seedApp(site: TestSite, slug: string): Promise<number> {
+  const [app] = await sql(`INSERT INTO "${site.schema}".apps (name, slug) VALUES (?, ?) RETURNING id`, [`App ${slug}`, slug]);
+  await sql(`INSERT INTO "${site.schema}".app_settings (app_id, display_name) VALUES (?, ?)`, [app.id, `App ${slug}`]);
+  await sql(`INSERT INTO "${site.schema}".data_sources (app_id, name, slug, provider_type) VALUES (?, ?, ?, ?)`, [app.id, 'main', 'main', 'flat_table']);
+  return app.id;
+}
+const onA = (method: string, path: string, body?: unknown, who = 'adminA') => s.api(method, path, { host: a.domain, token: tok[who], body });
+const C = '/api/apps/crm/datatables/companies/data/';
+const P = '/api/apps/crm/datatables/contacts/data/';
+const count = async (table: string) => Number((await sql(`SELECT count(*) AS n FROM "${a.schema}"."a${appId}_${table}"`))[0].n);
+const ids = (res: { body: { data: Row[] } }) => res.body.data.map((r) => r.id);
+const idsWhere = (rows: Row[], pred: (r: Row) => boolean) => rows.filter(pred).map((r) => r.id);
+
+test.before(async () => {
+  s = await startTestServer();
+  const em = s.handle.db.orm.em.fork();
+  a = await createTestSite(em);
+  b = await createTestSite(em);
+  await seedSiteUser(a, 'boss', true);
+  await seedSiteUser(a, 'pleb', false);
+  await seedSiteUser(b, 'boss', true);
+  appId = await seedApp(a, 'crm');
+  await seedApp(b, 'crm');
+  tok.adminA = await siteToken(a, 'boss');
+  tok.pleb = await siteToken(a, 'pleb');
+  tok.adminB = await siteToken(b, 'boss');
+  for (const name of ['companies', 'contacts']) {
+    const res = await onA('POST', '/api/apps/crm/datasources/main/datatables/', { name, json_schema: fixture(`${name}.json`) });
+    if (res.status !== 201) throw new Error(res.text);
+    const m = await onA('POST', `/api/apps/crm/datatables/${name}/materialize/`);
+    if (m.status !== 200) throw new Error(m.text);
+  }
+});
+test.after.always(async () => {
+  await s?.close();
+});
+
+test.serial('bulk create loads the CSV fixtures (201 {data: [...]}) as plain rows', async (t) => {
+  const c = await onA('POST', C, companies);
+  t.is(c.status, 201, c.text);
+  t.is(c.body.data.length, companies.length);
+  t.like(c.body.data[0], { id: 1, name: 'Acme Robotics', employees: 2100, is_public: false, updated: '2026-02-27T09:15:00.000Z' });
+  const p = await onA('POST', '/api/apps/crm/datasources/main/datatables/contacts/data/', contacts);
+  t.is(p.status, 201, p.text);
+  t.is(await count('contacts'), contacts.length);
+  t.deepEqual(p.body.data[0].tags, ['vip', 'churn-risk']);
+  t.deepEqual(p.body.data[0].preferences, { newsletter: true });
+  t.is(p.body.data[0].birthday, '1984-03-21');
+});
+
+test.serial('list: default page, every operator matches the same filter in JS', async (t) => {
+  const all = await onA('GET', C, undefined, 'pleb');
+  t.is(all.status, 200, all.text);
+  t.like(all.body, { total: companies.length, page: 1, page_size: 20 });
+  t.deepEqual(ids(all), idsWhere(companies, () => true).slice(0, 20));
+  const cases: [string, (r: Row) => boolean][] = [
+    ['industry=software', (r) => r.industry === 'software'],
+    ['industry__ne=software', (r) => r.industry !== 'software'],
+    ['employees__gt=2100', (r) => r.employees > 2100],
+    ['employees__gte=2100', (r) => r.employees >= 2100],
+    ['employees__lt=500', (r) => r.employees < 500],
+    ['employees__lte=500', (r) => r.employees <= 500],
+    ['country__in=US,FR', (r) => ['US', 'FR'].includes(r.country)],
+    ['country__nin=US,FR', (r) => !['US', 'FR'].includes(r.country)],
+    ['name__contains=o', (r) => r.name.includes('o')],
+    ['name__icontains=ACME', (r) => r.name.toLowerCase().includes('acme')],
+    ['name__startswith=B', (r) => r.name.startsWith('B')],
+    ['name__istartswith=b', (r) => r.name.toLowerCase().startsWith('b')],
+    ['name__endswith=s', (r) => r.name.endsWith('s')],
+    ['name__iendswith=S', (r) => r.name.toLowerCase().endsWith('s')],
+    ['revenue__isnull=true', (r) => r.revenue === null],
+    ['revenue__isnull=false', (r) => r.revenue !== null],
+    ['founded__between=1950,1990', (r) => r.founded >= 1950 && r.founded <= 1990],
+    ['is_public=true', (r) => r.is_public === true],
+    ['updated__gte=2026-02-01T00:00:00Z', (r) => r.updated !== null && r.updated >= '2026-02-01T00:00:00Z'],
+    ['industry=software&country=US', (r) => r.industry === 'software' && r.country === 'US'],
+  ];
+  for (const [q, pred] of cases) {
+    const res = await onA('GET', `${C}?${q}&page_size=1000`, undefined, 'pleb');
+    t.is(res.status, 200, `${q}: ${res.text}`);
+    t.deepEqual(ids(res), idsWhere(companies, pred), q);
+    t.is(res.body.total, idsWhere(companies, pred).length, q);
+  }
+  const ct = await onA('GET', `${P}?email__iendswith=.EXAMPLE&status=lead&page_size=1000`);
+  t.deepEqual(ids(ct), idsWhere(contacts, (r) => r.status === 'lead'));
+  const d = await onA('GET', `${P}?birthday__lt=1980-01-01&page_size=1000`);
+  t.deepEqual(ids(d), idsWhere(contacts, (r) => r.birthday !== null && r.birthday < '1980-01-01'));
+});
+
+test.serial('list: sort, pages, limit/offset and their edges', async (t) => {
+  const byEmp = [...companies].sort((x, y) => y.employees - x.employees || x.id - y.id).map((r) => r.id);
+  t.deepEqual(ids(await onA('GET', `${C}?_sort=-employees&page_size=1000`)), byEmp);
+  const byCountry = [...companies].sort((x, y) => (x.country < y.country ? -1 : x.country > y.country ? 1 : y.name < x.name ? -1 : y.name > x.name ? 1 : 0)).map((r) => r.id);
+  t.deepEqual(ids(await onA('GET', `${C}?_sort=country,-name&page_size=1000`)), byCountry);
+  const p2 = await onA('GET', `${C}?page=2&page_size=10`);
+  t.like(p2.body, { total: companies.length, page: 2, page_size: 10 });
+  t.deepEqual(ids(p2), companies.slice(10, 20).map((r) => r.id));
+  const beyond = await onA('GET', `${C}?page=99`);
+  t.is(beyond.status, 200);
+  t.deepEqual(beyond.body.data, []);
+  const lo = await onA('GET', `${C}?limit=5&offset=5`);
+  t.like(lo.body, { page: 2, page_size: 5 });
+  t.deepEqual(ids(lo), [6, 7, 8, 9, 10]);
+  t.is((await onA('GET', `${C}?page_size=5000`)).body.page_size, 1000);
+  for (const q of ['page=0', 'page=-1', 'page_size=0', 'page=abc', 'limit=0', 'offset=-3', '_sort=nope', '_sort=-', 'populate=company_id', 'search=x', 'format=csv']) {
+    t.is((await onA('GET', `${C}?${q}`)).status, 400, q);
+  }
+});
+
+test.serial('filters: unknown field, unknown operator or bad value → 400 naming it', async (t) => {
+  const unknown = await onA('GET', `${C}?nope=1`);
+  t.is(unknown.status, 400);
+  t.truthy(unknown.body.errors.nope);
+  const op = await onA('GET', `${C}?employees__like=1`);
+  t.is(op.status, 400);
+  t.regex(op.body.errors.employees__like[0], /Unknown operator "like"/);
+  const bad = await onA('GET', `${C}?employees__gt=many`);
+  t.is(bad.status, 400);
+  t.truthy(bad.body.errors.employees);
+  t.is((await onA('GET', `${C}?updated__gt=yesterday`)).status, 400);
+  t.is((await onA('GET', `${C}?employees__contains=1`)).status, 400);
+});
+
+test.serial('get, patch, delete one record', async (t) => {
+  const one = await onA('GET', `${C}3/`, undefined, 'pleb');
+  t.is(one.status, 200);
+  t.like(one.body.data, { id: 3, name: companies[2]!.name });
+  t.is((await onA('GET', `${C}999/`)).status, 404);
+  t.is((await onA('GET', `${C}abc/`)).status, 404);
+  const patched = await onA('PATCH', `${C}3/`, { employees: 42, updated: '2026-03-01T10:00:00+02:00' });
+  t.is(patched.status, 200, patched.text);
+  t.like(patched.body.data, { id: 3, employees: 42, name: companies[2]!.name, updated: '2026-03-01T08:00:00.000Z' });
+  const invalid = await onA('PATCH', `${C}3/`, { employees: -1, email: 'not-an-email', nope: 1 });
+  t.is(invalid.status, 400);
+  t.truthy(invalid.body.errors.nope);
+  const invalid2 = await onA('PATCH', `${C}3/`, { employees: -1, email: 'not-an-email' });
+  t.is(invalid2.status, 400);
+  t.truthy(invalid2.body.errors.employees);
+  t.truthy(invalid2.body.errors.email);
+  t.is((await onA('PATCH', `${C}3/`, { name: null })).status, 400, 'required');
+  t.is((await onA('PATCH', `${C}999/`, { employees: 1 })).status, 404);
+  t.is((await onA('GET', `${C}3/`)).body.data.employees, 42);
+  const del = await onA('DELETE', `${P}40/`);
+  t.is(del.status, 204);
+  t.is((await onA('DELETE', `${P}40/`)).status, 404);
+  t.is(await count('contacts'), contacts.length - 1);
+});
+
+test.serial('bulk create is all or nothing: one bad row → 400 keyed by row and field, nothing written', async (t) => {
+  const before = await count('companies');
+  const rows = [{ id: 101, name: 'Good One' }, { id: 102, name: 'Bad', email: 'nope', industry: 'piracy' }, { id: 103, name: 'Good Two' }];
+  const res = await onA('POST', C, rows);
+  t.is(res.status, 400, res.text);
+  t.truthy(res.body.errors['1.email']);
+  t.truthy(res.body.errors['1.industry']);
+  t.falsy(res.body.errors['0.name']);
+  t.is(await count('companies'), before);
+  // A database-level failure in the last row rolls back the first ones too.
+  const dup = await onA('POST', C, [{ id: 104, name: 'Fine' }, { id: 1, name: 'Duplicate key' }]);
+  t.is(dup.status, 409, dup.text);
+  t.truthy(dup.body.errors['1.id']);
+  t.is(await count('companies'), before);
+  t.is((await onA('POST', C, [])).status, 400);
+  t.is((await onA('POST', C, 'text')).status, 400);
+});
+
+test.serial('constraint violations: unique → 409 naming the field, foreign key → 400; never a raw database error', async (t) => {
+  const email = contacts[0]!.email;
+  const dup = await onA('POST', P, { id: 500, first_name: 'A', last_name: 'B', email });
+  t.is(dup.status, 409, dup.text);
+  t.like(dup.body, { code: 'DUPLICATE_ENTRY' });
+  t.truthy(dup.body.errors.email);
+  t.false(dup.text.includes('violates'));
+  const upper = await onA('POST', P, { id: 501, first_name: 'A', last_name: 'B', email: email.toUpperCase() });
+  t.is(upper.status, 409, 'the lower(email) unique index');
+  t.truthy(upper.body.errors.email);
+  const fk = await onA('POST', P, { id: 502, first_name: 'A', last_name: 'B', email: 'x@y.example', company_id: 9999 });
+  t.is(fk.status, 400, fk.text);
+  t.truthy(fk.body.errors.company_id);
+  const dom = await onA('PATCH', `${C}2/`, { domain: companies[0]!.domain });
+  t.is(dom.status, 409, dom.text);
+  t.truthy(dom.body.errors.domain);
+  const created = await onA('POST', P, { id: 503, first_name: 'A', last_name: 'B', email: 'new@y.example', company_id: 1 });
+  t.is(created.status, 201, created.text);
+  t.like(created.body.data, { id: 503, status: 'active', tags: null });
+});
+
+test.serial('delete many: by ids, by filter JSON; empty or missing filter refused', async (t) => {
+  const byIds = await onA('DELETE', `${P}?ids=501,503,9999`);
+  t.is(byIds.status, 200, byIds.text);
+  t.deepEqual(byIds.body, { deleted: 1, ids: [503] });
+  t.is((await onA('DELETE', `${P}?filter={}`)).status, 400);
+  t.is((await onA('DELETE', P)).status, 400);
+  t.is((await onA('DELETE', `${P}?filter=not-json`)).status, 400);
+  t.is((await onA('DELETE', `${P}?filter=${encodeURIComponent('{"nope__gte":1}')}`)).status, 400);
+  const expected = idsWhere(contacts, (r) => r.status === 'inactive' && r.id !== 40).length;
+  const byFilter = await onA('DELETE', `${P}?filter=${encodeURIComponent(JSON.stringify({ status: 'inactive', id__lte: 39 }))}`);
+  t.is(byFilter.status, 200, byFilter.text);
+  t.deepEqual(byFilter.body, { deleted: expected });
+  t.is((await onA('GET', `${P}?status=inactive`)).body.total, 0);
+});
+
+test.serial('injection attempts in field names, values, _sort, ids and filter JSON: refused or bound; tables intact', async (t) => {
+  const before = await count('companies');
+  const evil = encodeURIComponent(`x'; DROP TABLE "${a.schema}"."a${appId}_companies"; --`);
+  const attempts: [string, string, number][] = [
+    ['GET', `${C}?${encodeURIComponent('name"; DROP TABLE x; --')}=1`, 400],
+    ['GET', `${C}?name__${encodeURIComponent('eq; DROP')}=1`, 400],
+    ['GET', `${C}?name=${evil}`, 200],
+    ['GET', `${C}?name__icontains=${evil}`, 200],
+    ['GET', `${C}?name__in=${evil},b`, 200],
+    ['GET', `${C}?employees=${evil}`, 400],
+    ['GET', `${C}?_sort=${encodeURIComponent('name; DROP TABLE x')}`, 400],
+    ['GET', `${C}?_sort=${encodeURIComponent('(select 1)')}`, 400],
+    ['GET', `${C}?page_size=${encodeURIComponent('1; DROP TABLE x')}`, 400],
+    ['GET', `${C}${evil}/`, 404],
+    ['DELETE', `${C}?ids=${evil}`, 400],
+    ['DELETE', `${C}?filter=${encodeURIComponent(JSON.stringify({ 'name"; DROP TABLE x; --': 1 }))}`, 400],
+    ['DELETE', `${C}?filter=${encodeURIComponent(JSON.stringify({ name: "' OR 1=1 --" }))}`, 200],
+  ];
+  for (const [method, path, status] of attempts) t.is((await onA(method, path)).status, status, path);
+  t.is((await onA('GET', `${C}?name__contains=${encodeURIComponent('%')}`)).body.total, 0, 'LIKE wildcards are literal');
+  const col = await onA('POST', C, { id: 300, name: 'X', 'name) VALUES (1); DROP TABLE x; --': 1 });
+  t.is(col.status, 400);
+  t.is(await count('companies'), before);
+  t.truthy((await sql('SELECT to_regclass(?) AS r', [`"${a.schema}".apps`]))[0].r);
+});
+
+test.serial('permissions: site users read, only site admins write; another site cannot reach the records', async (t) => {
+  t.is((await onA('GET', C, undefined, 'pleb')).status, 200);
+  t.is((await onA('POST', C, { id: 400, name: 'N' }, 'pleb')).status, 403);
+  t.is((await onA('PATCH', `${C}1/`, { name: 'N' }, 'pleb')).status, 403);
+  t.is((await onA('DELETE', `${C}1/`, undefined, 'pleb')).status, 403);
+  t.is((await onA('DELETE', `${C}?ids=1`, undefined, 'pleb')).status, 403);
+  t.is((await s.api('GET', C, { host: a.domain })).status, 401);
+  t.not((await s.api('GET', C, { host: a.domain, token: tok.adminB })).status, 200, 'a B token on A');
+  t.is((await s.api('GET', C, { host: b.domain, token: tok.adminB })).status, 404, "B's app has no such table");
+  t.is((await onA('GET', '/api/apps/crm/datatables/nope/data/')).status, 404);
+});
