@@ -1,7 +1,7 @@
 // Data tables of a site's apps (scope 'tenant'), spec Part 2 §4. Every per-table route is
 // served both under /api/apps/{app_slug}/datasources/{ds}/datatables/{name}/ and without the
 // data source segment as /api/apps/{app_slug}/datatables/{name}/. docs/data-tables.md.
-import type { TSchema } from '@sinclair/typebox';
+import { Type, type TSchema } from '@sinclair/typebox';
 import {
   AppParams, DATATABLE_MESSAGES, DataTableCreate, DataTableListItem, DataTableListQuery, DataTableStats, DataTableUpdate, DataTableView,
   ImportReferenceBody, ImportReferenceBulk, SchemaView, SourceParams, SourceTableParams, TableParams, ValidateDataBody, ValidateDataResult,
@@ -14,11 +14,11 @@ import type { AppContext } from '../http/types.ts';
 const WHO_WRITE = 'Site administrators (superusers and staff of the site) only.';
 const WHO_READ = 'Any user of the site.';
 
-const scopeOf = (params: Record<string, string>): TableScope => ({ app_slug: params.app_slug!, ...(params.ds ? { ds: params.ds } : {}) });
+export const scopeOf = (params: Record<string, string>): TableScope => ({ app_slug: params.app_slug!, ...(params.ds ? { ds: params.ds } : {}) });
 
-interface TableRoute {
+export interface TableRoute {
   method: Method;
-  /** After `…/datatables/{name}/`: '' or 'schema/' … */
+  /** After `…/datatables/{name}/`: '' or 'schema/', 'data/:pk/' … */
   suffix: string;
   operationId: string;
   summary: string;
@@ -26,15 +26,18 @@ interface TableRoute {
   body?: TSchema;
   responses: Record<number, TSchema | null>;
   handler: (ctx: AppContext, input: RouteInput) => Promise<void>;
+  /** Path parameters after the table's own (records: `pk`). */
+  extraParams?: Record<string, TSchema>;
 }
 
 /** One per-table operation, with and without the data source segment. */
-function perTable(r: TableRoute): RouteDef[] {
-  const base = { auth: 'user' as const, scope: 'tenant' as const, tags: ['datatables'] };
-  const { suffix, operationId, ...rest } = r;
+export function perTable(r: TableRoute, tag = 'datatables'): RouteDef[] {
+  const base = { auth: 'user' as const, scope: 'tenant' as const, tags: [tag] };
+  const { suffix, operationId, extraParams, ...rest } = r;
+  const params = (p: typeof TableParams | typeof SourceTableParams) => (extraParams ? Type.Object({ ...p.properties, ...extraParams }) : p);
   return [
-    defineRoute({ ...base, ...rest, path: `/api/apps/:app_slug/datasources/:ds/datatables/:name/${suffix}`, operationId, params: SourceTableParams }),
-    defineRoute({ ...base, ...rest, path: `/api/apps/:app_slug/datatables/:name/${suffix}`, operationId: `${operationId}_by_app`, params: TableParams }),
+    defineRoute({ ...base, ...rest, path: `/api/apps/:app_slug/datasources/:ds/datatables/:name/${suffix}`, operationId, params: params(SourceTableParams) }),
+    defineRoute({ ...base, ...rest, path: `/api/apps/:app_slug/datatables/:name/${suffix}`, operationId: `${operationId}_by_app`, params: params(TableParams) }),
   ];
 }
 

@@ -1,12 +1,10 @@
 // Records of flat_table data tables (scope 'tenant'), spec Part 2 §4 "Data records": served
 // under /api/apps/{app_slug}/datatables/{name}/data/ and with the data source segment
 // /api/apps/{app_slug}/datasources/{ds}/datatables/{name}/data/. docs/data-tables.md.
-import { Type, type TSchema } from '@sinclair/typebox';
-import { SourceTableParams, TableParams } from '../../shared/data/datatable.schemas.ts';
-import type { TableScope } from '../../shared/data/datatable.service.ts';
+import { Type } from '@sinclair/typebox';
 import { recordsService as records } from '../../shared/data/records.service.ts';
-import { defineRoute, type Method, type RouteDef, type RouteInput } from '../http/registry.ts';
-import type { AppContext } from '../http/types.ts';
+import type { RouteDef } from '../http/registry.ts';
+import { perTable, scopeOf } from './datatables.routes.ts';
 
 const WHO_WRITE = 'Site administrators (superusers and staff of the site) only.';
 const WHO_READ = 'Any user of the site.';
@@ -16,38 +14,13 @@ const Record_ = Type.Record(Type.String(), Type.Unknown());
 const RecordData = Type.Object({ data: Record_ });
 const RecordPage = Type.Object({ data: Type.Array(Record_), total: Type.Integer(), page: Type.Integer(), page_size: Type.Integer() });
 const Deleted = Type.Object({ deleted: Type.Integer(), ids: Type.Optional(Type.Array(Type.Unknown())) });
-const withPk = (params: typeof TableParams | typeof SourceTableParams) => Type.Object({ ...params.properties, pk: Type.String({ minLength: 1, maxLength: 200 }) });
-
-const scopeOf = (params: Record<string, string>): TableScope => ({ app_slug: params.app_slug!, ...(params.ds ? { ds: params.ds } : {}) });
-
-interface RecordRoute {
-  method: Method;
-  /** '' (the collection) or ':pk/' (one record). */
-  suffix: '' | ':pk/';
-  operationId: string;
-  summary: string;
-  description: string;
-  body?: TSchema;
-  responses: Record<number, TSchema | null>;
-  handler: (ctx: AppContext, input: RouteInput) => Promise<void>;
-}
-
-/** One records operation, with and without the data source segment. */
-function perTable(r: RecordRoute): RouteDef[] {
-  const base = { auth: 'user' as const, scope: 'tenant' as const, tags: ['records'] };
-  const { suffix, operationId, ...rest } = r;
-  const one = suffix !== '';
-  return [
-    defineRoute({ ...base, ...rest, path: `/api/apps/:app_slug/datasources/:ds/datatables/:name/data/${suffix}`, operationId, params: one ? withPk(SourceTableParams) : SourceTableParams }),
-    defineRoute({ ...base, ...rest, path: `/api/apps/:app_slug/datatables/:name/data/${suffix}`, operationId: `${operationId}_by_app`, params: one ? withPk(TableParams) : TableParams }),
-  ];
-}
+const PK = { pk: Type.String({ minLength: 1, maxLength: 200 }) };
 
 export function recordRoutes(): RouteDef[] {
   return [
     ...perTable({
       method: 'get',
-      suffix: '',
+      suffix: 'data/',
       operationId: 'records_list',
       summary: 'List records',
       description: `${FILTERS} Pages: page/page_size (default 20, at most 1000) or limit/offset. \`_sort\`: comma list of fields, \`-\` for descending. Answers {data, total, page, page_size}. ${WHO_READ}`,
@@ -55,10 +28,10 @@ export function recordRoutes(): RouteDef[] {
       async handler(ctx, { params, query }) {
         ctx.body = await records.list(ctx.state.service(), scopeOf(params), params.name!, query);
       },
-    }),
+    }, 'records'),
     ...perTable({
       method: 'post',
-      suffix: '',
+      suffix: 'data/',
       operationId: 'records_create',
       summary: 'Create one record, or many (all or nothing)',
       description: `An object → 201 {data}; an array (at most 1000) → 201 {data: [...]}, in one transaction. Validation errors are keyed by field (\`{row}.{field}\` for arrays); unique/foreign-key violations name the field (409/400). ${WHO_WRITE}`,
@@ -68,10 +41,10 @@ export function recordRoutes(): RouteDef[] {
         ctx.status = 201;
         ctx.body = { data: await records.create(ctx.state.service(), scopeOf(params), params.name!, body) };
       },
-    }),
+    }, 'records'),
     ...perTable({
       method: 'delete',
-      suffix: '',
+      suffix: 'data/',
       operationId: 'records_destroy_many',
       summary: 'Delete records by ids or by filter',
       description: `\`ids=a,b\` → {deleted, ids}; \`filter=<JSON object of field conditions>\` (same operators as the list, e.g. {"age__gte":30}) → {deleted}; an empty filter is refused. ${WHO_WRITE}`,
@@ -79,10 +52,11 @@ export function recordRoutes(): RouteDef[] {
       async handler(ctx, { params, query }) {
         ctx.body = await records.removeMany(ctx.state.service(), scopeOf(params), params.name!, query);
       },
-    }),
+    }, 'records'),
     ...perTable({
       method: 'get',
-      suffix: ':pk/',
+      suffix: 'data/:pk/',
+      extraParams: PK,
       operationId: 'records_retrieve',
       summary: 'Get a record by primary key',
       description: `Tables with a single-field primary key. ${WHO_READ}`,
@@ -90,10 +64,11 @@ export function recordRoutes(): RouteDef[] {
       async handler(ctx, { params }) {
         ctx.body = { data: await records.get(ctx.state.service(), scopeOf(params), params.name!, params.pk!) };
       },
-    }),
+    }, 'records'),
     ...perTable({
       method: 'patch',
-      suffix: ':pk/',
+      suffix: 'data/:pk/',
+      extraParams: PK,
       operationId: 'records_partial_update',
       summary: 'Update some fields of a record',
       description: `The resulting record is validated against the table schema. ${WHO_WRITE}`,
@@ -102,10 +77,11 @@ export function recordRoutes(): RouteDef[] {
       async handler(ctx, { params, body }) {
         ctx.body = { data: await records.patch(ctx.state.service(), scopeOf(params), params.name!, params.pk!, body) };
       },
-    }),
+    }, 'records'),
     ...perTable({
       method: 'delete',
-      suffix: ':pk/',
+      suffix: 'data/:pk/',
+      extraParams: PK,
       operationId: 'records_destroy',
       summary: 'Delete a record',
       description: WHO_WRITE,
@@ -114,6 +90,6 @@ export function recordRoutes(): RouteDef[] {
         await records.remove(ctx.state.service(), scopeOf(params), params.name!, params.pk!);
         ctx.status = 204;
       },
-    }),
+    }, 'records'),
   ];
 }

@@ -5,31 +5,18 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
-import { hashPassword } from '../../shared/auth/passwords.ts';
 import { createTestSite, type TestSite } from '../../shared/testing/sites.ts';
 import { startTestServer, type TestServer } from './helpers.ts';
+import { siteUsers } from './site-users.ts';
 
 let s: TestServer;
 let a: TestSite;
 let b: TestSite;
 let dataDir: string;
-const PASSWORD = 'Site-pass-word-1';
+const { seedSiteUser, siteToken } = siteUsers(() => s);
 const tok: Record<string, string> = {};
 
 const sql = (text: string, params: unknown[] = []) => s.handle.db.orm.em.fork().getConnection().execute(text, params);
-
-async function seedSiteUser(site: TestSite, username: string, admin: boolean): Promise<string> {
-  const [row] = await sql(`INSERT INTO "${site.schema}".users (uuid, username, password, is_staff) VALUES (gen_random_uuid(), ?, ?, ?) RETURNING uuid`, [
-    username, await hashPassword(PASSWORD), admin,
-  ]);
-  return row.uuid;
-}
-
-async function siteToken(site: TestSite, username: string): Promise<string> {
-  const res = await s.api('POST', '/api/auth/jwt/token/', { host: site.domain, body: { username, password: PASSWORD } });
-  if (res.status !== 200) throw new Error(res.text);
-  return res.body.access;
-}
 
 const onA = (method: string, p: string, body?: unknown, who = 'adminA') => s.api(method, p, { host: a.domain, token: tok[who], body });
 

@@ -1,31 +1,18 @@
 // Data sources of an app: create (slug given or generated, unique per app), list, get by slug
 // or id, update, delete refused while tables exist, stats, who may, isolation, inert injection.
 import test from 'ava';
-import { hashPassword } from '../../shared/auth/passwords.ts';
 import { createTestSite, type TestSite } from '../../shared/testing/sites.ts';
 import { startTestServer, type TestServer } from './helpers.ts';
+import { siteUsers } from './site-users.ts';
 
 let s: TestServer;
 let a: TestSite;
 let b: TestSite;
-const PASSWORD = 'Site-pass-word-1';
+const { seedSiteUser, siteToken } = siteUsers(() => s);
 const tok: Record<string, string> = {};
 let adminUuid: string;
 
 const sql = (text: string, params: unknown[] = []) => s.handle.db.orm.em.fork().getConnection().execute(text, params);
-
-async function seedSiteUser(site: TestSite, username: string, admin: boolean): Promise<string> {
-  const [row] = await sql(`INSERT INTO "${site.schema}".users (uuid, username, password, is_staff) VALUES (gen_random_uuid(), ?, ?, ?) RETURNING uuid`, [
-    username, await hashPassword(PASSWORD), admin,
-  ]);
-  return row.uuid;
-}
-
-async function siteToken(site: TestSite, username: string): Promise<string> {
-  const res = await s.api('POST', '/api/auth/jwt/token/', { host: site.domain, body: { username, password: PASSWORD } });
-  if (res.status !== 200) throw new Error(res.text);
-  return res.body.access;
-}
 
 const onA = (method: string, p: string, body?: unknown, who = 'adminA') => s.api(method, p, { host: a.domain, token: tok[who], body });
 

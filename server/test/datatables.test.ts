@@ -4,29 +4,21 @@
 // referenced), permissions, isolation between sites, import-reference rules.
 import { readFileSync } from 'node:fs';
 import test from 'ava';
-import { hashPassword } from '../../shared/auth/passwords.ts';
 import { FIELD_TYPES } from '../../shared/data/table-schema.ts';
 import { createTestSite, type TestSite } from '../../shared/testing/sites.ts';
 import { startTestServer, type TestServer } from './helpers.ts';
+import { siteUsers } from './site-users.ts';
 
 let s: TestServer;
 let a: TestSite;
 let b: TestSite;
-const PASSWORD = 'Site-pass-word-1';
+const { seedSiteUser, siteToken } = siteUsers(() => s);
 const tok: Record<string, string> = {};
 const appIds: Record<string, number> = {};
 const fixture = (name: string) => JSON.parse(readFileSync(new URL(`../../fixtures/schemas/${name}`, import.meta.url), 'utf8'));
 
 const sql = (text: string, params: unknown[] = []) => s.handle.db.orm.em.fork().getConnection().execute(text, params);
 
-async function seedSiteUser(site: TestSite, username: string, admin: boolean): Promise<void> {
-  await sql(`INSERT INTO "${site.schema}".users (uuid, username, password, is_staff) VALUES (gen_random_uuid(), ?, ?, ?)`, [username, await hashPassword(PASSWORD), admin]);
-}
-async function siteToken(site: TestSite, username: string): Promise<string> {
-  const res = await s.api('POST', '/api/auth/jwt/token/', { host: site.domain, body: { username, password: PASSWORD } });
-  if (res.status !== 200) throw new Error(res.text);
-  return res.body.access;
-}
 /** An app with data sources, straight in SQL (the apps API is another feature). */
 async function seedApp(site: TestSite, slug: string, sources: [string, string][]): Promise<number> {
   const [app] = await sql(`INSERT INTO "${site.schema}".apps (name, slug) VALUES (?, ?) RETURNING id`, [`App ${slug}`, slug]);

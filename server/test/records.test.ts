@@ -4,16 +4,16 @@
 // attempts in every parameter, permissions and isolation between sites.
 import { readFileSync } from 'node:fs';
 import test from 'ava';
-import { hashPassword } from '../../shared/auth/passwords.ts';
 import { csvRecords } from '../../shared/data/fixtures-csv.ts';
 import type { TableSchema } from '../../shared/data/table-schema.ts';
 import { createTestSite, type TestSite } from '../../shared/testing/sites.ts';
 import { startTestServer, type TestServer } from './helpers.ts';
+import { siteUsers } from './site-users.ts';
 
 let s: TestServer;
 let a: TestSite;
 let b: TestSite;
-const PASSWORD = 'Site-pass-word-1';
+const { seedSiteUser, siteToken } = siteUsers(() => s);
 const tok: Record<string, string> = {};
 let appId = 0;
 type Row = Record<string, any>;
@@ -22,14 +22,6 @@ const companies: Row[] = csvRecords(new URL('../../fixtures/csv/companies.csv', 
 const contacts: Row[] = csvRecords(new URL('../../fixtures/csv/contacts.csv', import.meta.url), fixture('contacts.json'));
 
 const sql = (text: string, params: unknown[] = []) => s.handle.db.orm.em.fork().getConnection().execute(text, params);
-async function seedSiteUser(site: TestSite, username: string, admin: boolean): Promise<void> {
-  await sql(`INSERT INTO "${site.schema}".users (uuid, username, password, is_staff) VALUES (gen_random_uuid(), ?, ?, ?)`, [username, await hashPassword(PASSWORD), admin]);
-}
-async function siteToken(site: TestSite, username: string): Promise<string> {
-  const res = await s.api('POST', '/api/auth/jwt/token/', { host: site.domain, body: { username, password: PASSWORD } });
-  if (res.status !== 200) throw new Error(res.text);
-  return res.body.access;
-}
 async function seedApp(site: TestSite, slug: string): Promise<number> {
   const [app] = await sql(`INSERT INTO "${site.schema}".apps (name, slug) VALUES (?, ?) RETURNING id`, [`App ${slug}`, slug]);
   await sql(`INSERT INTO "${site.schema}".app_settings (app_id, display_name) VALUES (?, ?)`, [app.id, `App ${slug}`]);
