@@ -5,7 +5,7 @@
 //    the service in process, and BENCH_HTTP_SITES through POST /api/cloud/organizations/{org}/sites/.
 //    Target: p95 < 500 ms.
 // 2. Host resolution at steady state: resolveHost on a warm HostResolver, BENCH_RESOLVE_CALLS
-//    calls (target < 0.1 ms each); then the same public probe route (bench/tenancy-server.ts)
+//    calls (target < 0.1 ms each); then the same public probe route (bench/server.ts with BENCH_PROBE=1)
 //    through the server on the platform host, on a site host and under /sites/{schema}/, with
 //    autocannon in alternating rounds: the difference is what host routing costs a request.
 // 3. `platform migrate` over BENCH_SCHEMAS site schemas at version 0 (made in bulk: site rows
@@ -221,8 +221,9 @@ async function main() {
     PLATFORM_DATA_DIR: path.join(os.tmpdir(), 'platform-bench-data'),
     RATE_LIMIT_ENABLED: 'false',
     LOG_LEVEL: 'warn',
+    BENCH_PROBE: '1',
   };
-  server = await startChild('platform', 'tenancy-server.ts', { env });
+  server = await startChild('platform', 'server.ts', { env });
   orm = await createOrm(db.url, { poolMax: 4 });
   const orgUuid = await makeOrganization(orm);
   log(`site creation: ${SITES} in process, ${HTTP_SITES} over HTTP…`);

@@ -5,15 +5,14 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
-import { createTestSite, type TestSite } from '../../shared/testing/sites.ts';
+import type { TestSite } from '../../shared/testing/sites.ts';
 import { startTestServer, type TestServer } from './helpers.ts';
-import { siteUsers } from './site-users.ts';
+import { twoSitesWithUsers } from './site-users.ts';
 
 let s: TestServer;
 let a: TestSite;
 let b: TestSite;
 let dataDir: string;
-const { seedSiteUser, siteToken } = siteUsers(() => s);
 const tok: Record<string, string> = {};
 
 const sql = (text: string, params: unknown[] = []) => s.handle.db.orm.em.fork().getConnection().execute(text, params);
@@ -38,15 +37,7 @@ let adminUuid: string;
 test.before(async () => {
   dataDir = await mkdtemp(path.join(os.tmpdir(), 'apps-test-'));
   s = await startTestServer({ PLATFORM_DATA_DIR: dataDir });
-  const em = s.handle.db.orm.em.fork();
-  a = await createTestSite(em);
-  b = await createTestSite(em);
-  adminUuid = await seedSiteUser(a, 'boss', true);
-  await seedSiteUser(a, 'pleb', false);
-  await seedSiteUser(b, 'boss', true);
-  tok.adminA = await siteToken(a, 'boss');
-  tok.pleb = await siteToken(a, 'pleb');
-  tok.adminB = await siteToken(b, 'boss');
+  ({ a, b, adminUuid } = await twoSitesWithUsers(s, tok));
   tok.platform = (await s.login()).access;
 });
 test.after.always(async () => {

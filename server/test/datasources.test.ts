@@ -1,14 +1,13 @@
 // Data sources of an app: create (slug given or generated, unique per app), list, get by slug
 // or id, update, delete refused while tables exist, stats, who may, isolation, inert injection.
 import test from 'ava';
-import { createTestSite, type TestSite } from '../../shared/testing/sites.ts';
+import type { TestSite } from '../../shared/testing/sites.ts';
 import { startTestServer, type TestServer } from './helpers.ts';
-import { siteUsers } from './site-users.ts';
+import { twoSitesWithUsers } from './site-users.ts';
 
 let s: TestServer;
 let a: TestSite;
 let b: TestSite;
-const { seedSiteUser, siteToken } = siteUsers(() => s);
 const tok: Record<string, string> = {};
 let adminUuid: string;
 
@@ -18,15 +17,7 @@ const onA = (method: string, p: string, body?: unknown, who = 'adminA') => s.api
 
 test.before(async () => {
   s = await startTestServer();
-  const em = s.handle.db.orm.em.fork();
-  a = await createTestSite(em);
-  b = await createTestSite(em);
-  adminUuid = await seedSiteUser(a, 'boss', true);
-  await seedSiteUser(a, 'pleb', false);
-  await seedSiteUser(b, 'boss', true);
-  tok.adminA = await siteToken(a, 'boss');
-  tok.pleb = await siteToken(a, 'pleb');
-  tok.adminB = await siteToken(b, 'boss');
+  ({ a, b, adminUuid } = await twoSitesWithUsers(s, tok));
   tok.platform = (await s.login()).access;
   for (const name of ['Shop', 'Blog']) if ((await onA('POST', '/api/apps/', { name })).status !== 201) throw new Error('app');
 });

@@ -5,14 +5,13 @@
 import { readFileSync } from 'node:fs';
 import test from 'ava';
 import { FIELD_TYPES } from '../../shared/data/table-schema.ts';
-import { createTestSite, type TestSite } from '../../shared/testing/sites.ts';
+import type { TestSite } from '../../shared/testing/sites.ts';
 import { startTestServer, type TestServer } from './helpers.ts';
-import { siteUsers } from './site-users.ts';
+import { twoSitesWithUsers } from './site-users.ts';
 
 let s: TestServer;
 let a: TestSite;
 let b: TestSite;
-const { seedSiteUser, siteToken } = siteUsers(() => s);
 const tok: Record<string, string> = {};
 const appIds: Record<string, number> = {};
 const fixture = (name: string) => JSON.parse(readFileSync(new URL(`../../fixtures/schemas/${name}`, import.meta.url), 'utf8'));
@@ -36,18 +35,10 @@ const CRM = '/api/apps/crm/datasources/main/datatables/';
 
 test.before(async () => {
   s = await startTestServer();
-  const em = s.handle.db.orm.em.fork();
-  a = await createTestSite(em);
-  b = await createTestSite(em);
-  await seedSiteUser(a, 'boss', true);
-  await seedSiteUser(a, 'pleb', false);
-  await seedSiteUser(b, 'boss', true);
+  ({ a, b } = await twoSitesWithUsers(s, tok));
   appIds.crm = await seedApp(a, 'crm', [['main', 'flat_table'], ['events', 'jsonb'], ['docs', 'docstore']]);
   appIds.reports = await seedApp(a, 'reports', [['refs', 'flat_table']]);
   await seedApp(b, 'crm', [['main', 'flat_table']]);
-  tok.adminA = await siteToken(a, 'boss');
-  tok.pleb = await siteToken(a, 'pleb');
-  tok.adminB = await siteToken(b, 'boss');
 });
 test.after.always(async () => {
   await s?.close();

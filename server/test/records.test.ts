@@ -6,14 +6,13 @@ import { readFileSync } from 'node:fs';
 import test from 'ava';
 import { csvRecords } from '../../shared/data/fixtures-csv.ts';
 import type { TableSchema } from '../../shared/data/table-schema.ts';
-import { createTestSite, type TestSite } from '../../shared/testing/sites.ts';
+import type { TestSite } from '../../shared/testing/sites.ts';
 import { startTestServer, type TestServer } from './helpers.ts';
-import { siteUsers } from './site-users.ts';
+import { twoSitesWithUsers } from './site-users.ts';
 
 let s: TestServer;
 let a: TestSite;
 let b: TestSite;
-const { seedSiteUser, siteToken } = siteUsers(() => s);
 const tok: Record<string, string> = {};
 let appId = 0;
 type Row = Record<string, any>;
@@ -37,17 +36,9 @@ const idsWhere = (rows: Row[], pred: (r: Row) => boolean) => rows.filter(pred).m
 
 test.before(async () => {
   s = await startTestServer();
-  const em = s.handle.db.orm.em.fork();
-  a = await createTestSite(em);
-  b = await createTestSite(em);
-  await seedSiteUser(a, 'boss', true);
-  await seedSiteUser(a, 'pleb', false);
-  await seedSiteUser(b, 'boss', true);
+  ({ a, b } = await twoSitesWithUsers(s, tok));
   appId = await seedApp(a, 'crm');
   await seedApp(b, 'crm');
-  tok.adminA = await siteToken(a, 'boss');
-  tok.pleb = await siteToken(a, 'pleb');
-  tok.adminB = await siteToken(b, 'boss');
   for (const name of ['companies', 'contacts']) {
     const res = await onA('POST', '/api/apps/crm/datasources/main/datatables/', { name, json_schema: fixture(`${name}.json`) });
     if (res.status !== 201) throw new Error(res.text);
