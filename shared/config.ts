@@ -48,6 +48,8 @@ export interface Config {
   secretsKeyVersion: number;
   corsOrigins: string[];
   bodyLimitBytes: number;
+  /** Request bodies of the records routes (bulk writes of up to 10,000 records). */
+  dataBodyLimitBytes: number;
   shutdownTimeoutMs: number;
   trustProxy: boolean;
   /** Public base URL used in absolute links (pagination); derived from host and port when unset. */
@@ -163,6 +165,7 @@ export function loadConfig(env: Env = process.env): Config {
     secretsKeyVersion: int(env, 'SECRETS_KEY_VERSION', 1, 1, 1_000_000),
     corsOrigins: list(env, 'CORS_ORIGINS', []),
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),
+    dataBodyLimitBytes: int(env, 'DATA_BODY_LIMIT_BYTES', 32 * 1024 * 1024, 1024),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0),
     trustProxy: bool(env, 'TRUST_PROXY', false),
     publicUrl: url(env, 'PLATFORM_PUBLIC_URL', ['http:', 'https:']),

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type Koa from 'koa';
 import type { Next } from 'koa';
 import cors from '@koa/cors';
 import helmet from 'koa-helmet';
@@ -80,15 +81,22 @@ export function security(config: Config) {
   return [headers, corsMiddleware] as const;
 }
 
-export function bodyParser(config: Config) {
-  return koaBody({
-    json: true,
-    jsonStrict: true,
-    urlencoded: true,
-    text: false,
-    multipart: false,
-    jsonLimit: config.bodyLimitBytes,
-    formLimit: config.bodyLimitBytes,
-    parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'] as never,
-  });
+/** The records routes' collection paths, whose bulk bodies get DATA_BODY_LIMIT_BYTES. */
+const RECORDS_PATH = /\/datatables\/[^/]+\/data\/(upsert\/)?$/;
+
+export function bodyParser(config: Config): Koa.Middleware {
+  const parser = (limit: number) =>
+    koaBody({
+      json: true,
+      jsonStrict: true,
+      urlencoded: true,
+      text: false,
+      multipart: false,
+      jsonLimit: limit,
+      formLimit: limit,
+      parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'] as never,
+    });
+  const normal = parser(config.bodyLimitBytes);
+  const data = parser(config.dataBodyLimitBytes);
+  return (ctx, next) => (RECORDS_PATH.test(ctx.path) ? data : normal)(ctx, next);
 }

@@ -114,21 +114,21 @@ export function appRoutes(config: Config): RouteDef[] {
     defineRoute({
       ...base,
       method: 'get',
-      path: '/api/apps/:slug/',
+      path: '/api/apps/:app_slug/',
       operationId: 'apps_retrieve',
       summary: 'Get an app with its tables, data sources and settings',
       description: `An inactive app answers 404 (restore it first). ${READ}`,
       params: AppRef,
       responses: { 200: AppDetailBody },
       async handler(ctx, { params }) {
-        ctx.body = { status: 'success', message: APP_MESSAGES.retrieved, data: await apps.getApp(ctx.state.service(), params.slug, siteApiBase(ctx, config.publicUrl)) };
+        ctx.body = { status: 'success', message: APP_MESSAGES.retrieved, data: await apps.getApp(ctx.state.service(), params.app_slug, siteApiBase(ctx, config.publicUrl)) };
       },
     }),
     ...(['put', 'patch'] as const).map((method) =>
       defineRoute({
         ...base,
         method,
-        path: '/api/apps/:slug/',
+        path: '/api/apps/:app_slug/',
         operationId: `apps_${method === 'put' ? 'update' : 'partial_update'}`,
         summary: 'Update the name or description of an app',
         description: `Only \`name\` and \`description\` (settings: /settings/; the slug stays). ${WRITE}`,
@@ -136,69 +136,69 @@ export function appRoutes(config: Config): RouteDef[] {
         body: AppUpdate,
         responses: { 200: AppDetailBody },
         async handler(ctx, { params, body }) {
-          ctx.body = { status: 'success', message: APP_MESSAGES.updated, data: await apps.updateApp(ctx.state.service(), params.slug, body, siteApiBase(ctx, config.publicUrl)) };
+          ctx.body = { status: 'success', message: APP_MESSAGES.updated, data: await apps.updateApp(ctx.state.service(), params.app_slug, body, siteApiBase(ctx, config.publicUrl)) };
         },
       }),
     ),
     defineRoute({
       ...base,
       method: 'delete',
-      path: '/api/apps/:slug/',
+      path: '/api/apps/:app_slug/',
       operationId: 'apps_destroy',
       summary: 'Soft-delete an app',
       description: `The app, its data sources and its data tables become inactive (one transaction); POST restore/ undoes it. ${WRITE}`,
       params: AppRef,
       responses: { 200: MessageBody },
       async handler(ctx, { params }) {
-        await apps.deleteApp(ctx.state.service(), params.slug);
-        sendMessage(ctx, APP_MESSAGES.deleted(params.slug));
+        await apps.deleteApp(ctx.state.service(), params.app_slug);
+        sendMessage(ctx, APP_MESSAGES.deleted(params.app_slug));
       },
     }),
     defineRoute({
       ...base,
       method: 'post',
-      path: '/api/apps/:slug/restore/',
+      path: '/api/apps/:app_slug/restore/',
       operationId: 'apps_restore',
       summary: 'Restore a soft-deleted app',
       description: `Reactivates the app, its data sources and its data tables. ${WRITE}`,
       params: AppRef,
       responses: { 200: Type.Object({ message: Type.String() }) },
       async handler(ctx, { params }) {
-        await apps.restoreApp(ctx.state.service(), params.slug);
-        ctx.body = { message: APP_MESSAGES.restored(params.slug) };
+        await apps.restoreApp(ctx.state.service(), params.app_slug);
+        ctx.body = { message: APP_MESSAGES.restored(params.app_slug) };
       },
     }),
     defineRoute({
       ...base,
       method: 'get',
-      path: '/api/apps/:slug/stats/',
+      path: '/api/apps/:app_slug/stats/',
       operationId: 'apps_stats',
       summary: 'Counts of the data sources and tables of an app',
       description: READ,
       params: AppRef,
       responses: { 200: AppStats },
       async handler(ctx, { params }) {
-        ctx.body = await apps.appStats(ctx.state.service(), params.slug);
+        ctx.body = await apps.appStats(ctx.state.service(), params.app_slug);
       },
     }),
     defineRoute({
       ...base,
       method: 'get',
-      path: '/api/apps/:slug/settings/',
+      path: '/api/apps/:app_slug/settings/',
       operationId: 'apps_settings_retrieve',
       summary: 'Get the settings of an app',
       description: READ,
       params: AppRef,
       responses: { 200: SettingsResponse },
       async handler(ctx, { params }) {
-        settingsOk(ctx, APP_MESSAGES.settingsRetrieved, await settings.get(ctx.state.service(), params.slug, siteApiBase(ctx, config.publicUrl)));
+        settingsOk(ctx, APP_MESSAGES.settingsRetrieved, await settings.get(ctx.state.service(), params.app_slug, siteApiBase(ctx, config.publicUrl)));
       },
     }),
     ...(['put', 'post'] as const).map((method) =>
       defineRoute({
         ...base,
         method,
-        path: '/api/apps/:slug/settings/',
+        path: '/api/apps/:app_slug/settings/',
         operationId: method === 'put' ? 'apps_settings_update' : 'apps_settings_create',
         summary: method === 'put' ? 'Replace the settings of an app' : 'Same as PUT (settings are created with the app)',
         description: `\`display_name\` is required; fields left out keep their values. JSON only (the icon: PATCH multipart). ${WRITE}`,
@@ -206,14 +206,14 @@ export function appRoutes(config: Config): RouteDef[] {
         body: SettingsPut,
         responses: { 200: SettingsResponse },
         async handler(ctx, { params, body }) {
-          settingsOk(ctx, APP_MESSAGES.settingsUpdated, await settings.update(ctx.state.service(), params.slug, body, { put: true, baseUrl: siteApiBase(ctx, config.publicUrl) }));
+          settingsOk(ctx, APP_MESSAGES.settingsUpdated, await settings.update(ctx.state.service(), params.app_slug, body, { put: true, baseUrl: siteApiBase(ctx, config.publicUrl) }));
         },
       }),
     ),
     defineRoute({
       ...base,
       method: 'patch',
-      path: '/api/apps/:slug/settings/',
+      path: '/api/apps/:app_slug/settings/',
       operationId: 'apps_settings_partial_update',
       summary: 'Change some settings of an app, or upload its icon',
       description:
@@ -230,13 +230,13 @@ export function appRoutes(config: Config): RouteDef[] {
         } else if (ctx.request.length && !ctx.is('application/json')) {
           throw new DomainError('UNSUPPORTED_MEDIA_TYPE', `Unsupported media type "${ctx.get('Content-Type')}": send application/json or multipart/form-data.`);
         }
-        settingsOk(ctx, APP_MESSAGES.settingsUpdated, await settings.update(service, params.slug, raw, { icon, baseUrl: siteApiBase(ctx, config.publicUrl) }));
+        settingsOk(ctx, APP_MESSAGES.settingsUpdated, await settings.update(service, params.app_slug, raw, { icon, baseUrl: siteApiBase(ctx, config.publicUrl) }));
       },
     }),
     defineRoute({
       ...base,
       method: 'delete',
-      path: '/api/apps/:slug/settings/',
+      path: '/api/apps/:app_slug/settings/',
       operationId: 'apps_settings_destroy',
       summary: 'Not allowed: settings live as long as their app',
       params: AppRef,
@@ -250,14 +250,14 @@ export function appRoutes(config: Config): RouteDef[] {
       scope: 'tenant',
       tags: ['apps'],
       method: 'get',
-      path: '/api/apps/:slug/settings/icon/',
+      path: '/api/apps/:app_slug/settings/icon/',
       operationId: 'apps_settings_icon',
       summary: 'The icon of an app (image bytes)',
       description: 'Public within the site (for <img>). Served with its content type, nosniff, and for SVG a CSP that forbids scripts.',
       params: AppRef,
       responses: { 200: null },
       async handler(ctx, { params }) {
-        const icon = await settings.icon(ctx.state.em, ctx.state.tenant!, params.slug);
+        const icon = await settings.icon(ctx.state.em, ctx.state.tenant!, params.app_slug);
         ctx.set('X-Content-Type-Options', 'nosniff');
         ctx.set('Cache-Control', 'private, max-age=300');
         if (icon.ext === 'svg') ctx.set('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; sandbox");

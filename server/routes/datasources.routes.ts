@@ -17,21 +17,21 @@ export function dataSourceRoutes(): RouteDef[] {
     defineRoute({
       ...base,
       method: 'get',
-      path: '/api/apps/:slug/datasources/',
+      path: '/api/apps/:app_slug/datasources/',
       operationId: 'datasources_list',
       summary: 'List the active data sources of an app',
       description: READ,
       params: AppRef,
       responses: { 200: Type.Object({ status: Type.Literal('success'), message: Type.String(), data: Type.Array(DataSourceView), total: Type.Integer() }) },
       async handler(ctx, { params }) {
-        const { data, total } = await ds.listDataSources(ctx.state.service(), params.slug);
+        const { data, total } = await ds.listDataSources(ctx.state.service(), params.app_slug);
         ctx.body = { status: 'success', message: APP_MESSAGES.dataSourcesListed, data, total };
       },
     }),
     defineRoute({
       ...base,
       method: 'post',
-      path: '/api/apps/:slug/datasources/',
+      path: '/api/apps/:app_slug/datasources/',
       operationId: 'datasources_create',
       summary: 'Create a data source',
       description: `Without \`slug\`, one is made from the name (-2 … on collision); a given slug must be free in the app (400 otherwise). ${WRITE}`,
@@ -39,27 +39,27 @@ export function dataSourceRoutes(): RouteDef[] {
       body: DataSourceCreate,
       responses: { 201: created(DataSourceView) },
       async handler(ctx, { params, body }) {
-        sendCreated(ctx, APP_MESSAGES.dataSourceCreated, await ds.createDataSource(ctx.state.service(), params.slug, body));
+        sendCreated(ctx, APP_MESSAGES.dataSourceCreated, await ds.createDataSource(ctx.state.service(), params.app_slug, body));
       },
     }),
     defineRoute({
       ...base,
       method: 'get',
-      path: '/api/apps/:slug/datasources/:ds/',
+      path: '/api/apps/:app_slug/datasources/:ds/',
       operationId: 'datasources_retrieve',
       summary: 'Get a data source (by slug or id)',
       description: READ,
       params: DataSourceRef,
       responses: { 200: DataSourceView },
       async handler(ctx, { params }) {
-        ctx.body = await ds.getDataSource(ctx.state.service(), params.slug, params.ds);
+        ctx.body = await ds.getDataSource(ctx.state.service(), params.app_slug, params.ds);
       },
     }),
     ...(['put', 'patch'] as const).map((method) =>
       defineRoute({
         ...base,
         method,
-        path: '/api/apps/:slug/datasources/:ds/',
+        path: '/api/apps/:app_slug/datasources/:ds/',
         operationId: method === 'put' ? 'datasources_update' : 'datasources_partial_update',
         summary: 'Update a data source',
         description: `Fields left out keep their values; provider_type cannot change. ${WRITE}`,
@@ -67,35 +67,35 @@ export function dataSourceRoutes(): RouteDef[] {
         body: DataSourceUpdate,
         responses: { 200: DataSourceView },
         async handler(ctx, { params, body }) {
-          ctx.body = await ds.updateDataSource(ctx.state.service(), params.slug, params.ds, body);
+          ctx.body = await ds.updateDataSource(ctx.state.service(), params.app_slug, params.ds, body);
         },
       }),
     ),
     defineRoute({
       ...base,
       method: 'delete',
-      path: '/api/apps/:slug/datasources/:ds/',
+      path: '/api/apps/:app_slug/datasources/:ds/',
       operationId: 'datasources_destroy',
       summary: 'Delete a data source without tables',
       description: `Refused (400) while it has tables, active or not. Permanent. ${WRITE}`,
       params: DataSourceRef,
       responses: { 200: MessageBody },
       async handler(ctx, { params }) {
-        await ds.deleteDataSource(ctx.state.service(), params.slug, params.ds);
+        await ds.deleteDataSource(ctx.state.service(), params.app_slug, params.ds);
         sendMessage(ctx, APP_MESSAGES.dataSourceDeleted(params.ds));
       },
     }),
     defineRoute({
       ...base,
       method: 'get',
-      path: '/api/apps/:slug/datasources/:ds/stats/',
+      path: '/api/apps/:app_slug/datasources/:ds/stats/',
       operationId: 'datasources_stats',
       summary: 'Table counts of a data source',
       description: READ,
       params: DataSourceRef,
       responses: { 200: DataSourceStats },
       async handler(ctx, { params }) {
-        ctx.body = await ds.dataSourceStats(ctx.state.service(), params.slug, params.ds);
+        ctx.body = await ds.dataSourceStats(ctx.state.service(), params.app_slug, params.ds);
       },
     }),
   ];

@@ -2,13 +2,14 @@
 // under /api/apps/{app_slug}/datatables/{name}/data/ and with the data source segment
 // /api/apps/{app_slug}/datasources/{ds}/datatables/{name}/data/. docs/data-tables.md.
 import { Type } from '@sinclair/typebox';
-import { recordsService as records } from '../../shared/data/records.service.ts';
+import { MAX_BULK_CREATE, MAX_BULK_PATCH, recordsService as records } from '../../shared/data/records.service.ts';
 import type { RouteDef } from '../http/registry.ts';
 import { perTable, scopeOf } from './datatables.routes.ts';
 
 const WHO_WRITE = 'Site administrators (superusers and staff of the site) only.';
 const WHO_READ = 'Any user of the site.';
-const FILTERS = 'Conditions `field=value` or `field__op=value` with op one of eq, ne, gt, gte, lt, lte, in, nin (comma lists), contains, icontains, startswith, istartswith, endswith, iendswith, isnull (true/false), between (low,high); all must hold.';
+const FILTERS = 'Conditions `field=value` or `field__op=value` with op one of eq, ne, gt, gte, lt, lte, in, nin (comma lists), contains, icontains, startswith, istartswith, endswith, iendswith, isnull (true/false), between (low,high); all must hold. `field` may be `fk_field.related_field` (through a foreign key), `relation.field` (a reverse foreign key or a many-to-many relation, named by the other table), or a dotted document path on docstore tables.';
+const READ = '`populate`: comma list of relations or `*` (a foreign key becomes the referenced record; reverse and many-to-many relations are arrays of records).';
 
 const Record_ = Type.Record(Type.String(), Type.Unknown());
 const RecordData = Type.Object({ data: Record_ });
@@ -23,7 +24,7 @@ export function recordRoutes(): RouteDef[] {
       suffix: 'data/',
       operationId: 'records_list',
       summary: 'List records',
-      description: `${FILTERS} Pages: page/page_size (default 20, at most 1000) or limit/offset. \`_sort\`: comma list of fields, \`-\` for descending. Answers {data, total, page, page_size}. ${WHO_READ}`,
+      description: `${FILTERS} Pages: page/page_size (default 20, at most 1000) or limit/offset. \`_sort\`: comma list of fields (also \`fk_field.related_field\`), \`-\` for descending. \`search\`: keywords matched as word prefixes over the text fields (full-text index). ${READ} \`_aggregate\`: comma list of count, count_distinct(f), sum(f), avg(f), min(f), max(f), with optional \`_group_by=a,b\` → one row per group. \`format=csv\` streams every matching record as CSV. Answers {data, total, page, page_size}. ${WHO_READ}`,
       responses: { 200: RecordPage },
       async handler(ctx, { params, query }) {
         ctx.body = await records.list(ctx.state.service(), scopeOf(params), params.name!, query);
@@ -34,7 +35,7 @@ export function recordRoutes(): RouteDef[] {
       suffix: 'data/',
       operationId: 'records_create',
       summary: 'Create one record, or many (all or nothing)',
-      description: `An object → 201 {data}; an array (at most 1000) → 201 {data: [...]}, in one transaction. Validation errors are keyed by field (\`{row}.{field}\` for arrays); unique/foreign-key violations name the field (409/400). ${WHO_WRITE}`,
+      description: `An object → 201 {data}; an array (at most ${MAX_BULK_CREATE}) → 201 {data: [...]}, in one statement. Validation errors are keyed by field (\`{row}.{field}\` for arrays); unique/foreign-key violations name the field (409/400). ${WHO_WRITE}`,
       body: Type.Unknown(),
       responses: { 201: Type.Object({ data: Type.Union([Record_, Type.Array(Record_)]) }) },
       async handler(ctx, { params, body }) {
@@ -43,11 +44,37 @@ export function recordRoutes(): RouteDef[] {
       },
     }, 'records'),
     ...perTable({
+      method: 'post',
+      suffix: 'data/upsert/',
+      operationId: 'records_upsert',
+      summary: 'Update the record with these unique values, else create it',
+      description: `Query \`unique_fields=a,b\` names the fields whose values identify the record; the body is the whole record. 200 {data, created: false} when it existed (fields replaced), 201 {data, created: true} when inserted. ${WHO_WRITE}`,
+      body: Type.Unknown(),
+      responses: { 200: Type.Object({ data: Record_, created: Type.Boolean() }), 201: Type.Object({ data: Record_, created: Type.Boolean() }) },
+      async handler(ctx, { params, body, query }) {
+        const out = await records.upsert(ctx.state.service(), scopeOf(params), params.name!, body, query);
+        ctx.status = out.created ? 201 : 200;
+        ctx.body = out;
+      },
+    }, 'records'),
+    ...perTable({
+      method: 'patch',
+      suffix: 'data/',
+      operationId: 'records_partial_update_many',
+      summary: 'Update many records (all or nothing)',
+      description: `An array (at most ${MAX_BULK_PATCH}) of partial records, each carrying its primary key; each resulting record is validated; errors are keyed \`{index}.{field}\` and nothing is changed when one fails. ${WHO_WRITE}`,
+      body: Type.Unknown(),
+      responses: { 200: Type.Object({ data: Type.Array(Record_) }) },
+      async handler(ctx, { params, body }) {
+        ctx.body = { data: await records.patchMany(ctx.state.service(), scopeOf(params), params.name!, body) };
+      },
+    }, 'records'),
+    ...perTable({
       method: 'delete',
       suffix: 'data/',
       operationId: 'records_destroy_many',
       summary: 'Delete records by ids or by filter',
-      description: `\`ids=a,b\` → {deleted, ids}; \`filter=<JSON object of field conditions>\` (same operators as the list, e.g. {"age__gte":30}) → {deleted}; an empty filter is refused. ${WHO_WRITE}`,
+      description: `\`ids=a,b\` (composite keys: a JSON array of key arrays) → {deleted, ids}; \`filter=<JSON object of field conditions>\` (same operators as the list, e.g. {"age__gte":30}) → {deleted}; an empty filter is refused. ${WHO_WRITE}`,
       responses: { 200: Deleted },
       async handler(ctx, { params, query }) {
         ctx.body = await records.removeMany(ctx.state.service(), scopeOf(params), params.name!, query);
@@ -59,10 +86,10 @@ export function recordRoutes(): RouteDef[] {
       extraParams: PK,
       operationId: 'records_retrieve',
       summary: 'Get a record by primary key',
-      description: `Tables with a single-field primary key. ${WHO_READ}`,
+      description: `The key's value; for a composite key the values in primaryKey order, comma-separated (\`1001,2\`) or as a JSON array. ${READ} ${WHO_READ}`,
       responses: { 200: RecordData },
-      async handler(ctx, { params }) {
-        ctx.body = { data: await records.get(ctx.state.service(), scopeOf(params), params.name!, params.pk!) };
+      async handler(ctx, { params, query }) {
+        ctx.body = { data: await records.get(ctx.state.service(), scopeOf(params), params.name!, params.pk!, query) };
       },
     }, 'records'),
     ...perTable({

@@ -265,7 +265,7 @@ test('injection attempts in names and slugs are inert', async (t) => {
 
 test('OpenAPI documents the app, settings and data source routes without dangling references', async (t) => {
   const doc = (await s.api('GET', '/api/schema/')).body;
-  for (const p of ['/api/apps/', '/api/apps/{slug}/', '/api/apps/{slug}/settings/', '/api/apps/{slug}/settings/icon/', '/api/apps/{slug}/datasources/{ds}/stats/']) t.truthy(doc.paths[p], p);
+  for (const p of ['/api/apps/', '/api/apps/{app_slug}/', '/api/apps/{app_slug}/settings/', '/api/apps/{app_slug}/settings/icon/', '/api/apps/{app_slug}/datasources/{ds}/stats/']) t.truthy(doc.paths[p], p);
   const refs = [...JSON.stringify(doc).matchAll(/"\$ref":"#\/components\/schemas\/([^"]+)"/g)].map((m) => m[1]);
   for (const ref of new Set(refs)) t.truthy(doc.components.schemas[ref], ref);
 });

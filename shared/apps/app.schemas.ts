@@ -4,7 +4,7 @@ import { StringEnum } from '../common/validation.ts';
 import { SettingsDetail, SettingsLight, SettingsPatch } from './app-settings.schemas.ts';
 
 export const AppSlugParam = Type.String({ minLength: 1, maxLength: 100, description: 'The app slug' });
-export const AppRef = Type.Object({ slug: AppSlugParam });
+export const AppRef = Type.Object({ app_slug: AppSlugParam });
 
 const Time = Type.String({ format: 'date-time' });
 const Uuid = Type.Union([Type.String({ format: 'uuid' }), Type.Null()], { description: 'UUID of the site user (site users have UUIDs, not integer ids)' });

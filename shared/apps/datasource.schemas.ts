@@ -7,7 +7,7 @@ const Slug = Type.String({ minLength: 1, maxLength: 100, pattern: '^[a-z0-9]+(?:
 const Time = Type.String({ format: 'date-time' });
 const Uuid = Type.Union([Type.String({ format: 'uuid' }), Type.Null()]);
 
-export const DataSourceRef = Type.Object({ slug: Type.String({ minLength: 1, maxLength: 100 }), ds: Type.String({ minLength: 1, maxLength: 100, description: 'Slug or id' }) });
+export const DataSourceRef = Type.Object({ app_slug: Type.String({ minLength: 1, maxLength: 100 }), ds: Type.String({ minLength: 1, maxLength: 100, description: 'Slug or id' }) });
 export const DataSourceView = Type.Object(
   {
     id: Type.Integer(),

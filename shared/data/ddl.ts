@@ -82,6 +82,18 @@ function flatColumns(s: TableSchema): string[] {
   return cols;
 }
 
+/**
+ * The full-text vector of the records API's `search` (the expression of the table's GIN index,
+ * so the planner uses it): the text fields of a flat table, every string of a JSON record.
+ * Undefined when a flat table has no text field.
+ */
+export function searchVector(provider: ProviderType, s: TableSchema, column: (name: string) => string): string | undefined {
+  if (provider !== 'flat_table') return `to_tsvector('simple'::regconfig, ${column(provider === 'jsonb' ? 'data' : 'doc')})`;
+  const text = s.fields.filter((f) => columnType(f) === 'text');
+  if (!text.length) return undefined;
+  return `to_tsvector('simple'::regconfig, ${text.map((f) => `coalesce(${column(f.name)}, '')`).join(` || ' ' || `)})`;
+}
+
 export interface DdlOptions {
   schema: string;
   table: string;
@@ -99,6 +111,7 @@ export function createTableDdl(s: TableSchema, o: DdlOptions): string[] {
     return [
       `CREATE TABLE ${t} (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), doc jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now(), updated_at timestamptz NOT NULL DEFAULT now())`,
       `CREATE INDEX ${idx('doc_gin')} ON ${t} USING gin (doc jsonb_path_ops)`,
+      `CREATE INDEX ${idx('_search')} ON ${t} USING gin (${searchVector('docstore', s, quoteIdent)})`,
     ];
   }
   if (o.provider === 'jsonb') {
@@ -106,9 +119,14 @@ export function createTableDdl(s: TableSchema, o: DdlOptions): string[] {
     const keyField = pk?.length === 1 ? s.fields.find((f) => f.name === pk[0]) : undefined;
     const idType = keyField ? columnType(keyField) : 'uuid';
     const idDefault = idType === 'uuid' ? ' DEFAULT gen_random_uuid()' : '';
+    // Keys and unique fields the database cannot see inside `data`: unique expression indexes.
+    const unique = s.fields.filter((f) => f.constraints?.unique && !(pk?.length === 1 && pk[0] === f.name)).map((f) => [f.name]);
+    if (pk && pk.length > 1) unique.push(pk);
     return [
       `CREATE TABLE ${t} (id ${idType} PRIMARY KEY${idDefault}, data jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now(), updated_at timestamptz NOT NULL DEFAULT now())`,
       `CREATE INDEX ${idx('data_gin')} ON ${t} USING gin (data)`,
+      `CREATE INDEX ${idx('_search')} ON ${t} USING gin (${searchVector('jsonb', s, quoteIdent)})`,
+      ...unique.map((fields) => `CREATE UNIQUE INDEX ${idx(`_u_${fields.join('_')}`)} ON ${t} (${fields.map((f) => `(data ->> ${quoteLiteral(f)})`).join(', ')})`),
     ];
   }
   const cols = flatColumns(s);
@@ -121,6 +139,8 @@ export function createTableDdl(s: TableSchema, o: DdlOptions): string[] {
     );
   });
   const out = [`CREATE TABLE ${t} (\n  ${cols.join(',\n  ')}\n)`];
+  const search = searchVector('flat_table', s, quoteIdent);
+  if (search) out.push(`CREATE INDEX ${idx('_search')} ON ${t} USING gin (${search})`);
   const all = new Set(fieldNamesOf(s));
   for (const ix of s.indexes ?? []) {
     const target = ix.expression !== undefined ? `(${compileFragment(ix.expression, all)})` : ix.fields!.map(quoteIdent).join(', ');

@@ -1,20 +1,20 @@
-// Records of materialized flat_table tables (spec Part 2 §4 "Data records"): list with field
-// conditions, sort and pages; get, create (one, or many all-or-nothing), patch, delete by key,
-// by ids or by filter. Plain SQL with bound parameters; identifiers only from the stored
-// schema, quoted. Rows come back as plain objects (to_jsonb), timestamps as ISO strings.
-// Site admins write; every site user reads. docs/data-tables.md "Records API".
+// Records of materialized data tables of every provider (spec Part 2 §4 "Data records"): list
+// with conditions (own fields, foreign keys, reverse foreign keys, many-to-many, document
+// paths), keyword search, sort, pages, populate and aggregates; get; create one or many (all
+// or nothing, set-based); upsert; patch one or many; delete by key, by ids or by filter.
+// Plain SQL with bound parameters; identifiers only from the stored schema, quoted. Site
+// admins write; every site user reads. docs/data-tables.md "Records API".
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ServiceContext } from '../context.ts';
 import { DomainError, fieldError, validationError, type FieldErrors } from '../errors.ts';
 import { countOf, rows } from '../secrets/sql.ts';
-import { quotedSchema } from '../tenancy/schema.ts';
-import { requireSiteAdmin, siteSchema } from '../tenancy/tenant-auth.ts';
-import { findTable, type TableScope } from './datatable.service.ts';
-import { coerceValue, columnsOf, compileFilter, parseQueryFilters, type ColumnInfo, type Filter } from './query/filter.ts';
-import { recordValidator } from './record-validator.ts';
-import { primaryKeyOf, quoteIdent, type TableSchema } from './table-schema.ts';
+import type { TableScope } from './datatable.service.ts';
+import { parseQueryFilters } from './query/filter.ts';
+import { aggregate, compileOn, listQuery, pageOf, populate, selectRecords } from './records/read.ts';
+import { loadRelations, openTarget, resolver, type RecordRow, type Target } from './records/target.ts';
+import { batchOf, guarded, insertRecords, keyFilter, recordErrors, recordNotFound, updateRecord, violation } from './records/write.ts';
 
-export type RecordRow = Record<string, unknown>;
+export type { RecordRow } from './records/target.ts';
 export interface RecordPage {
   data: RecordRow[];
   total: number;
@@ -22,285 +22,188 @@ export interface RecordPage {
   page_size: number;
 }
 
-const DEFAULT_PAGE_SIZE = 20;
-const MAX_PAGE_SIZE = 1000;
-const MAX_BATCH = 1000;
-const NOT_YET = ['populate', '_aggregate', '_group_by', 'search', 'unique_fields'];
+/** Records per bulk create (one set-based statement per request). */
+export const MAX_BULK_CREATE = 10_000;
+/** Records per bulk patch (each one read, merged and validated). */
+export const MAX_BULK_PATCH = 1000;
+const FORMATS = new Set(['json', 'flat']);
 
-interface Target {
-  /** `"schema"."a1_table"`. */
-  table: string;
-  schema: TableSchema;
-  hash: string;
-  columns: Map<string, ColumnInfo>;
-  pk: string[];
+function checkFormat(query: Record<string, unknown>): void {
+  const f = query.format;
+  if (f === undefined || (typeof f === 'string' && FORMATS.has(f))) return;
+  if (f === 'tree' || f === 'graph') throw fieldError('format', `format=${f} applies to hierarchy tables, which this platform does not serve yet.`);
+  throw fieldError('format', 'Expected json, flat or csv.');
 }
 
-async function target(ctx: ServiceContext, scope: TableScope, name: string, write: boolean): Promise<Target> {
-  const schema = write ? requireSiteAdmin(ctx) : siteSchema(ctx);
-  const row = await findTable(ctx.em, schema, scope, name);
-  if (row.provider_type !== 'flat_table') {
-    throw new DomainError('BAD_REQUEST', `The records API serves flat_table tables only for now ("${name}" is ${row.provider_type}).`);
-  }
-  if (!row.is_materialized) throw new DomainError('BAD_REQUEST', `Data table "${name}" is not materialized.`);
-  return {
-    table: `${quotedSchema(schema)}.${quoteIdent(row.src_physical ?? row.physical_table_name)}`,
-    schema: row.json_schema,
-    hash: row.schema_hash.trim(),
-    columns: columnsOf(row.json_schema),
-    pk: primaryKeyOf(row.json_schema),
-  };
+async function one(em: EntityManager, t: Target, id: string | unknown[], lock = false): Promise<{ row: RecordRow; where: { sql: string; params: unknown[] } }> {
+  const cond = keyFilter(t, id);
+  if (!cond) throw recordNotFound();
+  const where = compileOn(t, cond);
+  const [row] = await selectRecords(em, t, `SELECT ${t.recordSql('t')} AS r FROM ${t.table} t WHERE ${where.sql}${lock ? ' FOR UPDATE' : ''}`, where.params);
+  if (!row) throw recordNotFound();
+  return { row, where };
 }
 
-/** A row as the API shows it: timestamps as ISO strings (to_jsonb gives `+00:00` offsets). */
-function plain(t: Target, r: RecordRow): RecordRow {
-  for (const [field, info] of t.columns) {
-    const v = r[field];
-    if (info.pgType === 'timestamptz' && typeof v === 'string') r[field] = new Date(v).toISOString();
-  }
-  return r;
-}
-
-const select = async (em: EntityManager, t: Target, sql: string, params: unknown[]): Promise<RecordRow[]> =>
-  (await rows<{ r: RecordRow }>(em, sql, params)).map((x) => plain(t, x.r));
-
-function positiveInt(name: string, raw: unknown, min: number): number | undefined {
-  if (raw === undefined || raw === '') return undefined;
-  const n = typeof raw === 'string' && /^\d{1,9}$/.test(raw) ? Number(raw) : NaN;
-  if (!Number.isInteger(n) || n < min) throw fieldError(name, `Expected an integer of at least ${min}.`);
-  return n;
-}
-
-function orderBy(t: Target, raw: unknown): string {
-  const keys: string[] = [];
-  const seen = new Set<string>();
-  if (raw !== undefined && raw !== '') {
-    if (typeof raw !== 'string') throw fieldError('_sort', 'Expected a comma-separated list of fields.');
-    for (const part of raw.split(',')) {
-      const desc = part.startsWith('-');
-      const field = desc ? part.slice(1) : part;
-      if (!t.columns.has(field)) throw fieldError('_sort', `Unknown field "${field}".`);
-      if (seen.has(field)) continue;
-      seen.add(field);
-      keys.push(`${quoteIdent(field)} ${desc ? 'DESC' : 'ASC'}`);
-    }
-  }
-  for (const k of t.pk) if (!seen.has(k)) keys.push(`${quoteIdent(k)} ASC`); // stable pages
-  return keys.join(', ');
-}
-
-/** The condition on the primary key of single-key tables; undefined when the value cannot be a key. */
-function keyCondition(t: Target, id: string): Filter | undefined {
-  if (t.pk.length !== 1) throw new DomainError('BAD_REQUEST', 'Records of tables with a composite primary key are not addressable by id yet.');
-  const field = t.pk[0]!;
-  try {
-    coerceValue(field, t.columns.get(field)!, id);
-  } catch {
+/** A patch applied to the record in `em`'s transaction: validated merged, errors keyed with `prefix`. */
+async function patchOne(em: EntityManager, t: Target, key: string | unknown[], patch: unknown, prefix: string, errors: FieldErrors): Promise<RecordRow | undefined> {
+  if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) {
+    errors[prefix ? prefix.slice(0, -1) : 'non_field_errors'] = ['Expected an object of field values.'];
     return undefined;
   }
-  return { op: 'eq', field, value: id };
-}
-
-const recordNotFound = () => new DomainError('NOT_FOUND', 'Record not found.', { detail: 'Not found.' });
-
-/** Every problem of a record: unknown fields and the validator's, keyed `{prefix}{field}`. */
-function recordErrors(t: Target, record: unknown, prefix: string, out: FieldErrors): RecordRow | undefined {
-  if (typeof record !== 'object' || record === null || Array.isArray(record)) {
-    out[prefix ? prefix.slice(0, -1) : 'non_field_errors'] = ['Expected an object of field values.'];
+  const found = await one(em, t, key, true).catch((err: unknown) => {
+    if (err instanceof DomainError && err.status === 404) return undefined;
+    throw err;
+  });
+  if (!found) {
+    if (!prefix) throw recordNotFound();
+    errors[`${prefix}${t.pk.join(',')}`] = ['Record not found.'];
     return undefined;
   }
-  const rec = record as RecordRow;
-  const before = Object.keys(out).length;
-  for (const key of Object.keys(rec)) if (!t.columns.has(key)) (out[`${prefix}${key}`] ??= []).push(`Unknown field "${key}".`);
-  const fn = recordValidator(t.schema, t.hash);
-  if (!fn(rec)) {
-    for (const e of fn.errors ?? []) {
-      if (e.keyword === 'anyOf' || (e.keyword === 'type' && (e.params as { type: string }).type === 'null')) continue;
-      const field = e.keyword === 'required' ? String((e.params as { missingProperty: string }).missingProperty) : (e.instancePath.split('/')[1] ?? 'non_field_errors');
-      const text = e.keyword === 'required' ? 'This field is required.' : (e.message ?? 'is invalid');
-      const list = (out[`${prefix}${field}`] ??= []);
-      if (!list.includes(text)) list.push(text);
-    }
-  }
-  return Object.keys(out).length === before ? rec : undefined;
+  const rec = patch as RecordRow;
+  const merged = { ...found.row, ...rec };
+  if (!recordErrors(t, merged, prefix, errors, rec)) return undefined;
+  if (!Object.keys(rec).length) return found.row;
+  return guarded(t, async () => (await updateRecord(em, t, found.where, rec, merged)) ?? found.row, prefix);
 }
-
-function assignments(t: Target, rec: RecordRow): { cols: string[]; values: string[]; params: unknown[] } {
-  const cols: string[] = [];
-  const values: string[] = [];
-  const params: unknown[] = [];
-  for (const [field, v] of Object.entries(rec)) {
-    const info = t.columns.get(field)!;
-    cols.push(quoteIdent(field));
-    values.push(`?::${info.pgType}`);
-    params.push(v === null || v === undefined ? null : info.pgType === 'jsonb' ? JSON.stringify(v) : v);
-  }
-  return { cols, values, params };
-}
-
-interface PgError { code?: string; constraint?: string; detail?: string; column?: string; table?: string; message?: string }
-
-function pgError(err: unknown): PgError | undefined {
-  let e = err as (PgError & { cause?: unknown }) | undefined;
-  let found: PgError | undefined;
-  for (let depth = 0; e && typeof e === 'object' && depth < 5; depth++) {
-    if (typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code)) found = { ...found, ...Object.fromEntries(Object.entries(e).filter(([, v]) => v !== undefined)) };
-    e = e.cause as typeof e;
-  }
-  return found;
-}
-
-/** Schema fields named in a constraint violation (its detail's key list, else its constraint name). */
-function fieldsOf(t: Target, pg: PgError): string[] {
-  const key = pg.detail?.match(/^Key \((.*?)\)=/)?.[1];
-  const names = [...t.columns.keys()];
-  if (key) {
-    const hits = names.filter((f) => new RegExp(`(^|[^a-z0-9_"])"?${f}"?($|[^a-z0-9_"])`).test(key));
-    if (hits.length) return hits;
-  }
-  if (pg.column && t.columns.has(pg.column)) return [pg.column];
-  const byName = names.filter((f) => pg.constraint?.includes(`_${f}_`) || pg.constraint?.endsWith(`_${f}`));
-  return byName.length ? [byName.sort((x, y) => y.length - x.length)[0]!] : [];
-}
-
-/** Constraint violations as field-keyed 400/409 errors; never the raw database message. */
-function violation(t: Target, err: unknown, prefix = ''): DomainError | undefined {
-  const pg = pgError(err);
-  if (!pg?.code) return undefined;
-  const fields = fieldsOf(t, pg);
-  const keyed = (text: string) => Object.fromEntries((fields.length ? fields : ['non_field_errors']).map((f) => [`${prefix}${f}`, [text]]));
-  switch (pg.code) {
-    case '23505':
-      return new DomainError('DUPLICATE_ENTRY', 'A record with this value already exists.', { errors: keyed('A record with this value already exists.') });
-    case '23503':
-      return /still referenced/.test(pg.detail ?? '')
-        ? new DomainError('CONFLICT', 'The record is still referenced by another table.', { errors: { [`${prefix}non_field_errors`]: ['The record is still referenced by another table.'] } })
-        : validationError(keyed('The referenced record does not exist.'));
-    case '23514':
-      return validationError(keyed('The value violates a constraint of the table.'));
-    case '23502':
-      return validationError(keyed('This field may not be null.'));
-    default:
-      if (pg.code.startsWith('22')) return validationError(keyed('Invalid value for the field type.'));
-      return undefined;
-  }
-}
-
-async function guarded<T>(t: Target, work: () => Promise<T>, prefix = ''): Promise<T> {
-  try {
-    return await work();
-  } catch (err) {
-    throw violation(t, err, prefix) ?? err;
-  }
-}
-
-const whereOf = (t: Target, tree: Filter) => compileFilter(tree, t.columns);
 
 export const recordsService = {
   async list(ctx: ServiceContext, scope: TableScope, name: string, query: Record<string, unknown>): Promise<RecordPage> {
-    const t = await target(ctx, scope, name, false);
-    for (const p of NOT_YET) if (query[p] !== undefined) throw fieldError(p, `"${p}" is not supported yet.`);
-    if (query.format !== undefined && query.format !== 'json') throw fieldError('format', 'Only format=json is supported yet.');
-    const where = whereOf(t, parseQueryFilters(query, t.schema));
-    const limit = positiveInt('limit', query.limit, 1);
-    let pageSize: number;
-    let offset: number;
-    let page: number;
-    if (limit !== undefined || query.offset !== undefined) {
-      pageSize = Math.min(limit ?? DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE);
-      offset = positiveInt('offset', query.offset, 0) ?? 0;
-      page = Math.floor(offset / pageSize) + 1;
-    } else {
-      pageSize = Math.min(positiveInt('page_size', query.page_size, 1) ?? DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE);
-      page = positiveInt('page', query.page, 1) ?? 1;
-      offset = (page - 1) * pageSize;
-    }
+    const t = await openTarget(ctx, scope, name, false);
+    checkFormat(query);
+    if (query._aggregate !== undefined) return guarded(t, () => aggregate(ctx.em, t, query));
+    if (query._group_by !== undefined) throw fieldError('_group_by', '_group_by needs _aggregate.');
+    const { where, orderBy } = await listQuery(ctx.em, t, query);
+    const p = pageOf(query);
     const total = await guarded(t, () => countOf(ctx.em, `SELECT count(*) AS n FROM ${t.table} t WHERE ${where.sql}`, where.params));
-    const data = await guarded(t, () => select(ctx.em, t, `SELECT to_jsonb(t) AS r FROM ${t.table} t WHERE ${where.sql} ORDER BY ${orderBy(t, query._sort)} LIMIT ? OFFSET ?`, [...where.params, pageSize, offset]));
-    return { data, total, page, page_size: pageSize };
+    const data = await guarded(t, () => selectRecords(ctx.em, t, `SELECT ${t.recordSql('t')} AS r FROM ${t.table} t WHERE ${where.sql} ORDER BY ${orderBy} LIMIT ? OFFSET ?`, [...where.params, p.limit, p.offset]));
+    if (query.populate !== undefined && data.length) await populate(ctx.em, t, data, query.populate);
+    return { data, total, page: p.page, page_size: p.pageSize };
   },
 
-  async get(ctx: ServiceContext, scope: TableScope, name: string, id: string): Promise<RecordRow> {
-    const t = await target(ctx, scope, name, false);
-    const cond = keyCondition(t, id);
-    if (!cond) throw recordNotFound();
-    const where = whereOf(t, cond);
-    const [row] = await select(ctx.em, t, `SELECT to_jsonb(t) AS r FROM ${t.table} t WHERE ${where.sql}`, where.params);
-    if (!row) throw recordNotFound();
+  async get(ctx: ServiceContext, scope: TableScope, name: string, id: string, query: Record<string, unknown> = {}): Promise<RecordRow> {
+    const t = await openTarget(ctx, scope, name, false);
+    checkFormat(query);
+    const { row } = await one(ctx.em, t, id);
+    if (query.populate !== undefined) await populate(ctx.em, t, [row], query.populate);
     return row;
   },
 
-  /** One record (an object) or many (an array, all or nothing). */
+  /** One record (an object) or many (an array, all or nothing, at most MAX_BULK_CREATE). */
   async create(ctx: ServiceContext, scope: TableScope, name: string, body: unknown): Promise<RecordRow | RecordRow[]> {
-    const t = await target(ctx, scope, name, true);
+    const t = await openTarget(ctx, scope, name, true);
     const many = Array.isArray(body);
-    const records = many ? (body as unknown[]) : [body];
-    if (many && !records.length) throw fieldError('non_field_errors', 'Send at least one record.');
-    if (records.length > MAX_BATCH) throw fieldError('non_field_errors', `At most ${MAX_BATCH} records per request.`);
+    const records = many ? batchOf(body, MAX_BULK_CREATE) : [body];
     const errors: FieldErrors = {};
     const valid = records.map((r, i) => recordErrors(t, r, many ? `${i}.` : '', errors));
     if (Object.keys(errors).length) throw validationError(errors, many ? 'Invalid records: nothing was stored.' : 'Invalid record.');
-    const created = await ctx.em.transactional(async (tx) => {
-      const out: RecordRow[] = [];
-      for (const [i, rec] of valid.entries()) {
-        const a = assignments(t, rec!);
-        const sql = a.cols.length
-          ? `INSERT INTO ${t.table} AS t (${a.cols.join(', ')}) VALUES (${a.values.join(', ')}) RETURNING to_jsonb(t) AS r`
-          : `INSERT INTO ${t.table} AS t DEFAULT VALUES RETURNING to_jsonb(t) AS r`;
-        out.push(...(await guarded(t, () => select(tx as EntityManager, t, sql, a.params), many ? `${i}.` : '')));
-      }
-      return out;
+    const ok = valid as RecordRow[];
+    try {
+      const created = await ctx.em.transactional((tx) => insertRecords(tx as EntityManager, t, ok));
+      return many ? created : created[0]!;
+    } catch (err) {
+      if (!violation(t, err)) throw err;
+      if (!many) throw violation(t, err);
+      // Which row? Replay one by one in a transaction that is rolled back: the first row that
+      // fails names itself (only on this error path; the fast path is one statement).
+      throw await findFailingRow(ctx.em, t, ok, err);
+    }
+  },
+
+  /** `upsert/?unique_fields=a,b`: updates the record with these values, else inserts it. */
+  async upsert(ctx: ServiceContext, scope: TableScope, name: string, body: unknown, query: Record<string, unknown>): Promise<{ data: RecordRow; created: boolean }> {
+    const t = await openTarget(ctx, scope, name, true);
+    if (typeof query.unique_fields !== 'string' || query.unique_fields === '') throw fieldError('unique_fields', 'Name the fields that identify the record: unique_fields=a,b.');
+    const fields = [...new Set(query.unique_fields.split(','))];
+    const columns = resolver(t);
+    for (const f of fields) if (!columns.get(f) || columns.get(f)!.wrap) throw fieldError('unique_fields', `Unknown field "${f}".`);
+    const errors: FieldErrors = {};
+    const rec = recordErrors(t, body, '', errors);
+    if (!rec) throw validationError(errors, 'Invalid record.');
+    for (const f of fields) if (rec[f] === undefined || rec[f] === null) errors[f] = ['A value is required: it identifies the record.'];
+    if (Object.keys(errors).length) throw validationError(errors, 'Invalid record.');
+    return ctx.em.transactional(async (tx) => {
+      const em = tx as EntityManager;
+      const where = compileOn(t, { op: 'and', args: fields.map((field) => ({ op: 'eq' as const, field, value: rec[field] })) });
+      // One writer per identifying value set: two racing upserts of one record cannot both insert.
+      await rows(em, 'SELECT pg_advisory_xact_lock(hashtext(?))', [`${t.table}:${JSON.stringify(fields.map((f) => rec[f]))}`]);
+      const [current] = await selectRecords(em, t, `SELECT ${t.recordSql('t')} AS r FROM ${t.table} t WHERE ${where.sql} LIMIT 2 FOR UPDATE`, where.params);
+      if (!current) return { data: (await guarded(t, () => insertRecords(em, t, [rec])))[0]!, created: true };
+      const data = await guarded(t, async () => (await updateRecord(em, t, where, rec, { ...current, ...rec })) ?? current);
+      return { data, created: false };
     });
-    return many ? created : created[0]!;
   },
 
   /** A partial update, validated as the whole record it produces. */
   async patch(ctx: ServiceContext, scope: TableScope, name: string, id: string, body: unknown): Promise<RecordRow> {
-    const t = await target(ctx, scope, name, true);
-    const cond = keyCondition(t, id);
-    if (!cond) throw recordNotFound();
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw fieldError('non_field_errors', 'Expected an object of field values.');
-    const patch = body as RecordRow;
+    const t = await openTarget(ctx, scope, name, true);
     return ctx.em.transactional(async (tx) => {
-      const em = tx as EntityManager;
-      const where = whereOf(t, cond);
-      const [current] = await select(em, t, `SELECT to_jsonb(t) AS r FROM ${t.table} t WHERE ${where.sql} FOR UPDATE`, where.params);
-      if (!current) throw recordNotFound();
       const errors: FieldErrors = {};
-      for (const key of Object.keys(patch)) if (!t.columns.has(key)) errors[key] = [`Unknown field "${key}".`];
-      if (Object.keys(errors).length) throw validationError(errors, 'Invalid record.');
-      // The merged record is validated; only the patched fields can be at fault (stored values
-      // such as intervals come back in PostgreSQL's text form, not the schema's).
-      recordErrors(t, { ...current, ...patch }, '', errors);
-      const own = Object.fromEntries(Object.entries(errors).filter(([f]) => Object.hasOwn(patch, f)));
-      if (Object.keys(own).length) throw validationError(own, 'Invalid record.');
-      if (!Object.keys(patch).length) return current;
-      const a = assignments(t, patch);
-      const set = a.cols.map((c, i) => `${c} = ${a.values[i]}`).join(', ');
-      const [row] = await guarded(t, () => select(em, t, `UPDATE ${t.table} AS t SET ${set} WHERE ${where.sql} RETURNING to_jsonb(t) AS r`, [...a.params, ...where.params]));
-      return row!;
+      const row = await patchOne(tx as EntityManager, t, id, body, '', errors);
+      if (!row) throw validationError(errors, 'Invalid record.');
+      return row;
+    });
+  },
+
+  /** PATCH on the collection: an array of partial records each carrying its key; all or nothing. */
+  async patchMany(ctx: ServiceContext, scope: TableScope, name: string, body: unknown): Promise<RecordRow[]> {
+    const t = await openTarget(ctx, scope, name, true);
+    const items = batchOf(body, MAX_BULK_PATCH);
+    return ctx.em.transactional(async (tx) => {
+      const errors: FieldErrors = {};
+      const out: RecordRow[] = [];
+      for (const [i, item] of items.entries()) {
+        const prefix = `${i}.`;
+        if (typeof item !== 'object' || item === null || Array.isArray(item)) {
+          errors[`${i}`] = ['Expected an object of field values.'];
+          continue;
+        }
+        const rec = item as RecordRow;
+        const missing = t.pk.filter((k) => rec[k] === undefined || rec[k] === null);
+        if (missing.length) {
+          for (const k of missing) errors[`${prefix}${k}`] = ['The key is required to find the record.'];
+          continue;
+        }
+        const row = await patchOne(tx as EntityManager, t, t.pk.map((k) => rec[k]), rec, prefix, errors);
+        if (row) out.push(row);
+      }
+      if (Object.keys(errors).length) throw validationError(errors, 'Invalid records: nothing was changed.');
+      return out;
     });
   },
 
   async remove(ctx: ServiceContext, scope: TableScope, name: string, id: string): Promise<void> {
-    const t = await target(ctx, scope, name, true);
-    const cond = keyCondition(t, id);
+    const t = await openTarget(ctx, scope, name, true);
+    const cond = keyFilter(t, id);
     if (!cond) throw recordNotFound();
-    const where = whereOf(t, cond);
+    const where = compileOn(t, cond);
     const gone = await guarded(t, () => rows(ctx.em, `DELETE FROM ${t.table} t WHERE ${where.sql} RETURNING 1`, where.params));
     if (!gone.length) throw recordNotFound();
   },
 
-  /** DELETE on the collection: `ids=a,b` → {deleted, ids}; `filter=<JSON conditions>` → {deleted}. */
+  /**
+   * DELETE on the collection: `ids=a,b` (composite keys: a JSON array of key arrays) →
+   * {deleted, ids}; `filter=<JSON conditions>` → {deleted}.
+   */
   async removeMany(ctx: ServiceContext, scope: TableScope, name: string, query: Record<string, unknown>): Promise<{ deleted: number; ids?: unknown[] }> {
-    const t = await target(ctx, scope, name, true);
+    const t = await openTarget(ctx, scope, name, true);
     if (typeof query.ids === 'string' && query.filter === undefined) {
-      if (t.pk.length !== 1) throw new DomainError('BAD_REQUEST', 'ids needs a table with a single-field primary key.');
-      const ids = query.ids.split(',').filter((x) => x !== '');
-      if (!ids.length) throw fieldError('ids', 'Give at least one id.');
-      const key = t.pk[0]!;
-      const where = whereOf(t, { op: 'in', field: key, values: ids });
-      const gone = await guarded(t, () => rows<{ k: unknown }>(ctx.em, `DELETE FROM ${t.table} t WHERE ${where.sql} RETURNING to_jsonb(t) -> ?::text AS k`, [...where.params, key]));
+      let keys: unknown[];
+      if (t.pk.length === 1) keys = query.ids.split(',').filter((x) => x !== '');
+      else {
+        try {
+          keys = JSON.parse(query.ids) as unknown[];
+        } catch {
+          keys = [];
+        }
+        if (!Array.isArray(keys) || !keys.every(Array.isArray)) throw fieldError('ids', `Composite keys: a JSON array of [${t.pk.join(', ')}] arrays.`);
+      }
+      if (!keys.length) throw fieldError('ids', 'Give at least one id.');
+      if (keys.length > MAX_BULK_PATCH) throw fieldError('ids', `At most ${MAX_BULK_PATCH} ids per request.`);
+      const conds = keys.map((k) => keyFilter(t, k as string | unknown[]));
+      if (conds.some((c) => !c)) throw fieldError('ids', 'Every id must be a valid key of the table.');
+      const where = compileOn(t, { op: 'or', args: conds as NonNullable<(typeof conds)[number]>[] });
+      const keySql = t.pk.length === 1 ? t.columns.get(t.pk[0]!)!.sql! : `jsonb_build_array(${t.pk.map((k) => t.columns.get(k)!.sql).join(', ')})`;
+      const gone = await guarded(t, () => rows<{ k: unknown }>(ctx.em, `DELETE FROM ${t.table} t WHERE ${where.sql} RETURNING to_jsonb(${keySql}) AS k`, where.params));
       return { deleted: gone.length, ids: gone.map((g) => g.k) };
     }
     if (typeof query.filter === 'string' && query.ids === undefined) {
@@ -312,10 +215,31 @@ export const recordsService = {
       }
       if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw fieldError('filter', 'Expected a JSON object of field conditions.');
       if (!Object.keys(parsed).length) throw fieldError('filter', 'An empty filter would delete every record: refused.');
-      const where = whereOf(t, parseQueryFilters(parsed as Record<string, unknown>, t.schema, false));
+      const conditions = parsed as Record<string, unknown>;
+      if (Object.keys(conditions).some((k) => k.includes('.'))) await loadRelations(ctx.em, t);
+      const where = compileOn(t, parseQueryFilters(conditions, resolver(t), false));
       const gone = await guarded(t, () => rows(ctx.em, `DELETE FROM ${t.table} t WHERE ${where.sql} RETURNING 1`, where.params));
       return { deleted: gone.length };
     }
     throw fieldError('non_field_errors', 'Give either ids=a,b or filter=<JSON conditions> (not both).');
   },
 };
+
+/** The row of a failed bulk insert that violates a constraint, found by replaying the rows one by one (rolled back). */
+async function findFailingRow(em: EntityManager, t: Target, records: RecordRow[], original: unknown): Promise<DomainError> {
+  const found: { error?: DomainError } = {};
+  await em
+    .transactional(async (tx) => {
+      for (const [i, rec] of records.entries()) {
+        try {
+          await insertRecords(tx as EntityManager, t, [rec]);
+        } catch (err) {
+          found.error = violation(t, err, `${i}.`);
+          break;
+        }
+      }
+      throw new Error('rollback');
+    })
+    .catch(() => undefined);
+  return found.error ?? violation(t, original)!;
+}

@@ -18,12 +18,21 @@ export type Filter =
   | { op: 'between'; field: string; low: unknown; high: unknown };
 
 export interface ColumnInfo {
-  /** The physical column name (quoted on use). */
+  /** The field's column name (quoted on use when `sql` is absent). */
   column: string;
   /** Its PostgreSQL type, as columnType() gives it. */
   pgType: string;
+  /** The SQL expression of the value when it is not the bare column (qualified, JSON paths). */
+  sql?: string;
+  /** Conditions on a related table's field: the compiled condition wrapped (an EXISTS). */
+  wrap?: (condition: string) => string;
+  /** A document path outside the schema (text): its numeric reading for ordered comparisons. */
+  numeric?: ColumnInfo;
 }
-export type Columns = ReadonlyMap<string, ColumnInfo>;
+/** Field name → column; a Map of the table's columns, or a resolver of paths as well. */
+export interface Columns {
+  get(field: string): ColumnInfo | undefined;
+}
 
 export interface SqlFragment {
   sql: string;
@@ -43,10 +52,11 @@ const TEXT_TYPES = new Set(['text']);
 const ORDERED_TYPES = new Set(['text', 'uuid', 'bigint', 'integer', 'double precision', 'date', 'time', 'timestamptz', 'interval']);
 
 /** The columns of a flat_table table: each schema field, plus the generated `id` when no key is declared. */
-export function columnsOf(schema: TableSchema): Map<string, ColumnInfo> {
+export function columnsOf(schema: TableSchema, alias?: string): Map<string, ColumnInfo> {
   const out = new Map<string, ColumnInfo>();
-  if (!declaredKey(schema)) out.set(GENERATED_KEY, { column: GENERATED_KEY, pgType: 'uuid' });
-  for (const f of schema.fields) out.set(f.name, { column: f.name, pgType: columnType(f) });
+  const col = (name: string, pgType: string): ColumnInfo => (alias ? { column: name, pgType, sql: `${alias}.${quoteIdent(name)}` } : { column: name, pgType });
+  if (!declaredKey(schema)) out.set(GENERATED_KEY, col(GENERATED_KEY, 'uuid'));
+  for (const f of schema.fields) out.set(f.name, col(f.name, columnType(f)));
   return out;
 }
 
@@ -132,9 +142,13 @@ export function compileFilter(tree: Filter, columns: Columns): SqlFragment {
     }
     const field = (node as { field?: unknown }).field;
     if (typeof field !== 'string') throw fieldError('filter', `Condition "${String(node.op)}" needs a field.`);
-    const info = columns.get(field);
-    if (!info) throw fieldError(field, `Unknown field "${field}".`);
-    const col = quoteIdent(info.column);
+    const found = columns.get(field);
+    if (!found) throw fieldError(field, `Unknown field "${field}".`);
+    const sql = leaf(node, field, pick(found, node));
+    return found.wrap ? found.wrap(sql) : sql;
+  };
+  const leaf = (node: Filter, field: string, info: ColumnInfo): string => {
+    const col = info.sql ?? quoteIdent(info.column);
     const value = (v: unknown) => {
       if (v === null || v === undefined) throw fieldError(field, `A value is required for "${node.op}" (use isnull for NULL).`);
       return bind(info, coerceValue(field, info, v));
@@ -182,6 +196,17 @@ export function compileFilter(tree: Filter, columns: Columns): SqlFragment {
   return { sql: walk(tree, 0), params };
 }
 
+const isNumeric = (v: unknown) => typeof v === 'number' || (typeof v === 'string' && v.trim() !== '' && Number.isFinite(Number(v)));
+
+/** A document path compares as a number when every value of an ordered comparison is one. */
+function pick(info: ColumnInfo, node: Filter): ColumnInfo {
+  if (!info.numeric) return info;
+  const n = node as { op: string; value?: unknown; low?: unknown; high?: unknown };
+  if (['lt', 'le', 'gt', 'ge'].includes(n.op) && isNumeric(n.value)) return info.numeric;
+  if (n.op === 'between' && isNumeric(n.low) && isNumeric(n.high)) return info.numeric;
+  return info;
+}
+
 /** Query-string operator suffixes → tree operators. */
 const SUFFIX_OPS: Record<string, string> = {
   eq: 'eq', ne: 'ne', gt: 'gt', gte: 'ge', lt: 'lt', lte: 'le', in: 'in', nin: 'nin',
@@ -197,12 +222,12 @@ const listOf = (field: string, v: unknown): unknown[] => {
 };
 
 /** One `field` or `field__op` condition. */
-function condition(key: string, raw: unknown, fields: ReadonlySet<string>): Filter {
+function condition(key: string, raw: unknown, fields: Columns): Filter {
   let field = key;
   let suffix = 'eq';
-  if (!fields.has(key)) {
+  if (!fields.get(key)) {
     const cut = key.lastIndexOf('__');
-    if (cut <= 0 || !fields.has(key.slice(0, cut))) throw fieldError(key, `Unknown field "${key}".`);
+    if (cut <= 0 || !fields.get(key.slice(0, cut))) throw fieldError(key, `Unknown field "${key}".`);
     field = key.slice(0, cut);
     suffix = key.slice(cut + 2);
     if (!Object.hasOwn(SUFFIX_OPS, suffix)) throw fieldError(key, `Unknown operator "${suffix}" (allowed: ${Object.keys(SUFFIX_OPS).join(', ')}).`);
@@ -231,8 +256,8 @@ function condition(key: string, raw: unknown, fields: ReadonlySet<string>): Filt
  * `field=value` and `field__op=value` conditions (a repeated parameter: each one) → an AND
  * tree. With `reserved` (the query string), the records API's own parameters are skipped.
  */
-export function parseQueryFilters(query: Record<string, unknown>, schema: TableSchema, reserved = true): Filter {
-  const fields = new Set(columnsOf(schema).keys());
+export function parseQueryFilters(query: Record<string, unknown>, columns: TableSchema | Columns, reserved = true): Filter {
+  const fields = 'fields' in columns ? columnsOf(columns) : columns;
   const args: Filter[] = [];
   for (const [key, raw] of Object.entries(query)) {
     if (reserved && RESERVED_PARAMS.has(key)) continue;

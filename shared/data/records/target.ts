@@ -1,0 +1,237 @@
+// What the records API works on (docs/data-tables.md "Records API"): a materialized table of
+// one of the three providers, seen as record fields over SQL expressions. flat_table fields
+// are columns; jsonb fields live in `data`, docstore documents in `doc` (dotted paths reach
+// into them). Every expression is built from the stored schema's validated names only.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { ServiceContext } from '../../context.ts';
+import { DomainError, fieldError } from '../../errors.ts';
+import { rows } from '../../secrets/sql.ts';
+import { quotedSchema } from '../../tenancy/schema.ts';
+import { requireSiteAdmin, siteSchema } from '../../tenancy/tenant-auth.ts';
+import { findTable, type TableRow, type TableScope } from '../datatable.service.ts';
+import { columnType, quoteLiteral, type ProviderType } from '../ddl.ts';
+import type { ColumnInfo, Columns } from '../query/filter.ts';
+import { GENERATED_KEY, declaredKey, foreignKeysOf, primaryKeyOf, quoteIdent, type TableSchema } from '../table-schema.ts';
+
+export type RecordRow = Record<string, unknown>;
+
+/** One materialized table as the records API sees it. */
+export interface TableView {
+  name: string;
+  provider: ProviderType;
+  /** `"schema"."physical"`. */
+  table: string;
+  schema: TableSchema;
+  hash: string;
+  pk: string[];
+  /** The fields (and the generated key) over alias `t`. */
+  columns: Map<string, ColumnInfo>;
+  /** The fields over another alias (related tables in sub-queries). */
+  columnsAs(alias: string): Map<string, ColumnInfo>;
+  /** The SQL expression of a whole record (jsonb) over an alias. */
+  recordSql(alias: string): string;
+}
+
+/** A table addressed by a request, with the site schema it lives in and the app's tables on demand. */
+export interface Target extends TableView {
+  site: string;
+  row: TableRow;
+  /** Relations to other tables of the app (loaded once per request when a path or populate needs them). */
+  relations?: Map<string, Relation>;
+}
+
+export interface Relation {
+  name: string;
+  kind: 'forward' | 'reverse' | 'many';
+  other: TableView;
+  /** forward: the local FK field and the other table's key; reverse: the other table's FK field to our key. */
+  local: string;
+  remote: string;
+  /** many-to-many: the junction table, its field toward us and its field toward `other`. */
+  junction?: { view: TableView; toUs: string; toOther: string };
+}
+
+const DOC_PATH_SEGMENT = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+const MAX_PATH = 8;
+
+/** Record fields of a provider over an alias. */
+function columnsFor(provider: ProviderType, schema: TableSchema, alias: string): Map<string, ColumnInfo> {
+  const out = new Map<string, ColumnInfo>();
+  const a = (name: string) => `${alias}.${quoteIdent(name)}`;
+  const key = declaredKey(schema);
+  if (provider === 'flat_table') {
+    if (!key) out.set(GENERATED_KEY, { column: GENERATED_KEY, pgType: 'uuid', sql: a(GENERATED_KEY) });
+    for (const f of schema.fields) out.set(f.name, { column: f.name, pgType: columnType(f), sql: a(f.name) });
+    return out;
+  }
+  const body = a(provider === 'jsonb' ? 'data' : 'doc');
+  if (provider === 'docstore' || !key) out.set(GENERATED_KEY, { column: GENERATED_KEY, pgType: 'uuid', sql: a('id') });
+  for (const f of schema.fields) {
+    const pgType = columnType(f);
+    const lit = quoteLiteral(f.name);
+    const sql = provider === 'jsonb' && key?.length === 1 && key[0] === f.name
+      ? a('id')
+      : pgType === 'jsonb' ? `(${body} -> ${lit})` : pgType === 'text' ? `(${body} ->> ${lit})` : `((${body} ->> ${lit})::${pgType})`;
+    out.set(f.name, { column: f.name, pgType, sql });
+  }
+  return out;
+}
+
+export function tableView(name: string, provider: ProviderType, site: string, physical: string, schema: TableSchema, hash: string): TableView {
+  const memo = new Map<string, Map<string, ColumnInfo>>();
+  const columnsAs = (alias: string) => {
+    let m = memo.get(alias);
+    if (!m) memo.set(alias, (m = columnsFor(provider, schema, alias)));
+    return m;
+  };
+  const pk = provider === 'docstore' ? [GENERATED_KEY] : primaryKeyOf(schema);
+  return {
+    name,
+    provider,
+    table: `${quotedSchema(site)}.${quoteIdent(physical)}`,
+    schema,
+    hash,
+    pk,
+    columns: columnsAs('t'),
+    columnsAs,
+    recordSql(alias) {
+      if (provider === 'flat_table') return `to_jsonb(${alias})`;
+      if (provider === 'docstore') return `(${alias}."doc" || jsonb_build_object('id', ${alias}."id"))`;
+      return declaredKey(schema) ? `${alias}."data"` : `(jsonb_build_object('id', ${alias}."id") || ${alias}."data")`;
+    },
+  };
+}
+
+export async function openTarget(ctx: ServiceContext, scope: TableScope, name: string, write: boolean): Promise<Target> {
+  const site = write ? requireSiteAdmin(ctx) : siteSchema(ctx);
+  const row = await findTable(ctx.em, site, scope, name);
+  if (!row.is_materialized) throw new DomainError('BAD_REQUEST', `Data table "${name}" is not materialized.`);
+  const view = tableView(row.name, row.provider_type, site, row.src_physical ?? row.physical_table_name, row.json_schema, row.schema_hash.trim());
+  return { ...view, site, row };
+}
+
+/** A document path (`address.city`) of a docstore table: text, read as a number for ordered comparisons. */
+function docPath(t: TableView, path: string, alias = 't'): ColumnInfo | undefined {
+  const segments = path.split('.');
+  if (segments.length > MAX_PATH || !segments.every((s) => DOC_PATH_SEGMENT.test(s))) return undefined;
+  const lit = quoteLiteral(`{${segments.join(',')}}`);
+  const doc = `${alias}."doc"`;
+  return {
+    column: path,
+    pgType: 'text',
+    sql: `(${doc} #>> ${lit})`,
+    numeric: { column: path, pgType: 'double precision', sql: `(CASE WHEN jsonb_typeof(${doc} #> ${lit}) = 'number' THEN (${doc} #>> ${lit})::double precision END)` },
+  };
+}
+
+/** The app's other materialized tables, keyed by name. */
+async function appTables(em: EntityManager, t: Target): Promise<Map<string, TableView>> {
+  const found = await rows<{ name: string; provider_type: ProviderType; physical: string; json_schema: TableSchema; schema_hash: string }>(
+    em,
+    `SELECT t.name, d.provider_type, coalesce(s.physical_table_name, t.physical_table_name) AS physical, t.json_schema, t.schema_hash
+       FROM ${quotedSchema(t.site)}.data_tables t
+       JOIN ${quotedSchema(t.site)}.data_sources d ON d.id = t.data_source_id
+       LEFT JOIN ${quotedSchema(t.site)}.data_tables s ON s.id = t.source_table_id
+      WHERE t.app_id = ? AND t.is_materialized AND t.is_active`,
+    [t.row.app_id],
+  );
+  return new Map(found.map((r) => [r.name, r.name === t.name ? t : tableView(r.name, r.provider_type, t.site, r.physical, r.json_schema, r.schema_hash.trim())]));
+}
+
+/** Single-field foreign keys of a table: [local field, referenced table name, referenced field]. */
+function singleKeys(v: TableView): [string, string, string][] {
+  return foreignKeysOf(v.schema)
+    .filter((fk) => fk.fields.length === 1)
+    .map((fk) => [fk.fields[0]!, fk.reference.resource === '' ? v.name : fk.reference.resource, fk.reference.fields[0]!]);
+}
+
+/**
+ * The relations of a table: each single-field foreign key (named by its field), each reverse
+ * foreign key of another table (named by that table, `{table}_by_{field}` when it has several),
+ * and each many-to-many through a junction table holding foreign keys to both (named by the
+ * far table, `{far}_via_{junction}` when that name is taken).
+ */
+export async function loadRelations(em: EntityManager, t: Target): Promise<Map<string, Relation>> {
+  if (t.relations) return t.relations;
+  const tables = await appTables(em, t);
+  const out = new Map<string, Relation>();
+  const add = (r: Relation) => {
+    if (!out.has(r.name) && !t.columns.has(r.name)) out.set(r.name, r);
+  };
+  for (const [field, target, remote] of singleKeys(t)) {
+    const other = tables.get(target);
+    if (other) out.set(field, { name: field, kind: 'forward', other, local: field, remote });
+  }
+  for (const other of tables.values()) {
+    const keys = singleKeys(other);
+    const toUs = keys.filter(([, target]) => target === t.name);
+    for (const [field, , remote] of toUs) {
+      add({ name: toUs.length > 1 ? `${other.name}_by_${field}` : other.name, kind: 'reverse', other, local: remote, remote: field });
+    }
+    if (toUs.length !== 1 || other === t) continue;
+    const [usField, , usKey] = toUs[0]!;
+    for (const [farField, farName, farKey] of keys) {
+      const far = tables.get(farName);
+      if (farField === usField || !far) continue;
+      const rel: Relation = { name: far.name, kind: 'many', other: far, local: usKey, remote: farKey, junction: { view: other, toUs: usField, toOther: farField } };
+      add(out.has(far.name) || t.columns.has(far.name) ? { ...rel, name: `${far.name}_via_${other.name}` } : rel);
+    }
+  }
+  t.relations = out;
+  return out;
+}
+
+const col = (v: TableView, alias: string, field: string) => v.columnsAs(alias).get(field)!.sql!;
+
+/** `EXISTS (…)` over the related rows (alias `r`) of the row in alias `t`. */
+export function relatedExists(t: Target, rel: Relation, condition: string): string {
+  const r = rel.other;
+  if (rel.kind !== 'many') return `EXISTS (SELECT 1 FROM ${r.table} r WHERE ${col(r, 'r', rel.remote)} = ${col(t, 't', rel.local)} AND ${condition})`;
+  const j = rel.junction!;
+  return `EXISTS (SELECT 1 FROM ${j.view.table} j JOIN ${r.table} r ON ${col(r, 'r', rel.remote)} = ${col(j.view, 'j', j.toOther)} WHERE ${col(j.view, 'j', j.toUs)} = ${col(t, 't', rel.local)} AND ${condition})`;
+}
+
+/**
+ * Fields by name or path: the table's own, `relation.field` through a relation, and for
+ * docstore tables any document path. Relations must be loaded first (needsRelations).
+ */
+export function resolver(t: Target): Columns {
+  return {
+    get(path: string) {
+      const own = t.columns.get(path);
+      if (own) return own;
+      const dot = path.indexOf('.');
+      if (dot > 0) {
+        const rel = t.relations?.get(path.slice(0, dot));
+        if (rel) {
+          const info = rel.other.columnsAs('r').get(path.slice(dot + 1));
+          return info && { ...info, wrap: (c: string) => relatedExists(t, rel, c) };
+        }
+      }
+      return t.provider === 'docstore' ? docPath(t, path) : undefined;
+    },
+  };
+}
+
+/** Whether a query names a path or a population (then the app's tables are loaded). */
+export function needsRelations(query: Record<string, unknown>): boolean {
+  if (query.populate !== undefined) return true;
+  return Object.entries(query).some(([k, v]) => k.includes('.') || (k === '_sort' && typeof v === 'string' && v.includes('.')) || (k === '_group_by' && typeof v === 'string' && v.includes('.')));
+}
+
+/** A sort key: an own field or path, or a forward relation's field (a scalar sub-query). */
+export function sortExpression(t: Target, path: string): string {
+  const own = t.columns.get(path);
+  if (own) return own.sql!;
+  const dot = path.indexOf('.');
+  const rel = dot > 0 ? t.relations?.get(path.slice(0, dot)) : undefined;
+  if (rel) {
+    if (rel.kind !== 'forward') throw fieldError('_sort', `"${path}": sorting follows foreign keys only (not reverse or many-to-many relations).`);
+    const info = rel.other.columnsAs('r').get(path.slice(dot + 1));
+    if (!info) throw fieldError('_sort', `Unknown field "${path}".`);
+    return `(SELECT ${info.sql} FROM ${rel.other.table} r WHERE ${col(rel.other, 'r', rel.remote)} = ${col(t, 't', rel.local)})`;
+  }
+  const doc = t.provider === 'docstore' ? docPath(t, path) : undefined;
+  if (doc) return doc.sql!;
+  throw fieldError('_sort', `Unknown field "${path}".`);
+}

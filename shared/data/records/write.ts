@@ -1,0 +1,224 @@
+// Writing records: validation against the table schema, set-based inserts, updates and
+// deletes per provider, and constraint violations turned into field-keyed errors.
+// docs/data-tables.md "Records API".
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { DomainError, fieldError, validationError, type FieldErrors } from '../../errors.ts';
+import { quoteLiteral } from '../ddl.ts';
+import { coerceValue, type Filter } from '../query/filter.ts';
+import { recordValidator } from '../record-validator.ts';
+import { declaredKey, quoteIdent } from '../table-schema.ts';
+import { selectRecords } from './read.ts';
+import type { RecordRow, TableView, Target } from './target.ts';
+
+export const recordNotFound = () => new DomainError('NOT_FOUND', 'Record not found.', { detail: 'Not found.' });
+
+const isObject = (v: unknown): v is RecordRow => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * The condition selecting one record by its key as the URL carries it: the value of a
+ * single-field key; for a composite key the values in primaryKey order, comma-separated or as
+ * a JSON array. Undefined when the text cannot be a key (then nothing matches: 404).
+ */
+export function keyFilter(t: TableView, id: string | unknown[]): Filter | undefined {
+  let parts: unknown[];
+  if (Array.isArray(id)) parts = id;
+  else if (t.pk.length === 1) parts = [id];
+  else if (id.startsWith('[')) {
+    try {
+      parts = JSON.parse(id) as unknown[];
+    } catch {
+      return undefined;
+    }
+    if (!Array.isArray(parts)) return undefined;
+  } else parts = id.split(',');
+  if (parts.length !== t.pk.length) return undefined;
+  const args: Filter[] = [];
+  for (const [i, field] of t.pk.entries()) {
+    const value = parts[i];
+    try {
+      if (value === null || value === undefined) return undefined;
+      coerceValue(field, t.columns.get(field)!, value);
+    } catch {
+      return undefined;
+    }
+    args.push({ op: 'eq', field, value });
+  }
+  return args.length === 1 ? args[0]! : { op: 'and', args };
+}
+
+/** Every problem of a record, keyed `{prefix}{field}`; the record when it has none. */
+export function recordErrors(t: TableView, record: unknown, prefix: string, out: FieldErrors, patched?: RecordRow): RecordRow | undefined {
+  if (!isObject(record)) {
+    out[prefix ? prefix.slice(0, -1) : 'non_field_errors'] = ['Expected an object of field values.'];
+    return undefined;
+  }
+  const errors: FieldErrors = {};
+  const add = (field: string, text: string) => {
+    const list = (errors[field] ??= []);
+    if (!list.includes(text)) list.push(text);
+  };
+  const own = patched ?? record;
+  if (t.provider !== 'docstore') for (const key of Object.keys(own)) if (!t.columns.has(key)) add(key, `Unknown field "${key}".`);
+  if (t.provider !== 'flat_table' && Object.hasOwn(own, 'id') && !(t.provider === 'jsonb' && declaredKey(t.schema))) {
+    try {
+      coerceValue('id', { column: 'id', pgType: 'uuid' }, own.id);
+    } catch {
+      add('id', 'Must be a UUID.');
+    }
+  }
+  if (t.provider === 'jsonb') for (const k of declaredKey(t.schema) ?? []) if (record[k] === undefined || record[k] === null) add(k, 'This field is required.');
+  const fn = recordValidator(t.schema, t.hash);
+  if (!fn(record)) {
+    for (const e of fn.errors ?? []) {
+      if (e.keyword === 'anyOf' || (e.keyword === 'type' && (e.params as { type: string }).type === 'null')) continue;
+      const field = e.keyword === 'required' ? String((e.params as { missingProperty: string }).missingProperty) : (e.instancePath.split('/')[1] ?? 'non_field_errors');
+      add(field, e.keyword === 'required' ? 'This field is required.' : (e.message ?? 'is invalid'));
+    }
+  }
+  // A patch is validated as the record it produces; only the patched fields can be at fault
+  // (stored values such as intervals come back in PostgreSQL's text form, not the schema's).
+  const kept = Object.entries(errors).filter(([f]) => !patched || Object.hasOwn(patched, f));
+  for (const [f, list] of kept) out[`${prefix}${f}`] = list;
+  return kept.length ? undefined : record;
+}
+
+// --- constraint violations --------------------------------------------------------------------
+
+interface PgError { code?: string; constraint?: string; detail?: string; column?: string }
+
+function pgError(err: unknown): PgError | undefined {
+  let e = err as (PgError & { cause?: unknown }) | undefined;
+  let found: PgError | undefined;
+  for (let depth = 0; e && typeof e === 'object' && depth < 5; depth++) {
+    if (typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code)) found = { ...found, ...Object.fromEntries(Object.entries(e).filter(([, v]) => v !== undefined)) };
+    e = e.cause as typeof e;
+  }
+  return found;
+}
+
+/** Schema fields named in a constraint violation (its detail's key list, else its constraint name). */
+function fieldsOf(t: TableView, pg: PgError): string[] {
+  const key = pg.detail?.match(/^Key \((.*?)\)=/)?.[1];
+  const names = [...t.columns.keys()];
+  if (key) {
+    const hits = names.filter((f) => new RegExp(`(^|[^a-z0-9_"])"?${f}"?($|[^a-z0-9_"])`).test(key) || key.includes(`'${f}'`));
+    if (hits.length) return hits;
+  }
+  if (pg.column && t.columns.has(pg.column)) return [pg.column];
+  const byName = names.filter((f) => pg.constraint?.includes(`_${f}_`) || pg.constraint?.endsWith(`_${f}`));
+  return byName.length ? [byName.sort((x, y) => y.length - x.length)[0]!] : [];
+}
+
+/** Constraint violations as field-keyed 400/409 errors; never the raw database message. */
+export function violation(t: TableView, err: unknown, prefix = ''): DomainError | undefined {
+  const pg = pgError(err);
+  if (!pg?.code) return undefined;
+  const fields = fieldsOf(t, pg);
+  const keyed = (text: string) => Object.fromEntries((fields.length ? fields : ['non_field_errors']).map((f) => [`${prefix}${f}`, [text]]));
+  switch (pg.code) {
+    case '23505':
+      return new DomainError('DUPLICATE_ENTRY', 'A record with this value already exists.', { errors: keyed('A record with this value already exists.') });
+    case '23503':
+      return /still referenced/.test(pg.detail ?? '')
+        ? new DomainError('CONFLICT', 'The record is still referenced by another table.', { errors: { [`${prefix}non_field_errors`]: ['The record is still referenced by another table.'] } })
+        : validationError(keyed('The referenced record does not exist.'));
+    case '23514':
+      return validationError(keyed('The value violates a constraint of the table.'));
+    case '23502':
+      return validationError(keyed('This field may not be null.'));
+    default:
+      if (pg.code.startsWith('22')) return validationError(keyed('Invalid value for the field type.'));
+      return undefined;
+  }
+}
+
+export async function guarded<T>(t: TableView, work: () => Promise<T>, prefix = ''): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    throw violation(t, err, prefix) ?? err;
+  }
+}
+
+// --- inserts and updates ---------------------------------------------------------------------
+
+/** The id and body expressions of a JSON record `e.v` in a jsonb or docstore table. */
+function jsonRow(t: TableView): { id: string; body: string; keyed: boolean } {
+  const key = declaredKey(t.schema);
+  if (t.provider === 'jsonb' && key?.length === 1) return { id: `(e.v ->> ${quoteLiteral(key[0]!)})::${t.columns.get(key[0]!)!.pgType}`, body: 'e.v', keyed: true };
+  if (t.provider === 'jsonb' && key) return { id: 'gen_random_uuid()', body: 'e.v', keyed: false };
+  return { id: `coalesce((e.v ->> 'id')::uuid, gen_random_uuid())`, body: `(e.v - 'id')`, keyed: false };
+}
+
+/**
+ * Inserts validated records in one statement per set of given fields (records omitting a
+ * field get its default), in their order; the stored records come back in the same order.
+ */
+export async function insertRecords(em: EntityManager, t: TableView, records: RecordRow[]): Promise<RecordRow[]> {
+  const elements = 'FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY AS e(v, n)';
+  if (t.provider !== 'flat_table') {
+    const { id, body } = jsonRow(t);
+    const column = t.provider === 'jsonb' ? 'data' : 'doc';
+    return selectRecords(em, t, `INSERT INTO ${t.table} AS t (id, ${column}) SELECT ${id}, ${body} ${elements} ORDER BY e.n RETURNING ${t.recordSql('t')} AS r`, [JSON.stringify(records)]);
+  }
+  const groups = new Map<string, { cols: string[]; items: { i: number; rec: RecordRow }[] }>();
+  records.forEach((rec, i) => {
+    const cols = Object.keys(rec).filter((k) => rec[k] !== undefined).sort();
+    const key = cols.join(',');
+    const g = groups.get(key) ?? { cols, items: [] };
+    g.items.push({ i, rec });
+    groups.set(key, g);
+  });
+  const out: RecordRow[] = new Array(records.length);
+  for (const { cols, items } of groups.values()) {
+    let stored: RecordRow[];
+    if (!cols.length) {
+      stored = [];
+      for (let k = 0; k < items.length; k++) stored.push(...(await selectRecords(em, t, `INSERT INTO ${t.table} AS t DEFAULT VALUES RETURNING to_jsonb(t) AS r`, [])));
+    } else {
+      const list = cols.map(quoteIdent);
+      stored = await selectRecords(
+        em,
+        t,
+        `INSERT INTO ${t.table} AS t (${list.join(', ')}) SELECT ${list.map((c) => `x.${c}`).join(', ')} ${elements} CROSS JOIN LATERAL jsonb_populate_record(NULL::${t.table}, e.v) AS x ORDER BY e.n RETURNING to_jsonb(t) AS r`,
+        [JSON.stringify(items.map((x) => x.rec))],
+      );
+    }
+    items.forEach((x, k) => (out[x.i] = stored[k]!));
+  }
+  return out;
+}
+
+/** Replaces the given fields of the record matched by `where` (flat: SET columns; JSON: the whole merged body). */
+export async function updateRecord(em: EntityManager, t: TableView, where: { sql: string; params: unknown[] }, patch: RecordRow, merged: RecordRow): Promise<RecordRow | undefined> {
+  if (t.provider === 'flat_table') {
+    const fields = Object.keys(patch);
+    if (!fields.length) return undefined;
+    const set = fields.map((f) => `${quoteIdent(f)} = x.${quoteIdent(f)}`).join(', ');
+    const [row] = await selectRecords(
+      em,
+      t,
+      `UPDATE ${t.table} AS t SET ${set} FROM jsonb_populate_record(NULL::${t.table}, ?::jsonb) AS x WHERE ${where.sql} RETURNING to_jsonb(t) AS r`,
+      [JSON.stringify(patch), ...where.params],
+    );
+    return row;
+  }
+  const { id, body, keyed } = jsonRow(t);
+  const column = t.provider === 'jsonb' ? 'data' : 'doc';
+  const newId = keyed ? `id = ${id}, ` : '';
+  const [row] = await selectRecords(
+    em,
+    t,
+    `UPDATE ${t.table} AS t SET ${newId}${column} = ${body}, updated_at = now() FROM (SELECT ?::jsonb AS v) AS e WHERE ${where.sql} RETURNING ${t.recordSql('t')} AS r`,
+    [JSON.stringify(merged), ...where.params],
+  );
+  return row;
+}
+
+/** Checks a batch's size and shape. */
+export function batchOf(body: unknown, max: number): unknown[] {
+  if (!Array.isArray(body)) throw fieldError('non_field_errors', 'Expected an array of records.');
+  if (!body.length) throw fieldError('non_field_errors', 'Send at least one record.');
+  if (body.length > max) throw fieldError('non_field_errors', `At most ${max} records per request.`);
+  return body;
+}
