@@ -225,8 +225,11 @@ const listOf = (field: string, v: unknown): unknown[] => {
 function condition(key: string, raw: unknown, fields: Columns): Filter {
   let field = key;
   let suffix = 'eq';
-  if (!fields.get(key)) {
-    const cut = key.lastIndexOf('__');
+  const exact = fields.get(key);
+  const cut = key.lastIndexOf('__');
+  // A free document path (`stats.visits__gt`) reads a known operator suffix as the operator.
+  const free = exact?.numeric !== undefined && cut > 0 && Object.hasOwn(SUFFIX_OPS, key.slice(cut + 2)) && fields.get(key.slice(0, cut)) !== undefined;
+  if (!exact || free) {
     if (cut <= 0 || !fields.get(key.slice(0, cut))) throw fieldError(key, `Unknown field "${key}".`);
     field = key.slice(0, cut);
     suffix = key.slice(cut + 2);

@@ -98,8 +98,10 @@ function pgError(err: unknown): PgError | undefined {
 
 /** Schema fields named in a constraint violation (its detail's key list, else its constraint name). */
 function fieldsOf(t: TableView, pg: PgError): string[] {
-  const key = pg.detail?.match(/^Key \((.*?)\)=/)?.[1];
+  let key = pg.detail?.match(/^Key \((.*?)\)=/)?.[1];
   const names = [...t.columns.keys()];
+  // A jsonb table's declared single key is its `id` column.
+  if (key === 'id' && t.provider === 'jsonb' && !t.columns.has('id')) key = t.pk[0];
   if (key) {
     const hits = names.filter((f) => new RegExp(`(^|[^a-z0-9_"])"?${f}"?($|[^a-z0-9_"])`).test(key) || key.includes(`'${f}'`));
     if (hits.length) return hits;
