@@ -24,6 +24,16 @@ declare module 'autocannon' {
     timeout?: number;
     /** Called once per connection (in-process runs only). */
     setupClient?: (client: Client) => void;
+    /** Requests sent in turn by each connection; `setupRequest` may rewrite one before each send. */
+    requests?: RequestSpec[];
+  }
+
+  export interface RequestSpec {
+    method?: string;
+    path?: string;
+    headers?: Record<string, string>;
+    body?: string;
+    setupRequest?: (request: RequestSpec, context: Record<string, unknown>) => RequestSpec;
   }
 
   export interface Client {

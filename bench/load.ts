@@ -14,6 +14,8 @@ export interface Request {
   body?: string;
   /** Per-connection bodies: connection i sends bodies[i % length] (overrides `body`). */
   bodies?: string[];
+  /** A fresh path for every request (e.g. a random id; overrides `path` after the first request). */
+  nextPath?: () => string;
 }
 
 export interface LoadSettings {
@@ -80,6 +82,7 @@ async function run(target: Target, request: Request, connections: number, durati
     headers: { ...(request.body || bodies ? { 'content-type': 'application/json' } : {}), ...request.headers },
     body: request.body ?? bodies?.[0],
     setupClient: bodies ? (client) => client.setBody(bodies[next++ % bodies.length]) : undefined,
+    requests: request.nextPath ? [{ method: request.method, setupRequest: (r) => ({ ...r, path: request.nextPath!() }) }] : undefined,
     connections,
     duration: durationSec,
     timeout: 30,

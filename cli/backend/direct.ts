@@ -52,6 +52,8 @@ import * as apps from '../../shared/apps/app.service.ts';
 import { DataSourceRef, type DataSourceCreate, type DataSourceUpdate, type DataSourceView } from '../../shared/apps/datasource.schemas.ts';
 import * as dataSources from '../../shared/apps/datasource.service.ts';
 import type { ListBody } from './types.ts';
+import { DirectData } from './direct-data.ts';
+import type { DataBackend } from './types.ts';
 import type { Backend, GroupListParams, MemberListParams, OrganizationListParams, SystemActorView, UserListParams } from './types.ts';
 
 export const CLI_ACTOR = systemActor('cli');
@@ -72,7 +74,30 @@ export class DirectBackend implements Backend {
   constructor(config: Config, info: (line: string) => void) {
     this.config = config;
     this.info = info;
+    this.data = new DirectData({ siteCtx: (site) => this.siteCtx(site), requestUrl: (p) => this.requestUrl(p) });
   }
+
+  // A site's data tables and records: cli/backend/direct-data.ts.
+  private readonly data: DirectData;
+  listTables: DataBackend['listTables'] = (...a) => this.data.listTables(...a);
+  createTable: DataBackend['createTable'] = (...a) => this.data.createTable(...a);
+  getTable: DataBackend['getTable'] = (...a) => this.data.getTable(...a);
+  updateTable: DataBackend['updateTable'] = (...a) => this.data.updateTable(...a);
+  deleteTable: DataBackend['deleteTable'] = (...a) => this.data.deleteTable(...a);
+  materializeTable: DataBackend['materializeTable'] = (...a) => this.data.materializeTable(...a);
+  tableSchema: DataBackend['tableSchema'] = (...a) => this.data.tableSchema(...a);
+  validateTableData: DataBackend['validateTableData'] = (...a) => this.data.validateTableData(...a);
+  tableStats: DataBackend['tableStats'] = (...a) => this.data.tableStats(...a);
+  listRecords: DataBackend['listRecords'] = (...a) => this.data.listRecords(...a);
+  getRecord: DataBackend['getRecord'] = (...a) => this.data.getRecord(...a);
+  createRecords: DataBackend['createRecords'] = (...a) => this.data.createRecords(...a);
+  upsertRecord: DataBackend['upsertRecord'] = (...a) => this.data.upsertRecord(...a);
+  patchRecord: DataBackend['patchRecord'] = (...a) => this.data.patchRecord(...a);
+  patchRecords: DataBackend['patchRecords'] = (...a) => this.data.patchRecords(...a);
+  deleteRecord: DataBackend['deleteRecord'] = (...a) => this.data.deleteRecord(...a);
+  deleteRecords: DataBackend['deleteRecords'] = (...a) => this.data.deleteRecords(...a);
+  exportCsv: DataBackend['exportCsv'] = (...a) => this.data.exportCsv(...a);
+  importCsv: DataBackend['importCsv'] = (...a) => this.data.importCsv(...a);
 
   /** Opens the database on first use and checks that its schema is current. */
   private database(): Promise<Database> {
@@ -403,11 +428,12 @@ export class DirectBackend implements Backend {
   // A site's apps and data sources: the site schema as the system actor; slugs checked as the
   // routes check them; icon URLs as the API computes them (through /sites/<schema>).
   private appSlug(slug: string): string {
-    return validate(AppRef, { slug }, 'query').slug;
+    return validate(AppRef, { app_slug: slug }, 'query').app_slug;
   }
 
   private dsRef(app: string, ds: string): { slug: string; ds: string } {
-    return validate(DataSourceRef, { slug: app, ds }, 'query');
+    const ref = validate(DataSourceRef, { app_slug: app, ds }, 'query');
+    return { slug: ref.app_slug, ds: ref.ds };
   }
 
   private siteBase(site: string): string {

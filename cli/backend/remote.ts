@@ -19,6 +19,10 @@ import type { SecretTypeCreate, SecretTypeView } from '../../shared/secrets/secr
 import type { AppCreate, AppDetail, AppListItem, AppStats, AppUpdate } from '../../shared/apps/app.schemas.ts';
 import type { DataSourceCreate, DataSourceUpdate, DataSourceView } from '../../shared/apps/datasource.schemas.ts';
 import type { ListBody } from './types.ts';
+import { Readable } from 'node:stream';
+import type { DataTableCreate, DataTableListItem, DataTableStats, DataTableUpdate, DataTableView } from '../../shared/data/datatable.schemas.ts';
+import { TABLE_PATHS, withRecordQuery } from './table-paths.ts';
+import type { CsvImportOptions, CsvImportReport, DeletedBody, RecordPageBody, RecordQuery, RecordRow, TableListParams, TableSchemaView, ValidateDataView } from './types.ts';
 import { isValidSchemaName } from '../../shared/tenancy/schema.ts';
 import type { SecretHistoryParams, SecretListParams, SecretTypeListParams } from './types.ts';
 import type { CredentialStore, Credentials } from '../credentials.ts';
@@ -139,6 +143,52 @@ export class ApiClient {
     }
     if (res.status < 200 || res.status >= 300) throw DomainError.fromBody(res.status, res.body);
     return res.body as T;
+  }
+  /**
+   * A request whose body and/or answer are streams (CSV import and export): `open` gives the
+   * body (called again when the token is refreshed and the request retried). No overall
+   * timeout: the transfer lasts as long as the data. Answers the Response of a 2xx; an error
+   * body becomes a DomainError.
+   */
+  async stream(method: string, path: string, options: { open?: () => Readable; contentType?: string; accept: string; auth?: boolean }): Promise<Response> {
+    const exchange = async (access?: string): Promise<Response> => {
+      const headers: Record<string, string> = { Accept: `${options.accept}, application/json` };
+      if (options.open) headers['Content-Type'] = options.contentType ?? 'application/octet-stream';
+      if (access) headers.Authorization = `Bearer ${access}`;
+      try {
+        const init: RequestInit & { duplex?: 'half' } = { method, headers };
+        if (options.open) {
+          init.body = Readable.toWeb(options.open()) as ReadableStream;
+          init.duplex = 'half';
+        }
+        return await fetch(this.url(path), init);
+      } catch (err) {
+        const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+        const reason = cause?.code ?? cause?.message ?? (err as Error).message;
+        throw new DomainError('SERVICE_UNAVAILABLE', `Cannot reach the API at ${this.apiUrl} (${reason}).`);
+      }
+    };
+    const failure = async (res: Response): Promise<{ status: number; body: unknown }> => {
+      const text = await res.text();
+      let body: unknown;
+      try {
+        body = text ? JSON.parse(text) : undefined;
+      } catch {
+        body = undefined;
+      }
+      return { status: res.status, body };
+    };
+    let creds = options.auth ? this.credentials() : undefined;
+    let res = await exchange(creds?.access);
+    if (res.ok) return res;
+    let err = await failure(res);
+    if (creds && err.status === 401 && (err.body as { code?: string } | undefined)?.code === 'INVALID_TOKEN' && creds.refresh) {
+      creds = await this.refresh(creds);
+      res = await exchange(creds.access);
+      if (res.ok) return res;
+      err = await failure(res);
+    }
+    throw DomainError.fromBody(err.status, err.body);
   }
 }
 
@@ -394,6 +444,96 @@ export class RemoteBackend implements Backend {
 
   deleteDataSource(site: string, app: string, ds: string): Promise<MessageBody> {
     return this.api.forSite(site).request('DELETE', PATHS.dataSource(app, ds), { auth: true });
+  }
+
+  // A site's data tables and records: <api-url>/sites/<site>/api/apps/:app/datatables/… with the site's login.
+  listTables(site: string, app: string, query: TableListParams): Promise<PageEnvelope<DataTableListItem>> {
+    return this.api.forSite(site).request('GET', withQuery(TABLE_PATHS.tables(app), { ...query }), { auth: true });
+  }
+
+  createTable(site: string, app: string, ds: string, input: DataTableCreate): Promise<CreatedBody<DataTableView>> {
+    return this.api.forSite(site).request('POST', TABLE_PATHS.sourceTables(app, ds), { auth: true, body: input });
+  }
+
+  getTable(site: string, app: string, name: string): Promise<DataTableView> {
+    return this.api.forSite(site).request('GET', TABLE_PATHS.table(app, name), { auth: true });
+  }
+
+  updateTable(site: string, app: string, name: string, input: DataTableUpdate): Promise<DataTableView> {
+    return this.api.forSite(site).request('PATCH', TABLE_PATHS.table(app, name), { auth: true, body: input });
+  }
+
+  deleteTable(site: string, app: string, name: string): Promise<MessageBody> {
+    return this.api.forSite(site).request('DELETE', TABLE_PATHS.table(app, name), { auth: true });
+  }
+
+  materializeTable(site: string, app: string, name: string): Promise<CreatedBody<DataTableView>> {
+    return this.api.forSite(site).request('POST', TABLE_PATHS.tableMaterialize(app, name), { auth: true });
+  }
+
+  tableSchema(site: string, app: string, name: string): Promise<TableSchemaView> {
+    return this.api.forSite(site).request('GET', TABLE_PATHS.tableSchema(app, name), { auth: true });
+  }
+
+  validateTableData(site: string, app: string, name: string, records: unknown[]): Promise<ValidateDataView> {
+    return this.api.forSite(site).request('POST', TABLE_PATHS.tableValidate(app, name), { auth: true, body: { data: records } });
+  }
+
+  tableStats(site: string, app: string): Promise<DataTableStats> {
+    return this.api.forSite(site).request('GET', TABLE_PATHS.tableStats(app), { auth: true });
+  }
+
+  listRecords(site: string, app: string, table: string, query: RecordQuery): Promise<RecordPageBody> {
+    return this.api.forSite(site).request('GET', withRecordQuery(TABLE_PATHS.records(app, table), query), { auth: true });
+  }
+
+  getRecord(site: string, app: string, table: string, id: string, query: RecordQuery): Promise<{ data: RecordRow }> {
+    return this.api.forSite(site).request('GET', withRecordQuery(TABLE_PATHS.record(app, table, id), query), { auth: true });
+  }
+
+  createRecords(site: string, app: string, table: string, body: unknown): Promise<{ data: RecordRow | RecordRow[] }> {
+    return this.api.forSite(site).request('POST', TABLE_PATHS.records(app, table), { auth: true, body });
+  }
+
+  upsertRecord(site: string, app: string, table: string, body: unknown, uniqueFields: string): Promise<{ data: RecordRow; created: boolean }> {
+    return this.api.forSite(site).request('POST', withQuery(TABLE_PATHS.upsert(app, table), { unique_fields: uniqueFields }), { auth: true, body });
+  }
+
+  patchRecord(site: string, app: string, table: string, id: string, body: unknown): Promise<{ data: RecordRow }> {
+    return this.api.forSite(site).request('PATCH', TABLE_PATHS.record(app, table, id), { auth: true, body });
+  }
+
+  patchRecords(site: string, app: string, table: string, body: unknown): Promise<{ data: RecordRow[] }> {
+    return this.api.forSite(site).request('PATCH', TABLE_PATHS.records(app, table), { auth: true, body });
+  }
+
+  async deleteRecord(site: string, app: string, table: string, id: string): Promise<void> {
+    await this.api.forSite(site).request('DELETE', TABLE_PATHS.record(app, table, id), { auth: true });
+  }
+
+  deleteRecords(site: string, app: string, table: string, query: { ids?: string; filter?: string }): Promise<DeletedBody> {
+    return this.api.forSite(site).request('DELETE', withQuery(TABLE_PATHS.records(app, table), query), { auth: true });
+  }
+
+  async exportCsv(site: string, app: string, table: string, query: RecordQuery): Promise<Readable> {
+    const path = withRecordQuery(TABLE_PATHS.records(app, table), { ...query, format: 'csv' });
+    const res = await this.api.forSite(site).stream('GET', path, { accept: 'text/csv', auth: true });
+    if (!res.body) return Readable.from([]);
+    return Readable.fromWeb(res.body as import('node:stream/web').ReadableStream<Uint8Array>);
+  }
+
+  async importCsv(site: string, app: string, table: string, open: () => Readable, options: CsvImportOptions): Promise<CsvImportReport> {
+    const path = withQuery(TABLE_PATHS.csvImport(app, table), {
+      dry_run: options.dry_run ? 'true' : 'false',
+      mapping: options.mapping === undefined ? undefined : JSON.stringify(options.mapping),
+    });
+    const res = await this.api.forSite(site).stream('POST', path, { open, contentType: 'text/csv', accept: 'application/json', auth: true });
+    const text = await res.text();
+    try {
+      return JSON.parse(text) as CsvImportReport;
+    } catch {
+      throw new DomainError('BAD_GATEWAY', `The API at ${this.api.apiUrl} answered the CSV import with a body that is not JSON.`);
+    }
   }
 
   async close(): Promise<void> {}

@@ -14,6 +14,8 @@ import type { SecretCreate, SecretHistoryItem, SecretHistoryQuery, SecretListIte
 import type { SecretTypeCreate, SecretTypeListQuery, SecretTypeView } from '../../shared/secrets/secret-type.schemas.ts';
 import type { AppCreate, AppDetail, AppListItem, AppStats, AppUpdate } from '../../shared/apps/app.schemas.ts';
 import type { DataSourceCreate, DataSourceUpdate, DataSourceView } from '../../shared/apps/datasource.schemas.ts';
+import type { DataTableCreate, DataTableListItem, DataTableStats, DataTableUpdate, DataTableView } from '../../shared/data/datatable.schemas.ts';
+import type { Readable } from 'node:stream';
 
 /** The list envelopes of apps and data sources: {status, message, data, total}. */
 export interface ListBody<T> {
@@ -46,7 +48,7 @@ export interface SystemActorView {
   access: string;
 }
 
-export interface Backend {
+export interface Backend extends DataBackend {
   readonly mode: BackendMode;
   /** GET /api/profile/ (remote); the system actor (direct). */
   whoami(): Promise<UserView | SystemActorView>;
@@ -175,4 +177,104 @@ export interface Backend {
   deleteDataSource(site: string, app: string, ds: string): Promise<MessageBody>;
   /** Releases connections (direct: the pool, and the embedded PostgreSQL if this process started it). */
   close(): Promise<void>;
+}
+
+// A site's data tables and their records (same access as apps). Tables are addressed through
+// their app: /api/apps/:app/datatables/:name/… (create goes through the data source).
+
+/** Table list filters as the query string carries them. */
+export interface TableListParams {
+  datasource?: string;
+  is_materialized?: string;
+  page?: string;
+  page_size?: string;
+}
+
+/** GET …/schema/ */
+export interface TableSchemaView {
+  name: string;
+  schema: unknown;
+  schema_hash: string;
+  field_count: number;
+}
+
+/** POST …/validate_data/ */
+export interface ValidateDataView {
+  is_valid: boolean;
+  errors: string[];
+  validated_rows: number;
+}
+
+/** Record query parameters as the query string carries them (a repeated condition: an array). */
+export type RecordQuery = Record<string, string | string[]>;
+
+export type RecordRow = Record<string, unknown>;
+
+/** GET …/data/ */
+export interface RecordPageBody {
+  data: RecordRow[];
+  total: number;
+  page: number;
+  page_size: number;
+}
+
+/** DELETE …/data/?ids= | ?filter= */
+export interface DeletedBody {
+  deleted: number;
+  ids?: unknown[];
+}
+
+/** POST …/data/import/ */
+export interface CsvImportReport {
+  dry_run: boolean;
+  total_rows: number;
+  created: number;
+  failed: number;
+  errors: { row: number; errors: Record<string, string[]> }[];
+}
+
+export interface CsvImportOptions {
+  mapping?: Record<string, string>;
+  dry_run?: boolean;
+}
+
+export interface DataBackend {
+  /** GET /api/apps/:app/datatables/?datasource=&is_materialized=&page=&page_size= */
+  listTables(site: string, app: string, query: TableListParams): Promise<PageEnvelope<DataTableListItem>>;
+  /** POST /api/apps/:app/datasources/:ds/datatables/ */
+  createTable(site: string, app: string, ds: string, input: DataTableCreate): Promise<CreatedBody<DataTableView>>;
+  /** GET /api/apps/:app/datatables/:name/ */
+  getTable(site: string, app: string, name: string): Promise<DataTableView>;
+  /** PATCH /api/apps/:app/datatables/:name/ */
+  updateTable(site: string, app: string, name: string, input: DataTableUpdate): Promise<DataTableView>;
+  /** DELETE /api/apps/:app/datatables/:name/ */
+  deleteTable(site: string, app: string, name: string): Promise<MessageBody>;
+  /** POST /api/apps/:app/datatables/:name/materialize/ */
+  materializeTable(site: string, app: string, name: string): Promise<CreatedBody<DataTableView>>;
+  /** GET /api/apps/:app/datatables/:name/schema/ */
+  tableSchema(site: string, app: string, name: string): Promise<TableSchemaView>;
+  /** POST /api/apps/:app/datatables/:name/validate_data/ */
+  validateTableData(site: string, app: string, name: string, records: unknown[]): Promise<ValidateDataView>;
+  /** GET /api/apps/:app/datatables/stats/ */
+  tableStats(site: string, app: string): Promise<DataTableStats>;
+  /** GET …/data/ */
+  listRecords(site: string, app: string, table: string, query: RecordQuery): Promise<RecordPageBody>;
+  /** GET …/data/:pk/?populate= */
+  getRecord(site: string, app: string, table: string, id: string, query: RecordQuery): Promise<{ data: RecordRow }>;
+  /** POST …/data/ (an object, or an array: all or nothing) */
+  createRecords(site: string, app: string, table: string, body: unknown): Promise<{ data: RecordRow | RecordRow[] }>;
+  /** POST …/data/upsert/?unique_fields=a,b */
+  upsertRecord(site: string, app: string, table: string, body: unknown, uniqueFields: string): Promise<{ data: RecordRow; created: boolean }>;
+  /** PATCH …/data/:pk/ */
+  patchRecord(site: string, app: string, table: string, id: string, body: unknown): Promise<{ data: RecordRow }>;
+  /** PATCH …/data/ (an array of objects, each with its key) */
+  patchRecords(site: string, app: string, table: string, body: unknown): Promise<{ data: RecordRow[] }>;
+  /** DELETE …/data/:pk/ (204) */
+  deleteRecord(site: string, app: string, table: string, id: string): Promise<void>;
+  /** DELETE …/data/?ids=a,b | ?filter=<JSON> */
+  deleteRecords(site: string, app: string, table: string, query: { ids?: string; filter?: string }): Promise<DeletedBody>;
+  /** GET …/data/?format=csv&… : the CSV text, streamed. */
+  exportCsv(site: string, app: string, table: string, query: RecordQuery): Promise<Readable>;
+  /** POST …/data/import/?dry_run=&mapping= with a text/csv body; `open` gives the CSV (called again for a retry). */
+  importCsv(site: string, app: string, table: string, open: () => Readable, options: CsvImportOptions): Promise<CsvImportReport>;
 }

@@ -187,6 +187,10 @@ test.serial('upsert: 201 created, then 200 updated by the unique field; needs th
   t.is((await on('POST', `${D('tags')}upsert/`, { id: 51, name: 'x' })).status, 400);
   t.is((await on('POST', `${D('tags')}upsert/?unique_fields=nope`, { id: 51, name: 'x' })).status, 400);
   t.is((await on('POST', `${D('tags')}upsert/?unique_fields=color`, { id: 51, name: 'y' })).status, 400, 'no value for the identifying field');
+  await sql(`UPDATE "${a.schema}"."a${appId}_tags" SET color = '#abcdef' WHERE id IN (1, 2)`);
+  const several = await on('POST', `${D('tags')}upsert/?unique_fields=color`, { id: 1, name: 'partner', color: '#abcdef' });
+  t.is(several.status, 409, 'values that match several records identify none');
+  t.truthy(several.body.errors.unique_fields);
   const racing = await Promise.all([1, 2, 3, 4].map((i) => on('POST', path, { id: 60, name: 'race', color: `#00000${i}` })));
   t.deepEqual(racing.map((r) => r.status).sort(), [200, 200, 200, 201]);
   t.is((await on('POST', path, { id: 52, name: 'z' }, 'pleb')).status, 403);

@@ -126,7 +126,8 @@ export const recordsService = {
       const where = compileOn(t, { op: 'and', args: fields.map((field) => ({ op: 'eq' as const, field, value: rec[field] })) });
       // One writer per identifying value set: two racing upserts of one record cannot both insert.
       await rows(em, 'SELECT pg_advisory_xact_lock(hashtext(?))', [`${t.table}:${JSON.stringify(fields.map((f) => rec[f]))}`]);
-      const [current] = await selectRecords(em, t, `SELECT ${t.recordSql('t')} AS r FROM ${t.table} t WHERE ${where.sql} LIMIT 2 FOR UPDATE`, where.params);
+      const [current, second] = await selectRecords(em, t, `SELECT ${t.recordSql('t')} AS r FROM ${t.table} t WHERE ${where.sql} LIMIT 2 FOR UPDATE`, where.params);
+      if (second) throw new DomainError('CONFLICT', 'Several records have these values: unique_fields must identify one record.', { errors: { unique_fields: ['Several records have these values.'] } });
       if (!current) return { data: (await guarded(t, () => insertRecords(em, t, [rec])))[0]!, created: true };
       const data = await guarded(t, async () => (await updateRecord(em, t, where, rec, { ...current, ...rec })) ?? current);
       return { data, created: false };
