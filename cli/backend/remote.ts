@@ -21,7 +21,7 @@ import type { DataSourceCreate, DataSourceUpdate, DataSourceView } from '../../s
 import type { ListBody } from './types.ts';
 import { Readable } from 'node:stream';
 import type { DataTableCreate, DataTableListItem, DataTableStats, DataTableUpdate, DataTableView } from '../../shared/data/datatable.schemas.ts';
-import { TABLE_PATHS, withRecordQuery } from './table-paths.ts';
+import { csvImportQuery, TABLE_PATHS, withRecordQuery } from './table-paths.ts';
 import type { CsvImportOptions, CsvImportReport, DeletedBody, RecordPageBody, RecordQuery, RecordRow, TableListParams, TableSchemaView, ValidateDataView } from './types.ts';
 import { isValidSchemaName } from '../../shared/tenancy/schema.ts';
 import type { SecretHistoryParams, SecretListParams, SecretTypeListParams } from './types.ts';
@@ -523,10 +523,7 @@ export class RemoteBackend implements Backend {
   }
 
   async importCsv(site: string, app: string, table: string, open: () => Readable, options: CsvImportOptions): Promise<CsvImportReport> {
-    const path = withQuery(TABLE_PATHS.csvImport(app, table), {
-      dry_run: options.dry_run ? 'true' : 'false',
-      mapping: options.mapping === undefined ? undefined : JSON.stringify(options.mapping),
-    });
+    const path = withQuery(TABLE_PATHS.csvImport(app, table), csvImportQuery(options));
     const res = await this.api.forSite(site).stream('POST', path, { open, contentType: 'text/csv', accept: 'application/json', auth: true });
     const text = await res.text();
     try {

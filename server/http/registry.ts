@@ -37,8 +37,15 @@ export interface RouteDef {
   params?: TSchema;
   query?: TSchema;
   body?: TSchema;
+  /**
+   * A request body that is not JSON (`text/csv`): another media type is refused with 415, the
+   * body is left unparsed for the handler to stream (`ctx.req`), and OpenAPI documents it.
+   */
+  rawBody?: { mediaType: string; description: string };
   /** Status → response body schema (null for no body). */
   responses: Record<number, TSchema | null>;
+  /** Status → another media type a response may take besides JSON (`{200: 'text/csv'}`), for OpenAPI. */
+  produces?: Record<number, string>;
   handler: (ctx: AppContext, input: RouteInput) => Promise<void> | void;
 }
 
@@ -51,6 +58,8 @@ const ERROR_RESPONSES: Record<number, string> = {
   401: 'Authentication credentials were not provided or are invalid',
   403: 'You do not have permission to perform this action',
   404: 'Not found',
+  413: 'Request body too large',
+  415: 'Unsupported media type',
   429: 'Rate limit exceeded',
 };
 
@@ -74,6 +83,9 @@ export class RouteRegistry {
       if (def.auth !== 'public' && !ctx.state.actor) throw notAuthenticated();
       if (def.body && ctx.request.length && !ctx.is('application/json', 'application/x-www-form-urlencoded')) {
         throw new DomainError('UNSUPPORTED_MEDIA_TYPE', `Unsupported media type "${ctx.get('Content-Type')}": send application/json.`);
+      }
+      if (def.rawBody && ctx.request.type !== def.rawBody.mediaType) {
+        throw new DomainError('UNSUPPORTED_MEDIA_TYPE', `Unsupported media type "${ctx.get('Content-Type')}": send ${def.rawBody.mediaType}.`);
       }
       const params = def.params ? validate(def.params, { ...ctx.params }, 'query') : ctx.params;
       const query = def.query ? validate(def.query, { ...ctx.query }, 'query') : ctx.query;
@@ -133,11 +145,14 @@ export class RouteRegistry {
         }
         const responses: Record<string, unknown> = {};
         for (const [status, schema] of Object.entries(def.responses)) {
-          responses[status] = schema
-            ? { description: statusText(Number(status)), content: { 'application/json': { schema: refOrInline(schema, plain) } } }
-            : { description: statusText(Number(status)) };
+          const other = def.produces?.[Number(status)];
+          const content = {
+            ...(schema ? { 'application/json': { schema: refOrInline(schema, plain) } } : {}),
+            ...(other ? { [other]: { schema: { type: 'string' } } } : {}),
+          };
+          responses[status] = Object.keys(content).length ? { description: statusText(Number(status)), content } : { description: statusText(Number(status)) };
         }
-        const errorStatuses = [...(def.body || def.query || def.params ? [400] : []), ...(def.auth === 'public' ? [] : [401, 403]), 429];
+        const errorStatuses = [...(def.body || def.query || def.params ? [400] : []), ...(def.auth === 'public' ? [] : [401, 403]), ...(def.rawBody ? [413, 415] : []), 429];
         if (/:\w/.test(path)) errorStatuses.push(404);
         for (const status of errorStatuses) {
           responses[String(status)] ??= {
@@ -153,6 +168,7 @@ export class RouteRegistry {
           security: def.auth === 'public' ? [] : [{ bearerAuth: [] }],
           parameters,
           ...(def.body ? { requestBody: { required: true, content: { 'application/json': { schema: refOrInline(def.body, plain) } } } } : {}),
+          ...(def.rawBody ? { requestBody: { required: true, description: def.rawBody.description, content: { [def.rawBody.mediaType]: { schema: { type: 'string' } } } } } : {}),
           responses,
         };
       }

@@ -28,6 +28,8 @@ export interface TableRoute {
   handler: (ctx: AppContext, input: RouteInput) => Promise<void>;
   /** Path parameters after the table's own (records: `pk`). */
   extraParams?: Record<string, TSchema>;
+  rawBody?: RouteDef['rawBody'];
+  produces?: RouteDef['produces'];
 }
 
 /** One per-table operation, with and without the data source segment. */

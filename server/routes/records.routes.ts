@@ -2,7 +2,9 @@
 // under /api/apps/{app_slug}/datatables/{name}/data/ and with the data source segment
 // /api/apps/{app_slug}/datasources/{ds}/datatables/{name}/data/. docs/data-tables.md.
 import { Type } from '@sinclair/typebox';
+import { MAX_IMPORT_BYTES, MAX_IMPORT_ROWS, MAX_REPORTED_ERRORS, csvImportOptions, exportCsv, importCsv } from '../../shared/data/records-csv.ts';
 import { MAX_BULK_CREATE, MAX_BULK_PATCH, recordsService as records } from '../../shared/data/records.service.ts';
+import { DomainError } from '../../shared/errors.ts';
 import type { RouteDef } from '../http/registry.ts';
 import { perTable, scopeOf } from './datatables.routes.ts';
 
@@ -16,6 +18,13 @@ const RecordData = Type.Object({ data: Record_ });
 const RecordPage = Type.Object({ data: Type.Array(Record_), total: Type.Integer(), page: Type.Integer(), page_size: Type.Integer() });
 const Deleted = Type.Object({ deleted: Type.Integer(), ids: Type.Optional(Type.Array(Type.Unknown())) });
 const PK = { pk: Type.String({ minLength: 1, maxLength: 200 }) };
+const CsvImportReport = Type.Object({
+  dry_run: Type.Boolean(),
+  total_rows: Type.Integer(),
+  created: Type.Integer(),
+  failed: Type.Integer(),
+  errors: Type.Array(Type.Object({ row: Type.Integer(), errors: Type.Record(Type.String(), Type.Array(Type.String())) })),
+});
 
 export function recordRoutes(): RouteDef[] {
   return [
@@ -24,9 +33,17 @@ export function recordRoutes(): RouteDef[] {
       suffix: 'data/',
       operationId: 'records_list',
       summary: 'List records',
-      description: `${FILTERS} Pages: page/page_size (default 20, at most 1000) or limit/offset. \`_sort\`: comma list of fields (also \`fk_field.related_field\`), \`-\` for descending. \`search\`: keywords matched as word prefixes over the text fields (full-text index). ${READ} \`_aggregate\`: comma list of count, count_distinct(f), sum(f), avg(f), min(f), max(f), with optional \`_group_by=a,b\` → one row per group. \`format=csv\` streams every matching record as CSV. Answers {data, total, page, page_size}. ${WHO_READ}`,
+      description: `${FILTERS} Pages: page/page_size (default 20, at most 1000) or limit/offset. \`_sort\`: comma list of fields (also \`fk_field.related_field\`), \`-\` for descending. \`search\`: keywords matched as word prefixes over the text fields (full-text index). ${READ} \`_aggregate\`: comma list of count, count_distinct(f), sum(f), avg(f), min(f), max(f), with optional \`_group_by=a,b\` → one row per group. \`format=csv\` streams every matching record (same conditions, search and sort; no pages) as \`text/csv\`, a header of the table's fields then one line per record. Answers {data, total, page, page_size}. ${WHO_READ}`,
       responses: { 200: RecordPage },
+      produces: { 200: 'text/csv' },
       async handler(ctx, { params, query }) {
+        if (query.format === 'csv') {
+          const csv = await exportCsv(ctx.state.service(), scopeOf(params), params.name!, query);
+          ctx.attachment(`${params.name}.csv`);
+          ctx.type = 'text/csv; charset=utf-8';
+          ctx.body = csv;
+          return;
+        }
         ctx.body = await records.list(ctx.state.service(), scopeOf(params), params.name!, query);
       },
     }, 'records'),
@@ -41,6 +58,19 @@ export function recordRoutes(): RouteDef[] {
       async handler(ctx, { params, body }) {
         ctx.status = 201;
         ctx.body = { data: await records.create(ctx.state.service(), scopeOf(params), params.name!, body) };
+      },
+    }, 'records'),
+    ...perTable({
+      method: 'post',
+      suffix: 'data/import/',
+      operationId: 'records_import_csv',
+      summary: 'Import records from CSV (all or nothing)',
+      description: `A \`text/csv\` body (415 otherwise) whose header names the fields; query \`mapping\` (a JSON object of CSV header → field) renames columns, \`dry_run=true\` checks everything (validation and database constraints) and writes nothing. Cells are coerced to the field types (empty → left out). Unknown columns or mapping entries → 400 before anything is read. Every row valid → all inserted in one transaction; any row failing → nothing written. Answers 200 with the report {dry_run, total_rows, created, failed, errors: [{row, errors: {field: [...]}}]} also when rows failed (\`created\` 0; the first ${MAX_REPORTED_ERRORS} failing rows listed, row 1 = the first line after the header). At most ${MAX_IMPORT_ROWS} rows and ${MAX_IMPORT_BYTES} bytes (413). ${WHO_WRITE}`,
+      rawBody: { mediaType: 'text/csv', description: 'CSV (RFC 4180, UTF-8) with a header row' },
+      responses: { 200: CsvImportReport },
+      async handler(ctx, { params, query }) {
+        if (Number(ctx.get('Content-Length') || 0) > MAX_IMPORT_BYTES) throw new DomainError('PAYLOAD_TOO_LARGE', `CSV import too large: more than ${MAX_IMPORT_BYTES} bytes.`, { detail: 'Request body is too large.' });
+        ctx.body = await importCsv(ctx.state.service(), scopeOf(params), params.name!, ctx.req, csvImportOptions(query));
       },
     }, 'records'),
     ...perTable({

@@ -40,14 +40,18 @@ export function pageOf(query: Record<string, unknown>): Page {
   return { limit: pageSize, offset: (page - 1) * pageSize, page, pageSize };
 }
 
-/** A row as the API shows it: timestamps as ISO strings (to_jsonb gives `+00:00` offsets). */
+/**
+ * A row as the API shows it: fields in schema order (jsonb orders keys by length), timestamps
+ * as ISO strings (to_jsonb gives `+00:00` offsets).
+ */
 export function plain(v: TableView, r: RecordRow): RecordRow {
   if (v.provider !== 'flat_table') return r;
+  const out: RecordRow = {};
   for (const [field, info] of v.columns) {
     const value = r[field];
-    if (info.pgType === 'timestamptz' && typeof value === 'string') r[field] = new Date(value).toISOString();
+    out[field] = info.pgType === 'timestamptz' && typeof value === 'string' ? new Date(value).toISOString() : value;
   }
-  return r;
+  return out;
 }
 
 export const selectRecords = async (em: EntityManager, v: TableView, sql: string, params: unknown[]): Promise<RecordRow[]> =>

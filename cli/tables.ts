@@ -1,0 +1,208 @@
+// Shared pieces of the `table`, `data` and `demo` commands: flags, arguments, input files,
+// record conditions, tables, progress lines.
+import fs from 'node:fs';
+import path from 'node:path';
+import { Args, Flags } from '@oclif/core';
+import type { DataTableListItem, DataTableView } from '../shared/data/datatable.schemas.ts';
+import { DomainError, fieldError } from '../shared/errors.ts';
+import type { Backend, RecordQuery, RecordRow } from './backend/types.ts';
+import { type Column, table, when } from './output.ts';
+import { parseJson } from './secrets.ts';
+export { siteFlag, parseJson } from './secrets.ts';
+export { listTable } from './apps.ts';
+
+export const appFlag = Flags.string({ summary: 'The app (slug) the table belongs to.', required: true });
+export const tableArg = Args.string({ name: 'name', description: 'The data table name', required: true });
+export const tableFlag = Flags.string({ summary: 'The data table (name).', required: true });
+export const filterFlag = Flags.string({
+  summary: 'A condition `field=value` or `field__op=value` (repeatable; all must hold).',
+  description: 'Operators: eq ne gt gte lt lte in nin (comma lists) contains icontains startswith istartswith endswith iendswith isnull between (low,high).',
+  multiple: true,
+});
+export const sortFlag = Flags.string({ summary: 'Sort: comma list of fields, `-` for descending (e.g. -created_at,name).' });
+
+export const TABLE_COLUMNS: Column<DataTableListItem>[] = [
+  { header: 'Name', get: (t) => t.name },
+  { header: 'Data source', get: (t) => t.datasource_slug },
+  { header: 'Fields', get: (t) => t.field_count },
+  { header: 'Materialized', get: (t) => t.is_materialized },
+  { header: 'Physical table', get: (t) => t.physical_table_name },
+  { header: 'Modified', get: (t) => when(t.updated_at) },
+];
+
+/** What `table create/get/update` show of a table (the schema itself: `table schema`). */
+export function tableSummary(t: DataTableView): Record<string, unknown> {
+  const { json_schema: _s, field_names, primary_key, ...rest } = t;
+  return { ...rest, field_names: field_names.join(', '), primary_key: primary_key.join(', ') };
+}
+
+/** `--filter age__gte=30 --filter name=Ada` → query parameters (a repeated key: every value). */
+export function filterQuery(filters: string[] | undefined): RecordQuery {
+  const query: RecordQuery = {};
+  for (const f of filters ?? []) {
+    const eq = f.indexOf('=');
+    if (eq <= 0) throw fieldError('filter', `Expected field=value or field__op=value, got ${JSON.stringify(f)}.`);
+    const key = f.slice(0, eq);
+    const value = f.slice(eq + 1);
+    const prev = query[key];
+    query[key] = prev === undefined ? value : [...(Array.isArray(prev) ? prev : [prev]), value];
+  }
+  return query;
+}
+
+/** The query of a list or export: the conditions, then the named parameters that are set. */
+export function recordQuery(filters: string[] | undefined, named: Record<string, string | undefined>): RecordQuery {
+  const query = filterQuery(filters);
+  for (const [key, value] of Object.entries(named)) if (value !== undefined) query[key] = value;
+  return query;
+}
+
+/** A file's text; a clear one-line error naming the flag when it cannot be read. */
+export function readText(file: string, flag: string): string {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    const reason = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'No such file.' : (err as Error).message;
+    throw fieldError(flag, `Cannot read ${file}: ${reason}`);
+  }
+}
+
+/** A file that must exist (streamed later): its size. */
+export function fileSize(file: string, flag: string): number {
+  try {
+    const st = fs.statSync(file);
+    if (!st.isFile()) throw new Error('Not a file.');
+    return st.size;
+  } catch (err) {
+    const reason = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'No such file.' : (err as Error).message;
+    throw fieldError(flag, `Cannot read ${file}: ${reason}`);
+  }
+}
+
+/** A JSON file, parsed. */
+export function readJson(file: string, flag: string): unknown {
+  return parseJson(readText(file, flag), flag);
+}
+
+/** `--data JSON` or `--file F.json` (exactly one). */
+export function jsonInput(data: string | undefined, file: string | undefined): unknown {
+  if (data !== undefined && file !== undefined) throw new DomainError('BAD_REQUEST', 'Give either --data or --file, not both.');
+  if (data !== undefined) return parseJson(data, 'data');
+  if (file !== undefined) return readJson(file, 'file');
+  throw new DomainError('BAD_REQUEST', 'Give the records: --data JSON or --file F.json.');
+}
+
+/** A JSON object argument (`--mapping`), checked. */
+export function jsonObject(text: string, flag: string): Record<string, unknown> {
+  const v = parseJson(text, flag);
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw fieldError(flag, 'Expected a JSON object.');
+  return v as Record<string, unknown>;
+}
+
+/** The table name a schema file stands for: its basename up to the first dot (`events.jsonb.json` → events). */
+export function tableNameOf(file: string): string {
+  return path.basename(file).replace(/\.json$/i, '').split('.')[0]!;
+}
+
+const show = (v: unknown): string | number | boolean | null => (v !== null && typeof v === 'object' ? JSON.stringify(v) : (v as string | number | boolean | null));
+
+/**
+ * The table's field names, for showing records in schema order (rows come back as JSON
+ * objects whose key order is the database's); none when the table cannot be read.
+ */
+export async function fieldOrder(backend: Backend, site: string, app: string, table: string): Promise<string[]> {
+  try {
+    return (await backend.getTable(site, app, table)).field_names;
+  } catch {
+    return [];
+  }
+}
+
+/** The keys of `rows`: those of `order` first, in its order, then the others as they first appear. */
+function keysOf(rows: RecordRow[], order: string[]): string[] {
+  const seen: string[] = [];
+  for (const r of rows) for (const k of Object.keys(r)) if (!seen.includes(k)) seen.push(k);
+  const rank = (k: string) => (order.includes(k) ? order.indexOf(k) : order.length + seen.indexOf(k));
+  return seen.sort((a, b) => rank(a) - rank(b));
+}
+
+/** Records as a table: one column per field (schema order first). */
+export function recordsTable(rows: RecordRow[], order: string[] = []): string {
+  return table(rows, keysOf(rows, order).map((k) => ({ header: k, get: (r: RecordRow) => show(r[k]) })));
+}
+
+/** One record as `key: value` lines (schema order first; objects as JSON). */
+export function recordLines(row: RecordRow, order: string[] = []): string {
+  const keys = keysOf([row], order);
+  const width = Math.max(0, ...keys.map((k) => k.length)) + 1;
+  return keys
+    .map((k) => {
+      const v = row[k];
+      return `${`${k}:`.padEnd(width)} ${v === null || v === undefined ? '-' : String(show(v)).replace(/[\r\n\t]+/g, ' ')}`.trimEnd();
+    })
+    .join('\n');
+}
+
+export const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+/** A size as people read it: 512 B, 3.2 kB, 14.0 MB. */
+export function bytes(n: number): string {
+  if (n < 1000) return `${n} B`;
+  if (n < 1e6) return `${(n / 1e3).toFixed(1)} kB`;
+  if (n < 1e9) return `${(n / 1e6).toFixed(1)} MB`;
+  return `${(n / 1e9).toFixed(1)} GB`;
+}
+
+/**
+ * Progress of a long transfer on stderr: at most one line a second (none for a transfer that
+ * takes less), so short runs print only their first and last lines.
+ */
+export class Progress {
+  private readonly write: (line: string) => void;
+  private last = Date.now();
+
+  constructor(write: (line: string) => void) {
+    this.write = write;
+  }
+
+  tick(line: () => string): void {
+    const now = Date.now();
+    if (now - this.last < 1000) return;
+    this.last = now;
+    this.write(line());
+  }
+}
+
+/** Counts CSV rows (newlines outside quotes) of a stream as it passes. */
+export class CsvRowCounter {
+  rows = 0;
+  bytes = 0;
+  private quoted = false;
+  private pendingCr = false;
+  private lastByte = -1;
+
+  /** Rows after the header line (a last line without a newline counts). */
+  get records(): number {
+    const lines = this.rows + (this.lastByte !== -1 && this.lastByte !== 0x0a && this.lastByte !== 0x0d ? 1 : 0);
+    return Math.max(0, lines - 1);
+  }
+
+  push(chunk: Buffer): void {
+    this.bytes += chunk.length;
+    if (chunk.length) this.lastByte = chunk[chunk.length - 1]!;
+    for (let i = 0; i < chunk.length; i++) {
+      const c = chunk[i];
+      if (c === 0x22) this.quoted = !this.quoted; // a doubled quote toggles twice
+      else if (!this.quoted && c === 0x0a) {
+        if (!this.pendingCr) this.rows++;
+        this.pendingCr = false;
+        continue;
+      } else if (!this.quoted && c === 0x0d) {
+        this.rows++;
+        this.pendingCr = true;
+        continue;
+      }
+      this.pendingCr = false;
+    }
+  }
+}

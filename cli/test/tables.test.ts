@@ -1,0 +1,180 @@
+// `platform table …` and `platform demo` in both modes (remote: <api-url>/sites/<schema>/api/…
+// with the site's login; direct: the site schema as the system actor): the same output.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import test from 'ava';
+import { hashPassword } from '../../shared/auth/passwords.ts';
+import { createTestSite, type TestSite } from '../../shared/testing/sites.ts';
+import { startTestServer, type TestServer } from '../../server/test/helpers.ts';
+import { cliEnv, json, MODES, runCli, tempConfigDir, volatile, type Mode } from './helpers.ts';
+
+let s: TestServer;
+let site: TestSite;
+let configDir: string;
+let tmp: string;
+let admin: string;
+const PASSWORD = 'Site-pass-word-1';
+const FIXTURES = path.resolve(import.meta.dirname, '../../fixtures');
+const schemaFile = (name: string) => path.join(FIXTURES, 'schemas', name);
+
+// What differs by design between two apps made the same way: ids, times, the app id in physical names.
+const normalize = (text: string) =>
+  volatile(text)
+    .replace(/^(id|data_source|created_by|modified_by):( +).*$/gm, '$1:$2<x>')
+    .replace(/\ba\d+_/g, 'a<n>_')
+    .replace(/ +$/gm, '');
+const api = (method: string, p: string, body?: unknown) => s.api(method, `/sites/${site.schema}${p}`, { token: admin, body });
+const env = () => cliEnv(s, configDir);
+/** `platform …args --site <schema> [--direct]` */
+const run = (mode: Mode, args: string[]) => runCli([...args, '--site', site.schema, ...(mode === 'direct' ? ['--direct'] : [])], env());
+
+test.before(async () => {
+  s = await startTestServer();
+  const em = s.handle.db.orm.em.fork();
+  site = await createTestSite(em);
+  await em.execute(`INSERT INTO "${site.schema}".users (uuid, username, password, is_staff) VALUES (gen_random_uuid(), 'boss', ?, true)`, [await hashPassword(PASSWORD)]);
+  const res = await s.api('POST', `/sites/${site.schema}/api/auth/jwt/token/`, { body: { username: 'boss', password: PASSWORD } });
+  if (res.status !== 200) throw new Error(res.text);
+  admin = res.body.access;
+  configDir = tempConfigDir();
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'platform-tables-test-'));
+  fs.writeFileSync(path.join(configDir, 'credentials.json'), JSON.stringify({ version: 1, apis: { [`${s.url}/sites/${site.schema}`]: { ...res.body, username: 'boss' } } }), { mode: 0o600 });
+  for (const mode of MODES) {
+    if ((await api('POST', '/api/apps/', { name: `Tab ${mode}` })).status !== 201) throw new Error('seed app');
+    if ((await api('POST', `/api/apps/tab-${mode}/datasources/`, { name: 'Main', slug: 'main', provider_type: 'flat_table' })).status !== 201) throw new Error('seed ds');
+  }
+});
+test.after.always(async () => {
+  await s?.close();
+  fs.rmSync(configDir, { recursive: true, force: true });
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+test.serial('table create, get, schema, update, materialize, validate, list, stats, delete in both modes', async (t) => {
+  const valid = path.join(tmp, 'valid.json');
+  fs.writeFileSync(valid, JSON.stringify([{ id: 1, name: 'Acme' }, { id: 2, name: 'Beta', email: 'x@beta.example' }]));
+  const invalid = path.join(tmp, 'invalid.json');
+  fs.writeFileSync(invalid, JSON.stringify([{ id: 1, name: 'Acme', email: 'not-an-email' }]));
+  const shown: Record<Mode, string[]> = { remote: [], direct: [] };
+  for (const mode of MODES) {
+    const app = ['--app', `tab-${mode}`];
+    const out = shown[mode];
+    const created = await run(mode, ['table', 'create', '--datasource', 'main', '--schema', schemaFile('companies.json'), ...app, '--json']);
+    t.is(created.code, 0, created.stderr);
+    t.like(json(created), { status: 'success', message: 'Data table created.', data: { name: 'companies', datasource_slug: 'main', is_materialized: false, primary_key: ['id'] } });
+    const contacts = await run(mode, ['table', 'create', '--datasource', 'main', '--name', 'contacts', '--schema', schemaFile('contacts.json'), '--description', 'People', ...app]);
+    t.is(contacts.code, 0, contacts.stderr);
+    t.regex(contacts.stdout, /^Data table created\.\nid: +\d+\n/);
+    t.regex(contacts.stdout, /^description: +People$/m);
+    out.push(contacts.stdout);
+
+    const got = await run(mode, ['table', 'get', 'companies', ...app]);
+    t.regex(got.stdout, /^field_names: +id, name, domain, website, email, industry, employees, founded, revenue, is_public, country, updated$/m);
+    out.push(got.stdout);
+    const schema = await run(mode, ['table', 'schema', 'companies', ...app]);
+    t.deepEqual(JSON.parse(schema.stdout), JSON.parse(fs.readFileSync(schemaFile('companies.json'), 'utf8')));
+    const schemaJson = await run(mode, ['table', 'schema', 'companies', ...app, '--json']);
+    t.regex(json(schemaJson).schema_hash, /^[0-9a-f]{64}$/);
+    t.is(json(schemaJson).field_count, 12);
+
+    const upd = await run(mode, ['table', 'update', 'contacts', '--description', 'Changed', ...app]);
+    t.is(upd.code, 0, upd.stderr);
+    t.regex(upd.stdout, /^description: +Changed$/m);
+    out.push(upd.stdout);
+
+    const early = await run(mode, ['table', 'materialize', 'contacts', ...app]);
+    t.is(early.code, 1);
+    t.is(early.stdout, '');
+    t.regex(early.stderr, /^Error: Foreign key target not materialized\. \(json_schema: foreignKeys\[0\] \(company_id → companies\): .*materialize it first\.\)\n$/);
+    for (const name of ['companies', 'contacts']) {
+      const m = await run(mode, ['table', 'materialize', name, ...app]);
+      t.is(m.code, 0, m.stderr);
+      t.regex(m.stdout, new RegExp(`^Data table materialized\\. \\(${name} → a\\d+_${name}\\)\\n$`));
+      out.push(m.stdout);
+    }
+    const again = await run(mode, ['table', 'materialize', 'companies', ...app]);
+    t.is(again.code, 1);
+    t.is(again.stderr, 'Error: Data table "companies" is already materialized.\n');
+    const locked = await run(mode, ['table', 'update', 'companies', '--schema', schemaFile('contacts.json'), ...app]);
+    t.is(locked.code, 1);
+    t.regex(locked.stderr, /^Error: The table is materialized/);
+
+    const ok = await run(mode, ['table', 'validate', 'companies', '--file', valid, ...app]);
+    t.is(ok.code, 0, ok.stderr);
+    t.is(ok.stdout, 'Valid: 2 records.\n');
+    const bad = await run(mode, ['table', 'validate', 'companies', '--file', invalid, ...app, '--json']);
+    t.is(bad.code, 1);
+    t.like(json(bad), { is_valid: false, validated_rows: 1 });
+    t.regex(json(bad).errors[0], /email/);
+    const badText = await run(mode, ['table', 'validate', 'companies', '--file', invalid, ...app]);
+    t.regex(badText.stdout, /^Invalid: 1 problem in 1 record\.\n {2}row 0: field 'email'/);
+    const noFile = await run(mode, ['table', 'validate', 'companies', '--file', path.join(tmp, 'nope.json'), ...app]);
+    t.is(noFile.code, 1);
+    t.regex(noFile.stderr, /^Error: Invalid input\. \(file: Cannot read .*nope\.json: No such file\.\)\n$/);
+
+    const list = await run(mode, ['table', 'list', '--datasource', 'main', ...app]);
+    t.is(list.code, 0, list.stderr);
+    t.regex(list.stdout, /^NAME +DATA SOURCE +FIELDS +MATERIALIZED +PHYSICAL TABLE +MODIFIED\ncompanies +main +12 +yes +a\d+_companies .*\ncontacts +main +11 +yes +a\d+_contacts .*\n\n2 tables\n$/);
+    out.push(list.stdout);
+    const listJson = await run(mode, ['table', 'list', ...app, '--page-size', '1', '--json']);
+    t.is(json(listJson).count, 2);
+    t.is(json(listJson).results.length, 1);
+    t.true(json(listJson).next.endsWith(`/sites/${site.schema}/api/apps/tab-${mode}/datatables/?page_size=1&page=2`), json(listJson).next);
+    const stats = await run(mode, ['table', 'stats', ...app]);
+    t.regex(stats.stdout, /^total_tables: +2\nmaterialized_tables: +2\nunmaterialized_tables: +0\ndatasource_count: +1\n\nSLUG +NAME +PROVIDER +TABLES +MATERIALIZED\nmain +Main +flat_table +2 +2\n$/);
+    out.push(stats.stdout);
+
+    const missing = await run(mode, ['table', 'get', 'nope', ...app]);
+    t.is(missing.code, 1);
+    t.is(missing.stderr, 'Error: Data table "nope" not found.\n');
+    const badName = await run(mode, ['table', 'get', 'Bad-Name', ...app]);
+    t.is(badName.code, 1);
+    t.regex(badName.stderr, /^Error: Invalid input\. \(name: /);
+    const refused = await run(mode, ['table', 'delete', 'companies', ...app]);
+    t.is(refused.code, 1);
+    t.is(refused.stderr, 'Error: Data table "companies" is referenced by a foreign key of: contacts.\n');
+    const del = await run(mode, ['table', 'delete', 'contacts', ...app]);
+    t.is(del.stdout, 'Data table deleted.\n');
+    t.is((await api('GET', `/api/apps/tab-${mode}/datatables/contacts/`)).status, 404);
+  }
+  t.deepEqual(shown.direct.map(normalize), shown.remote.map(normalize));
+});
+
+test.serial('demo: loads the fixtures, and a second run says what exists', async (t) => {
+  const first = await run('remote', ['demo', '--json']);
+  t.is(first.code, 0, first.stderr);
+  const r = json(first);
+  const status = (steps: { kind: string; name: string; status: string }[]) => Object.fromEntries(steps.map((x) => [`${x.kind} ${x.name}`, x.status]));
+  // Every fixture schema becomes a table (`x.<provider>.json` on that provider's source), materialized.
+  const files = fs.readdirSync(path.join(FIXTURES, 'schemas')).filter((f) => f.endsWith('.json'));
+  const names = files.map((f) => f.split('.')[0]!).sort();
+  t.true(['companies', 'contacts', 'orders', 'events', 'notes'].every((n) => names.includes(n)));
+  t.deepEqual(status(r.steps), {
+    'app crm': 'created',
+    'datasource main': 'created', 'datasource events': 'created', 'datasource docs': 'created',
+    ...Object.fromEntries(names.flatMap((n) => [[`table ${n}`, 'created'], [`materialize ${n}`, 'materialized']])),
+    'import companies': 'imported', 'import contacts': 'imported',
+  });
+  // Dependency order: a table after the tables its foreign keys name.
+  const materialized = r.steps.filter((x: { kind: string }) => x.kind === 'materialize').map((x: { name: string }) => x.name);
+  t.true(materialized.indexOf('companies') < materialized.indexOf('contacts'));
+  t.true(materialized.indexOf('contacts') < materialized.indexOf('orders'));
+  t.like(r.imports, { companies: { created: 25, failed: 0 }, contacts: { created: 40, failed: 0 } });
+  t.regex(first.stderr, /^\[1\/4\] App crm and its data sources…\n\[2\/4\] Tables \(companies, /);
+  t.regex(first.stderr, /\[4\/4\] Records \(companies\.csv, contacts\.csv\)…\n/);
+  const tables = (await api('GET', '/api/apps/crm/datatables/')).body;
+  const where = Object.fromEntries(tables.results.map((x: { name: string; datasource_slug: string; is_materialized: boolean }) => [x.name, `${x.datasource_slug}:${x.is_materialized}`]));
+  t.is(tables.count, names.length);
+  t.like(where, { companies: 'main:true', contacts: 'main:true', orders: 'main:true', events: 'events:true', notes: 'docs:true' });
+  t.is((await api('GET', '/api/apps/crm/datatables/contacts/data/?page_size=1')).body.total, 40);
+
+  const second = await run('direct', ['demo']);
+  t.is(second.code, 0, second.stderr);
+  t.regex(second.stdout, /^app crm: exists\ndatasource main: exists\n/);
+  t.regex(second.stdout, /^table orders: exists \(main\)$/m);
+  t.regex(second.stdout, /^materialize orders: exists$/m);
+  t.regex(second.stdout, /^import companies: skipped \(already holds 25 records\)\nimport contacts: skipped \(already holds 40 records\)\n$/m);
+  t.notRegex(second.stdout, /created|imported/);
+  t.regex(second.stderr, /Done\.\n$/);
+});

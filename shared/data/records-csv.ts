@@ -1,0 +1,388 @@
+// CSV export and import of a data table's records (docs/data-tables.md "CSV export and import").
+// Export: the list's conditions, search and sort over every matching record, streamed from a
+// server-side cursor (MikroORM's connection stream: pg-cursor on a pooled connection of its
+// own) through fast-csv, one batch at a time and only as fast as the reader takes it.
+// Import: fast-csv rows mapped to fields by the header (and an optional mapping), coerced to the
+// schema's types, validated like the records API's bulk create, inserted in batches inside one
+// transaction; all or nothing, with a report of the failing rows. Identifiers come only from
+// the stored schema (target.ts); every value is bound.
+import { Readable, Transform } from 'node:stream';
+import { format, parse } from 'fast-csv';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { ServiceContext } from '../context.ts';
+import { DomainError, fieldError, type FieldErrors } from '../errors.ts';
+import type { TableScope } from './datatable.service.ts';
+import { coerceValue } from './query/filter.ts';
+import { listQuery, plain } from './records/read.ts';
+import { openTarget, type RecordRow, type Target } from './records/target.ts';
+import { insertRecords, recordErrors, violation } from './records/write.ts';
+
+/** Rows fetched per cursor read of an export. */
+export const EXPORT_BATCH = 2000;
+/** Rows per insert statement of an import. */
+export const IMPORT_BATCH = 5000;
+/** Data rows of one import, at most. */
+export const MAX_IMPORT_ROWS = 1_000_000;
+/** Bytes of one import's CSV, at most. */
+export const MAX_IMPORT_BYTES = 256 * 1024 * 1024;
+/** Failing rows listed in a report (`failed` still counts them all). */
+export const MAX_REPORTED_ERRORS = 100;
+
+export interface CsvImportOptions {
+  /** CSV header → field; headers that are field names map to themselves. */
+  mapping?: Record<string, string>;
+  /** Validate and insert in a transaction that is rolled back: nothing is written. */
+  dry_run?: boolean;
+  /** Lower limits than MAX_IMPORT_ROWS / MAX_IMPORT_BYTES (tests, callers with their own caps). */
+  maxRows?: number;
+  maxBytes?: number;
+}
+
+export interface CsvImportReport {
+  dry_run: boolean;
+  /** Data rows read (the header not counted). */
+  total_rows: number;
+  /** Records written (dry run: that would be written); 0 when any row failed. */
+  created: number;
+  /** Rows that failed validation or a database constraint. */
+  failed: number;
+  /** The first MAX_REPORTED_ERRORS failing rows: 1-based data row number, errors by field. */
+  errors: { row: number; errors: FieldErrors }[];
+}
+
+// --- export ----------------------------------------------------------------------------------
+
+/** A value as a CSV cell: null → empty, objects and arrays → JSON, the rest as text. */
+function cell(value: unknown): string {
+  if (value === null || value === undefined) return '';
+  if (typeof value === 'object') return JSON.stringify(value);
+  return String(value);
+}
+
+/**
+ * Every record the list would give for `query` (conditions, search, sort; no pages) as a CSV
+ * stream: the header is the table's fields in schema order (`id` first where the table has a
+ * generated key; docstore: `id` and the schema's fields, extra document fields are not
+ * exported). The first batch is read before returning, so a failing query is still an
+ * ordinary error; afterwards rows are fetched only as the stream is read, and the cursor's
+ * connection is released when the stream ends, fails or is destroyed (client gone).
+ */
+export async function exportCsv(ctx: ServiceContext, scope: TableScope, name: string, query: Record<string, unknown>): Promise<Readable> {
+  const t = await openTarget(ctx, scope, name, false);
+  if (query._aggregate !== undefined || query._group_by !== undefined) throw fieldError('format', 'format=csv exports records; it does not apply to _aggregate/_group_by.');
+  if (query.populate !== undefined) throw fieldError('populate', 'populate does not apply to format=csv.');
+  const { where, orderBy } = await listQuery(ctx.em, t, query);
+  const header = [...t.columns.keys()];
+  const sql = `SELECT ${t.recordSql('t')} AS r FROM ${t.table} t WHERE ${where.sql} ORDER BY ${orderBy}`;
+  const cursor = ctx.em.getConnection().stream<{ r: RecordRow }>(sql, where.params, ctx.em.getTransactionContext(), undefined, EXPORT_BATCH);
+  const toCells = (r: RecordRow) => {
+    const rec = plain(t, r);
+    return header.map((f) => cell(rec[f]));
+  };
+  let first: IteratorResult<{ r: RecordRow }>;
+  try {
+    first = await cursor.next();
+  } catch (err) {
+    throw violation(t, err) ?? err;
+  }
+  let pending: IteratorResult<{ r: RecordRow }> | undefined = first;
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    await cursor.return?.(undefined);
+  };
+  const rowsOut = new Readable({
+    objectMode: true,
+    highWaterMark: 64,
+    read() {
+      const step = pending ? Promise.resolve(pending) : cursor.next();
+      pending = undefined;
+      step.then(
+        (res) => {
+          if (this.destroyed) return;
+          if (res.done) {
+            closed = true;
+            this.push(null);
+          } else this.push(toCells(res.value.r));
+        },
+        (err: unknown) => this.destroy(err as Error),
+      );
+    },
+    destroy(err, cb) {
+      // Waits for a read in flight, then closes the cursor and releases its connection.
+      close().then(() => cb(err), (e: unknown) => cb(err ?? (e as Error)));
+    },
+  });
+  const csv = format<string[], string[]>({ headers: header, includeEndRowDelimiter: true });
+  const out = chunked();
+  rowsOut.on('error', (err) => out.destroy(err));
+  csv.on('error', (err) => out.destroy(err));
+  // Client gone (Koa destroys the body) or formatting failed: stop reading, release the cursor.
+  out.on('close', () => {
+    csv.destroy();
+    rowsOut.destroy();
+  });
+  rowsOut.pipe(csv).pipe(out);
+  return out;
+}
+
+/** fast-csv writes a chunk per row: gathered into ~64 KiB chunks for the socket. */
+function chunked(size = 64 * 1024): Transform {
+  let parts: Buffer[] = [];
+  let length = 0;
+  return new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      parts.push(chunk);
+      length += chunk.length;
+      if (length < size) return cb();
+      const whole = Buffer.concat(parts, length);
+      parts = [];
+      length = 0;
+      cb(null, whole);
+    },
+    flush(cb) {
+      cb(null, length ? Buffer.concat(parts, length) : undefined);
+    },
+  });
+}
+
+// --- import ----------------------------------------------------------------------------------
+
+/** `dry_run` and `mapping` from a query string (`mapping` a JSON object of header → field). */
+export function csvImportOptions(query: Record<string, unknown>): CsvImportOptions {
+  const out: CsvImportOptions = {};
+  const dry = query.dry_run;
+  if (dry !== undefined && dry !== '') {
+    if (dry === 'true' || dry === '1') out.dry_run = true;
+    else if (dry === 'false' || dry === '0') out.dry_run = false;
+    else throw fieldError('dry_run', 'Expected true or false.');
+  }
+  if (query.mapping !== undefined && query.mapping !== '') {
+    let parsed: unknown;
+    try {
+      parsed = typeof query.mapping === 'string' ? JSON.parse(query.mapping) : undefined;
+    } catch {
+      parsed = undefined;
+    }
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed) || !Object.values(parsed).every((v) => typeof v === 'string')) {
+      throw fieldError('mapping', 'Expected a JSON object of CSV header → field name, e.g. {"Company":"name"}.');
+    }
+    out.mapping = parsed as Record<string, string>;
+  }
+  return out;
+}
+
+type Coercer = (text: string) => { value?: unknown; error?: string };
+
+/** CSV text → the field's type: integers, numbers, booleans (true/false/1/0), JSON for object/array fields. */
+function coercerFor(t: Target, field: string): Coercer {
+  const info = t.columns.get(field)!;
+  const type = t.schema.fields.find((f) => f.name === field)?.type;
+  const via = (value: unknown) => {
+    try {
+      return { value: coerceValue(field, info, value) };
+    } catch (err) {
+      return { error: err instanceof DomainError ? (err.errors?.[field]?.[0] ?? err.message) : 'Invalid value.' };
+    }
+  };
+  switch (info.pgType) {
+    case 'bigint':
+    case 'integer':
+    case 'double precision':
+      return (s) => via(s.trim());
+    case 'boolean':
+      return (s) => via(s.trim().toLowerCase());
+    case 'jsonb':
+      return (s) => {
+        try {
+          return { value: JSON.parse(s) as unknown };
+        } catch {
+          // A field of type `any` takes plain text too; object, array and geo fields need JSON.
+          return type === 'any' ? { value: s } : { error: `Invalid JSON ${JSON.stringify(s.length > 40 ? `${s.slice(0, 40)}…` : s)}: expected a JSON ${type === 'array' ? 'array' : 'value'}.` };
+        }
+      };
+    default: // text, uuid, date, time, timestamptz, interval: the schema validation checks the format
+      return (s) => (s.includes('\0') ? { error: 'Invalid value: NUL characters are not allowed.' } : { value: s });
+  }
+}
+
+/** Column index → field, checked before anything is read further: unknown headers or mapping entries → 400. */
+function columnsOf(t: Target, header: string[], mapping: Record<string, string> = {}): string[] {
+  const fields = new Set(t.columns.keys());
+  const errors: FieldErrors = {};
+  const present = new Set(header);
+  const badTargets = Object.entries(mapping).filter(([, f]) => !fields.has(f));
+  const badSources = Object.keys(mapping).filter((h) => !present.has(h));
+  if (badTargets.length || badSources.length) {
+    errors.mapping = [
+      ...badTargets.map(([h, f]) => `"${h}" maps to unknown field "${f}".`),
+      ...badSources.map((h) => `"${h}" is not a column of the CSV header.`),
+    ];
+  }
+  const out = header.map((h) => (Object.hasOwn(mapping, h) ? mapping[h]! : fields.has(h) ? h : ''));
+  const unknown = header.filter((_, i) => out[i] === '');
+  if (unknown.length) {
+    errors.header = [`Unknown column${unknown.length > 1 ? 's' : ''} ${unknown.map((h) => JSON.stringify(h)).join(', ')}: not fields of "${t.name}" (fields: ${[...fields].join(', ')}); map them with mapping={"column":"field"}.`];
+  }
+  const seen = new Map<string, number>();
+  for (const f of out) if (f) seen.set(f, (seen.get(f) ?? 0) + 1);
+  const twice = [...seen].filter(([, n]) => n > 1).map(([f]) => f);
+  if (twice.length) (errors.header ??= []).push(`Several columns give field${twice.length > 1 ? 's' : ''} ${twice.map((f) => `"${f}"`).join(', ')}.`);
+  if (Object.keys(errors).length) throw new DomainError('VALIDATION_ERROR', 'The CSV header does not match the table: nothing was imported.', { errors });
+  return out;
+}
+
+const tooLarge = (what: string) => new DomainError('PAYLOAD_TOO_LARGE', `CSV import too large: ${what}.`, { detail: 'Request body is too large.' });
+const ROLLBACK = Symbol('rollback');
+
+/**
+ * Imports a CSV stream into a table: all or nothing. Rows are parsed, coerced and validated
+ * one by one; valid rows are inserted IMPORT_BATCH at a time in one transaction (opened once
+ * the first batch is valid), which is committed only when every row passed validation and
+ * the database constraints (dry run: always rolled back). A constraint violation is reported
+ * on the row that caused it (found by replaying its batch row by row in a savepoint).
+ */
+export async function importCsv(ctx: ServiceContext, scope: TableScope, name: string, input: Readable, options: CsvImportOptions = {}): Promise<CsvImportReport> {
+  const t = await openTarget(ctx, scope, name, true);
+  const maxRows = Math.min(options.maxRows ?? MAX_IMPORT_ROWS, MAX_IMPORT_ROWS);
+  const maxBytes = Math.min(options.maxBytes ?? MAX_IMPORT_BYTES, MAX_IMPORT_BYTES);
+  const dryRun = options.dry_run === true;
+  const report: CsvImportReport = { dry_run: dryRun, total_rows: 0, created: 0, failed: 0, errors: [] };
+  let bytes = 0;
+  const counter = new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      bytes += chunk.length;
+      if (bytes > maxBytes) cb(tooLarge(`more than ${maxBytes} bytes`));
+      else cb(null, chunk);
+    },
+  });
+  const parser = parse<string[], string[]>({ headers: false, ignoreEmpty: true });
+  const fail = (err: Error) => parser.destroy(err);
+  input.on('error', fail);
+  counter.on('error', fail);
+  input.pipe(counter).pipe(parser);
+  const iterator = parser[Symbol.asyncIterator]() as AsyncIterator<string[]>;
+  const rows = {
+    async next(): Promise<IteratorResult<string[]>> {
+      try {
+        return await iterator.next();
+      } catch (err) {
+        // fast-csv's own errors ("Parse Error: missing closing '"'…") are the client's: 400.
+        if (err instanceof Error && err.message.startsWith('Parse Error')) throw new DomainError('BAD_REQUEST', `Malformed CSV after data row ${report.total_rows}: ${err.message}`);
+        throw err;
+      }
+    },
+  };
+
+  const reject = (row: number, errors: FieldErrors) => {
+    report.failed++;
+    if (report.errors.length < MAX_REPORTED_ERRORS) report.errors.push({ row, errors });
+  };
+  let batch: { row: number; rec: RecordRow }[] = [];
+  let done = false;
+
+  try {
+    const head = await rows.next();
+    if (head.done) throw fieldError('header', 'The CSV is empty: expected a header row of field names.');
+    const header = head.value.map((h, i) => (i === 0 ? h.replace(/^\uFEFF/, '') : h).trim());
+    const fields = columnsOf(t, header, options.mapping);
+    const coerce = fields.map((f) => coercerFor(t, f));
+
+    /** Reads, coerces and validates one row; false at the end of the CSV. */
+    const step = async (): Promise<boolean> => {
+      const next = await rows.next();
+      if (next.done) return false;
+      const n = ++report.total_rows;
+      if (n > maxRows) throw tooLarge(`more than ${maxRows} rows`);
+      const cells = next.value;
+      if (cells.length !== fields.length) {
+        reject(n, { non_field_errors: [`Expected ${fields.length} cells (one per header column), got ${cells.length}.`] });
+        return true;
+      }
+      const rec: RecordRow = {};
+      const bad: FieldErrors = {};
+      cells.forEach((text, i) => {
+        if (text === '') return; // empty cell: field left out (its default applies)
+        const out = coerce[i]!(text);
+        if (out.error !== undefined) bad[fields[i]!] = [out.error];
+        else rec[fields[i]!] = out.value;
+      });
+      const errors: FieldErrors = {};
+      recordErrors(t, rec, '', errors);
+      Object.assign(errors, bad);
+      if (Object.keys(errors).length) reject(n, errors);
+      else if (!report.failed) batch.push({ row: n, rec });
+      return true;
+    };
+    /** Reads until a batch is full, a row failed or the CSV ends. */
+    const fill = async () => {
+      while (!done && !report.failed && batch.length < IMPORT_BATCH) done = !(await step());
+    };
+    /** Inserts the batch in a savepoint; a constraint violation names its row. */
+    const flush = async (tx: EntityManager) => {
+      const items = batch;
+      batch = [];
+      try {
+        await tx.transactional((sp) => insertRecords(sp as EntityManager, t, items.map((x) => x.rec)));
+        report.created += items.length;
+      } catch (err) {
+        if (!violation(t, err)) throw err;
+        const found = await failingRow(tx, t, items);
+        reject(found?.row ?? items[0]!.row, (found?.error ?? violation(t, err)!).errors ?? { non_field_errors: ['The row violates a constraint of the table.'] });
+      }
+    };
+
+    await fill();
+    if (!report.failed && batch.length) {
+      await ctx.em
+        .transactional(async (tx) => {
+          const em = tx as EntityManager;
+          while (!report.failed) {
+            if (batch.length) await flush(em);
+            if (done || report.failed) break;
+            await fill();
+          }
+          if (report.failed || dryRun) throw ROLLBACK;
+        })
+        .catch((err: unknown) => {
+          if (err !== ROLLBACK) throw err;
+        });
+    }
+    // After a failure: read the rest to count and report the other failing rows.
+    while (!done) done = !(await step());
+  } catch (err) {
+    throw violation(t, err) ?? err;
+  } finally {
+    // Stop parsing; whatever the client still sends is read and dropped, so the answer gets through.
+    input.unpipe(counter);
+    input.off('error', fail);
+    if (!input.readableEnded) input.resume();
+    counter.destroy();
+    parser.destroy();
+  }
+  if (report.failed) report.created = 0;
+  return report;
+}
+
+/** The row of a batch that violates a constraint: replayed one by one in a savepoint that is rolled back. */
+async function failingRow(tx: EntityManager, t: Target, items: { row: number; rec: RecordRow }[]): Promise<{ row: number; error: DomainError } | undefined> {
+  let found: { row: number; error: DomainError } | undefined;
+  await tx
+    .transactional(async (sp) => {
+      for (const x of items) {
+        try {
+          await insertRecords(sp as EntityManager, t, [x.rec]);
+        } catch (err) {
+          const error = violation(t, err);
+          if (error) found = { row: x.row, error };
+          break;
+        }
+      }
+      throw ROLLBACK;
+    })
+    .catch((err: unknown) => {
+      if (err !== ROLLBACK) throw err;
+    });
+  return found;
+}
