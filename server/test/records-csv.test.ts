@@ -12,6 +12,7 @@ import test from 'ava';
 import { csvRecords, parseCsv } from '../../shared/data/fixtures-csv.ts';
 import type { TableSchema } from '../../shared/data/table-schema.ts';
 import type { TestSite } from '../../shared/testing/sites.ts';
+import { createTables, fixture, fixtureRows, seedCrm, type Row } from './crm.ts';
 import { startTestServer, type TestServer } from './helpers.ts';
 import { twoSitesWithUsers } from './site-users.ts';
 
@@ -20,12 +21,10 @@ let a: TestSite;
 let b: TestSite;
 const tok: Record<string, string> = {};
 let appId = 0;
-type Row = Record<string, any>;
-const fixture = (name: string): TableSchema => JSON.parse(readFileSync(new URL(`../../fixtures/schemas/${name}`, import.meta.url), 'utf8'));
 const companiesCsv = readFileSync(new URL('../../fixtures/csv/companies.csv', import.meta.url), 'utf8');
 const contactsCsv = readFileSync(new URL('../../fixtures/csv/contacts.csv', import.meta.url), 'utf8');
-const companies: Row[] = csvRecords(new URL('../../fixtures/csv/companies.csv', import.meta.url), fixture('companies.json'));
-const contacts: Row[] = csvRecords(new URL('../../fixtures/csv/contacts.csv', import.meta.url), fixture('contacts.json'));
+const companies = fixtureRows('companies');
+const contacts = fixtureRows('contacts');
 const big: TableSchema = { fields: [{ name: 'id', type: 'integer' }, { name: 'label', type: 'string' }], primaryKey: ['id'] };
 
 const sql = (text: string, params: unknown[] = []) => s.handle.db.orm.em.fork().getConnection().execute(text, params);
@@ -48,25 +47,14 @@ const iso = (v: unknown) => (typeof v === 'string' ? new Date(v).toISOString() :
 test.before(async () => {
   s = await startTestServer();
   ({ a, b } = await twoSitesWithUsers(s, tok));
-  for (const site of [a, b]) {
-    const [app] = await sql(`INSERT INTO "${site.schema}".apps (name, slug) VALUES ('CRM', 'crm') RETURNING id`);
-    await sql(`INSERT INTO "${site.schema}".app_settings (app_id, display_name) VALUES (?, 'CRM')`, [app.id]);
-    for (const p of ['flat_table', 'jsonb', 'docstore']) await sql(`INSERT INTO "${site.schema}".data_sources (app_id, name, slug, provider_type) VALUES (?, ?, ?, ?)`, [app.id, p, p, p]);
-    if (site === a) appId = app.id;
-  }
-  const tables: [string, string, TableSchema][] = [
+  [appId] = await seedCrm(s, [a, b], ['flat_table', 'jsonb', 'docstore']);
+  await createTables(onA, [
     ['flat_table', 'companies', fixture('companies.json')],
     ['flat_table', 'contacts', fixture('contacts.json')],
     ['flat_table', 'big', big],
     ['jsonb', 'events', fixture('events.jsonb.json')],
     ['docstore', 'notes', fixture('notes.docstore.json')],
-  ];
-  for (const [ds, name, schema] of tables) {
-    const res = await onA('POST', `/api/apps/crm/datasources/${ds}/datatables/`, { name, json_schema: schema });
-    if (res.status !== 201) throw new Error(res.text);
-    const m = await onA('POST', `/api/apps/crm/datatables/${name}/materialize/`);
-    if (m.status !== 200) throw new Error(m.text);
-  }
+  ]);
 });
 test.after.always(async () => {
   await s?.close();

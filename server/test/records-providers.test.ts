@@ -3,10 +3,10 @@
 // over JSON fields, dotted document paths (text, numeric when compared with numbers), sort,
 // get/patch/delete, upsert, aggregates, search, keys and unique fields enforced by indexes,
 // injection attempts in paths refused.
-import { readFileSync } from 'node:fs';
 import test from 'ava';
 import type { TableSchema } from '../../shared/data/table-schema.ts';
 import type { TestSite } from '../../shared/testing/sites.ts';
+import { createTables, fixture, seedCrm, type Row } from './crm.ts';
 import { startTestServer, type TestServer } from './helpers.ts';
 import { twoSitesWithUsers } from './site-users.ts';
 
@@ -14,8 +14,6 @@ let s: TestServer;
 let a: TestSite;
 let b: TestSite;
 const tok: Record<string, string> = {};
-type Row = Record<string, any>;
-const fixture = (name: string): TableSchema => JSON.parse(readFileSync(new URL(`../../fixtures/schemas/${name}`, import.meta.url), 'utf8'));
 const accounts: TableSchema = {
   fields: [
     { name: 'code', type: 'string', constraints: { pattern: '^[A-Z]{3}$' } },
@@ -32,15 +30,8 @@ const D = (table: string) => `/api/apps/crm/datatables/${table}/data/`;
 test.before(async () => {
   s = await startTestServer();
   ({ a, b } = await twoSitesWithUsers(s, tok));
-  const [app] = await sql(`INSERT INTO "${a.schema}".apps (name, slug) VALUES ('CRM', 'crm') RETURNING id`);
-  await sql(`INSERT INTO "${a.schema}".app_settings (app_id, display_name) VALUES (?, 'CRM')`, [app.id]);
-  for (const p of ['jsonb', 'docstore']) await sql(`INSERT INTO "${a.schema}".data_sources (app_id, name, slug, provider_type) VALUES (?, ?, ?, ?)`, [app.id, p, p, p]);
-  for (const [ds, name, schema] of [['jsonb', 'events', fixture('events.jsonb.json')], ['jsonb', 'accounts', accounts], ['docstore', 'notes', fixture('notes.docstore.json')]] as const) {
-    const res = await on('POST', `/api/apps/crm/datasources/${ds}/datatables/`, { name, json_schema: schema });
-    if (res.status !== 201) throw new Error(res.text);
-    const m = await on('POST', `/api/apps/crm/datatables/${name}/materialize/`);
-    if (m.status !== 200) throw new Error(m.text);
-  }
+  await seedCrm(s, [a], ['jsonb', 'docstore']);
+  await createTables(on, [['jsonb', 'events', fixture('events.jsonb.json')], ['jsonb', 'accounts', accounts], ['docstore', 'notes', fixture('notes.docstore.json')]]);
 });
 test.after.always(async () => {
   await s?.close();

@@ -3,11 +3,9 @@
 // (named, `*`, reverse arrays); aggregates with group by; keyword search (and its index);
 // upsert; patch many (all or nothing); composite-key addressing; a 10,000-record bulk create;
 // injection attempts in populate/aggregate/group by/sort/search; another site reaches nothing.
-import { readFileSync } from 'node:fs';
 import test from 'ava';
-import { csvRecords } from '../../shared/data/fixtures-csv.ts';
-import type { TableSchema } from '../../shared/data/table-schema.ts';
 import type { TestSite } from '../../shared/testing/sites.ts';
+import { createTables, fixture, fixtureRows, seedCrm, type Row } from './crm.ts';
 import { startTestServer, type TestServer } from './helpers.ts';
 import { twoSitesWithUsers } from './site-users.ts';
 
@@ -16,10 +14,8 @@ let a: TestSite;
 let b: TestSite;
 const tok: Record<string, string> = {};
 let appId = 0;
-type Row = Record<string, any>;
-const fixture = (name: string): TableSchema => JSON.parse(readFileSync(new URL(`../../fixtures/schemas/${name}`, import.meta.url), 'utf8'));
-const companies: Row[] = csvRecords(new URL('../../fixtures/csv/companies.csv', import.meta.url), fixture('companies.json'));
-const contacts: Row[] = csvRecords(new URL('../../fixtures/csv/contacts.csv', import.meta.url), fixture('contacts.json'));
+const companies = fixtureRows('companies');
+const contacts = fixtureRows('contacts');
 const tags = [
   { id: 1, name: 'partner', color: '#00aa00' },
   { id: 2, name: 'prospect', color: '#aa0000' },
@@ -41,18 +37,8 @@ const count = async (table: string) => Number((await sql(`SELECT count(*) AS n F
 test.before(async () => {
   s = await startTestServer();
   ({ a, b } = await twoSitesWithUsers(s, tok));
-  for (const site of [a, b]) {
-    const [app] = await sql(`INSERT INTO "${site.schema}".apps (name, slug) VALUES ('CRM', 'crm') RETURNING id`);
-    await sql(`INSERT INTO "${site.schema}".app_settings (app_id, display_name) VALUES (?, 'CRM')`, [app.id]);
-    await sql(`INSERT INTO "${site.schema}".data_sources (app_id, name, slug, provider_type) VALUES (?, 'main', 'main', 'flat_table')`, [app.id]);
-    if (site === a) appId = app.id;
-  }
-  for (const name of ['companies', 'contacts', 'orders', 'tags', 'company_tags']) {
-    const res = await on('POST', '/api/apps/crm/datasources/main/datatables/', { name, json_schema: fixture(`${name}.json`) });
-    if (res.status !== 201) throw new Error(res.text);
-    const m = await on('POST', `/api/apps/crm/datatables/${name}/materialize/`);
-    if (m.status !== 200) throw new Error(m.text);
-  }
+  [appId] = await seedCrm(s, [a, b]);
+  await createTables(on, ['companies', 'contacts', 'orders', 'tags', 'company_tags'].map((name) => ['main', name, fixture(`${name}.json`)]));
   for (const [table, rows] of [['companies', companies], ['contacts', contacts], ['tags', tags], ['company_tags', companyTags]] as const) {
     const res = await on('POST', D(table), rows);
     if (res.status !== 201) throw new Error(res.text);

@@ -2,11 +2,9 @@
 // filter operator (checked against the same rows filtered in JS), sort, pages, get/patch/
 // delete, all-or-nothing bulk create, constraint violations naming the field, injection
 // attempts in every parameter, permissions and isolation between sites.
-import { readFileSync } from 'node:fs';
 import test from 'ava';
-import { csvRecords } from '../../shared/data/fixtures-csv.ts';
-import type { TableSchema } from '../../shared/data/table-schema.ts';
 import type { TestSite } from '../../shared/testing/sites.ts';
+import { createTables, fixture, fixtureRows, seedCrm, type Row } from './crm.ts';
 import { startTestServer, type TestServer } from './helpers.ts';
 import { twoSitesWithUsers } from './site-users.ts';
 
@@ -15,18 +13,10 @@ let a: TestSite;
 let b: TestSite;
 const tok: Record<string, string> = {};
 let appId = 0;
-type Row = Record<string, any>;
-const fixture = (name: string): TableSchema => JSON.parse(readFileSync(new URL(`../../fixtures/schemas/${name}`, import.meta.url), 'utf8'));
-const companies: Row[] = csvRecords(new URL('../../fixtures/csv/companies.csv', import.meta.url), fixture('companies.json'));
-const contacts: Row[] = csvRecords(new URL('../../fixtures/csv/contacts.csv', import.meta.url), fixture('contacts.json'));
+const companies = fixtureRows('companies');
+const contacts = fixtureRows('contacts');
 
 const sql = (text: string, params: unknown[] = []) => s.handle.db.orm.em.fork().getConnection().execute(text, params);
-async function seedApp(site: TestSite, slug: string): Promise<number> {
-  const [app] = await sql(`INSERT INTO "${site.schema}".apps (name, slug) VALUES (?, ?) RETURNING id`, [`App ${slug}`, slug]);
-  await sql(`INSERT INTO "${site.schema}".app_settings (app_id, display_name) VALUES (?, ?)`, [app.id, `App ${slug}`]);
-  await sql(`INSERT INTO "${site.schema}".data_sources (app_id, name, slug, provider_type) VALUES (?, ?, ?, ?)`, [app.id, 'main', 'main', 'flat_table']);
-  return app.id;
-}
 const onA = (method: string, path: string, body?: unknown, who = 'adminA') => s.api(method, path, { host: a.domain, token: tok[who], body });
 const C = '/api/apps/crm/datatables/companies/data/';
 const P = '/api/apps/crm/datatables/contacts/data/';
@@ -37,14 +27,8 @@ const idsWhere = (rows: Row[], pred: (r: Row) => boolean) => rows.filter(pred).m
 test.before(async () => {
   s = await startTestServer();
   ({ a, b } = await twoSitesWithUsers(s, tok));
-  appId = await seedApp(a, 'crm');
-  await seedApp(b, 'crm');
-  for (const name of ['companies', 'contacts']) {
-    const res = await onA('POST', '/api/apps/crm/datasources/main/datatables/', { name, json_schema: fixture(`${name}.json`) });
-    if (res.status !== 201) throw new Error(res.text);
-    const m = await onA('POST', `/api/apps/crm/datatables/${name}/materialize/`);
-    if (m.status !== 200) throw new Error(m.text);
-  }
+  [appId] = await seedCrm(s, [a, b]);
+  await createTables(onA, [['main', 'companies', fixture('companies.json')], ['main', 'contacts', fixture('contacts.json')]]);
 });
 test.after.always(async () => {
   await s?.close();
