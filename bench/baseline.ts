@@ -230,7 +230,8 @@ async function listRecords(ctx: Koa.Context, t: RecordsTable): Promise<void> {
   const keys: string[] = [];
   const sort = typeof ctx.query._sort === 'string' && ctx.query._sort ? ctx.query._sort.split(',') : [];
   for (const part of sort) keys.push(`t.${ident(part.replace(/^-/, ''))} ${part.startsWith('-') ? 'DESC' : 'ASC'}`);
-  for (const k of t.pk) if (!sort.some((p) => p.replace(/^-/, '') === k)) keys.push(`t.${ident(k)} ASC`);
+  const last = sort.at(-1)?.startsWith('-') ? 'DESC' : 'ASC'; // the key follows the last sort key's direction
+  for (const k of t.pk) if (!sort.some((p) => p.replace(/^-/, '') === k)) keys.push(`t.${ident(k)} ${last}`);
   const total = Number((await pool.query<{ n: string }>(`SELECT count(*) AS n FROM ${t.table} t WHERE ${where}`, params)).rows[0].n);
   const n = params.length;
   const { rows } = await pool.query<{ r: Record<string, unknown> }>(

@@ -87,7 +87,7 @@ test.serial('list: default page, every operator matches the same filter in JS', 
 });
 
 test.serial('list: sort, pages, limit/offset and their edges', async (t) => {
-  const byEmp = [...companies].sort((x, y) => y.employees - x.employees || x.id - y.id).map((r) => r.id);
+  const byEmp = [...companies].sort((x, y) => y.employees - x.employees || y.id - x.id).map((r) => r.id);
   const sorted = await onA('GET', `${C}?_sort=-employees&page_size=1000`);
   t.is(sorted.status, 200, sorted.text);
   t.deepEqual(ids(sorted), byEmp);

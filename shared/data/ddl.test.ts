@@ -81,7 +81,7 @@ test('flat_table: fixtures companies → contacts → orders with types, checks,
 
   const ix = await indexes('a1_contacts');
   t.regex(ix.a1_contacts_email_lower!, /CREATE UNIQUE INDEX a1_contacts_email_lower ON site_ddl\.a1_contacts USING btree \(lower\(email\)\)/);
-  t.regex(ix.a1_contacts_company!, /USING btree \(company_id\) WHERE \(\(company_id IS NOT NULL\) AND \(status <> 'inactive'::text\)\)/);
+  t.regex(ix.a1_contacts_company!, /USING btree \(company_id, id\) WHERE \(\(company_id IS NOT NULL\) AND \(status <> 'inactive'::text\)\)/);
   t.regex(ix.a1_contacts_tags_gin!, /USING gin \(tags\)/);
   t.regex((await indexes('a1_companies')).a1_companies_industry!, /USING hash \(industry\)/);
   t.regex((await indexes('a1_orders')).a1_orders_ordered_at_brin!, /USING brin \(ordered_at\)/);

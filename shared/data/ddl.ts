@@ -142,8 +142,12 @@ export function createTableDdl(s: TableSchema, o: DdlOptions): string[] {
   const search = searchVector('flat_table', s, quoteIdent);
   if (search) out.push(`CREATE INDEX ${idx('_search')} ON ${t} USING gin (${search})`);
   const all = new Set(fieldNamesOf(s));
+  const pkFields = primaryKeyOf(s);
   for (const ix of s.indexes ?? []) {
-    const target = ix.expression !== undefined ? `(${compileFragment(ix.expression, all)})` : ix.fields!.map(quoteIdent).join(', ');
+    // A plain btree index on fields also carries the primary key, so that a page sorted on those
+    // fields (the records API appends the key) is read in index order without a sort step.
+    const keyed = ix.expression === undefined && !ix.unique && (ix.method ?? 'btree') === 'btree' ? [...ix.fields!, ...pkFields.filter((k) => !ix.fields!.includes(k))] : ix.fields;
+    const target = ix.expression !== undefined ? `(${compileFragment(ix.expression, all)})` : keyed!.map(quoteIdent).join(', ');
     const where = ix.where !== undefined ? ` WHERE ${compileFragment(ix.where, all)}` : '';
     out.push(`CREATE ${ix.unique ? 'UNIQUE ' : ''}INDEX ${idx(ix.name)} ON ${t} USING ${ix.method ?? 'btree'} (${target})${where}`);
     if (ix.comment) out.push(`COMMENT ON INDEX ${q}.${idx(ix.name)} IS ${quoteLiteral(ix.comment)}`);

@@ -78,10 +78,15 @@ export async function whereOf(em: EntityManager, t: Target, query: Record<string
 
 export const compileOn = (t: Target, tree: Filter): SqlFragment => compileFilter(tree, resolver(t));
 
-/** ORDER BY of `_sort` (comma list, `-` descending), ended by the key for stable pages. */
+/**
+ * ORDER BY of `_sort` (comma list, `-` descending), ended by the key for stable pages, in the
+ * direction of the last sort key: with the key-extended indexes of ddl.ts a page is then read
+ * straight off an index, forwards or backwards.
+ */
 export function orderOf(t: Target, raw: unknown): string {
   const keys: string[] = [];
   const seen = new Set<string>();
+  let direction = 'ASC';
   if (raw !== undefined && raw !== '') {
     if (typeof raw !== 'string') throw fieldError('_sort', 'Expected a comma-separated list of fields.');
     for (const part of raw.split(',')) {
@@ -89,10 +94,11 @@ export function orderOf(t: Target, raw: unknown): string {
       const field = desc ? part.slice(1) : part;
       if (seen.has(field)) continue;
       seen.add(field);
-      keys.push(`${sortExpression(t, field)} ${desc ? 'DESC' : 'ASC'}`);
+      direction = desc ? 'DESC' : 'ASC';
+      keys.push(`${sortExpression(t, field)} ${direction}`);
     }
   }
-  for (const k of t.pk) if (!seen.has(k)) keys.push(`${t.columns.get(k)!.sql} ASC`);
+  for (const k of t.pk) if (!seen.has(k)) keys.push(`${t.columns.get(k)!.sql} ${direction}`);
   return keys.join(', ');
 }
 
