@@ -64,7 +64,7 @@ test.after.always(async () => {
 
 test.serial('data list and get: filters, sort, pages; the same output in both modes', async (t) => {
   const out: Record<Mode, string[]> = { remote: [], direct: [] };
-  const big = COMPANIES.filter((c) => (c.employees as number) >= 1000).sort((a, b) => (b.employees as number) - (a.employees as number) || (a.id as number) - (b.id as number));
+  const big = COMPANIES.filter((c) => (c.employees as number) >= 1000).sort((a, b) => (b.employees as number) - (a.employees as number) || (b.id as number) - (a.id as number)); // ties: the key, in the last sort key's direction
   for (const mode of MODES) {
     const list = await run(mode, ['data', 'list', '--table', 'companies', '--filter', 'employees__gte=1000', '--sort', '-employees', '--page-size', '5', '--json']);
     t.is(list.code, 0, list.stderr);
