@@ -9,8 +9,8 @@ import { compileFilter, parseQueryFilters, type ColumnInfo, type Filter, type Sq
 import { quoteIdent } from '../table-schema.ts';
 import { loadRelations, needsRelations, resolver, sortExpression, type RecordRow, type Relation, type Target, type TableView } from './target.ts';
 
-export const DEFAULT_PAGE_SIZE = 20;
-export const MAX_PAGE_SIZE = 1000;
+const DEFAULT_PAGE_SIZE = 20;
+const MAX_PAGE_SIZE = 1000;
 const MAX_SEARCH_WORDS = 10;
 
 export interface Page {
@@ -69,7 +69,7 @@ function searchCondition(t: Target, raw: unknown): SqlFragment | undefined {
 }
 
 /** The WHERE fragment of a query: its field conditions and keyword search. */
-export async function whereOf(em: EntityManager, t: Target, query: Record<string, unknown>, reserved = true): Promise<SqlFragment> {
+async function whereOf(em: EntityManager, t: Target, query: Record<string, unknown>, reserved = true): Promise<SqlFragment> {
   if (needsRelations(query)) await loadRelations(em, t);
   const where = compileFilter(parseQueryFilters(query, resolver(t), reserved), resolver(t));
   const search = reserved ? searchCondition(t, query.search) : undefined;

@@ -77,7 +77,7 @@ function columnsFor(provider: ProviderType, schema: TableSchema, alias: string):
   return out;
 }
 
-export function tableView(name: string, provider: ProviderType, site: string, physical: string, schema: TableSchema, hash: string): TableView {
+function tableView(name: string, provider: ProviderType, site: string, physical: string, schema: TableSchema, hash: string): TableView {
   const memo = new Map<string, Map<string, ColumnInfo>>();
   const columnsAs = (alias: string) => {
     let m = memo.get(alias);
@@ -184,7 +184,7 @@ export async function loadRelations(em: EntityManager, t: Target): Promise<Map<s
 const col = (v: TableView, alias: string, field: string) => v.columnsAs(alias).get(field)!.sql!;
 
 /** `EXISTS (…)` over the related rows (alias `r`) of the row in alias `t`. */
-export function relatedExists(t: Target, rel: Relation, condition: string): string {
+function relatedExists(t: Target, rel: Relation, condition: string): string {
   const r = rel.other;
   if (rel.kind !== 'many') return `EXISTS (SELECT 1 FROM ${r.table} r WHERE ${col(r, 'r', rel.remote)} = ${col(t, 't', rel.local)} AND ${condition})`;
   const j = rel.junction!;
