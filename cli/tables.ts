@@ -5,7 +5,7 @@ import path from 'node:path';
 import { Args, Flags } from '@oclif/core';
 import type { DataTableListItem, DataTableView } from '../shared/data/datatable.schemas.ts';
 import { DomainError, fieldError } from '../shared/errors.ts';
-import type { Backend, RecordQuery, RecordRow } from './backend/types.ts';
+import type { RecordQuery, RecordRow } from './backend/types.ts';
 import { type Column, table, when } from './output.ts';
 import { parseJson } from './secrets.ts';
 export { siteFlag, parseJson } from './secrets.ts';
@@ -57,27 +57,26 @@ export function recordQuery(filters: string[] | undefined, named: Record<string,
   return query;
 }
 
-/** A file's text; a clear one-line error naming the flag when it cannot be read. */
-export function readText(file: string, flag: string): string {
+/** `read(file)`, or a clear one-line error naming the flag when the file cannot be read. */
+function readable<T>(file: string, flag: string, read: (file: string) => T): T {
   try {
-    return fs.readFileSync(file, 'utf8');
+    return read(file);
   } catch (err) {
     const reason = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'No such file.' : (err as Error).message;
     throw fieldError(flag, `Cannot read ${file}: ${reason}`);
   }
 }
 
+/** A file's text. */
+export const readText = (file: string, flag: string): string => readable(file, flag, (f) => fs.readFileSync(f, 'utf8'));
+
 /** A file that must exist (streamed later): its size. */
-export function fileSize(file: string, flag: string): number {
-  try {
-    const st = fs.statSync(file);
+export const fileSize = (file: string, flag: string): number =>
+  readable(file, flag, (f) => {
+    const st = fs.statSync(f);
     if (!st.isFile()) throw new Error('Not a file.');
     return st.size;
-  } catch (err) {
-    const reason = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'No such file.' : (err as Error).message;
-    throw fieldError(flag, `Cannot read ${file}: ${reason}`);
-  }
-}
+  });
 
 /** A JSON file, parsed. */
 export function readJson(file: string, flag: string): unknown {
@@ -106,34 +105,19 @@ export function tableNameOf(file: string): string {
 
 const show = (v: unknown): string | number | boolean | null => (v !== null && typeof v === 'object' ? JSON.stringify(v) : (v as string | number | boolean | null));
 
-/**
- * The table's field names, for showing records in schema order (rows come back as JSON
- * objects whose key order is the database's); none when the table cannot be read.
- */
-export async function fieldOrder(backend: Backend, site: string, app: string, table: string): Promise<string[]> {
-  try {
-    return (await backend.getTable(site, app, table)).field_names;
-  } catch {
-    return [];
-  }
+/** The keys of `rows` as they first appear (the API gives records in schema order). */
+function keysOf(rows: RecordRow[]): string[] {
+  return [...new Set(rows.flatMap((r) => Object.keys(r)))];
 }
 
-/** The keys of `rows`: those of `order` first, in its order, then the others as they first appear. */
-function keysOf(rows: RecordRow[], order: string[]): string[] {
-  const seen: string[] = [];
-  for (const r of rows) for (const k of Object.keys(r)) if (!seen.includes(k)) seen.push(k);
-  const rank = (k: string) => (order.includes(k) ? order.indexOf(k) : order.length + seen.indexOf(k));
-  return seen.sort((a, b) => rank(a) - rank(b));
+/** Records as a table: one column per field. */
+export function recordsTable(rows: RecordRow[]): string {
+  return table(rows, keysOf(rows).map((k) => ({ header: k, get: (r: RecordRow) => show(r[k]) })));
 }
 
-/** Records as a table: one column per field (schema order first). */
-export function recordsTable(rows: RecordRow[], order: string[] = []): string {
-  return table(rows, keysOf(rows, order).map((k) => ({ header: k, get: (r: RecordRow) => show(r[k]) })));
-}
-
-/** One record as `key: value` lines (schema order first; objects as JSON). */
-export function recordLines(row: RecordRow, order: string[] = []): string {
-  const keys = keysOf([row], order);
+/** One record as `key: value` lines (objects as JSON). */
+export function recordLines(row: RecordRow): string {
+  const keys = keysOf([row]);
   const width = Math.max(0, ...keys.map((k) => k.length)) + 1;
   return keys
     .map((k) => {

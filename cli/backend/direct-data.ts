@@ -8,7 +8,7 @@ import { pageEnvelope, type PageEnvelope } from '../../shared/common/pagination.
 import { validate } from '../../shared/common/validation.ts';
 import type { ServiceContext } from '../../shared/context.ts';
 import {
-  AppParams, DATATABLE_MESSAGES, SourceParams, TableParams, ValidateDataBody,
+  AppParams, DATATABLE_MESSAGES, RecordKeyParam, SourceParams, TableParams, ValidateDataBody,
   type DataTableCreate, type DataTableListItem, type DataTableStats, type DataTableUpdate, type DataTableView,
 } from '../../shared/data/datatable.schemas.ts';
 import { dataTableService as tables, type TableScope } from '../../shared/data/datatable.service.ts';
@@ -21,7 +21,7 @@ import type {
 } from './types.ts';
 
 /** The path parameters of `…/data/:pk/`, as the records routes declare them. */
-const RecordParams = Type.Object({ ...TableParams.properties, pk: Type.String({ minLength: 1, maxLength: 200 }) });
+const RecordParams = Type.Object({ ...TableParams.properties, ...RecordKeyParam });
 
 
 export interface DirectDataDeps {

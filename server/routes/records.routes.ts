@@ -1,10 +1,10 @@
-// Records of flat_table data tables (scope 'tenant'), spec Part 2 §4 "Data records": served
+// Records of data tables of every provider (scope 'tenant'), spec Part 2 §4 "Data records": served
 // under /api/apps/{app_slug}/datatables/{name}/data/ and with the data source segment
 // /api/apps/{app_slug}/datasources/{ds}/datatables/{name}/data/. docs/data-tables.md.
 import { Type } from '@sinclair/typebox';
 import { MAX_IMPORT_BYTES, MAX_IMPORT_ROWS, MAX_REPORTED_ERRORS, csvImportOptions, exportCsv, importCsv } from '../../shared/data/records-csv.ts';
 import { MAX_BULK_CREATE, MAX_BULK_PATCH, recordsService as records } from '../../shared/data/records.service.ts';
-import { DomainError } from '../../shared/errors.ts';
+import { RecordKeyParam } from '../../shared/data/datatable.schemas.ts';
 import type { RouteDef } from '../http/registry.ts';
 import { perTable, scopeOf } from './datatables.routes.ts';
 
@@ -17,7 +17,6 @@ const Record_ = Type.Record(Type.String(), Type.Unknown());
 const RecordData = Type.Object({ data: Record_ });
 const RecordPage = Type.Object({ data: Type.Array(Record_), total: Type.Integer(), page: Type.Integer(), page_size: Type.Integer() });
 const Deleted = Type.Object({ deleted: Type.Integer(), ids: Type.Optional(Type.Array(Type.Unknown())) });
-const PK = { pk: Type.String({ minLength: 1, maxLength: 200 }) };
 const CsvImportReport = Type.Object({
   dry_run: Type.Boolean(),
   total_rows: Type.Integer(),
@@ -69,8 +68,8 @@ export function recordRoutes(): RouteDef[] {
       rawBody: { mediaType: 'text/csv', description: 'CSV (RFC 4180, UTF-8) with a header row' },
       responses: { 200: CsvImportReport },
       async handler(ctx, { params, query }) {
-        if (Number(ctx.get('Content-Length') || 0) > MAX_IMPORT_BYTES) throw new DomainError('PAYLOAD_TOO_LARGE', `CSV import too large: more than ${MAX_IMPORT_BYTES} bytes.`, { detail: 'Request body is too large.' });
-        ctx.body = await importCsv(ctx.state.service(), scopeOf(params), params.name!, ctx.req, csvImportOptions(query));
+        const options = { ...csvImportOptions(query), declaredBytes: ctx.request.length };
+        ctx.body = await importCsv(ctx.state.service(), scopeOf(params), params.name!, ctx.req, options);
       },
     }, 'records'),
     ...perTable({
@@ -113,7 +112,7 @@ export function recordRoutes(): RouteDef[] {
     ...perTable({
       method: 'get',
       suffix: 'data/:pk/',
-      extraParams: PK,
+      extraParams: RecordKeyParam,
       operationId: 'records_retrieve',
       summary: 'Get a record by primary key',
       description: `The key's value; for a composite key the values in primaryKey order, comma-separated (\`1001,2\`) or as a JSON array. ${READ} ${WHO_READ}`,
@@ -125,7 +124,7 @@ export function recordRoutes(): RouteDef[] {
     ...perTable({
       method: 'patch',
       suffix: 'data/:pk/',
-      extraParams: PK,
+      extraParams: RecordKeyParam,
       operationId: 'records_partial_update',
       summary: 'Update some fields of a record',
       description: `The resulting record is validated against the table schema. ${WHO_WRITE}`,
@@ -138,7 +137,7 @@ export function recordRoutes(): RouteDef[] {
     ...perTable({
       method: 'delete',
       suffix: 'data/:pk/',
-      extraParams: PK,
+      extraParams: RecordKeyParam,
       operationId: 'records_destroy',
       summary: 'Delete a record',
       description: WHO_WRITE,

@@ -10,6 +10,8 @@ const JsonSchemaDoc = Type.Unknown({ description: 'Frictionless Table Schema (do
 export const AppParams = Type.Object({ app_slug: Slug });
 export const SourceParams = Type.Object({ app_slug: Slug, ds: Slug });
 export const TableParams = Type.Object({ app_slug: Slug, name: TableName });
+/** The key segment of `…/data/:pk/` (records routes). */
+export const RecordKeyParam = { pk: Type.String({ minLength: 1, maxLength: 200 }) };
 export const SourceTableParams = Type.Object({ app_slug: Slug, ds: Slug, name: TableName });
 
 export const DataTableListItem = Type.Object(

@@ -15,7 +15,7 @@ import type { TableScope } from './datatable.service.ts';
 import { coerceValue } from './query/filter.ts';
 import { listQuery, plain } from './records/read.ts';
 import { openTarget, type RecordRow, type Target } from './records/target.ts';
-import { insertRecords, recordErrors, violation } from './records/write.ts';
+import { failingRecord, insertRecords, recordErrors, violation } from './records/write.ts';
 
 /** Rows fetched per cursor read of an export. */
 export const EXPORT_BATCH = 2000;
@@ -33,6 +33,8 @@ export interface CsvImportOptions {
   mapping?: Record<string, string>;
   /** Validate and insert in a transaction that is rolled back: nothing is written. */
   dry_run?: boolean;
+  /** The body size the request declares (Content-Length): refused at once beyond the byte limit. */
+  declaredBytes?: number;
   /** Lower limits than MAX_IMPORT_ROWS / MAX_IMPORT_BYTES (tests, callers with their own caps). */
   maxRows?: number;
   maxBytes?: number;
@@ -208,7 +210,7 @@ function coercerFor(t: Target, field: string): Coercer {
 }
 
 /** Column index → field, checked before anything is read further: unknown headers or mapping entries → 400. */
-function columnsOf(t: Target, header: string[], mapping: Record<string, string> = {}): string[] {
+function headerFields(t: Target, header: string[], mapping: Record<string, string> = {}): string[] {
   const fields = new Set(t.columns.keys());
   const errors: FieldErrors = {};
   const present = new Set(header);
@@ -247,6 +249,7 @@ export async function importCsv(ctx: ServiceContext, scope: TableScope, name: st
   const t = await openTarget(ctx, scope, name, true);
   const maxRows = Math.min(options.maxRows ?? MAX_IMPORT_ROWS, MAX_IMPORT_ROWS);
   const maxBytes = Math.min(options.maxBytes ?? MAX_IMPORT_BYTES, MAX_IMPORT_BYTES);
+  if ((options.declaredBytes ?? 0) > maxBytes) throw tooLarge(`more than ${maxBytes} bytes`);
   const dryRun = options.dry_run === true;
   const report: CsvImportReport = { dry_run: dryRun, total_rows: 0, created: 0, failed: 0, errors: [] };
   let bytes = 0;
@@ -286,7 +289,7 @@ export async function importCsv(ctx: ServiceContext, scope: TableScope, name: st
     const head = await rows.next();
     if (head.done) throw fieldError('header', 'The CSV is empty: expected a header row of field names.');
     const header = head.value.map((h, i) => (i === 0 ? h.replace(/^\uFEFF/, '') : h).trim());
-    const fields = columnsOf(t, header, options.mapping);
+    const fields = headerFields(t, header, options.mapping);
     const coerce = fields.map((f) => coercerFor(t, f));
 
     /** Reads, coerces and validates one row; false at the end of the CSV. */
@@ -327,9 +330,11 @@ export async function importCsv(ctx: ServiceContext, scope: TableScope, name: st
         await tx.transactional((sp) => insertRecords(sp as EntityManager, t, items.map((x) => x.rec)));
         report.created += items.length;
       } catch (err) {
-        if (!violation(t, err)) throw err;
-        const found = await failingRow(tx, t, items);
-        reject(found?.row ?? items[0]!.row, (found?.error ?? violation(t, err)!).errors ?? { non_field_errors: ['The row violates a constraint of the table.'] });
+        const error = violation(t, err);
+        if (!error) throw err;
+        const found = await failingRecord(tx, t, items.map((x) => x.rec));
+        const named = found ? violation(t, found.error)! : error;
+        reject(items[found?.index ?? 0]!.row, named.errors ?? { non_field_errors: ['The row violates a constraint of the table.'] });
       }
     };
 
@@ -363,26 +368,4 @@ export async function importCsv(ctx: ServiceContext, scope: TableScope, name: st
   }
   if (report.failed) report.created = 0;
   return report;
-}
-
-/** The row of a batch that violates a constraint: replayed one by one in a savepoint that is rolled back. */
-async function failingRow(tx: EntityManager, t: Target, items: { row: number; rec: RecordRow }[]): Promise<{ row: number; error: DomainError } | undefined> {
-  let found: { row: number; error: DomainError } | undefined;
-  await tx
-    .transactional(async (sp) => {
-      for (const x of items) {
-        try {
-          await insertRecords(sp as EntityManager, t, [x.rec]);
-        } catch (err) {
-          const error = violation(t, err);
-          if (error) found = { row: x.row, error };
-          break;
-        }
-      }
-      throw ROLLBACK;
-    })
-    .catch((err: unknown) => {
-      if (err !== ROLLBACK) throw err;
-    });
-  return found;
 }

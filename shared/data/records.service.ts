@@ -9,10 +9,10 @@ import type { ServiceContext } from '../context.ts';
 import { DomainError, fieldError, validationError, type FieldErrors } from '../errors.ts';
 import { countOf, rows } from '../secrets/sql.ts';
 import type { TableScope } from './datatable.service.ts';
-import { parseQueryFilters } from './query/filter.ts';
+import { parseQueryFilters, type Filter, type SqlFragment } from './query/filter.ts';
 import { aggregate, compileOn, listQuery, pageOf, populate, selectRecords } from './records/read.ts';
 import { loadRelations, openTarget, resolver, type RecordRow, type Target } from './records/target.ts';
-import { batchOf, guarded, insertRecords, keyFilter, recordErrors, recordNotFound, updateRecord, violation } from './records/write.ts';
+import { batchOf, failingRecord, guarded, insertRecords, keyFilter, recordErrors, recordNotFound, updateRecord, violation } from './records/write.ts';
 
 export type { RecordRow } from './records/target.ts';
 export interface RecordPage {
@@ -35,13 +35,13 @@ function checkFormat(query: Record<string, unknown>): void {
   throw fieldError('format', 'Expected json, flat or csv.');
 }
 
-async function one(em: EntityManager, t: Target, id: string | unknown[], lock = false): Promise<{ row: RecordRow; where: { sql: string; params: unknown[] } }> {
+/** The record with this key and the condition that selects it; undefined when there is none. */
+async function findOne(em: EntityManager, t: Target, id: string | unknown[], lock = false): Promise<{ row: RecordRow; where: SqlFragment } | undefined> {
   const cond = keyFilter(t, id);
-  if (!cond) throw recordNotFound();
+  if (!cond) return undefined;
   const where = compileOn(t, cond);
   const [row] = await selectRecords(em, t, `SELECT ${t.recordSql('t')} AS r FROM ${t.table} t WHERE ${where.sql}${lock ? ' FOR UPDATE' : ''}`, where.params);
-  if (!row) throw recordNotFound();
-  return { row, where };
+  return row && { row, where };
 }
 
 /** A patch applied to the record in `em`'s transaction: validated merged, errors keyed with `prefix`. */
@@ -50,10 +50,7 @@ async function patchOne(em: EntityManager, t: Target, key: string | unknown[], p
     errors[prefix ? prefix.slice(0, -1) : 'non_field_errors'] = ['Expected an object of field values.'];
     return undefined;
   }
-  const found = await one(em, t, key, true).catch((err: unknown) => {
-    if (err instanceof DomainError && err.status === 404) return undefined;
-    throw err;
-  });
+  const found = await findOne(em, t, key, true);
   if (!found) {
     if (!prefix) throw recordNotFound();
     errors[`${prefix}${t.pk.join(',')}`] = ['Record not found.'];
@@ -87,7 +84,8 @@ export const recordsService = {
   async get(ctx: ServiceContext, scope: TableScope, name: string, id: string, query: Record<string, unknown> = {}): Promise<RecordRow> {
     const t = await openTarget(ctx, scope, name, false);
     checkFormat(query);
-    const { row } = await one(ctx.em, t, id);
+    const row = (await findOne(ctx.em, t, id))?.row;
+    if (!row) throw recordNotFound();
     if (query.populate !== undefined) await populate(ctx.em, t, [row], query.populate);
     return row;
   },
@@ -105,11 +103,10 @@ export const recordsService = {
       const created = await ctx.em.transactional((tx) => insertRecords(tx as EntityManager, t, ok));
       return many ? created : created[0]!;
     } catch (err) {
-      if (!violation(t, err)) throw err;
-      if (!many) throw violation(t, err);
-      // Which row? Replay one by one in a transaction that is rolled back: the first row that
-      // fails names itself (only on this error path; the fast path is one statement).
-      throw await findFailingRow(ctx.em, t, ok, err);
+      const error = violation(t, err);
+      if (!error || !many) throw error ?? err;
+      const found = await failingRecord(ctx.em, t, ok);
+      throw (found && violation(t, found.error, `${found.index}.`)) ?? error;
     }
   },
 
@@ -204,9 +201,13 @@ export const recordsService = {
       }
       if (!keys.length) throw fieldError('ids', 'Give at least one id.');
       if (keys.length > MAX_BULK_PATCH) throw fieldError('ids', `At most ${MAX_BULK_PATCH} ids per request.`);
-      const conds = keys.map((k) => keyFilter(t, k as string | unknown[]));
-      if (conds.some((c) => !c)) throw fieldError('ids', 'Every id must be a valid key of the table.');
-      const where = compileOn(t, { op: 'or', args: conds as NonNullable<(typeof conds)[number]>[] });
+      const conds: Filter[] = [];
+      for (const k of keys) {
+        const cond = keyFilter(t, k as string | unknown[]);
+        if (!cond) throw fieldError('ids', 'Every id must be a valid key of the table.');
+        conds.push(cond);
+      }
+      const where = compileOn(t, { op: 'or', args: conds });
       const keySql = t.pk.length === 1 ? t.columns.get(t.pk[0]!)!.sql! : `jsonb_build_array(${t.pk.map((k) => t.columns.get(k)!.sql).join(', ')})`;
       const gone = await guarded(t, () => rows<{ k: unknown }>(ctx.em, `DELETE FROM ${t.table} t WHERE ${where.sql} RETURNING to_jsonb(${keySql}) AS k`, where.params));
       return { deleted: gone.length, ids: gone.map((g) => g.k) };
@@ -229,22 +230,3 @@ export const recordsService = {
     throw fieldError('non_field_errors', 'Give either ids=a,b or filter=<JSON conditions> (not both).');
   },
 };
-
-/** The row of a failed bulk insert that violates a constraint, found by replaying the rows one by one (rolled back). */
-async function findFailingRow(em: EntityManager, t: Target, records: RecordRow[], original: unknown): Promise<DomainError> {
-  const found: { error?: DomainError } = {};
-  await em
-    .transactional(async (tx) => {
-      for (const [i, rec] of records.entries()) {
-        try {
-          await insertRecords(tx as EntityManager, t, [rec]);
-        } catch (err) {
-          found.error = violation(t, err, `${i}.`);
-          break;
-        }
-      }
-      throw new Error('rollback');
-    })
-    .catch(() => undefined);
-  return found.error ?? violation(t, original)!;
-}

@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { BackendCommand } from '../../base.ts';
-import { appFlag, fieldOrder, jsonInput, plural, recordLines, siteFlag, tableFlag } from '../../tables.ts';
+import { appFlag, jsonInput, plural, recordLines, siteFlag, tableFlag } from '../../tables.ts';
 
 export default class DataCreateCommand extends BackendCommand<typeof DataCreateCommand> {
   static override summary = 'Create a record, or many (a JSON array: all or nothing).';
@@ -23,7 +23,7 @@ export default class DataCreateCommand extends BackendCommand<typeof DataCreateC
     if (Array.isArray(body.data)) this.log(`Created ${plural(body.data.length, 'record')}.`);
     else {
       this.log('Record created.');
-      if (!this.jsonEnabled()) this.log(recordLines(body.data, await fieldOrder(backend, f.site, f.app, f.table)));
+      if (!this.jsonEnabled()) this.log(recordLines(body.data));
     }
     return body;
   }

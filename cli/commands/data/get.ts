@@ -1,6 +1,6 @@
 import { Args, Flags } from '@oclif/core';
 import { BackendCommand } from '../../base.ts';
-import { appFlag, fieldOrder, recordLines, recordQuery, siteFlag, tableFlag } from '../../tables.ts';
+import { appFlag, recordLines, recordQuery, siteFlag, tableFlag } from '../../tables.ts';
 
 export default class DataGetCommand extends BackendCommand<typeof DataGetCommand> {
   static override summary = 'Show one record by its primary key.';
@@ -17,7 +17,7 @@ export default class DataGetCommand extends BackendCommand<typeof DataGetCommand
     const f = this.flags;
     const backend = await this.backend();
     const body = await backend.getRecord(f.site, f.app, f.table, this.args.id, recordQuery([], { populate: f.populate }));
-    if (!this.jsonEnabled()) this.log(recordLines(body.data, await fieldOrder(backend, f.site, f.app, f.table)));
+    if (!this.jsonEnabled()) this.log(recordLines(body.data));
     return body;
   }
 }

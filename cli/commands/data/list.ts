@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { BackendCommand } from '../../base.ts';
-import { appFlag, fieldOrder, filterFlag, plural, recordQuery, recordsTable, siteFlag, sortFlag, tableFlag } from '../../tables.ts';
+import { appFlag, filterFlag, plural, recordQuery, recordsTable, siteFlag, sortFlag, tableFlag } from '../../tables.ts';
 
 export default class DataListCommand extends BackendCommand<typeof DataListCommand> {
   static override summary = 'List the records of a data table.';
@@ -39,8 +39,7 @@ export default class DataListCommand extends BackendCommand<typeof DataListComma
     let footer = plural(body.total, 'record');
     if (rows.length < body.total) footer += `, ${rows.length} shown (page ${body.page}, ${body.page_size} a page)`;
     if (body.page * body.page_size < body.total) footer += ` (next: --page ${body.page + 1})`;
-    const order = rows.length && !this.jsonEnabled() ? await fieldOrder(backend, f.site, f.app, f.table) : [];
-    this.log(rows.length ? `${recordsTable(rows, order)}\n\n${footer}` : footer);
+    this.log(rows.length ? `${recordsTable(rows)}\n\n${footer}` : footer);
     return body;
   }
 }

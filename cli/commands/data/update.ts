@@ -1,7 +1,7 @@
 import { Args, Flags } from '@oclif/core';
 import { fieldError } from '../../../shared/errors.ts';
 import { BackendCommand } from '../../base.ts';
-import { appFlag, fieldOrder, jsonInput, plural, recordLines, siteFlag, tableFlag } from '../../tables.ts';
+import { appFlag, jsonInput, plural, recordLines, siteFlag, tableFlag } from '../../tables.ts';
 
 export default class DataUpdateCommand extends BackendCommand<typeof DataUpdateCommand> {
   static override summary = 'Change some fields of a record (PATCH), or of many records.';
@@ -26,7 +26,7 @@ export default class DataUpdateCommand extends BackendCommand<typeof DataUpdateC
     if (this.args.id !== undefined) {
       if (typeof input !== 'object' || input === null || Array.isArray(input)) throw fieldError(f.data !== undefined ? 'data' : 'file', 'Expected a JSON object of the fields to change.');
       const body = await backend.patchRecord(f.site, f.app, f.table, this.args.id, input);
-      if (!this.jsonEnabled()) this.log(recordLines(body.data, await fieldOrder(backend, f.site, f.app, f.table)));
+      if (!this.jsonEnabled()) this.log(recordLines(body.data));
       return body;
     }
     if (!Array.isArray(input)) throw fieldError(f.data !== undefined ? 'data' : 'file', 'Without an ID, expected a JSON array of records, each with its primary key.');

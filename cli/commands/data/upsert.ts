@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { BackendCommand } from '../../base.ts';
-import { appFlag, fieldOrder, jsonInput, recordLines, siteFlag, tableFlag } from '../../tables.ts';
+import { appFlag, jsonInput, recordLines, siteFlag, tableFlag } from '../../tables.ts';
 
 export default class DataUpsertCommand extends BackendCommand<typeof DataUpsertCommand> {
   static override summary = 'Create a record, or update the one with the same values of --unique-fields.';
@@ -21,7 +21,7 @@ export default class DataUpsertCommand extends BackendCommand<typeof DataUpsertC
     const backend = await this.backend();
     const body = await backend.upsertRecord(f.site, f.app, f.table, jsonInput(f.data, f.file), f['unique-fields']);
     this.log(body.created ? 'Record created.' : 'Record updated.');
-    if (!this.jsonEnabled()) this.log(recordLines(body.data, await fieldOrder(backend, f.site, f.app, f.table)));
+    if (!this.jsonEnabled()) this.log(recordLines(body.data));
     return body;
   }
 }

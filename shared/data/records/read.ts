@@ -7,7 +7,7 @@ import { countOf, rows } from '../../secrets/sql.ts';
 import { searchVector } from '../ddl.ts';
 import { compileFilter, parseQueryFilters, type ColumnInfo, type Filter, type SqlFragment } from '../query/filter.ts';
 import { quoteIdent } from '../table-schema.ts';
-import { loadRelations, needsRelations, resolver, sortExpression, type RecordRow, type Relation, type Target, type TableView } from './target.ts';
+import { fieldSql, loadRelations, needsRelations, resolver, sortExpression, type RecordRow, type Relation, type Target, type TableView } from './target.ts';
 
 const DEFAULT_PAGE_SIZE = 20;
 const MAX_PAGE_SIZE = 1000;
@@ -41,16 +41,18 @@ export function pageOf(query: Record<string, unknown>): Page {
 }
 
 /**
- * A row as the API shows it: fields in schema order (jsonb orders keys by length), timestamps
- * as ISO strings (to_jsonb gives `+00:00` offsets).
+ * A record as the API shows it: fields in schema order (jsonb orders keys by length), document
+ * fields beyond the schema after them; flat timestamps as ISO strings (to_jsonb gives `+00:00`).
  */
 export function plain(v: TableView, r: RecordRow): RecordRow {
-  if (v.provider !== 'flat_table') return r;
+  const flat = v.provider === 'flat_table';
   const out: RecordRow = {};
   for (const [field, info] of v.columns) {
+    if (!flat && !Object.hasOwn(r, field)) continue;
     const value = r[field];
-    out[field] = info.pgType === 'timestamptz' && typeof value === 'string' ? new Date(value).toISOString() : value;
+    out[field] = flat && info.pgType === 'timestamptz' && typeof value === 'string' ? new Date(value).toISOString() : value;
   }
+  if (!flat) for (const k of Object.keys(r)) if (!Object.hasOwn(out, k)) out[k] = r[k];
   return out;
 }
 
@@ -136,13 +138,11 @@ export async function populate(em: EntityManager, t: Target, records: RecordRow[
     const keys = [...new Set(records.map((r) => r[rel.local]).filter((k) => k !== null && k !== undefined))];
     const found = new Map<string, RecordRow[]>();
     if (keys.length) {
-      const other = rel.other;
-      const match: ColumnInfo = rel.kind === 'many' ? rel.junction!.view.columnsAs('j').get(rel.junction!.toUs)! : other.columnsAs('r').get(rel.remote)!;
+      const { other, junction: j } = rel;
+      const match: ColumnInfo = j ? j.view.columnsAs('j').get(j.toUs)! : other.columnsAs('r').get(rel.remote)!;
       const list = keys.map(() => `?::${match.pgType}`).join(', ');
-      const from = rel.kind === 'many'
-        ? `${rel.junction!.view.table} j JOIN ${other.table} r ON ${other.columnsAs('r').get(rel.remote)!.sql} = ${rel.junction!.view.columnsAs('j').get(rel.junction!.toOther)!.sql}`
-        : `${other.table} r`;
-      const order = other.pk.map((k) => `${other.columnsAs('r').get(k)!.sql} ASC`).join(', ');
+      const from = j ? `${j.view.table} j JOIN ${other.table} r ON ${fieldSql(other, 'r', rel.remote)} = ${fieldSql(j.view, 'j', j.toOther)}` : `${other.table} r`;
+      const order = other.pk.map((k) => `${fieldSql(other, 'r', k)} ASC`).join(', ');
       const params = keys.map((k) => (typeof k === 'object' ? JSON.stringify(k) : k));
       for (const x of await rows<{ r: RecordRow; k: unknown }>(em, `SELECT ${other.recordSql('r')} AS r, ${match.sql} AS k FROM ${from} WHERE ${match.sql} IN (${list}) ORDER BY ${order}`, params)) {
         const k = keyOf(x.k)!;

@@ -181,34 +181,41 @@ export async function loadRelations(em: EntityManager, t: Target): Promise<Map<s
   return out;
 }
 
-const col = (v: TableView, alias: string, field: string) => v.columnsAs(alias).get(field)!.sql!;
+/** The SQL expression of a field of a table over an alias. */
+export const fieldSql = (v: TableView, alias: string, field: string): string => v.columnsAs(alias).get(field)!.sql!;
 
 /** `EXISTS (…)` over the related rows (alias `r`) of the row in alias `t`. */
 function relatedExists(t: Target, rel: Relation, condition: string): string {
   const r = rel.other;
-  if (rel.kind !== 'many') return `EXISTS (SELECT 1 FROM ${r.table} r WHERE ${col(r, 'r', rel.remote)} = ${col(t, 't', rel.local)} AND ${condition})`;
+  if (rel.kind !== 'many') return `EXISTS (SELECT 1 FROM ${r.table} r WHERE ${fieldSql(r, 'r', rel.remote)} = ${fieldSql(t, 't', rel.local)} AND ${condition})`;
   const j = rel.junction!;
-  return `EXISTS (SELECT 1 FROM ${j.view.table} j JOIN ${r.table} r ON ${col(r, 'r', rel.remote)} = ${col(j.view, 'j', j.toOther)} WHERE ${col(j.view, 'j', j.toUs)} = ${col(t, 't', rel.local)} AND ${condition})`;
+  return `EXISTS (SELECT 1 FROM ${j.view.table} j JOIN ${r.table} r ON ${fieldSql(r, 'r', rel.remote)} = ${fieldSql(j.view, 'j', j.toOther)} WHERE ${fieldSql(j.view, 'j', j.toUs)} = ${fieldSql(t, 't', rel.local)} AND ${condition})`;
+}
+
+/** A name or path: an own field, `relation.field` (with its relation) or a docstore document path. */
+function resolve(t: Target, path: string): { info: ColumnInfo; rel?: Relation } | undefined {
+  const own = t.columns.get(path);
+  if (own) return { info: own };
+  const dot = path.indexOf('.');
+  const rel = dot > 0 ? t.relations?.get(path.slice(0, dot)) : undefined;
+  if (rel) {
+    const info = rel.other.columnsAs('r').get(path.slice(dot + 1));
+    return info && { info, rel };
+  }
+  const doc = t.provider === 'docstore' ? docPath(t, path) : undefined;
+  return doc && { info: doc };
 }
 
 /**
- * Fields by name or path: the table's own, `relation.field` through a relation, and for
- * docstore tables any document path. Relations must be loaded first (needsRelations).
+ * Fields by name or path for conditions (resolve; a relation's field carries its EXISTS).
+ * Relations must be loaded first (needsRelations).
  */
 export function resolver(t: Target): Columns {
   return {
     get(path: string) {
-      const own = t.columns.get(path);
-      if (own) return own;
-      const dot = path.indexOf('.');
-      if (dot > 0) {
-        const rel = t.relations?.get(path.slice(0, dot));
-        if (rel) {
-          const info = rel.other.columnsAs('r').get(path.slice(dot + 1));
-          return info && { ...info, wrap: (c: string) => relatedExists(t, rel, c) };
-        }
-      }
-      return t.provider === 'docstore' ? docPath(t, path) : undefined;
+      const found = resolve(t, path);
+      const rel = found?.rel;
+      return rel ? { ...found.info, wrap: (c: string) => relatedExists(t, rel, c) } : found?.info;
     },
   };
 }
@@ -216,22 +223,15 @@ export function resolver(t: Target): Columns {
 /** Whether a query names a path or a population (then the app's tables are loaded). */
 export function needsRelations(query: Record<string, unknown>): boolean {
   if (query.populate !== undefined) return true;
-  return Object.entries(query).some(([k, v]) => k.includes('.') || (k === '_sort' && typeof v === 'string' && v.includes('.')) || (k === '_group_by' && typeof v === 'string' && v.includes('.')));
+  return Object.entries(query).some(([k, v]) => k.includes('.') || (k === '_sort' && typeof v === 'string' && v.includes('.')));
 }
 
-/** A sort key: an own field or path, or a forward relation's field (a scalar sub-query). */
+/** A sort key: an own field or document path, or a forward relation's field (a scalar sub-query). */
 export function sortExpression(t: Target, path: string): string {
-  const own = t.columns.get(path);
-  if (own) return own.sql!;
-  const dot = path.indexOf('.');
-  const rel = dot > 0 ? t.relations?.get(path.slice(0, dot)) : undefined;
-  if (rel) {
-    if (rel.kind !== 'forward') throw fieldError('_sort', `"${path}": sorting follows foreign keys only (not reverse or many-to-many relations).`);
-    const info = rel.other.columnsAs('r').get(path.slice(dot + 1));
-    if (!info) throw fieldError('_sort', `Unknown field "${path}".`);
-    return `(SELECT ${info.sql} FROM ${rel.other.table} r WHERE ${col(rel.other, 'r', rel.remote)} = ${col(t, 't', rel.local)})`;
-  }
-  const doc = t.provider === 'docstore' ? docPath(t, path) : undefined;
-  if (doc) return doc.sql!;
-  throw fieldError('_sort', `Unknown field "${path}".`);
+  const found = resolve(t, path);
+  if (!found) throw fieldError('_sort', `Unknown field "${path}".`);
+  const { info, rel } = found;
+  if (!rel) return info.sql!;
+  if (rel.kind !== 'forward') throw fieldError('_sort', `"${path}": sorting follows foreign keys only (not reverse or many-to-many relations).`);
+  return `(SELECT ${info.sql} FROM ${rel.other.table} r WHERE ${fieldSql(rel.other, 'r', rel.remote)} = ${fieldSql(t, 't', rel.local)})`;
 }

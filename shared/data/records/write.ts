@@ -191,6 +191,32 @@ export async function insertRecords(em: EntityManager, t: TableView, records: Re
   return out;
 }
 
+/**
+ * Which record of a batch violates a constraint: the records inserted one by one in a
+ * transaction (a savepoint inside one) that is rolled back; the first failing one's index and
+ * its error. Used only on the error path of a set-based insert.
+ */
+export async function failingRecord(em: EntityManager, t: TableView, records: RecordRow[]): Promise<{ index: number; error: unknown } | undefined> {
+  let found: { index: number; error: unknown } | undefined;
+  const rollback = Symbol('rollback');
+  await em
+    .transactional(async (tx) => {
+      for (const [index, rec] of records.entries()) {
+        try {
+          await insertRecords(tx as EntityManager, t, [rec]);
+        } catch (error) {
+          if (violation(t, error)) found = { index, error };
+          break;
+        }
+      }
+      throw rollback;
+    })
+    .catch((err: unknown) => {
+      if (err !== rollback) throw err;
+    });
+  return found;
+}
+
 /** Replaces the given fields of the record matched by `where` (flat: SET columns; JSON: the whole merged body). */
 export async function updateRecord(em: EntityManager, t: TableView, where: { sql: string; params: unknown[] }, patch: RecordRow, merged: RecordRow): Promise<RecordRow | undefined> {
   if (t.provider === 'flat_table') {
