@@ -1,18 +1,15 @@
 // `platform app …` and `platform datasource …` in both modes (remote: <api-url>/sites/<schema>/api/…
 // with the site's login; direct: the site schema as the system actor): the same output.
 import fs from 'node:fs';
-import path from 'node:path';
 import test from 'ava';
-import { hashPassword } from '../../shared/auth/passwords.ts';
-import { createTestSite, type TestSite } from '../../shared/testing/sites.ts';
+import type { TestSite } from '../../shared/testing/sites.ts';
 import { startTestServer, type TestServer } from '../../server/test/helpers.ts';
-import { bothModesMacro, cliEnv, json, runCli, tempConfigDir, volatile, type Mode } from './helpers.ts';
+import { bothModesMacro, cliEnv, json, runCli, volatile, type Mode, siteWithLogin } from './helpers.ts';
 
 let s: TestServer;
 let site: TestSite;
 let configDir: string;
 let admin: string;
-const PASSWORD = 'Site-pass-word-1';
 
 // created_by differs by design (the site user remotely, null directly): compare without UUIDs and ids.
 const normalize = (text: string) => volatile(text).replace(/^(id|app|created_by|modified_by): .*$/gm, '$1: <x>');
@@ -22,14 +19,7 @@ const env = () => cliEnv(s, configDir);
 
 test.before(async () => {
   s = await startTestServer();
-  const em = s.handle.db.orm.em.fork();
-  site = await createTestSite(em);
-  await em.execute(`INSERT INTO "${site.schema}".users (uuid, username, password, is_staff) VALUES (gen_random_uuid(), 'boss', ?, true)`, [await hashPassword(PASSWORD)]);
-  const res = await s.api('POST', `/sites/${site.schema}/api/auth/jwt/token/`, { body: { username: 'boss', password: PASSWORD } });
-  if (res.status !== 200) throw new Error(res.text);
-  admin = res.body.access;
-  configDir = tempConfigDir();
-  fs.writeFileSync(path.join(configDir, 'credentials.json'), JSON.stringify({ version: 1, apis: { [`${s.url}/sites/${site.schema}`]: { ...res.body, username: 'boss' } } }), { mode: 0o600 });
+  ({ site, admin, configDir } = await siteWithLogin(s));
   for (const name of ['Alpha', 'Beta']) if ((await api('POST', '/api/apps/', { name })).status !== 201) throw new Error('seed');
   if ((await api('POST', '/api/apps/alpha/datasources/', { name: 'Store', provider_type: 'jsonb' })).status !== 201) throw new Error('seed ds');
   for (const mode of ['remote', 'direct']) {

@@ -5,19 +5,17 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
-import { hashPassword } from '../../shared/auth/passwords.ts';
 import { csvRecords } from '../../shared/data/fixtures-csv.ts';
 import type { TableSchema } from '../../shared/data/table-schema.ts';
-import { createTestSite, type TestSite } from '../../shared/testing/sites.ts';
+import type { TestSite } from '../../shared/testing/sites.ts';
 import { startTestServer, type TestServer } from '../../server/test/helpers.ts';
-import { cliEnv, json, MODES, runCli, tempConfigDir, volatile, type Mode } from './helpers.ts';
+import { cliEnv, json, MODES, runCli, volatile, type Mode, siteWithLogin } from './helpers.ts';
 
 let s: TestServer;
 let site: TestSite;
 let configDir: string;
 let tmp: string;
 let admin: string;
-const PASSWORD = 'Site-pass-word-1';
 const FIXTURES = path.resolve(import.meta.dirname, '../../fixtures');
 const schemaOf = (name: string): TableSchema => JSON.parse(fs.readFileSync(path.join(FIXTURES, 'schemas', `${name}.json`), 'utf8'));
 const COMPANIES = csvRecords(path.join(FIXTURES, 'csv', 'companies.csv'), schemaOf('companies'));
@@ -31,15 +29,8 @@ const records = async (mode: Mode, table: string, qs = '') => (await api('GET', 
 
 test.before(async () => {
   s = await startTestServer();
-  const em = s.handle.db.orm.em.fork();
-  site = await createTestSite(em);
-  await em.execute(`INSERT INTO "${site.schema}".users (uuid, username, password, is_staff) VALUES (gen_random_uuid(), 'boss', ?, true)`, [await hashPassword(PASSWORD)]);
-  const res = await s.api('POST', `/sites/${site.schema}/api/auth/jwt/token/`, { body: { username: 'boss', password: PASSWORD } });
-  if (res.status !== 200) throw new Error(res.text);
-  admin = res.body.access;
-  configDir = tempConfigDir();
+  ({ site, admin, configDir } = await siteWithLogin(s));
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'platform-data-test-'));
-  fs.writeFileSync(path.join(configDir, 'credentials.json'), JSON.stringify({ version: 1, apis: { [`${s.url}/sites/${site.schema}`]: { ...res.body, username: 'boss' } } }), { mode: 0o600 });
   const seed = async (method: string, p: string, body: unknown) => {
     const r = await api(method, p, body);
     if (r.status >= 300) throw new Error(`${method} ${p}: ${r.status} ${r.text}`);

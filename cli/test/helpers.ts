@@ -6,6 +6,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
+import { hashPassword } from '../../shared/auth/passwords.ts';
+import { createTestSite, type TestSite } from '../../shared/testing/sites.ts';
 import { ADMIN, TEST_SECRET, type TestServer } from '../../server/test/helpers.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -111,4 +113,21 @@ export function bothModesMacro(env: () => Record<string, string>) {
     t.is(norm(direct.stderr), norm(remote.stderr), 'stderr differs between remote and direct mode');
     for (const mode of MODES) await spec.check?.(t, results[mode], mode);
   });
+}
+
+export const SITE_PASSWORD = 'Site-pass-word-1';
+
+/**
+ * A new site with a staff user `boss`, signed in: its access token (for seeding through the
+ * API) and a new config dir holding its login for `<api-url>/sites/<schema>` (remote mode).
+ */
+export async function siteWithLogin(s: TestServer): Promise<{ site: TestSite; admin: string; configDir: string }> {
+  const em = s.handle.db.orm.em.fork();
+  const site = await createTestSite(em);
+  await em.execute(`INSERT INTO "${site.schema}".users (uuid, username, password, is_staff) VALUES (gen_random_uuid(), 'boss', ?, true)`, [await hashPassword(SITE_PASSWORD)]);
+  const res = await s.api('POST', `/sites/${site.schema}/api/auth/jwt/token/`, { body: { username: 'boss', password: SITE_PASSWORD } });
+  if (res.status !== 200) throw new Error(res.text);
+  const configDir = tempConfigDir();
+  fs.writeFileSync(path.join(configDir, 'credentials.json'), JSON.stringify({ version: 1, apis: { [`${s.url}/sites/${site.schema}`]: { ...res.body, username: 'boss' } } }), { mode: 0o600 });
+  return { site, admin: res.body.access, configDir };
 }

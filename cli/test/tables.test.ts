@@ -4,17 +4,15 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
-import { hashPassword } from '../../shared/auth/passwords.ts';
-import { createTestSite, type TestSite } from '../../shared/testing/sites.ts';
+import type { TestSite } from '../../shared/testing/sites.ts';
 import { startTestServer, type TestServer } from '../../server/test/helpers.ts';
-import { cliEnv, json, MODES, runCli, tempConfigDir, volatile, type Mode } from './helpers.ts';
+import { cliEnv, json, MODES, runCli, volatile, type Mode, siteWithLogin } from './helpers.ts';
 
 let s: TestServer;
 let site: TestSite;
 let configDir: string;
 let tmp: string;
 let admin: string;
-const PASSWORD = 'Site-pass-word-1';
 const FIXTURES = path.resolve(import.meta.dirname, '../../fixtures');
 const schemaFile = (name: string) => path.join(FIXTURES, 'schemas', name);
 
@@ -31,15 +29,8 @@ const run = (mode: Mode, args: string[]) => runCli([...args, '--site', site.sche
 
 test.before(async () => {
   s = await startTestServer();
-  const em = s.handle.db.orm.em.fork();
-  site = await createTestSite(em);
-  await em.execute(`INSERT INTO "${site.schema}".users (uuid, username, password, is_staff) VALUES (gen_random_uuid(), 'boss', ?, true)`, [await hashPassword(PASSWORD)]);
-  const res = await s.api('POST', `/sites/${site.schema}/api/auth/jwt/token/`, { body: { username: 'boss', password: PASSWORD } });
-  if (res.status !== 200) throw new Error(res.text);
-  admin = res.body.access;
-  configDir = tempConfigDir();
+  ({ site, admin, configDir } = await siteWithLogin(s));
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'platform-tables-test-'));
-  fs.writeFileSync(path.join(configDir, 'credentials.json'), JSON.stringify({ version: 1, apis: { [`${s.url}/sites/${site.schema}`]: { ...res.body, username: 'boss' } } }), { mode: 0o600 });
   for (const mode of MODES) {
     if ((await api('POST', '/api/apps/', { name: `Tab ${mode}` })).status !== 201) throw new Error('seed app');
     if ((await api('POST', `/api/apps/tab-${mode}/datasources/`, { name: 'Main', slug: 'main', provider_type: 'flat_table' })).status !== 201) throw new Error('seed ds');
