@@ -89,7 +89,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   const registry = buildRegistry(deps).add(...(deps.extraRoutes ?? []));
   const steps = [bearerAuthentication(deps.tokens)];
   if (deps.config.rateLimit.enabled) steps.push(new RateLimits(deps.config.rateLimit, deps.redis).step());
-  const api = registry.router(steps);
+  const api = registry.router([...steps, bodyParser(deps.config)]);
   const health = healthRouter(deps.orm, deps.isShuttingDown ?? (() => false));
   const docs = docsRouter(() => openapiDocument(registry));
 
@@ -99,7 +99,6 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   app.use(health.routes());
   app.use(docs.routes());
   if (deps.hosts) app.use(hostRouting(deps.config, deps.hosts));
-  app.use(bodyParser(deps.config));
   app.use(api.routes());
   app.use(api.allowedMethods());
   return app;

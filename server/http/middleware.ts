@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import type Koa from 'koa';
 import type { Next } from 'koa';
 import cors from '@koa/cors';
 import helmet from 'koa-helmet';
@@ -10,6 +9,7 @@ import { makeContext } from '../../shared/context.ts';
 import { notAuthenticated } from '../../shared/errors.ts';
 import type { Config } from '../../shared/config.ts';
 import { redactPath } from './redact.ts';
+import type { RouteStep } from './registry.ts';
 import type { AppContext } from './types.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
@@ -81,10 +81,11 @@ export function security(config: Config) {
   return [headers, corsMiddleware] as const;
 }
 
-/** The records routes' collection paths, whose bulk bodies get DATA_BODY_LIMIT_BYTES. */
-const RECORDS_PATH = /\/datatables\/[^/]+\/data\/(upsert\/)?$/;
-
-export function bodyParser(config: Config): Koa.Middleware {
+/**
+ * A route step that parses JSON and form bodies, after routing, authentication and limits: the
+ * matched route's `bodyLimit` picks the size limit, and unknown or limited requests are not parsed.
+ */
+export function bodyParser(config: Config): RouteStep {
   const parser = (limit: number) =>
     koaBody({
       json: true,
@@ -98,5 +99,6 @@ export function bodyParser(config: Config): Koa.Middleware {
     });
   const normal = parser(config.bodyLimitBytes);
   const data = parser(config.dataBodyLimitBytes);
-  return (ctx, next) => (RECORDS_PATH.test(ctx.path) ? data : normal)(ctx, next);
+  const done = async () => undefined;
+  return async (ctx, def) => (def.bodyLimit === 'data' ? data : normal)(ctx as never, done);
 }

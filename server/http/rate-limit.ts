@@ -2,7 +2,7 @@
 // silent), written in docs/api-conventions.md:
 //   token issue                      auth      20 / hour   per client address
 //   any authenticated request        user    1000 / hour   per user
-//   authenticated /api/cloud/…       standard 100 / minute per user
+//   authenticated /api/cloud/… route standard 100 / minute per user (also through its aliases)
 //   authenticated writes             write     30 / minute per user
 //   any anonymous request            anon     100 / hour   per client address
 //                                    burst     10 / minute per client address
@@ -12,11 +12,11 @@ import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { RateLimitConfig } from '../../shared/config.ts';
 import { DomainError } from '../../shared/errors.ts';
+import type { RouteDef, RouteStep } from './registry.ts';
 import type { AppContext } from './types.ts';
 
 type LimiterName = 'auth' | 'user' | 'standard' | 'write' | 'anon' | 'burst';
 
-const EXEMPT = /^\/api\/(docs|redoc|schema)(\/|$)/;
 const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 export class RateLimits {
@@ -40,15 +40,16 @@ export class RateLimits {
     };
   }
 
-  private applicable(ctx: AppContext): [LimiterName, string][] {
+  /** Which limits apply is decided by the route the registry chose (`def`), never by the path's text. */
+  private applicable(ctx: AppContext, def: RouteDef): [LimiterName, string][] {
     const actor = ctx.state.actor;
     const ip = `ip:${ctx.ip}`;
     const out: [LimiterName, string][] = [];
-    if (ctx.state.route?.rateLimit === 'auth') out.push(['auth', ip]);
+    if (def.rateLimit === 'auth') out.push(['auth', ip]);
     if (actor) {
       const who = actor.kind === 'user' ? `user:${actor.uuid}` : `system:${actor.name}`;
       out.push(['user', who]);
-      if (ctx.path.startsWith('/api/cloud/')) out.push(['standard', who]);
+      if (def.path.startsWith('/api/cloud/')) out.push(['standard', who]);
       if (WRITE_METHODS.has(ctx.method)) out.push(['write', who]);
     } else {
       out.push(['anon', ip], ['burst', ip]);
@@ -56,12 +57,14 @@ export class RateLimits {
     return out;
   }
 
-  /** A route step: runs after authentication, before validation and the handler. */
-  step() {
-    return async (ctx: AppContext) => {
-      if (!ctx.path.startsWith('/api/') || EXEMPT.test(ctx.path)) return;
+  /**
+   * A route step: runs after authentication, before body parsing, validation and the handler.
+   * Every registry route is limited; probes and docs are other routers and are not.
+   */
+  step(): RouteStep {
+    return async (ctx, def) => {
       let tightest: { name: LimiterName; res: RateLimiterRes } | undefined;
-      for (const [name, key] of this.applicable(ctx)) {
+      for (const [name, key] of this.applicable(ctx, def)) {
         const limiter = this.limiters[name];
         try {
           const res = await limiter.consume(key);

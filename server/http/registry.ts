@@ -34,6 +34,8 @@ export interface RouteDef {
   scope?: 'platform' | 'tenant' | 'both';
   /** `auth`: the login-attempt limit applies (spec §8.2). */
   rateLimit?: 'auth';
+  /** `data`: the body may be up to DATA_BODY_LIMIT_BYTES (bulk record writes) instead of BODY_LIMIT_BYTES. */
+  bodyLimit?: 'data';
   params?: TSchema;
   query?: TSchema;
   body?: TSchema;
@@ -50,6 +52,12 @@ export interface RouteDef {
 }
 
 export const defineRoute = (def: RouteDef): RouteDef => def;
+
+/**
+ * Every router of the app matches paths case-sensitively: `/API/…` is not `/api/…`. What the
+ * router matched is the only path anything decides on (limits, body size: the route definition).
+ */
+export const ROUTER_OPTIONS = { sensitive: true } as const;
 
 export type RouteStep = (ctx: AppContext, def: RouteDef) => Promise<void>;
 
@@ -73,10 +81,11 @@ export class RouteRegistry {
 
   /**
    * Mounts every route on a router. Each request runs: the steps (authentication, rate
-   * limits: `route → authenticate → limit`), the auth requirement, input validation, the handler.
+   * limits, body parsing: `route → authenticate → limit → parse`), the auth requirement, input
+   * validation, the handler.
    */
   router(steps: RouteStep[]): Router {
-    const router = new Router();
+    const router = new Router(ROUTER_OPTIONS);
     const run = async (ctx: AppContext, def: RouteDef) => {
       ctx.state.route = def;
       for (const step of steps) await step(ctx, def);

@@ -30,6 +30,7 @@ export interface TableRoute {
   extraParams?: Record<string, TSchema>;
   rawBody?: RouteDef['rawBody'];
   produces?: RouteDef['produces'];
+  bodyLimit?: RouteDef['bodyLimit'];
 }
 
 /** One per-table operation, with and without the data source segment. */

@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import Router from '@koa/router';
+import { ROUTER_OPTIONS } from '../http/registry.ts';
 import type { AppContext } from '../http/types.ts';
 
 const require = createRequire(import.meta.url);
@@ -22,7 +23,7 @@ const page = (title: string, head: string, body: string) => `<!doctype html>
 <body>${body}</body></html>`;
 
 export function docsRouter(openapi: () => Record<string, unknown>): Router {
-  const router = new Router();
+  const router = new Router(ROUTER_OPTIONS);
   let cached: string | undefined;
   router.get('/api/schema/', (ctx: AppContext) => {
     cached ??= JSON.stringify(openapi());

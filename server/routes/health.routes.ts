@@ -1,10 +1,11 @@
 // Operations probes, outside /api: /healthz (process up), /readyz (database reachable).
 import Router from '@koa/router';
 import type { Orm } from '../../shared/db/orm.ts';
+import { ROUTER_OPTIONS } from '../http/registry.ts';
 import type { AppContext } from '../http/types.ts';
 
 export function healthRouter(orm: Orm, isShuttingDown: () => boolean): Router {
-  const router = new Router();
+  const router = new Router(ROUTER_OPTIONS);
   router.get('/healthz', (ctx: AppContext) => {
     ctx.body = { status: 'ok' };
   });

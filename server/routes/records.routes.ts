@@ -49,6 +49,7 @@ export function recordRoutes(): RouteDef[] {
     ...perTable({
       method: 'post',
       suffix: 'data/',
+      bodyLimit: 'data',
       operationId: 'records_create',
       summary: 'Create one record, or many (all or nothing)',
       description: `An object → 201 {data}; an array (at most ${MAX_BULK_CREATE}) → 201 {data: [...]}, in one statement. Validation errors are keyed by field (\`{row}.{field}\` for arrays); unique/foreign-key violations name the field (409/400). ${WHO_WRITE}`,
@@ -75,6 +76,7 @@ export function recordRoutes(): RouteDef[] {
     ...perTable({
       method: 'post',
       suffix: 'data/upsert/',
+      bodyLimit: 'data',
       operationId: 'records_upsert',
       summary: 'Update the record with these unique values, else create it',
       description: `Query \`unique_fields=a,b\` names the fields whose values identify the record; the body is the whole record. 200 {data, created: false} when it existed (fields replaced), 201 {data, created: true} when inserted. ${WHO_WRITE}`,
@@ -89,6 +91,7 @@ export function recordRoutes(): RouteDef[] {
     ...perTable({
       method: 'patch',
       suffix: 'data/',
+      bodyLimit: 'data',
       operationId: 'records_partial_update_many',
       summary: 'Update many records (all or nothing)',
       description: `An array (at most ${MAX_BULK_PATCH}) of partial records, each carrying its primary key; each resulting record is validated; errors are keyed \`{index}.{field}\` and nothing is changed when one fails. ${WHO_WRITE}`,
@@ -101,6 +104,7 @@ export function recordRoutes(): RouteDef[] {
     ...perTable({
       method: 'delete',
       suffix: 'data/',
+      bodyLimit: 'data',
       operationId: 'records_destroy_many',
       summary: 'Delete records by ids or by filter',
       description: `\`ids=a,b\` (composite keys: a JSON array of key arrays) → {deleted, ids}; \`filter=<JSON object of field conditions>\` (same operators as the list, e.g. {"age__gte":30}) → {deleted}; an empty filter is refused. ${WHO_WRITE}`,

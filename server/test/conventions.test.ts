@@ -75,6 +75,15 @@ test('body over the limit: 413', async (t) => {
   t.like(res.body, { status: 'error', code: 'PAYLOAD_TOO_LARGE' });
 });
 
+test('the body is read after routing: a path no route matches is a 404 whatever its body', async (t) => {
+  const big = { records: 'x'.repeat(5000) };
+  for (const path of ['/api/nothing-here/', '/api/apps/a/DATATABLES/t/data/', '/API/auth/jwt/token/']) {
+    const res = await s.api('POST', path, { body: big });
+    t.is(res.status, 404, path);
+    t.is(res.body.code, 'NOT_FOUND', path);
+  }
+});
+
 test('unsupported content type on a JSON route: 415', async (t) => {
   const res = await s.api('POST', '/api/auth/jwt/token/', { raw: 'username=a', headers: { 'Content-Type': 'text/plain' } });
   t.is(res.status, 415);

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import test from 'ava';
+import { createTestSite } from '../../shared/testing/sites.ts';
 import { startServer } from '../main.ts';
 import { ADMIN, request, startTestServer, type TestServer } from './helpers.ts';
 
@@ -47,6 +48,9 @@ test('login attempts, cloud-console requests, writes and anonymous bursts are li
     }
     t.deepEqual(remaining, [5, 4, 3, 2, 1, 0]);
     assert429(t, await s.api('GET', '/api/cloud/users/', { token }));
+    // The same route through its alias is the same cloud-console operation; another spelling is no route.
+    assert429(t, await s.api('GET', '/api/users/', { token }));
+    t.is((await s.api('GET', '/api/Cloud/users/', { token })).status, 404);
     // Outside /api/cloud/ the standard limit does not apply (the hourly user limit does).
     t.is((await s.api('GET', '/api/profile/', { token })).status, 200);
     // Writes: 2 a minute per user.
@@ -107,5 +111,38 @@ test('with REDIS_URL, two server processes share the counters', async (t) => {
   } finally {
     await b.close();
     await a.close();
+  }
+});
+
+test('letter case and the /sites/ prefix do not escape the limits: one route, one counter', async (t) => {
+  const s = await startTestServer({ ...LIMITS, RATE_LIMIT_BURST_PER_MINUTE: '1000', RATE_LIMIT_KEY_PREFIX: `t${randomBytes(4).toString('hex')}` });
+  try {
+    const wrong = { username: ADMIN.username, password: 'wrong-password' };
+    // Other spellings of the token route either do not exist or count against the same limit (4 an hour).
+    for (const path of ['/API/AUTH/JWT/TOKEN/', '/Api/Auth/Jwt/Token/', '/api/auth/jwt/TOKEN/']) {
+      const res = await s.api('POST', path, { body: wrong });
+      t.is(res.status, 404, path);
+      t.is(res.headers.get('x-ratelimit-limit'), null, path);
+    }
+    for (let i = 0; i < 4; i++) t.is((await s.api('POST', '/api/auth/jwt/token/', { body: wrong })).status, 401);
+    assert429(t, await s.api('POST', '/api/auth/jwt/token/', { body: wrong }));
+    // A second trailing slash reaches the same route: limited too; no trailing slash is no route.
+    assert429(t, await s.api('POST', '/api/auth/jwt/token//', { body: wrong }));
+    t.is((await s.api('POST', '/api/auth/jwt/token', { body: wrong })).status, 404);
+    // Under /sites/{schema}/ (host routing strips the prefix) the site's token route is limited too.
+    const other = await startTestServer({ ...LIMITS, RATE_LIMIT_BURST_PER_MINUTE: '1000' });
+    try {
+      const onSite = await createTestSite(other.handle.db.orm.em.fork());
+      for (const prefix of [`/SITES/${onSite.schema}`, `/sites/${onSite.schema.toUpperCase()}`]) {
+        t.is((await other.api('POST', `${prefix}/api/auth/jwt/token/`, { body: wrong })).status, 404, prefix);
+      }
+      t.is((await other.api('POST', `/sites/${onSite.schema}/API/auth/jwt/token/`, { body: wrong })).status, 404);
+      for (let i = 0; i < 4; i++) t.is((await other.api('POST', `/sites/${onSite.schema}/api/auth/jwt/token/`, { body: wrong })).status, 401);
+      assert429(t, await other.api('POST', `/sites/${onSite.schema}/api/auth/jwt/token/`, { body: wrong }));
+    } finally {
+      await other.close();
+    }
+  } finally {
+    await s.close();
   }
 });
