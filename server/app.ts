@@ -84,7 +84,9 @@ export function openapiDocument(registry: RouteRegistry): Record<string, unknown
 }
 
 export function createApp(deps: AppDeps): Koa<AppState> {
-  const app = new Koa<AppState>({ proxy: deps.config.trustProxy });
+  // Behind N trusted proxies the client address is the Nth X-Forwarded-For entry from the right:
+  // the entries left of it were written by the client and are not trusted (Koa: maxIpsCount).
+  const app = new Koa<AppState>({ proxy: deps.config.trustProxy, maxIpsCount: deps.config.trustProxyHops });
   app.silent = true; // errors are logged by errorMiddleware, with the request id
   const registry = buildRegistry(deps).add(...(deps.extraRoutes ?? []));
   const steps = [bearerAuthentication(deps.tokens)];

@@ -52,6 +52,8 @@ export interface Config {
   dataBodyLimitBytes: number;
   shutdownTimeoutMs: number;
   trustProxy: boolean;
+  /** How many proxies append to X-Forwarded-For (TRUST_PROXY_HOPS): the client is that many entries from the right. */
+  trustProxyHops: number;
   /** Public base URL used in absolute links (pagination); derived from host and port when unset. */
   publicUrl: string | undefined;
 }
@@ -168,6 +170,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataBodyLimitBytes: int(env, 'DATA_BODY_LIMIT_BYTES', 32 * 1024 * 1024, 1024),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0),
     trustProxy: bool(env, 'TRUST_PROXY', false),
+    trustProxyHops: int(env, 'TRUST_PROXY_HOPS', 1, 1, 100),
     publicUrl: url(env, 'PLATFORM_PUBLIC_URL', ['http:', 'https:']),
   };
 }

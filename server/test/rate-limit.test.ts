@@ -146,3 +146,24 @@ test('letter case and the /sites/ prefix do not escape the limits: one route, on
     await s.close();
   }
 });
+
+test('behind TRUST_PROXY_HOPS proxies, the client address is the entry the nearest proxy appended: a spoofed leftmost entry changes nothing', async (t) => {
+  const s = await startTestServer({ ...LIMITS, TRUST_PROXY: 'true', RATE_LIMIT_KEY_PREFIX: `t${randomBytes(4).toString('hex')}` });
+  const s2 = await startTestServer({ ...LIMITS, TRUST_PROXY: 'true', TRUST_PROXY_HOPS: '2', RATE_LIMIT_KEY_PREFIX: `t${randomBytes(4).toString('hex')}` });
+  try {
+    // One proxy: it appends the address it saw (203.0.113.7); whatever the client wrote before it is not trusted.
+    const via = (spoofed: string) => ({ headers: { 'X-Forwarded-For': `${spoofed}, 203.0.113.7` } });
+    for (let i = 0; i < 3; i++) t.is((await s.api('GET', '/api/profile/', via(`198.51.100.${i}`))).status, 401);
+    assert429(t, await s.api('GET', '/api/profile/', via('198.51.100.99')));
+    // Another client behind the same proxy has a counter of its own.
+    t.is((await s.api('GET', '/api/profile/', { headers: { 'X-Forwarded-For': '203.0.113.8' } })).status, 401);
+    // Two proxies: the client is the second entry from the right.
+    const via2 = (spoofed: string) => ({ headers: { 'X-Forwarded-For': `${spoofed}, 203.0.113.7, 10.0.0.2` } });
+    for (let i = 0; i < 3; i++) t.is((await s2.api('GET', '/api/profile/', via2(`198.51.100.${i}`))).status, 401);
+    assert429(t, await s2.api('GET', '/api/profile/', via2('198.51.100.99')));
+    t.is((await s2.api('GET', '/api/profile/', { headers: { 'X-Forwarded-For': '203.0.113.8, 10.0.0.2' } })).status, 401);
+  } finally {
+    await s2.close();
+    await s.close();
+  }
+});
