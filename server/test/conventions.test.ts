@@ -1,25 +1,14 @@
 // The HTTP conventions every route gets from the middleware layer: envelopes, statuses,
 // request ids, body limits, security headers, CORS, OpenAPI and the docs pages.
-import { Writable } from 'node:stream';
 import test from 'ava';
-import pino from 'pino';
 import { defineRoute } from '../http/registry.ts';
-import { ADMIN, startTestServer, type TestServer } from './helpers.ts';
+import { ADMIN, capturingLog, startTestServer, type TestServer } from './helpers.ts';
 
 let s: TestServer;
 let token: string;
-const logLines: string[] = [];
+const { log, lines: logLines } = capturingLog();
 
 test.before(async () => {
-  const log = pino(
-    { level: 'info' },
-    new Writable({
-      write(chunk, _enc, cb) {
-        logLines.push(String(chunk));
-        cb();
-      },
-    }),
-  );
   const boom = defineRoute({
     method: 'get',
     path: '/api/test/boom/',

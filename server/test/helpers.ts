@@ -1,6 +1,8 @@
 import http from 'node:http';
+import { Writable } from 'node:stream';
 // Black-box HTTP test harness: a real server listening on a real socket, on a database of
 // its own. `api()` is a small fetch wrapper returning status, headers and parsed body.
+import { createLogger, type Logger } from '../../shared/common/logger.ts';
 import { loadConfig, type Config } from '../../shared/config.ts';
 import { createTestDatabase, type TestDatabase } from '../../shared/testing/database.ts';
 import { startServer, type ServerHandle, type StartOptions } from '../main.ts';
@@ -32,6 +34,18 @@ export interface ApiResponse {
   headers: Headers;
   body: any;
   text: string;
+}
+
+/** The platform's logger at `info`, keeping every line (one entry per line) instead of writing to stdout. */
+export function capturingLog(): { log: Logger; lines: string[] } {
+  const lines: string[] = [];
+  const destination = new Writable({
+    write(chunk, _enc, cb) {
+      lines.push(...String(chunk).split('\n').filter(Boolean));
+      cb();
+    },
+  });
+  return { log: createLogger('info', { destination }), lines };
 }
 
 export async function request(base: string, method: string, path: string, options: RequestOptions = {}): Promise<ApiResponse> {

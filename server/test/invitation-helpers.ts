@@ -3,9 +3,7 @@
 // database (the organization, site and group APIs are not what these suites test).
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
-import { Writable } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import pino from 'pino';
 import { SMTPServer } from 'smtp-server';
 import { createTestSite } from '../../shared/testing/sites.ts';
 import type { TestServer } from './helpers.ts';
@@ -58,21 +56,6 @@ export async function startSmtpSink(): Promise<SmtpSink> {
     to: (address) => messages.filter((m) => m.to.some((a) => a.toLowerCase() === address.toLowerCase())),
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
-}
-
-/** A pino logger at `info` that keeps every line. */
-export function capturingLog(): { log: pino.Logger; lines: string[] } {
-  const lines: string[] = [];
-  const log = pino(
-    { level: 'info' },
-    new Writable({
-      write(chunk, _enc, cb) {
-        lines.push(String(chunk));
-        cb();
-      },
-    }),
-  );
-  return { log, lines };
 }
 
 const TOKEN_IN_LINK = /\/api\/cloud\/invitations\/([0-9a-f-]{36})\/details\//;

@@ -5,8 +5,8 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
-import { startTestServer, type TestServer } from './helpers.ts';
-import { capturingLog, decodeQp, invitationCount, makeOrg, makeUser } from './invitation-helpers.ts';
+import { capturingLog, startTestServer, type TestServer } from './helpers.ts';
+import { decodeQp, invitationCount, makeOrg, makeUser } from './invitation-helpers.ts';
 
 let dataDir: string;
 let outbox: TestServer;

@@ -1,8 +1,8 @@
 // Invitations of an organization over HTTP: create (a real SMTP server receives the e-mail),
 // list, detail, cancel, resend; validation; who may invite; tokens in no response and no log.
 import test from 'ava';
-import { startTestServer, type TestServer } from './helpers.ts';
-import { addMember, capturingLog, invitationCount, makeGroup, makeOrg, makeUser, sql, startSmtpSink, tokenFrom, type SmtpSink } from './invitation-helpers.ts';
+import { capturingLog, startTestServer, type TestServer } from './helpers.ts';
+import { addMember, invitationCount, makeGroup, makeOrg, makeUser, sql, startSmtpSink, tokenFrom, type SmtpSink } from './invitation-helpers.ts';
 
 let s: TestServer;
 let smtp: SmtpSink;

@@ -1,17 +1,15 @@
 // Secrets and secret types of a site: encryption at rest, masked lists, app → tenant
 // inheritance, audit history without values, JSON-Schema validation, who may, isolation
 // between sites, inert injection attempts, and no value in the logs.
-import { Writable } from 'node:stream';
 import test from 'ava';
-import pino from 'pino';
 import { hashPassword } from '../../shared/auth/passwords.ts';
 import { createTestSite, type TestSite } from '../../shared/testing/sites.ts';
-import { startTestServer, type TestServer } from './helpers.ts';
+import { capturingLog, startTestServer, type TestServer } from './helpers.ts';
 
 let s: TestServer;
 let a: TestSite;
 let b: TestSite;
-const logLines: string[] = [];
+const { log, lines: logLines } = capturingLog();
 const PASSWORD = 'Site-pass-word-1';
 const tok: Record<string, string> = {};
 
@@ -34,8 +32,7 @@ async function siteToken(site: TestSite, username: string): Promise<string> {
 const onA = (method: string, path: string, body?: unknown, who = 'adminA') => s.api(method, path, { host: a.domain, token: tok[who], body });
 
 test.before(async () => {
-  const sink = new Writable({ write: (chunk, _enc, done) => (logLines.push(...String(chunk).split('\n').filter(Boolean)), done()) });
-  s = await startTestServer({}, { log: pino({ level: 'info' }, sink) });
+  s = await startTestServer({}, { log });
   const em = s.handle.db.orm.em.fork();
   a = await createTestSite(em);
   b = await createTestSite(em);
