@@ -6,6 +6,7 @@ import { ADMIN, capturingLog, startTestServer, type TestServer } from './helpers
 
 let s: TestServer;
 let token: string;
+const DB_MARKER = 'marker-7f3a9c';
 const { log, lines: logLines } = capturingLog();
 
 test.before(async () => {
@@ -21,7 +22,30 @@ test.before(async () => {
       throw new Error('secret internals: SELECT * FROM users WHERE password = hunter2');
     },
   });
-  s = await startTestServer({ CORS_ORIGINS: 'https://app.example.com', BODY_LIMIT_BYTES: '2048' }, { extraRoutes: [boom], log });
+  // Database errors nobody handles, whose SQL and PostgreSQL's own texts carry a value (DB_MARKER).
+  const dbBoom = defineRoute({
+    method: 'get',
+    path: '/api/test/db-boom/:kind/',
+    operationId: 'test_db_boom',
+    summary: 'fails in the database',
+    tags: ['test'],
+    auth: 'public',
+    responses: { 200: null },
+    async handler(ctx) {
+      const em = ctx.state.em;
+      const insert = `INSERT INTO users (uuid, username, password, email) VALUES (gen_random_uuid(), ?, ?, ?)`;
+      const values = [DB_MARKER, `$argon2id$${DB_MARKER}`, `${DB_MARKER}@example.com`];
+      if (ctx.params.kind === 'unique') {
+        await em.execute(`${insert} ON CONFLICT DO NOTHING`, values);
+        await em.execute(insert, values); // duplicate key: PostgreSQL's detail names the value
+      } else if (ctx.params.kind === 'cast') {
+        await em.execute('SELECT ?::integer', [DB_MARKER]); // invalid input syntax: the message quotes the value
+      } else {
+        await em.execute('SELECT 1 ?', [DB_MARKER]); // syntax error at or near the inlined value
+      }
+    },
+  });
+  s = await startTestServer({ CORS_ORIGINS: 'https://app.example.com', BODY_LIMIT_BYTES: '2048' }, { extraRoutes: [boom, dbBoom], log });
   token = (await s.login()).access;
 });
 test.after.always(async () => {
@@ -92,6 +116,28 @@ test('unexpected exception: 500 INTERNAL_ERROR without internals, logged with th
   const logged = logLines.find((l) => l.includes('unhandled error') && l.includes(id!));
   t.truthy(logged);
   t.regex(logged!, /stack/);
+});
+
+test('unhandled database errors are logged with code, constraint, table and message, never the SQL or its values', async (t) => {
+  const expected: Record<string, Record<string, unknown>> = {
+    unique: { code: '23505', constraint: 'users_username_key', table: 'users', schema: 'public', message: 'duplicate key value violates unique constraint "users_username_key"' },
+    cast: { code: '22P02' },
+    syntax: { code: '42601' },
+  };
+  for (const [kind, fields] of Object.entries(expected)) {
+    const res = await s.api('GET', `/api/test/db-boom/${kind}/`);
+    t.is(res.status, 500, kind);
+    t.false(res.text.includes(DB_MARKER), kind);
+    const id = res.headers.get('x-request-id')!;
+    const line = logLines.find((l) => l.includes('unhandled error') && l.includes(id));
+    t.truthy(line, kind);
+    const entry = JSON.parse(line!);
+    t.like(entry.err, fields, kind);
+    t.regex(entry.err.stack, /\n\s+at /, kind);
+  }
+  t.regex(JSON.parse(logLines.find((l) => l.includes('"22P02"'))!).err.message, /^invalid input syntax for type integer/);
+  t.false(logLines.join('\n').includes(DB_MARKER));
+  t.false(logLines.join('\n').toLowerCase().includes('insert into'));
 });
 
 test('X-Request-Id: generated per request, or the caller\'s own when well-formed', async (t) => {

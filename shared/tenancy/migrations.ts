@@ -5,6 +5,7 @@
 // (the next `platform migrate` resumes there). Statements are unqualified: the transaction
 // sets `search_path` to the (validated, quoted) schema.
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { describeError } from '../db/errors.ts';
 import { quotedSchema } from './schema.ts';
 
 export interface TenantMigration {
@@ -233,7 +234,7 @@ export async function migrateTenantSchema(em: EntityManager, schema: string, opt
     }
   } catch (err) {
     if (!inTransaction) {
-      const message = err instanceof Error ? err.message : String(err);
+      const message = describeError(err);
       await em.execute('UPDATE public.tenant_schemas SET last_error = ? WHERE schema_name = ?', [message.slice(0, 1000), schema]).catch(() => undefined);
     }
     throw err;
@@ -288,7 +289,7 @@ export async function migrateAllTenants(
         migrated.push(result);
         onProgress(++done, pending.length, result);
       } catch (err) {
-        const failure = { schema, error: err instanceof Error ? err.message : String(err) };
+        const failure = { schema, error: describeError(err) };
         failed.push(failure);
         onProgress(++done, pending.length, failure);
       }
