@@ -95,7 +95,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   const health = healthRouter(deps.orm, deps.isShuttingDown ?? (() => false));
   const docs = docsRouter(() => openapiDocument(registry));
 
-  app.use(requestContext(deps.orm, deps.log));
+  app.use(requestContext(deps.orm, deps.log, deps.config.longStatementTimeoutMs));
   app.use(errorMiddleware(deps.log));
   for (const m of security(deps.config)) app.use(m);
   app.use(health.routes());

@@ -29,6 +29,10 @@ export interface Config {
   port: number;
   host: string;
   databaseUrl: string | undefined;
+  /** Longest statement of a request (DATABASE_STATEMENT_TIMEOUT_MS, per pooled connection; 0: none). */
+  statementTimeoutMs: number;
+  /** Longest statement of a long operation's transaction (DATABASE_LONG_STATEMENT_TIMEOUT_MS; 0: none). */
+  longStatementTimeoutMs: number;
   dataDir: string;
   embeddedPgPort: number;
   redisUrl: string | undefined;
@@ -141,6 +145,8 @@ export function loadConfig(env: Env = process.env): Config {
     port: int(env, 'PORT', 8000, 0, 65535),
     host: str(env, 'HOST') ?? '127.0.0.1',
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
+    statementTimeoutMs: int(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 30_000, 0, 2_147_483_647),
+    longStatementTimeoutMs: int(env, 'DATABASE_LONG_STATEMENT_TIMEOUT_MS', 600_000, 0, 2_147_483_647),
     dataDir: path.resolve(str(env, 'PLATFORM_DATA_DIR') ?? '.data'),
     embeddedPgPort: int(env, 'EMBEDDED_PG_PORT', 0, 0, 65535),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),

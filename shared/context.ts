@@ -11,6 +11,8 @@ export interface ServiceContext {
   tenant: string | null;
   /** Organization and site grants, once loaded (permissions/grants.ts: abilityWithGrants). */
   grants?: Grants;
+  /** A longer statement timeout for this call's long transaction (db/statement-timeout.ts); unset: the pool's. */
+  statementTimeoutMs?: number;
 }
 
 export function makeContext(em: EntityManager, actor: Actor, tenant: string | null = null): ServiceContext {

@@ -102,7 +102,7 @@ export class DirectBackend implements Backend {
   /** Opens the database on first use and checks that its schema is current. */
   private database(): Promise<Database> {
     this.db ??= (async () => {
-      const db = await openDatabase(this.config, { info: this.info, error: this.info }, { poolMax: 2 });
+      const db = await openDatabase(this.config, { info: this.info, error: this.info }, { poolMax: 2, statementTimeoutMs: this.config.longStatementTimeoutMs });
       try {
         const { pending } = await migrationStatus(db.orm);
         if (pending.length) {

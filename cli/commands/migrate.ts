@@ -19,7 +19,7 @@ export default class MigrateCommand extends BaseCommand<typeof MigrateCommand> {
     const { migratePlatform, migrationStatus } = await import('../../shared/db/orm.ts');
     const { migrateAllTenants, tenantStatus } = await import('../../shared/tenancy/migrations.ts');
     const log = (line: string) => this.info(line);
-    const db = await openDatabase(config, { info: log, error: log }, { poolMax: 2 });
+    const db = await openDatabase(config, { info: log, error: log }, { poolMax: 2, statementTimeoutMs: config.longStatementTimeoutMs });
     try {
       const status = await migrationStatus(db.orm);
       if (this.flags.status) {

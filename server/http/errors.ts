@@ -1,5 +1,6 @@
 // The one place where anything thrown becomes an HTTP response in the standard envelope.
 import type { Next } from 'koa';
+import { isStatementTimeout } from '../../shared/db/statement-timeout.ts';
 import { DomainError } from '../../shared/errors.ts';
 import type { Logger } from '../../shared/common/logger.ts';
 import { redactPath } from './redact.ts';
@@ -19,6 +20,9 @@ function toDomainError(err: unknown): DomainError | undefined {
   if (status === 405) return new DomainError('METHOD_NOT_ALLOWED', 'Method not allowed.', { detail: 'Method not allowed.' });
   if (status === 400 && e.expose) return new DomainError('BAD_REQUEST', e.message ?? 'Bad request.');
   if (status === 404) return new DomainError('NOT_FOUND', 'Not found.', { detail: 'Not found.' });
+  if (isStatementTimeout(err)) {
+    return new DomainError('GATEWAY_TIMEOUT', 'The database did not answer in time.', { detail: 'The request took too long; try again, or narrow it down.' });
+  }
   return undefined;
 }
 
@@ -44,6 +48,8 @@ export function errorMiddleware(log: Logger) {
           detail: `An internal error occurred. Quote request id ${ctx.state.requestId} when reporting it.`,
         });
       }
+      // A statement timeout is an answer (504), but operators need to see it.
+      if (domain.code === 'GATEWAY_TIMEOUT') log.warn({ err, requestId: ctx.state.requestId, method: ctx.method, path: redactPath(ctx.path) }, 'database statement timeout');
       ctx.status = domain.status;
       ctx.body = domain.toBody();
       const allow = (err as { headers?: Record<string, string> })?.headers?.Allow;

@@ -14,8 +14,11 @@ import type { AppContext } from './types.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
 
-/** Request id (X-Request-Id in and out), request-scoped EntityManager, one log line per request. */
-export function requestContext(orm: Orm, log: Logger) {
+/**
+ * Request id (X-Request-Id in and out), request-scoped EntityManager, the service context (with
+ * the longer statement timeout on routes marked `statementTimeout: 'long'`), one log line per request.
+ */
+export function requestContext(orm: Orm, log: Logger, longStatementTimeoutMs: number) {
   return async (ctx: AppContext, next: Next) => {
     const start = process.hrtime.bigint();
     const incoming = ctx.get('X-Request-Id');
@@ -25,7 +28,9 @@ export function requestContext(orm: Orm, log: Logger) {
     ctx.state.tenant = null;
     ctx.state.service = () => {
       if (!ctx.state.actor) throw notAuthenticated();
-      return makeContext(ctx.state.em, ctx.state.actor, ctx.state.tenant);
+      const service = makeContext(ctx.state.em, ctx.state.actor, ctx.state.tenant);
+      if (ctx.state.route?.statementTimeout === 'long') service.statementTimeoutMs = longStatementTimeoutMs;
+      return service;
     };
     try {
       await next();

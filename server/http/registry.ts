@@ -36,6 +36,11 @@ export interface RouteDef {
   rateLimit?: 'auth';
   /** `data`: the body may be up to DATA_BODY_LIMIT_BYTES (bulk record writes) instead of BODY_LIMIT_BYTES. */
   bodyLimit?: 'data';
+  /**
+   * `long`: the service's transaction may run statements up to DATABASE_LONG_STATEMENT_TIMEOUT_MS
+   * instead of DATABASE_STATEMENT_TIMEOUT_MS (the service calls allowLongStatements in it).
+   */
+  statementTimeout?: 'long';
   params?: TSchema;
   query?: TSchema;
   body?: TSchema;

@@ -31,6 +31,7 @@ export interface TableRoute {
   rawBody?: RouteDef['rawBody'];
   produces?: RouteDef['produces'];
   bodyLimit?: RouteDef['bodyLimit'];
+  statementTimeout?: RouteDef['statementTimeout'];
 }
 
 /** One per-table operation, with and without the data source segment. */
@@ -187,6 +188,7 @@ export function dataTableRoutes(publicUrl: string | undefined): RouteDef[] {
       method: 'post',
       suffix: 'materialize/',
       operationId: 'datatables_materialize',
+      statementTimeout: 'long',
       summary: 'Create the physical table',
       description: `In one transaction, in the site schema. Foreign-key targets must be materialized first (400 naming the key); a second call is 400. ${WHO_WRITE}`,
       responses: { 200: created(DataTableView) },

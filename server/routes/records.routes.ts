@@ -64,6 +64,7 @@ export function recordRoutes(): RouteDef[] {
       method: 'post',
       suffix: 'data/import/',
       operationId: 'records_import_csv',
+      statementTimeout: 'long',
       summary: 'Import records from CSV (all or nothing)',
       description: `A \`text/csv\` body (415 otherwise) whose header names the fields; query \`mapping\` (a JSON object of CSV header → field) renames columns, \`dry_run=true\` checks everything (validation and database constraints) and writes nothing. Cells are coerced to the field types (empty → left out). Unknown columns or mapping entries → 400 before anything is read. Every row valid → all inserted in one transaction; any row failing → nothing written. Answers 200 with the report {dry_run, total_rows, created, failed, errors: [{row, errors: {field: [...]}}]} also when rows failed (\`created\` 0; the first ${MAX_REPORTED_ERRORS} failing rows listed, row 1 = the first line after the header). At most ${MAX_IMPORT_ROWS} rows and ${MAX_IMPORT_BYTES} bytes (413). ${WHO_WRITE}`,
       rawBody: { mediaType: 'text/csv', description: 'CSV (RFC 4180, UTF-8) with a header row' },

@@ -77,6 +77,7 @@ export function siteRoutes(config: Config): RouteDef[] {
       path: '/api/cloud/organizations/:org/sites/',
       aliases: ['/api/organizations/:org/sites/'],
       operationId: 'organization_sites_create',
+      statementTimeout: 'long',
       summary: 'Create a site',
       description:
         'Needs `manage_organization`. Creates the site, its schema (tenant migrations and default data: the organization owners and admins as site administrators, groups, tags, permissions) and its primary domain in one transaction.',

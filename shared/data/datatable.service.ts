@@ -6,6 +6,7 @@ import { pageOffset, parsePageRequest, resolvePage, type Page } from '../common/
 import { uniqueViolation } from '../common/slug.ts';
 import { validate } from '../common/validation.ts';
 import type { ServiceContext } from '../context.ts';
+import { allowLongStatements } from '../db/statement-timeout.ts';
 import { DomainError, fieldError, validationError } from '../errors.ts';
 import { countOf, firstRow, iso, pgCode, rows } from '../secrets/sql.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
@@ -352,7 +353,7 @@ export const dataTableService = {
     });
     try {
       await ctx.em.transactional(async (tx) => {
-        await tx.execute(`SET LOCAL statement_timeout = '30s'`);
+        await allowLongStatements(ctx, tx as EntityManager);
         for (const statement of ddl) await tx.execute(statement);
         await tx.execute(`UPDATE ${q}.data_tables SET is_materialized = true, updated_at = now(), modified_by = ? WHERE id = ?`, [actorUuid(ctx), row.id]);
       });

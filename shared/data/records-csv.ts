@@ -10,6 +10,7 @@ import { Readable, Transform } from 'node:stream';
 import { format, parse } from 'fast-csv';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ServiceContext } from '../context.ts';
+import { allowLongStatements } from '../db/statement-timeout.ts';
 import { DomainError, fieldError, type FieldErrors } from '../errors.ts';
 import type { TableScope } from './datatable.service.ts';
 import { coerceValue } from './query/filter.ts';
@@ -343,6 +344,7 @@ export async function importCsv(ctx: ServiceContext, scope: TableScope, name: st
       await ctx.em
         .transactional(async (tx) => {
           const em = tx as EntityManager;
+          await allowLongStatements(ctx, em);
           while (!report.failed) {
             if (batch.length) await flush(em);
             if (done || report.failed) break;

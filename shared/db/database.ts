@@ -2,7 +2,7 @@
 // under the data dir. The one place that knows which.
 import type { Config } from '../config.ts';
 import { EmbeddedPostgres, type EmbeddedLog } from './embedded.ts';
-import { createOrm, type Orm } from './orm.ts';
+import { createOrm, type Orm, type OrmOptions } from './orm.ts';
 
 export interface Database {
   orm: Orm;
@@ -12,7 +12,8 @@ export interface Database {
   close(): Promise<void>;
 }
 
-export async function openDatabase(config: Config, log: EmbeddedLog, options: { poolMax?: number } = {}): Promise<Database> {
+/** The pool's statement timeout is DATABASE_STATEMENT_TIMEOUT_MS unless `options` says otherwise. */
+export async function openDatabase(config: Config, log: EmbeddedLog, options: OrmOptions = {}): Promise<Database> {
   let embedded: EmbeddedPostgres | undefined;
   let url = config.databaseUrl;
   if (!url) {
@@ -23,7 +24,7 @@ export async function openDatabase(config: Config, log: EmbeddedLog, options: { 
   }
   let orm: Orm;
   try {
-    orm = await createOrm(url, options);
+    orm = await createOrm(url, { statementTimeoutMs: config.statementTimeoutMs, ...options });
   } catch (err) {
     await embedded?.stop();
     throw err;

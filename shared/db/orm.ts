@@ -1,4 +1,4 @@
-import { MikroORM } from '@mikro-orm/postgresql';
+import { MikroORM, type EntityManager } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
 import pg from 'pg';
 import { Invitation } from '../invitations/invitation.entity.ts';
@@ -7,11 +7,18 @@ import { Group, ObjectPermission, Permission } from '../permissions/permission.e
 import { Domain, Site } from '../sites/site.entity.ts';
 import { BlacklistedToken, User } from '../users/user.entity.ts';
 import { platformMigrations } from './migrations/platform.ts';
+import { setLocalStatementTimeout } from './statement-timeout.ts';
 
 export type Orm = MikroORM;
 export const platformEntities = [User, BlacklistedToken, Organization, Member, Permission, Group, ObjectPermission, Site, Domain, Invitation];
 
-export async function createOrm(clientUrl: string, options: { poolMax?: number } = {}): Promise<Orm> {
+export interface OrmOptions {
+  poolMax?: number;
+  /** statement_timeout of every pooled connection, sent when it connects (0 or unset: none). */
+  statementTimeoutMs?: number;
+}
+
+export async function createOrm(clientUrl: string, options: OrmOptions = {}): Promise<Orm> {
   return MikroORM.init({
     clientUrl,
     entities: platformEntities,
@@ -19,6 +26,8 @@ export async function createOrm(clientUrl: string, options: { poolMax?: number }
     allowGlobalContext: false,
     debug: false,
     pool: { min: 0, max: options.poolMax ?? 20 },
+    // pg sends it in the startup message of each connection: no SET, no round trip per request.
+    driverOptions: options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {},
     migrations: {
       migrationsList: platformMigrations,
       tableName: 'platform_migrations',
@@ -43,7 +52,11 @@ export async function migratePlatform(orm: Orm, clientUrl: string): Promise<Migr
   await lock.connect();
   try {
     await lock.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
-    const applied = await orm.migrator.up();
+    // All or nothing in one transaction, without the request statement timeout (DDL on big tables).
+    const applied = await orm.em.transactional(async (tx) => {
+      await setLocalStatementTimeout(tx as EntityManager, 0);
+      return orm.migrator.up({ transaction: tx.getTransactionContext() });
+    });
     const executed = await orm.migrator.getExecuted();
     return { applied: applied.map((m) => m.name), current: executed.at(-1)?.name ?? null };
   } finally {

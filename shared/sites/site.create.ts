@@ -9,6 +9,7 @@ import type { ServiceContext } from '../context.ts';
 import { likeEscape } from '../common/filters.ts';
 import { nextSlug, pgError, slugify } from '../common/slug.ts';
 import { validate } from '../common/validation.ts';
+import { allowLongStatements } from '../db/statement-timeout.ts';
 import { fieldError } from '../errors.ts';
 import { organizationFor } from '../organizations/lookup.ts';
 import { notifyRoutingChanged } from '../tenancy/host-resolver.ts';
@@ -105,7 +106,10 @@ export async function createSite(
       host: host ?? `${slug}.${settings.baseDomain}`,
     };
     try {
-      const uuid = await ctx.em.transactional((tx) => createInTransaction(tx as EntityManager, plan));
+      const uuid = await ctx.em.transactional(async (tx) => {
+        await allowLongStatements(ctx, tx as EntityManager);
+        return createInTransaction(tx as EntityManager, plan);
+      });
       return await siteView(ctx.em, uuid);
     } catch (err) {
       const { code, constraint } = pgError(err);

@@ -6,6 +6,7 @@
 // sets `search_path` to the (validated, quoted) schema.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { describeError } from '../db/errors.ts';
+import { setLocalStatementTimeout } from '../db/statement-timeout.ts';
 import { quotedSchema } from './schema.ts';
 
 export interface TenantMigration {
@@ -230,7 +231,8 @@ export async function migrateTenantSchema(em: EntityManager, schema: string, opt
     if (inTransaction) {
       while (await step(em));
     } else {
-      while (await em.transactional((tx) => step(tx as EntityManager)));
+      // Each migration in a transaction of its own, without the request statement timeout.
+      while (await em.transactional(async (tx) => (await setLocalStatementTimeout(tx as EntityManager, 0), step(tx as EntityManager))));
     }
   } catch (err) {
     if (!inTransaction) {

@@ -30,7 +30,7 @@ export default class SecretRotateCommand extends BaseCommand<typeof SecretRotate
     const keyring = cliKeyring(config, previous);
     const service = secretService(keyring);
     const log = (line: string) => this.info(line);
-    const db = await openDatabase(config, { info: log, error: log }, { poolMax: 2 });
+    const db = await openDatabase(config, { info: log, error: log }, { poolMax: 2, statementTimeoutMs: config.longStatementTimeoutMs });
     try {
       const em = db.orm.em.fork();
       const schemas = ((await em.execute('SELECT schema_name FROM public.sites ORDER BY schema_name')) as { schema_name: string }[]).map((r) => r.schema_name);
