@@ -5,6 +5,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import { systemActor } from '../shared/auth/actor.ts';
+import { pruneBlacklist } from '../shared/auth/auth.service.ts';
 import type { TokenSettings } from '../shared/auth/tokens.ts';
 import { createLogger, type Logger } from '../shared/common/logger.ts';
 import { resolveSecretKey } from '../shared/common/secret-key.ts';
@@ -35,6 +36,34 @@ export interface StartOptions {
   /** Where the one-time generated admin password is shown (default: stderr). */
   announce?: (text: string) => void;
   extraRoutes?: RouteDef[];
+}
+
+/**
+ * Prunes the token blacklists (platform and sites) every `intervalMs`, the first time at most a
+ * minute after start (servers restarted more often than the interval still prune). Unref'd: it
+ * never keeps the process alive. Several servers pruning at once is harmless.
+ */
+function schedulePruning(db: Database, log: Logger, intervalMs: number): { stop(): Promise<void> } {
+  let stopped = false;
+  let running: Promise<void> | undefined;
+  let timer: NodeJS.Timeout;
+  const run = () => {
+    running = pruneBlacklist(db.orm.em.fork()).then(
+      (deleted) => void (deleted && log.info({ deleted }, 'token blacklists pruned')),
+      (err: unknown) => log.warn({ err }, 'token blacklist pruning failed'),
+    );
+    void running.then(() => {
+      if (!stopped) timer = setTimeout(run, intervalMs).unref();
+    });
+  };
+  timer = setTimeout(run, Math.min(intervalMs, 60_000)).unref();
+  return {
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
 }
 
 export function tokenSettings(config: Config): TokenSettings {
@@ -87,6 +116,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const host = config.host.includes(':') ? `[${config.host}]` : config.host;
     const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
     log.info({ url, database: db.embedded ? 'embedded' : 'external', environment: config.environment }, 'platform listening');
+    const pruner = config.blacklistPruneIntervalMs ? schedulePruning(db, log, config.blacklistPruneIntervalMs) : undefined;
     let closing: Promise<void> | undefined;
     return {
       url,
@@ -108,6 +138,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
             });
             srv.closeIdleConnections();
           });
+          await pruner?.stop();
           await redis?.quit().catch(() => undefined);
           await hosts?.close();
           await db.close();

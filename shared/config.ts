@@ -55,6 +55,8 @@ export interface Config {
   /** Request bodies of the records routes (bulk writes of up to 10,000 records). */
   dataBodyLimitBytes: number;
   shutdownTimeoutMs: number;
+  /** How often a server prunes expired token-blacklist rows (BLACKLIST_PRUNE_INTERVAL_MS; 0: never). */
+  blacklistPruneIntervalMs: number;
   trustProxy: boolean;
   /** How many proxies append to X-Forwarded-For (TRUST_PROXY_HOPS): the client is that many entries from the right. */
   trustProxyHops: number;
@@ -175,6 +177,7 @@ export function loadConfig(env: Env = process.env): Config {
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),
     dataBodyLimitBytes: int(env, 'DATA_BODY_LIMIT_BYTES', 32 * 1024 * 1024, 1024),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 10_000, 0),
+    blacklistPruneIntervalMs: int(env, 'BLACKLIST_PRUNE_INTERVAL_MS', 3_600_000, 0, 2_147_483_647),
     trustProxy: bool(env, 'TRUST_PROXY', false),
     trustProxyHops: int(env, 'TRUST_PROXY_HOPS', 1, 1, 100),
     publicUrl: url(env, 'PLATFORM_PUBLIC_URL', ['http:', 'https:']),

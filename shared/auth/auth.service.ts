@@ -3,6 +3,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { validate } from '../common/validation.ts';
 import { notAuthenticated, invalidToken } from '../errors.ts';
+import { quotedSchema } from '../tenancy/schema.ts';
 import { BlacklistedToken, User, type UserEntity } from '../users/user.entity.ts';
 import { emailIs, selectUserRow, toUserView, usernameIs } from '../users/user.queries.ts';
 import type { UserActor } from './actor.ts';
@@ -85,7 +86,23 @@ export async function authenticateAccess(em: EntityManager, settings: TokenSetti
   };
 }
 
-/** Deletes blacklist rows whose tokens have expired anyway. */
+/** Blacklist tables pruned per statement (one DELETE each, joined in one WITH). */
+const PRUNE_BATCH = 100;
+
+/**
+ * Deletes the blacklist rows whose tokens have expired anyway: the platform's and every site
+ * schema's (the schemas of public.sites that have the table), one DELETE per table, batched
+ * into a few statements. Returns how many rows went.
+ */
 export async function pruneBlacklist(em: EntityManager): Promise<number> {
-  return em.nativeDelete(BlacklistedToken, { expires_at: { $lt: new Date() } });
+  const sites = await em.execute(`SELECT schema_name FROM public.sites WHERE to_regclass(format('%I.token_blacklist', schema_name)) IS NOT NULL ORDER BY schema_name`);
+  const tables = ['public.token_blacklist', ...sites.map((s) => `${quotedSchema(s.schema_name as string)}.token_blacklist`)];
+  let deleted = 0;
+  for (let i = 0; i < tables.length; i += PRUNE_BATCH) {
+    const batch = tables.slice(i, i + PRUNE_BATCH);
+    const ctes = batch.map((t, j) => `d${j} AS (DELETE FROM ${t} WHERE expires_at < now() RETURNING 1)`);
+    const [row] = await em.execute(`WITH ${ctes.join(', ')} SELECT ${batch.map((_, j) => `(SELECT count(*) FROM d${j})`).join(' + ')} AS n`);
+    deleted += Number(row.n);
+  }
+  return deleted;
 }

@@ -1,0 +1,23 @@
+import { BaseCommand } from '../base.ts';
+
+export default class PruneCommand extends BaseCommand<typeof PruneCommand> {
+  static override summary = 'Delete expired rows of the token blacklists (platform and every site).';
+  static override description =
+    'A blacklisted refresh token only matters until it expires; afterwards its row is dead weight. Servers do this on their own every BLACKLIST_PRUNE_INTERVAL_MS; run it from a scheduler when they do not (BLACKLIST_PRUNE_INTERVAL_MS=0). Works on the database directly (DATABASE_URL, else the embedded PostgreSQL).';
+  static override examples = ['<%= config.bin %> prune', '<%= config.bin %> prune --json'];
+
+  async run() {
+    const config = this.platformConfig();
+    const { openDatabase } = await import('../../shared/db/database.ts');
+    const { pruneBlacklist } = await import('../../shared/auth/auth.service.ts');
+    const log = (line: string) => this.info(line);
+    const db = await openDatabase(config, { info: log, error: log }, { poolMax: 2, statementTimeoutMs: config.longStatementTimeoutMs });
+    try {
+      const deleted = await pruneBlacklist(db.orm.em.fork());
+      this.log(`Deleted ${deleted} expired token-blacklist row(s).`);
+      return { deleted };
+    } finally {
+      await db.close();
+    }
+  }
+}

@@ -1,0 +1,42 @@
+// Pruning the token blacklists: the platform's and every site schema's lose their expired rows.
+import test from 'ava';
+import { createOrm, migratePlatform, type Orm } from '../db/orm.ts';
+import { createTestDatabase, type TestDatabase } from '../testing/database.ts';
+import { createTestSite } from '../testing/sites.ts';
+import { pruneBlacklist } from './auth.service.ts';
+
+let db: TestDatabase;
+let orm: Orm;
+test.before(async () => {
+  db = await createTestDatabase();
+  orm = await createOrm(db.url);
+  await migratePlatform(orm, db.url);
+});
+test.after.always(async () => {
+  await orm?.close(true);
+  await db?.drop();
+});
+
+/** A user of `schema` with one expired and one live blacklist row; the jtis of each. */
+async function seed(schema: string): Promise<{ expired: string; live: string }> {
+  const em = orm.em.fork();
+  const [user] = await em.execute(`INSERT INTO ${schema}.users (uuid, username, password) VALUES (gen_random_uuid(), 'u', 'x') RETURNING uuid`);
+  await em.execute(
+    `INSERT INTO ${schema}.token_blacklist (jti, user_uuid, expires_at)
+     VALUES (gen_random_uuid(), ?, now() - interval '1 minute'), (gen_random_uuid(), ?, now() + interval '1 hour')`,
+    [user.uuid, user.uuid],
+  );
+  const rows = await em.execute(`SELECT jti::text AS jti FROM ${schema}.token_blacklist ORDER BY expires_at`);
+  return { expired: rows[0].jti, live: rows[1].jti };
+}
+
+const jtis = async (schema: string) => (await orm.em.fork().execute(`SELECT jti::text AS jti FROM ${schema}.token_blacklist`)).map((r) => r.jti);
+
+test('expired rows go from the platform and from every site schema; live ones stay', async (t) => {
+  const a = await createTestSite(orm.em.fork());
+  const b = await createTestSite(orm.em.fork());
+  const seeded = { public: await seed('public'), [a.schema]: await seed(a.schema), [b.schema]: await seed(b.schema) };
+  t.is(await pruneBlacklist(orm.em.fork()), 3);
+  for (const [schema, { live }] of Object.entries(seeded)) t.deepEqual(await jtis(schema), [live], schema);
+  t.is(await pruneBlacklist(orm.em.fork()), 0);
+});
