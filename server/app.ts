@@ -15,6 +15,7 @@ import { ErrorBody, MessageBody } from './http/envelopes.ts';
 import { errorMiddleware } from './http/errors.ts';
 import { hostRouting } from './http/tenancy.ts';
 import type { HostResolver } from '../shared/tenancy/host-resolver.ts';
+import { AppRateLimits } from '../shared/apps/app-limits.ts';
 import { bodyParser, requestContext, security } from './http/middleware.ts';
 import { RateLimits } from './http/rate-limit.ts';
 import { RouteRegistry, type RouteDef } from './http/registry.ts';
@@ -52,6 +53,8 @@ export interface AppDeps {
   extraRoutes?: RouteDef[];
   /** Host → site resolution; without it every host serves the platform API. */
   hosts?: HostResolver;
+  /** Apps' rate limits (cached settings); without it, a cache of its own that only its TTL refreshes. */
+  appLimits?: AppRateLimits;
   /** The keys of secret values; without it, derived from tokens.secretKey at SECRETS_KEY_VERSION. */
   secrets?: SecretKeyring;
   /** Outgoing mail (invitations); without it, one is made from the config (SMTP_URL or the outbox). */
@@ -90,7 +93,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   app.silent = true; // errors are logged by errorMiddleware, with the request id
   const registry = buildRegistry(deps).add(...(deps.extraRoutes ?? []));
   const steps = [bearerAuthentication(deps.tokens)];
-  if (deps.config.rateLimit.enabled) steps.push(new RateLimits(deps.config.rateLimit, deps.redis).step());
+  if (deps.config.rateLimit.enabled) steps.push(new RateLimits(deps.config.rateLimit, deps.redis, deps.appLimits ?? new AppRateLimits(deps.orm)).step());
   const api = registry.router([...steps, bodyParser(deps.config)]);
   const health = healthRouter(deps.orm, deps.isShuttingDown ?? (() => false));
   const docs = docsRouter(() => openapiDocument(registry));

@@ -13,6 +13,8 @@ import type { Config } from '../shared/config.ts';
 import { makeContext } from '../shared/context.ts';
 import { openDatabase, type Database } from '../shared/db/database.ts';
 import { migratePlatform } from '../shared/db/orm.ts';
+import { AppRateLimits } from '../shared/apps/app-limits.ts';
+import { ChangeListener } from '../shared/db/changes.ts';
 import { HostResolver } from '../shared/tenancy/host-resolver.ts';
 import { migrateAllTenants } from '../shared/tenancy/migrations.ts';
 import { bootstrapAdmin } from '../shared/users/user.service.ts';
@@ -27,6 +29,7 @@ export interface ServerHandle {
   db: Database;
   log: Logger;
   hosts: HostResolver;
+  appLimits: AppRateLimits;
   close(): Promise<void>;
 }
 
@@ -75,7 +78,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const db = await openDatabase(config, { info: (m) => log.info(m), error: (m) => log.error(m) });
   let redis: Redis | undefined;
   let server: http.Server | undefined;
-  let hosts: HostResolver | undefined;
+  let changes: ChangeListener | undefined;
   try {
     if (options.migrate !== false) {
       const report = await migratePlatform(db.orm, db.url);
@@ -99,12 +102,14 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       redis.on('error', (err) => log.warn({ err: err.message }, 'redis error'));
       await redis.connect().catch((err) => log.warn({ err: err.message }, 'redis unreachable; rate limits fall back to process memory'));
     }
-    hosts = new HostResolver(db.orm);
-    await hosts.listen(db.url, (err) => log.warn({ err: err.message }, 'routing listener error'));
+    const hosts = new HostResolver(db.orm);
+    const appLimits = new AppRateLimits(db.orm);
+    changes = new ChangeListener().on('routing', () => hosts.invalidate()).on('app-settings', (schema) => appLimits.invalidate(schema));
+    await changes.listen(db.url, (err) => log.warn({ err: err.message }, 'change listener error'));
     let shuttingDown = false;
     const mailer = createMailer(config, log);
     const secrets = new SecretKeyring(tokens.secretKey, config.secretsKeyVersion);
-    const app = createApp({ config, orm: db.orm, log, tokens, redis, hosts, mailer, secrets, isShuttingDown: () => shuttingDown, extraRoutes: options.extraRoutes });
+    const app = createApp({ config, orm: db.orm, log, tokens, redis, hosts, appLimits, mailer, secrets, isShuttingDown: () => shuttingDown, extraRoutes: options.extraRoutes });
     const srv = http.createServer(app.callback());
     server = srv;
     srv.keepAliveTimeout = 65_000;
@@ -124,6 +129,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       db,
       log,
       hosts,
+      appLimits,
       close() {
         closing ??= (async () => {
           shuttingDown = true;
@@ -140,7 +146,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
           });
           await pruner?.stop();
           await redis?.quit().catch(() => undefined);
-          await hosts?.close();
+          await changes?.close();
           await db.close();
           log.info('platform stopped');
         })();
@@ -150,7 +156,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   } catch (err) {
     server?.close();
     redis?.disconnect();
-    await hosts?.close();
+    await changes?.close();
     await db.close().catch(() => undefined);
     throw err;
   }

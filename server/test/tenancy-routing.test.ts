@@ -1,6 +1,8 @@
 // Host routing: platform hosts, site hosts, /sites/{schema}/ paths, unknown hosts, and the
 // routing cache with its cross-process invalidation.
 import test from 'ava';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { notifyRoutingChanged } from '../../shared/tenancy/host-resolver.ts';
 import { createTestSite, type TestSite } from '../../shared/testing/sites.ts';
 import { startTestServer, type TestServer } from './helpers.ts';
 
@@ -49,7 +51,7 @@ test('host resolution is cached and invalidated when a domain changes, across pr
     const em = s.handle.db.orm.em.fork();
     await em.transactional(async (tx) => {
       await tx.execute('UPDATE public.domains SET is_active = false WHERE domain = ?', [site.domain]);
-      await tx.execute(`SELECT pg_notify('platform_routing', '')`);
+      await notifyRoutingChanged(tx as EntityManager);
     });
     let gone = false;
     for (let i = 0; i < 50 && !gone; i++) {
@@ -58,7 +60,7 @@ test('host resolution is cached and invalidated when a domain changes, across pr
     }
     t.true(gone);
     await em.execute('UPDATE public.domains SET is_active = true WHERE domain = ?', [site.domain]);
-    await em.execute(`SELECT pg_notify('platform_routing', '')`);
+    await notifyRoutingChanged(em);
   } finally {
     await other.close();
   }

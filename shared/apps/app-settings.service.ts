@@ -12,6 +12,7 @@ import { DomainError, fieldError } from '../errors.ts';
 import { iso, firstRow } from '../secrets/sql.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { requireSiteAdmin, siteSchema } from '../tenancy/tenant-auth.ts';
+import { notifyAppSettingsChanged } from './app-limits.ts';
 import { MAX_ICON_BYTES, SETTINGS_DEFAULTS, SettingsPatch, SettingsPut, type SettingsDetail, type SettingsLight, type SettingsView } from './app-settings.schemas.ts';
 
 export interface SettingsRow {
@@ -78,6 +79,7 @@ export async function insertSettings(tx: EntityManager, schema: string, appId: n
     `INSERT INTO ${quotedSchema(schema)}.app_settings (app_id, ${COLUMNS.join(', ')}) VALUES (?, ${COLUMNS.map(() => '?').join(', ')})`,
     [appId, ...COLUMNS.map((c) => values[c])],
   );
+  await notifyAppSettingsChanged(tx, schema); // a server may have cached "no such app" for this slug
 }
 
 export async function settingsOf(em: EntityManager, schema: string, appId: number): Promise<SettingsRow> {
@@ -178,6 +180,7 @@ export function settingsService(dataDir: string) {
         params.push(stored, icon.contentType);
       }
       await ctx.em.execute(`UPDATE ${quotedSchema(schema)}.app_settings SET ${[...sets, 'updated_at = now()'].join(', ')} WHERE app_id = ?`, [...params, app.id] as never[]);
+      if (input.rate_limit_per_hour !== undefined) await notifyAppSettingsChanged(ctx.em, schema);
       return settingsView(await settingsOf(ctx.em, schema, app.id), app.slug, options.baseUrl ?? '');
     },
 

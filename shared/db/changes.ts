@@ -1,0 +1,69 @@
+// Cross-process cache invalidation through PostgreSQL (no Redis needed). A change calls
+// notifyChanged() inside its transaction (PostgreSQL delivers the NOTIFY at commit, to every
+// session listening on the channel) or right after its statement. Each server process keeps one
+// listening connection (ChangeListener) and tells the caches subscribed to that topic; when the
+// connection drops or is made again, every subscriber drops everything, as notifications may
+// have been missed meanwhile.
+import pg from 'pg';
+import type { EntityManager } from '@mikro-orm/postgresql';
+
+export const CHANGES_CHANNEL = 'platform_changes';
+
+/** `routing`: sites and domains (host resolution); `app-settings`: an app's settings, keyed by its site schema. */
+export type ChangeTopic = 'routing' | 'app-settings';
+
+export async function notifyChanged(em: EntityManager, topic: ChangeTopic, key = ''): Promise<void> {
+  await em.execute('SELECT pg_notify(?, ?)', [CHANGES_CHANNEL, `${topic}:${key}`]);
+}
+
+/** `key` is null when everything may have changed (the listener (re)connected). */
+type Handler = (key: string | null) => void;
+
+export class ChangeListener {
+  private readonly handlers: { topic: ChangeTopic; handle: Handler }[] = [];
+  private client: pg.Client | undefined;
+  private stopped = false;
+
+  on(topic: ChangeTopic, handle: Handler): this {
+    this.handlers.push({ topic, handle });
+    return this;
+  }
+
+  private emit(topic: string | null, key: string | null): void {
+    for (const h of this.handlers) if (topic === null || h.topic === topic) h.handle(key);
+  }
+
+  /** Listens on a connection of its own; reconnects (after a second) when it drops. */
+  async listen(url: string, onError: (err: Error) => void = () => undefined): Promise<void> {
+    const connect = async () => {
+      const client = new pg.Client({ connectionString: url });
+      client.on('notification', (n) => {
+        const payload = n.payload ?? '';
+        const at = payload.indexOf(':');
+        this.emit(at < 0 ? payload : payload.slice(0, at), at < 0 ? null : payload.slice(at + 1));
+      });
+      client.on('error', (err) => {
+        onError(err);
+        client.end().catch(() => undefined);
+      });
+      client.on('end', () => {
+        if (this.client !== client || this.stopped) return;
+        this.client = undefined;
+        this.emit(null, null);
+        setTimeout(() => void connect().catch(onError), 1000).unref();
+      });
+      await client.connect();
+      await client.query(`LISTEN ${CHANGES_CHANNEL}`);
+      this.client = client;
+      this.emit(null, null);
+    };
+    await connect();
+  }
+
+  async close(): Promise<void> {
+    this.stopped = true;
+    const client = this.client;
+    this.client = undefined;
+    await client?.end().catch(() => undefined);
+  }
+}
