@@ -1,4 +1,11 @@
 #!/usr/bin/env node
-import { execute } from '@oclif/core';
+// The commands are TypeScript run by Node's type stripping (Node 24). The project installs its
+// own Node 24 (the `node` dev dependency), which `npx platform` and `npm run` put first on the
+// PATH; started by an older system Node directly, say so instead of failing obscurely.
+if (Number(process.versions.node.split('.')[0]) < 24) {
+  process.stderr.write(`platform needs Node 24 or later, not ${process.version}: run it as \`npx platform …\` (or \`npm run platform -- …\`), which uses the Node 24 the project installs.\n`);
+  process.exit(1);
+}
+const { execute } = await import('@oclif/core');
 
 await execute({ dir: import.meta.url });

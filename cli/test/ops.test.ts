@@ -1,5 +1,5 @@
 // Operator commands on the database: `platform migrate [--status]` and `platform serve`.
-import { spawn } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
@@ -94,40 +94,106 @@ test('prune: expired token-blacklist rows go, of the platform and of every site'
   }
 });
 
+interface Served {
+  child: ChildProcess;
+  url: string;
+  output: () => { stdout: string; stderr: string };
+  exited: Promise<number | null>;
+}
+
+/**
+ * Starts a server process (`command args`) in a process group of its own and waits for its
+ * "platform listening" log line. `stop(s)` kills that group (whatever the test left running).
+ */
+async function serve(command: string, args: string[], e: Record<string, string>): Promise<Served> {
+  const child = spawn(command, args, { cwd: ROOT, env: e, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  let stdout = '';
+  let stderr = '';
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      killGroup(child);
+      reject(new Error(`serve did not start:\n${stdout}\n${stderr}`));
+    }, 60_000);
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+      stdout += d;
+      const m = /"url":"(http:[^"]+)"[^\n]*"platform listening"/.exec(stdout);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    });
+    child.on('exit', () => reject(new Error(`serve exited:\n${stdout}\n${stderr}`)));
+  });
+  return { child, url, output: () => ({ stdout, stderr }), exited };
+}
+
+/** Kills the process group the test started (by its leader's PID), if anything of it is left. */
+function killGroup(child: ChildProcess): void {
+  try {
+    process.kill(-child.pid!, 'SIGKILL');
+  } catch {
+    /* already gone */
+  }
+}
+
 test('serve: listens, answers, and stops cleanly on SIGTERM with exit code 0', async (t) => {
   const db = await freshDatabase();
   const e = env(db, { LOG_LEVEL: 'info', HOST: '127.0.0.1', PLATFORM_ADMIN_PASSWORD: 'serve-admin-pw-1' });
-  const child = spawn(process.execPath, ['bin/run.js', 'serve', '--port', '0'], { cwd: ROOT, env: e, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const s = await serve(process.execPath, ['bin/run.js', 'serve', '--port', '0'], e);
   try {
-    const url = await new Promise<string>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`serve did not start:\n${stdout}\n${stderr}`)), 20_000);
-      child.stdout.setEncoding('utf8').on('data', (d: string) => {
-        stdout += d;
-        const m = /"url":"(http:[^"]+)"[^\n]*"platform listening"/.exec(stdout);
-        if (m) {
-          clearTimeout(timer);
-          resolve(m[1]);
-        }
-      });
-      child.on('exit', () => reject(new Error(`serve exited:\n${stdout}\n${stderr}`)));
-    });
-    t.is((await fetch(`${url}/healthz`)).status, 200);
-    const token = await fetch(`${url}/api/auth/jwt/token/`, {
+    t.is((await fetch(`${s.url}/healthz`)).status, 200);
+    const token = await fetch(`${s.url}/api/auth/jwt/token/`, {
       method: 'POST',
       headers: { 'Content-Type': 'application/json' },
       body: JSON.stringify({ username: 'admin', password: 'serve-admin-pw-1' }),
     });
     t.is(token.status, 200); // migrated and bootstrapped
-    child.kill('SIGTERM');
-    t.is(await exited, 0);
-    t.regex(stdout, /"msg":"platform stopped"/);
-    await t.throwsAsync(fetch(`${url}/healthz`));
+    s.child.kill('SIGTERM');
+    t.is(await s.exited, 0);
+    t.regex(s.output().stdout, /"msg":"platform stopped"/);
+    await t.throwsAsync(fetch(`${s.url}/healthz`));
   } finally {
-    child.kill('SIGKILL');
+    killGroup(s.child);
+  }
+});
+
+// A newcomer's shell: npm and npx on the machine's Node (20 here), the project's Node 24 only
+// inside them. And the same with the project's Node first on the PATH.
+const SYSTEM_PATH = (process.env.PATH ?? '').split(path.delimiter).filter((p) => !p.includes(`${path.sep}node_modules${path.sep}`)).join(path.delimiter);
+const PROJECT_PATH = `${path.join(ROOT, 'node_modules', '.bin')}${path.delimiter}${SYSTEM_PATH}`;
+/** stderr without what this machine's own npm configuration prints (not the project's doing). */
+const projectNoise = (stderr: string) => stderr.split('\n').filter((l) => l && !/^npm warn Unknown (user|env) config /.test(l)).join('\n');
+
+test('npx platform prints only the command output, on the system Node and on the project Node', async (t) => {
+  for (const PATH of [SYSTEM_PATH, PROJECT_PATH]) {
+    // A fresh npm cache: the first `npx platform` installs the project into npx's cache (where npm checked engines).
+    const cache = tempConfigDir();
+    dirs.push(cache);
+    const r = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+      execFile('npx', ['platform', '--version'], { cwd: ROOT, env: { ...process.env, PATH, npm_config_cache: cache } }, (err, stdout, stderr) =>
+        resolve({ code: err ? (err as { code?: number }).code ?? 1 : 0, stdout, stderr }));
+    });
+    t.is(r.code, 0, r.stderr);
+    t.regex(r.stdout, /^platform\/\d+\.\d+\.\d+ \S+ node-v24\./);
+    t.is(projectNoise(r.stderr), '', PATH);
+  }
+});
+
+test('npm start: SIGTERM to the npm process stops the server gracefully', async (t) => {
+  const db = await freshDatabase();
+  const e = { ...env(db, { LOG_LEVEL: 'info', HOST: '127.0.0.1', PORT: '0', PLATFORM_ADMIN_PASSWORD: 'serve-admin-pw-1' }), PATH: SYSTEM_PATH, HOME: process.env.HOME ?? '' };
+  const s = await serve('npm', ['start'], e);
+  try {
+    t.is((await fetch(`${s.url}/healthz`)).status, 200);
+    s.child.kill('SIGTERM'); // the npm process, as a process manager would
+    await s.exited;
+    t.regex(s.output().stdout, /"msg":"platform stopped"/);
+    await t.throwsAsync(fetch(`${s.url}/healthz`));
+    t.is(projectNoise(s.output().stderr), '');
+  } finally {
+    killGroup(s.child);
   }
 });
 
