@@ -95,10 +95,11 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   const steps = [bearerAuthentication(deps.tokens)];
   if (deps.config.rateLimit.enabled) steps.push(new RateLimits(deps.config.rateLimit, deps.redis, deps.appLimits ?? new AppRateLimits(deps.orm)).step());
   const api = registry.router([...steps, bodyParser(deps.config)]);
-  const health = healthRouter(deps.orm, deps.isShuttingDown ?? (() => false));
+  const isShuttingDown = deps.isShuttingDown ?? (() => false);
+  const health = healthRouter(deps.orm, isShuttingDown);
   const docs = docsRouter(() => openapiDocument(registry));
 
-  app.use(requestContext(deps.orm, deps.log, deps.config.longStatementTimeoutMs));
+  app.use(requestContext(deps.orm, deps.log, { longStatementTimeoutMs: deps.config.longStatementTimeoutMs, isShuttingDown }));
   app.use(errorMiddleware(deps.log));
   for (const m of security(deps.config)) app.use(m);
   app.use(health.routes());

@@ -138,11 +138,15 @@ export async function startServer(config: Config, options: StartOptions = {}): P
               log.warn('shutdown timeout: closing remaining connections');
               srv.closeAllConnections();
             }, config.shutdownTimeoutMs);
+            // close() stops accepting and closes the connections idle now; a keep-alive
+            // connection whose request is still running turns idle later (answers sent during
+            // shutdown say `Connection: close`; a stream already under way could not): sweep.
+            const sweep = setInterval(() => srv.closeIdleConnections(), 50);
             srv.close(() => {
               clearTimeout(timer);
+              clearInterval(sweep);
               resolve();
             });
-            srv.closeIdleConnections();
           });
           await pruner?.stop();
           await redis?.quit().catch(() => undefined);

@@ -16,9 +16,10 @@ const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
 
 /**
  * Request id (X-Request-Id in and out), request-scoped EntityManager, the service context (with
- * the longer statement timeout on routes marked `statementTimeout: 'long'`), one log line per request.
+ * the longer statement timeout on routes marked `statementTimeout: 'long'`), one log line per
+ * request; while shutting down, answers close their connection (no keep-alive to wait for).
  */
-export function requestContext(orm: Orm, log: Logger, longStatementTimeoutMs: number) {
+export function requestContext(orm: Orm, log: Logger, options: { longStatementTimeoutMs: number; isShuttingDown: () => boolean }) {
   return async (ctx: AppContext, next: Next) => {
     const start = process.hrtime.bigint();
     const incoming = ctx.get('X-Request-Id');
@@ -29,12 +30,13 @@ export function requestContext(orm: Orm, log: Logger, longStatementTimeoutMs: nu
     ctx.state.service = () => {
       if (!ctx.state.actor) throw notAuthenticated();
       const service = makeContext(ctx.state.em, ctx.state.actor, ctx.state.tenant);
-      if (ctx.state.route?.statementTimeout === 'long') service.statementTimeoutMs = longStatementTimeoutMs;
+      if (ctx.state.route?.statementTimeout === 'long') service.statementTimeoutMs = options.longStatementTimeoutMs;
       return service;
     };
     try {
       await next();
     } finally {
+      if (options.isShuttingDown()) ctx.set('Connection', 'close');
       const durationMs = Number(process.hrtime.bigint() - start) / 1e6;
       const actor = ctx.state.actor;
       log.info(

@@ -1,6 +1,6 @@
 // Smoke test of the default path a new user takes: `platform serve` without DATABASE_URL
-// starts the embedded PostgreSQL, survives restarts, stops it on SIGTERM, and recovers
-// from an orphaned cluster after a SIGKILL.
+// starts the embedded PostgreSQL, survives restarts, stops it on SIGTERM, does not leave it
+// running after a SIGKILL, and recovers from an orphaned cluster.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -57,6 +57,13 @@ const alive = (pid: number) => {
   }
 };
 
+/** Waits up to `ms` for the process to be gone. */
+async function gone(pid: number, ms: number): Promise<boolean> {
+  const until = Date.now() + ms;
+  while (alive(pid) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+  return !alive(pid);
+}
+
 test('embedded default: first start, restart with data kept, clean stop, orphan recovery', async (t) => {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'platform-embedded-'));
   const running: ChildProcess[] = [];
@@ -93,17 +100,28 @@ test('embedded default: first start, restart with data kept, clean stop, orphan 
     const refreshed = await request(second.url, 'POST', '/api/auth/jwt/token/refresh/', { body: { refresh: login.body.refresh } });
     t.is(refreshed.status, 200, 'a token signed before the restart is still valid');
 
-    // SIGKILL leaves PostgreSQL orphaned; the next start stops it and starts afresh.
-    const orphan = postmasterPid(dataDir)!;
+    // SIGKILL of the server: its watchdog stops PostgreSQL within a few seconds.
+    const owned = postmasterPid(dataDir)!;
     second.child.kill('SIGKILL');
     await second.exited;
-    t.true(alive(orphan));
+    t.true(await gone(owned, 10_000), 'PostgreSQL outlived the killed server');
+
+    // Server and watchdog both killed leave PostgreSQL orphaned; the next start stops it and starts afresh.
     const third = await serve(dataDir);
     running.push(third.child);
+    const orphan = postmasterPid(dataDir)!;
+    const { watchdog } = JSON.parse(fs.readFileSync(path.join(dataDir, 'pg-owner.json'), 'utf8'));
+    t.true(Number.isInteger(watchdog) && alive(watchdog));
+    process.kill(watchdog, 'SIGKILL');
+    third.child.kill('SIGKILL');
+    await third.exited;
+    t.true(alive(orphan));
+    const fourth = await serve(dataDir);
+    running.push(fourth.child);
     t.false(alive(orphan));
-    t.is((await request(third.url, 'POST', '/api/auth/jwt/token/', { body: { username: 'persisted', password: 'persisted-pass-1' } })).status, 200);
-    third.child.kill('SIGTERM');
-    t.is(await third.exited, 0);
+    t.is((await request(fourth.url, 'POST', '/api/auth/jwt/token/', { body: { username: 'persisted', password: 'persisted-pass-1' } })).status, 200);
+    fourth.child.kill('SIGTERM');
+    t.is(await fourth.exited, 0);
   } finally {
     for (const child of running) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     const pid = postmasterPid(dataDir);

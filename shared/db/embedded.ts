@@ -14,6 +14,15 @@ import net from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
 
+/**
+ * Watches the owner ($1) and PostgreSQL ($2) once a second; when the owner is gone while
+ * PostgreSQL still runs (the owner was killed), asks PostgreSQL for a fast shutdown. A process of
+ * its own, in a process group of its own: a SIGKILL of the owner, or of the owner's group, does
+ * not reach it. It ends with PostgreSQL, and stop() ends it.
+ */
+const WATCHDOG = `while kill -0 "$1" 2>/dev/null && kill -0 "$2" 2>/dev/null; do sleep 1; done
+kill -0 "$1" 2>/dev/null || kill -INT "$2" 2>/dev/null`;
+
 export interface EmbeddedLog {
   info(msg: string): void;
   error(msg: string): void;
@@ -91,6 +100,7 @@ export class EmbeddedPostgres {
   private readonly log: EmbeddedLog;
   private child: ChildProcess | undefined;
   private onExit: (() => void) | undefined;
+  private watchdog: ChildProcess | undefined;
   /** True when this process started the cluster (and so stops it). */
   owned = false;
   port = 0;
@@ -131,7 +141,7 @@ export class EmbeddedPostgres {
     if (await this.attachOrClearOrphan()) return;
     this.port = this.requestedPort || (await freePort());
     await this.spawnServer(bins, ids);
-    fs.writeFileSync(this.ownerFile, JSON.stringify({ pid: process.pid, port: this.port }));
+    fs.writeFileSync(this.ownerFile, JSON.stringify({ pid: process.pid, port: this.port, watchdog: this.watchdog?.pid }));
     this.owned = true;
   }
 
@@ -220,9 +230,13 @@ export class EmbeddedPostgres {
     child.removeAllListeners('exit');
     child.unref();
     (child.stderr as unknown as { unref?: () => void })?.unref?.();
-    // Last resort if the process exits without calling stop(): ask for a fast shutdown.
+    // If the process exits without calling stop(): ask for a fast shutdown. If it is killed
+    // (SIGKILL: no exit handler runs), the watchdog does.
     this.onExit = () => child.kill('SIGINT');
     process.on('exit', this.onExit);
+    this.watchdog = spawn('sh', ['-c', WATCHDOG, 'platform-pg-watchdog', String(process.pid), String(child.pid)], { detached: true, stdio: 'ignore' });
+    this.watchdog.on('error', (err) => this.log.error(`embedded PostgreSQL watchdog: ${err.message}`));
+    this.watchdog.unref();
   }
 
   /** Stops the cluster if this process started it. */
@@ -230,6 +244,8 @@ export class EmbeddedPostgres {
     if (!this.owned || !this.child?.pid) return;
     const pid = this.child.pid;
     if (this.onExit) process.off('exit', this.onExit);
+    this.watchdog?.kill();
+    this.watchdog = undefined;
     process.kill(pid, 'SIGINT');
     if (!(await waitForExit(pid, 15_000))) process.kill(pid, 'SIGQUIT');
     fs.rmSync(this.ownerFile, { force: true });
