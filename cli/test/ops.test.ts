@@ -1,14 +1,14 @@
 // Operator commands on the database: `platform migrate [--status]` and `platform serve`.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
 import pg from 'pg';
 import { TEST_SECRET } from '../../server/test/helpers.ts';
+import { killGroup, ROOT, serve } from '../../server/test/processes.ts';
 import { createTestDatabase, type TestDatabase } from '../../shared/testing/database.ts';
 import { json, runCli, tempConfigDir } from './helpers.ts';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const dbs: TestDatabase[] = [];
 const dirs: string[] = [];
 
@@ -93,50 +93,6 @@ test('prune: expired token-blacklist rows go, of the platform and of every site'
     await client.end();
   }
 });
-
-interface Served {
-  child: ChildProcess;
-  url: string;
-  output: () => { stdout: string; stderr: string };
-  exited: Promise<number | null>;
-}
-
-/**
- * Starts a server process (`command args`) in a process group of its own and waits for its
- * "platform listening" log line. `stop(s)` kills that group (whatever the test left running).
- */
-async function serve(command: string, args: string[], e: Record<string, string>): Promise<Served> {
-  const child = spawn(command, args, { cwd: ROOT, env: e, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  let stdout = '';
-  let stderr = '';
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      killGroup(child);
-      reject(new Error(`serve did not start:\n${stdout}\n${stderr}`));
-    }, 60_000);
-    child.stdout!.setEncoding('utf8').on('data', (d: string) => {
-      stdout += d;
-      const m = /"url":"(http:[^"]+)"[^\n]*"platform listening"/.exec(stdout);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]!);
-      }
-    });
-    child.on('exit', () => reject(new Error(`serve exited:\n${stdout}\n${stderr}`)));
-  });
-  return { child, url, output: () => ({ stdout, stderr }), exited };
-}
-
-/** Kills the process group the test started (by its leader's PID), if anything of it is left. */
-function killGroup(child: ChildProcess): void {
-  try {
-    process.kill(-child.pid!, 'SIGKILL');
-  } catch {
-    /* already gone */
-  }
-}
 
 test('serve: listens, answers, and stops cleanly on SIGTERM with exit code 0', async (t) => {
   const db = await freshDatabase();

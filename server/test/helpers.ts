@@ -1,4 +1,5 @@
 import http from 'node:http';
+import net from 'node:net';
 import { Writable } from 'node:stream';
 // Black-box HTTP test harness: a real server listening on a real socket, on a database of
 // its own. `api()` is a small fetch wrapper returning status, headers and parsed body.
@@ -79,6 +80,19 @@ export async function request(base: string, method: string, path: string, option
     parsed = undefined;
   }
   return { status, headers: responseHeaders, body: parsed, text };
+}
+
+/** Redis for the tests that share counters: TEST_REDIS_URL, else 127.0.0.1:6379 when it answers, else none. */
+export async function testRedisUrl(): Promise<string | undefined> {
+  if (process.env.TEST_REDIS_URL) return process.env.TEST_REDIS_URL;
+  const reachable = await new Promise<boolean>((resolve) => {
+    const sock = net.connect(6379, '127.0.0.1', () => {
+      sock.end();
+      resolve(true);
+    });
+    sock.on('error', () => resolve(false));
+  });
+  return reachable ? 'redis://127.0.0.1:6379' : undefined;
 }
 
 /** Starts a server on a fresh database. `env` overrides the test defaults (rate limits off). */

@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import net from 'node:net';
 import test from 'ava';
 import { createTestSite } from '../../shared/testing/sites.ts';
 import { startServer } from '../main.ts';
-import { ADMIN, request, startTestServer, type TestServer } from './helpers.ts';
+import { ADMIN, request, startTestServer, testRedisUrl, type TestServer } from './helpers.ts';
 
 const LIMITS = {
   RATE_LIMIT_ENABLED: 'true',
@@ -77,21 +76,10 @@ test('RATE_LIMIT_ENABLED=false turns every limit off', async (t) => {
   }
 });
 
-async function redisReachable(url: string): Promise<boolean> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve) => {
-    const sock = net.connect(Number(port || 6379), hostname, () => {
-      sock.end();
-      resolve(true);
-    });
-    sock.on('error', () => resolve(false));
-  });
-}
-
 test('with REDIS_URL, two server processes share the counters', async (t) => {
-  const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-  if (!process.env.TEST_REDIS_URL && !(await redisReachable(redisUrl))) {
-    t.log(`no Redis at ${redisUrl}: set TEST_REDIS_URL to run this test`);
+  const redisUrl = await testRedisUrl();
+  if (!redisUrl) {
+    t.log('no Redis at 127.0.0.1:6379: set TEST_REDIS_URL to run this test');
     t.pass();
     return;
   }
