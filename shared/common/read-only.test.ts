@@ -4,7 +4,7 @@ import { DomainError } from '../errors.ts';
 import { dropReadOnly, READ_ONLY_MESSAGE, readOnlyProps, sameValue } from './read-only.ts';
 
 const View = Type.Object({ uuid: Type.String({ format: 'uuid' }), name: Type.String(), created: Type.String(), tags: Type.Array(Type.String()) });
-const Update = Type.Object({ name: Type.Optional(Type.String()), ...readOnlyProps(View, ['uuid', 'created', 'tags']) }, { additionalProperties: false });
+const Update = Type.Object({ name: Type.Optional(Type.String()), ...readOnlyProps(View, ['uuid', 'created', 'tags'] as const) }, { additionalProperties: false });
 const current = { uuid: '0b5f1c1e-1111-4222-8333-444455556666', name: 'a', created: '2026-01-02T03:04:05.000Z', tags: ['x', 'y'] };
 
 test('read-only fields sent back unchanged are dropped; the writable ones stay', (t) => {
