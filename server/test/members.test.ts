@@ -3,6 +3,7 @@
 // admin (the last admin kept, also under a race), and who may do what.
 import test from 'ava';
 import { PERMISSION_DENIED_DETAIL } from '../../shared/errors.ts';
+import { DIRECT_ADD_REFUSED } from '../../shared/organizations/member.service.ts';
 import { createTestSite, type TestSite } from '../../shared/testing/sites.ts';
 import { startTestServer, type TestServer } from './helpers.ts';
 import { addMember, db, makeOrg, makeUser, rows, type TestUser } from './org-helpers.ts';
@@ -29,11 +30,16 @@ async function orgWithSite(name: string): Promise<{ owner: TestUser; org: { uuid
   return { owner, org, site };
 }
 
-test('add: 201 envelope with the member body; by username or UUID; unknown, inactive or duplicate users → 400, nothing added', async (t) => {
+test('add: platform operators only (everyone else invites); 201 envelope with the member body; by username or UUID; unknown, inactive or duplicate users → 400, nothing added', async (t) => {
   const { owner, org } = await orgWithSite('Adders');
   const alice = await makeUser(s, root, 'alice', { first_name: 'Alice', last_name: 'Liddell' });
   const bob = await makeUser(s, root, 'bob');
-  const res = await s.api('POST', base(org.slug), { token: owner.access, body: { user_slug: alice.username } });
+  // The owner cannot attach an existing user without that user's consent.
+  const refused = await s.api('POST', base(org.slug), { token: owner.access, body: { user_slug: alice.username } });
+  t.is(refused.status, 403);
+  t.is(refused.body.message, DIRECT_ADD_REFUSED);
+  t.is((await rows(s, 'SELECT 1 FROM public.organization_members WHERE organization_uuid = ? AND user_uuid = ?', [org.uuid, alice.uuid])).length, 0);
+  const res = await s.api('POST', base(org.slug), { token: root, body: { user_slug: alice.username } });
   t.is(res.status, 201);
   t.deepEqual(Object.keys(res.body), ['status', 'message', 'data']);
   t.is(res.body.message, 'Member added successfully.');
@@ -41,7 +47,7 @@ test('add: 201 envelope with the member body; by username or UUID; unknown, inac
   t.like(res.body.data, { username: alice.username, email: `${alice.username}@example.com`, first_name: 'Alice', last_name: 'Liddell', is_active: true, is_admin: false, is_owner: false });
   t.deepEqual(res.body.data.groups, []);
   t.deepEqual(res.body.data.sites, []);
-  t.is((await s.api('POST', base(org.slug), { token: owner.access, body: { user_slug: bob.uuid.toUpperCase() } })).status, 201);
+  t.is((await s.api('POST', base(org.slug), { token: root, body: { user_slug: bob.uuid.toUpperCase() } })).status, 201);
   const inactive = await makeUser(s, root, 'inactive');
   await s.api('PUT', `/api/cloud/users/${inactive.username}/`, { token: root, body: { is_active: false } });
   const before = (await s.api('GET', `${base(org.slug)}?user__is_active=all`, { token: owner.access })).body.count;
@@ -55,7 +61,7 @@ test('add: 201 envelope with the member body; by username or UUID; unknown, inac
     [{ user_slug: alice.username, is_admin: true }, 'is_admin', 'Unknown field.'],
   ];
   for (const [body, field, message] of cases) {
-    const bad = await s.api('POST', base(org.slug), { token: owner.access, body });
+    const bad = await s.api('POST', base(org.slug), { token: root, body });
     t.is(bad.status, 400, JSON.stringify(body));
     t.deepEqual(bad.body.errors, { [field]: [message] }, JSON.stringify(body));
   }
@@ -67,7 +73,7 @@ test('list: active, undeleted users by default; explicit values override; is_adm
   const users: TestUser[] = [];
   for (const [prefix, extra] of [['zoe', { first_name: 'Zoe' }], ['adam', { last_name: 'Smithson' }], ['gone', {}], ['off', {}]] as const) {
     const u = await makeUser(s, root, prefix, extra);
-    await addMember(s, owner.access, org.slug, u.username);
+    await addMember(s, root, org.slug, u.username);
     users.push(u);
   }
   const [zoe, adam, gone, off] = users;
@@ -100,7 +106,7 @@ test('list: active, undeleted users by default; explicit values override; is_adm
 test('get by username, user UUID or membership UUID; unknown → 404', async (t) => {
   const { owner, org } = await orgWithSite('Getters');
   const u = await makeUser(s, root);
-  await addMember(s, owner.access, org.slug, u.username);
+  await addMember(s, root, org.slug, u.username);
   const res = await s.api('GET', `${base(org.slug)}${u.username}/`, { token: owner.access });
   t.is(res.status, 200);
   t.deepEqual(Object.keys(res.body), MEMBER_KEYS);
@@ -116,7 +122,7 @@ test('get by username, user UUID or membership UUID; unknown → 404', async (t)
 test('PUT replaces admin flag, groups and site grants in one go; read back', async (t) => {
   const { owner, org, site } = await orgWithSite('Putters');
   const u = await makeUser(s, root);
-  await addMember(s, owner.access, org.slug, u.username);
+  await addMember(s, root, org.slug, u.username);
   const g1 = (await s.api('POST', '/api/cloud/groups/', { token: root, body: { name: 'Put Group B' } })).body.data;
   const g2 = (await s.api('POST', '/api/cloud/groups/', { token: root, body: { name: 'Put Group A' } })).body.data;
   const url = `${base(org.slug)}${u.username}/`;
@@ -144,7 +150,7 @@ test('PUT with bad groups, sites or permissions → 400 naming the field; nothin
   const { owner, org, site } = await orgWithSite('Bad Putters');
   const foreign = await createTestSite(db(s));
   const u = await makeUser(s, root);
-  await addMember(s, owner.access, org.slug, u.username);
+  await addMember(s, root, org.slug, u.username);
   const g = (await s.api('POST', '/api/cloud/groups/', { token: root, body: { name: 'Bad Put Group' } })).body.data;
   const url = `${base(org.slug)}${u.username}/`;
   await s.api('PUT', url, { token: owner.access, body: { groups: [g.id], site: [{ uuid: site.uuid, permissions: ['view_site'] }] } });
@@ -162,7 +168,7 @@ test('PUT with bad groups, sites or permissions → 400 naming the field; nothin
     [{ site: [{ uuid: 'not-a-uuid', permissions: [] }] }, { 'site.0.uuid': ['Must be a valid UUID.'] }],
     [{ groups: ['one'] }, { 'groups.0': ['A valid integer is required.'] }],
     [{ is_admin: 'yes' }, { is_admin: ['Must be a valid boolean.'] }],
-    [{ is_owner: true }, { is_owner: ['Unknown field.'] }],
+    [{ is_owner: true }, { is_owner: ['This field is read-only and cannot be changed.'] }],
   ];
   for (const [body, errors] of cases) {
     const res = await s.api('PUT', url, { token: owner.access, body });
@@ -175,7 +181,7 @@ test('PUT with bad groups, sites or permissions → 400 naming the field; nothin
 test('DELETE: removes the member and their grants; the owner stays; the removed member loses access', async (t) => {
   const { owner, org, site } = await orgWithSite('Removers');
   const u = await makeUser(s, root);
-  await addMember(s, owner.access, org.slug, u.username);
+  await addMember(s, root, org.slug, u.username);
   await s.api('PUT', `${base(org.slug)}${u.username}/`, { token: owner.access, body: { site: [{ uuid: site.uuid, permissions: ['view_site'] }] } });
   await db(s).execute(`INSERT INTO public.object_permissions (user_uuid, permission_id, object_type, object_uuid) SELECT ?, id, 'organization', ? FROM public.permissions WHERE codename = 'invite_members'`, [
     u.uuid,
@@ -196,7 +202,7 @@ test('DELETE: removes the member and their grants; the owner stays; the removed 
 test('make_admin / remove_admin; the last admin is kept', async (t) => {
   const { owner, org } = await orgWithSite('Admins');
   const u = await makeUser(s, root);
-  await addMember(s, owner.access, org.slug, u.username);
+  await addMember(s, root, org.slug, u.username);
   const make = await s.api('POST', `${base(org.slug)}${u.username}/make_admin/`, { token: owner.access });
   t.deepEqual(make.body, { status: 'success', message: 'The member is now an admin.' });
   t.true((await s.api('GET', `${base(org.slug)}${u.username}/`, { token: owner.access })).body.is_admin);
@@ -218,7 +224,7 @@ test('remove_admin under a race: of two admins demoted at once, exactly one succ
   for (let round = 0; round < 5; round++) {
     const { owner, org } = await orgWithSite(`Racers ${round}`);
     const u = await makeUser(s, root);
-    await addMember(s, owner.access, org.slug, u.username);
+    await addMember(s, root, org.slug, u.username);
     await s.api('POST', `${base(org.slug)}${u.username}/make_admin/`, { token: owner.access });
     const results = await Promise.all([
       s.api('POST', `${base(org.slug)}${u.username}/remove_admin/`, { token: owner.access }),
@@ -234,7 +240,7 @@ test('members without manage_organization get 403 with the exact detail; strange
   const { owner, org } = await orgWithSite('Guards');
   const member = await makeUser(s, root);
   const stranger = await makeUser(s, root);
-  await addMember(s, owner.access, org.slug, member.username);
+  await addMember(s, root, org.slug, member.username);
   t.is((await s.api('GET', base(org.slug), { token: member.access })).status, 200);
   const calls: [string, string, unknown][] = [
     ['POST', base(org.slug), { user_slug: stranger.username }],

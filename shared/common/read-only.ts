@@ -12,7 +12,7 @@ export const READ_ONLY_MESSAGE = 'This field is read-only and cannot be changed.
  * The view's `keys` as optional read-only properties of an update schema (the view's own
  * types, so a value of the wrong type is refused as such).
  */
-export function readOnlyProps<P extends TProperties, K extends keyof P & string>(view: TObject<P>, keys: readonly K[]): { [k in K]: TOptional<P[k]> } {
+export function readOnlyProps<P extends TProperties, const K extends keyof P & string>(view: TObject<P>, keys: readonly K[]): { [k in K]: TOptional<P[k]> } {
   const out: Record<string, TSchema> = {};
   for (const key of keys) {
     const { $id: _id, ...schema } = view.properties[key] as TSchema;
@@ -68,5 +68,18 @@ export function dropReadOnly<T extends object>(schema: TObject, input: T, curren
     delete body[key];
   }
   if (Object.keys(errors).length) throw validationError(errors);
+  return input;
+}
+
+/**
+ * Removes the fields of `input` whose value equals the current one (a client that sends a
+ * whole body back changes only what differs): what remains is what the caller changes, and
+ * only that is authorized field by field. `keep` names fields never treated so (passwords).
+ */
+export function withoutUnchanged<T extends object>(input: T, current: Record<string, unknown>, keep: readonly string[] = []): T {
+  const body = input as Record<string, unknown>;
+  for (const key of Object.keys(body)) {
+    if (!keep.includes(key) && key in current && sameValue(body[key], current[key])) delete body[key];
+  }
   return input;
 }

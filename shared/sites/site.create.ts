@@ -9,7 +9,8 @@ import type { ServiceContext } from '../context.ts';
 import { likeEscape } from '../common/filters.ts';
 import { nextSlug, pgError, slugify } from '../common/slug.ts';
 import { validate } from '../common/validation.ts';
-import { fieldError } from '../errors.ts';
+import { checkQuota, exemptFromQuotas } from '../common/quota.ts';
+import { fieldError, notFound } from '../errors.ts';
 import { organizationFor } from '../organizations/lookup.ts';
 import { notifyRoutingChanged } from '../tenancy/host-resolver.ts';
 import { migrateTenantSchema } from '../tenancy/migrations.ts';
@@ -20,7 +21,7 @@ import { siteView } from './site.queries.ts';
 import { SiteCreate, type SiteView } from './site.schemas.ts';
 
 /** What site rules need from the deployment: ENVIRONMENT, PLATFORM_BASE_DOMAIN, PLATFORM_HOSTS. */
-export type SiteSettings = Pick<Config, 'environment' | 'baseDomain' | 'platformHosts'>;
+export type SiteSettings = Pick<Config, 'environment' | 'baseDomain' | 'platformHosts' | 'quotas'>;
 
 export const duplicateDomain = () => fieldError('domain', 'A domain with this host name already exists.');
 
@@ -54,7 +55,14 @@ interface Plan {
   host: string;
 }
 
-async function createInTransaction(tx: EntityManager, plan: Plan): Promise<string> {
+async function createInTransaction(tx: EntityManager, plan: Plan, sitesQuota: number): Promise<string> {
+  // The organization's row lock serialises concurrent creates (and a concurrent delete).
+  const [org] = (await tx.execute(
+    'SELECT (SELECT count(*)::int FROM public.sites WHERE organization_uuid = o.uuid) AS n FROM public.organizations o WHERE o.uuid = ? FOR UPDATE',
+    [plan.organizationUuid],
+  )) as { n: number }[];
+  if (!org) throw notFound('Organization');
+  checkQuota(org.n, sitesQuota, 'sites per organization');
   const uuid = crypto.randomUUID();
   await tx.execute(
     `INSERT INTO public.sites (uuid, slug, name, description, schema_name, environment, site_settings, organization_uuid)
@@ -105,7 +113,8 @@ export async function createSite(
       host: host ?? `${slug}.${settings.baseDomain}`,
     };
     try {
-      const uuid = await ctx.em.transactional((tx) => createInTransaction(tx as EntityManager, plan));
+      const quota = exemptFromQuotas(ctx.actor) ? 0 : settings.quotas.sitesPerOrganization;
+      const uuid = await ctx.em.transactional((tx) => createInTransaction(tx as EntityManager, plan, quota));
       return await siteView(ctx.em, uuid);
     } catch (err) {
       const { code, constraint } = pgError(err);
