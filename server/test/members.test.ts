@@ -264,3 +264,89 @@ test('members without manage_organization get 403 with the exact detail; strange
   // A superuser manages any organization.
   t.is((await s.api('POST', base(org.slug), { token: root, body: { user_slug: stranger.username } })).status, 201);
 });
+
+test('groups are global: an admin assigns only groups whose every permission they hold here, never one with grants in another organization', async (t) => {
+  const { owner, org } = await orgWithSite('Escalation');
+  const admin = await makeUser(s, root, 'escadmin');
+  const target = await makeUser(s, root, 'esctarget');
+  for (const u of [admin, target]) await addMember(s, root, org.slug, u.username);
+  await s.api('POST', `${base(org.slug)}${admin.username}/make_admin/`, { token: owner.access });
+  const group = async (name: string, permissions: string[]) => (await s.api('POST', '/api/cloud/groups/', { token: root, body: { name, permissions } })).body.data.id as number;
+  const deleters = await group(`Deleters ${org.slug}`, ['delete_organization']);
+  const managers = await group(`Managers ${org.slug}`, ['manage_organization', 'view_site']);
+  const elsewhere = await group(`Elsewhere ${org.slug}`, []);
+  const other = await makeOrg(s, (await makeUser(s, root, 'otherowner')).access, 'Other Org');
+  await rows(s, `INSERT INTO public.object_permissions (group_id, permission_id, object_type, object_uuid) SELECT ?, id, 'organization', ? FROM public.permissions WHERE codename = 'delete_organization'`, [elsewhere, other.uuid]);
+  const put = (token: string, groups: unknown[]) => s.api('PUT', `${base(org.slug)}${target.username}/`, { token, body: { groups } });
+  const groupsOf = async () => (await rows<{ group_id: number }>(s, 'SELECT group_id FROM public.member_groups mg JOIN public.organization_members m ON m.uuid = mg.member_uuid WHERE m.user_uuid = ? AND m.organization_uuid = ?', [target.uuid, org.uuid])).map((r) => r.group_id);
+
+  const denied = await put(admin.access, [deleters]);
+  t.is(denied.status, 403);
+  t.regex(denied.body.message, /delete_organization \(group "Deleters/);
+  const beyond = await put(owner.access, [elsewhere]);
+  t.is(beyond.status, 403, 'not even the owner: the group reaches another organization');
+  t.regex(beyond.body.message, /grants outside this organization/);
+  t.deepEqual(await groupsOf(), []);
+  t.is((await put(admin.access, [managers])).status, 200);
+  // The owner (who holds delete_organization) may hand out Deleters; the admin may then send the member back unchanged.
+  t.is((await put(owner.access, [managers, deleters])).status, 200);
+  const got = (await s.api('GET', `${base(org.slug)}${target.username}/`, { token: admin.access })).body;
+  t.deepEqual(got.groups.map((g: { id: number }) => g.id).sort(), [deleters, managers].sort());
+  t.is((await s.api('PUT', `${base(org.slug)}${target.username}/`, { token: admin.access, body: got })).status, 200);
+  t.is((await put(admin.access, [managers])).status, 200, 'taking a group away needs no hold on it');
+  t.deepEqual(await groupsOf(), [managers]);
+});
+
+test('the admin flag and site grants: only by someone who holds them', async (t) => {
+  const { owner, org, site } = await orgWithSite('Flag');
+  const manager = await makeUser(s, root, 'flagmgr');
+  const target = await makeUser(s, root, 'flagtarget');
+  for (const u of [manager, target]) await addMember(s, root, org.slug, u.username);
+  // manage_organization by a direct grant, not an admin: may manage members, not make admins.
+  await rows(s, `INSERT INTO public.object_permissions (user_uuid, permission_id, object_type, object_uuid) SELECT ?, id, 'organization', ? FROM public.permissions WHERE codename = 'manage_organization'`, [manager.uuid, org.uuid]);
+  for (const [method, path, body] of [
+    ['PUT', `${base(org.slug)}${target.username}/`, { is_admin: true }],
+    ['POST', `${base(org.slug)}${target.username}/make_admin/`, undefined],
+    ['POST', `${base(org.slug)}${manager.username}/make_admin/`, undefined],
+    ['PUT', `${base(org.slug)}${target.username}/`, { site: [{ uuid: site.uuid, permissions: ['admin_site'] }] }],
+  ] as const) {
+    const res = await s.api(method, path, { token: manager.access, body });
+    t.is(res.status, 403, `${method} ${path}: ${res.text}`);
+  }
+  const admins = await rows(s, 'SELECT 1 FROM public.organization_members WHERE organization_uuid = ? AND is_admin', [org.uuid]);
+  t.is(admins.length, 1);
+  t.is((await s.api('PUT', `${base(org.slug)}${target.username}/`, { token: owner.access, body: { is_admin: true, site: [{ uuid: site.uuid, permissions: ['admin_site'] }] } })).status, 200);
+});
+
+test('member bodies (e-mails) are for members: a non-member holding view_organization by a stray grant sees nothing; lists refuse prototype keys as ordering', async (t) => {
+  const { owner, org } = await orgWithSite('Private');
+  const outsider = await makeUser(s, root, 'outsider');
+  await rows(s, `INSERT INTO public.object_permissions (user_uuid, permission_id, object_type, object_uuid) SELECT ?, id, 'organization', ? FROM public.permissions WHERE codename = 'view_organization'`, [outsider.uuid, org.uuid]);
+  t.is((await s.api('GET', `/api/cloud/organizations/${org.slug}/`, { token: outsider.access })).status, 200);
+  t.is((await s.api('GET', base(org.slug), { token: outsider.access })).status, 404);
+  t.is((await s.api('GET', `${base(org.slug)}${owner.username}/`, { token: outsider.access })).status, 404);
+  for (const path of [`${base(org.slug)}?ordering=constructor`, '/api/cloud/organizations/?ordering=__proto__', '/api/cloud/groups/?ordering=-toString']) {
+    const res = await s.api('GET', path, { token: owner.access });
+    t.is(res.status, 400, path);
+    t.truthy(res.body.errors.ordering, path);
+  }
+});
+
+test('GET a member, change one field, PUT it back (groups and sites in their GET form)', async (t) => {
+  const { owner, org, site } = await orgWithSite('Roundtrip');
+  const u = await makeUser(s, root, 'rt');
+  await addMember(s, root, org.slug, u.username);
+  const g = (await s.api('POST', '/api/cloud/groups/', { token: root, body: { name: `RT ${org.slug}`, permissions: ['view_site'] } })).body.data.id;
+  await s.api('PUT', `${base(org.slug)}${u.username}/`, { token: owner.access, body: { groups: [g], site: [{ uuid: site.uuid, permissions: ['view_site'] }] } });
+  const got = (await s.api('GET', `${base(org.slug)}${u.username}/`, { token: owner.access })).body;
+  got.sites[0].permissions.push('access_site');
+  const put = await s.api('PUT', `${base(org.slug)}${u.username}/`, { token: owner.access, body: got });
+  t.is(put.status, 200, put.text);
+  t.deepEqual(put.body.sites[0].permissions.sort(), ['access_site', 'view_site']);
+  t.deepEqual(put.body.groups, got.groups);
+  const changed = await s.api('PUT', `${base(org.slug)}${u.username}/`, { token: owner.access, body: { ...put.body, email: 'other@example.com' } });
+  t.is(changed.status, 400);
+  t.deepEqual(changed.body.errors, { email: ['This field is read-only and cannot be changed.'] });
+  const both = await s.api('PUT', `${base(org.slug)}${u.username}/`, { token: owner.access, body: { site: [], sites: [] } });
+  t.is(both.status, 400);
+});

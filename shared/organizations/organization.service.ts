@@ -73,11 +73,10 @@ export async function createOrganization(ctx: ServiceContext, rawInput: unknown,
   const insert = (slug: string) =>
     ctx.em.fork().transactional(async (tx) => {
       if (ownerUuid && limited) {
-        // The owner's row lock serialises their concurrent creates: the count cannot overshoot.
-        const [{ n }] = (await tx.execute(
-          `SELECT (SELECT count(*)::int FROM public.organization_members WHERE user_uuid = u.uuid AND is_owner) AS n FROM public.users u WHERE u.uuid = ? FOR UPDATE`,
-          [ownerUuid],
-        )) as { n: number }[];
+        // The owner's row lock serialises their concurrent creates; the count is a statement of its
+        // own, so it sees what the create that held the lock before committed.
+        await tx.execute('SELECT 1 FROM public.users WHERE uuid = ? FOR UPDATE', [ownerUuid]);
+        const [{ n }] = (await tx.execute('SELECT count(*)::int AS n FROM public.organization_members WHERE user_uuid = ? AND is_owner', [ownerUuid])) as { n: number }[];
         checkQuota(n, quotas.organizationsPerUser, 'organizations owned per user');
       }
       const org = tx.create(Organization, { name, slug });

@@ -30,7 +30,7 @@ export const DomainCreate = Type.Object(
 );
 export type DomainCreate = Static<typeof DomainCreate>;
 
-const DomainReadOnly = readOnlyProps(DomainView, ['uuid', 'slug', 'tenant', 'created_at', 'modified_at']);
+const DomainReadOnly = { ...readOnlyProps(DomainView, ['uuid', 'slug', 'tenant', 'created_at']), ...readOnlyProps(DomainView, ['modified_at'], 'maintained') };
 
 /** PUT: `domain` required, the flags optional (left out: unchanged); a body sent back from GET works. */
 export const DomainReplace = Type.Object(

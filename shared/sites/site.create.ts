@@ -56,13 +56,11 @@ interface Plan {
 }
 
 async function createInTransaction(tx: EntityManager, plan: Plan, sitesQuota: number): Promise<string> {
-  // The organization's row lock serialises concurrent creates (and a concurrent delete).
-  const [org] = (await tx.execute(
-    'SELECT (SELECT count(*)::int FROM public.sites WHERE organization_uuid = o.uuid) AS n FROM public.organizations o WHERE o.uuid = ? FOR UPDATE',
-    [plan.organizationUuid],
-  )) as { n: number }[];
-  if (!org) throw notFound('Organization');
-  checkQuota(org.n, sitesQuota, 'sites per organization');
+  // The organization's row lock serialises concurrent creates (and a concurrent delete); the
+  // count is a statement of its own, so it sees what the create that held the lock committed.
+  if (!(await tx.execute('SELECT 1 FROM public.organizations WHERE uuid = ? FOR UPDATE', [plan.organizationUuid])).length) throw notFound('Organization');
+  const [{ n }] = (await tx.execute('SELECT count(*)::int AS n FROM public.sites WHERE organization_uuid = ?', [plan.organizationUuid])) as { n: number }[];
+  checkQuota(n, sitesQuota, 'sites per organization');
   const uuid = crypto.randomUUID();
   await tx.execute(
     `INSERT INTO public.sites (uuid, slug, name, description, schema_name, environment, site_settings, organization_uuid)

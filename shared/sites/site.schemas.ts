@@ -56,7 +56,8 @@ export const SiteUpdate = Type.Object(
     is_active: Type.Optional(Type.Boolean()),
     site_settings: Type.Optional(Settings),
     environment: Type.Optional(Environment),
-    ...readOnlyProps(SiteView, ['uuid', 'slug', 'schema_name', 'organization', 'primary_domain', 'created_at', 'modified_at']),
+    ...readOnlyProps(SiteView, ['uuid', 'slug', 'schema_name', 'organization', 'primary_domain', 'created_at']),
+    ...readOnlyProps(SiteView, ['modified_at'], 'maintained'),
   },
   {
     additionalProperties: false,

@@ -6,7 +6,8 @@ import { StringEnum } from '../common/validation.ts';
 export const USERNAME_PATTERN = '^(?!\\.{1,2}$)[A-Za-z0-9.@+_-]+$';
 
 const Username = Type.String({ minLength: 1, maxLength: 150, pattern: USERNAME_PATTERN, description: 'Letters, digits and . @ + - _' });
-const Email = Type.String({ format: 'email', maxLength: 254 });
+// Empty: no e-mail (GET shows '' then, and a body sent back must pass).
+const Email = Type.Union([Type.String({ format: 'email', maxLength: 254 }), Type.Literal('')]);
 const Name = Type.String({ maxLength: 150 });
 
 /** The path parameter naming one user (`/api/cloud/users/:user/`): a username or a UUID. */
@@ -62,7 +63,8 @@ export const UserUpdate = Type.Object(
     is_staff: Type.Optional(Type.Boolean()),
     is_superuser: Type.Optional(Type.Boolean()),
     is_deleted: Type.Optional(Type.Boolean({ description: '`false` restores a soft-deleted user (superusers only); deleting is DELETE' })),
-    ...readOnlyProps(UserView, ['uuid', 'date_joined', 'modified', 'last_login', 'pending_email']),
+    ...readOnlyProps(UserView, ['uuid', 'date_joined']),
+    ...readOnlyProps(UserView, ['modified', 'last_login', 'pending_email'], 'maintained'),
   },
   { additionalProperties: false },
 );
@@ -87,7 +89,8 @@ export const ProfileUpdate = Type.Object(
     email: Type.Optional({ ...Email, description: 'A new address takes effect when the confirmation link mailed to it is used' }),
     first_name: Type.Optional(Name),
     last_name: Type.Optional(Name),
-    ...readOnlyProps(UserView, ['uuid', 'is_active', 'is_deleted', 'is_staff', 'is_superuser', 'date_joined', 'modified', 'last_login', 'pending_email']),
+    ...readOnlyProps(UserView, ['uuid', 'is_active', 'is_deleted', 'is_staff', 'is_superuser', 'date_joined']),
+    ...readOnlyProps(UserView, ['modified', 'last_login', 'pending_email'], 'maintained'),
   },
   { additionalProperties: false },
 );

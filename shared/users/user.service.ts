@@ -175,7 +175,9 @@ async function applyUpdate(ctx: ServiceContext, user: UserEntity, input: UserUpd
   for (const field of Object.keys(input)) if (field !== 'old_password') authorize(ctx.ability, 'update', 'User', current, field);
   if (oldPassword !== undefined && password === undefined) throw fieldError('old_password', 'Send it with `password`, the new one.');
   if (password !== undefined && !resetsOthersPassword(ctx, user)) {
-    if (oldPassword === undefined) throw fieldError('old_password', 'Your current password is required to set a new one.');
+    if (oldPassword === undefined) {
+      throw fieldError('old_password', isSelf(ctx, user) ? 'Your current password is required to set a new one.' : 'Only a superuser sets another user\'s password without its current one.');
+    }
     const [stored] = (await ctx.em.execute('SELECT password FROM public.users WHERE uuid = ?', [user.uuid])) as { password: string }[];
     if (!(await verifyPassword(stored?.password, oldPassword))) throw fieldError('old_password', 'Your old password was entered incorrectly.');
   }
