@@ -141,7 +141,7 @@ test('PUT: name, slug, is_active; an inactive organization leaves the default li
   const dup = await s.api('PUT', '/api/cloud/organizations/changed-slug/', { token: u.access, body: { slug: other.slug } });
   t.is(dup.status, 400);
   t.deepEqual(dup.body.errors, { slug: ['An organization with that slug already exists.'] });
-  for (const body of [{ slug: 'Bad Slug' }, { is_active: 'no' }, { name: '' }, { uuid: org.uuid }]) {
+  for (const body of [{ slug: 'Bad Slug' }, { is_active: 'no' }, { name: '' }, { uuid: crypto.randomUUID() }, { owner: 'x' }]) {
     const bad = await s.api('PUT', '/api/cloud/organizations/changed-slug/', { token: u.access, body });
     t.is(bad.status, 400, JSON.stringify(body));
   }
