@@ -12,7 +12,7 @@ export const READ_ONLY_MESSAGE = 'This field is read-only and cannot be changed.
  * The view's `keys` as optional read-only properties of an update schema (the view's own
  * types, so a value of the wrong type is refused as such).
  */
-export function readOnlyProps<P extends TProperties, K extends keyof P & string>(view: TObject<P>, keys: readonly K[]): { [k in K]: TOptional<P[k]> } {
+export function readOnlyProps<P extends TProperties, const K extends keyof P & string>(view: TObject<P>, keys: readonly K[]): { [k in K]: TOptional<P[k]> } {
   const out: Record<string, TSchema> = {};
   for (const key of keys) {
     const { $id: _id, ...schema } = view.properties[key] as TSchema;

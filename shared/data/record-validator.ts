@@ -3,13 +3,16 @@
 // null or absence; the generated `id` is not part of a record.
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
+import { linearRegExp } from '../common/linear-regexp.ts';
 import { YEARMONTH_RE } from './ddl.ts';
-import { schemaHash, type Field, type TableSchema } from './table-schema.ts';
+import { anchored, schemaHash, type Field, type TableSchema } from './table-schema.ts';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
-const ajv = addFormats(new Ajv({ allErrors: true, strict: false }));
-const cache = new Map<string, ValidateFunction>();
-const CACHE_LIMIT = 500;
+// Patterns come from users: RE2 (linear time), never the backtracking engine.
+const ajv = addFormats(new Ajv({ allErrors: true, strict: false, code: { regExp: linearRegExp } }));
+/** Validators by schema hash, with the JSON Schema they were compiled from (to remove it from Ajv on eviction). */
+const cache = new Map<string, { fn: ValidateFunction; source: object }>();
+export const CACHE_LIMIT = 500;
 
 function fieldSchema(f: Field): Record<string, unknown> {
   const c = f.constraints ?? {};
@@ -44,7 +47,8 @@ function fieldSchema(f: Field): Record<string, unknown> {
   if (numeric && typeof c.maximum === 'number') s.maximum = c.maximum;
   if (c.minLength !== undefined) s[f.type === 'array' ? 'minItems' : 'minLength'] = c.minLength;
   if (c.maxLength !== undefined) s[f.type === 'array' ? 'maxItems' : 'maxLength'] = c.maxLength;
-  if (c.pattern !== undefined && s.type === 'string') s.pattern = c.pattern;
+  // Frictionless patterns are XML Schema regular expressions: the whole value must match.
+  if (c.pattern !== undefined && s.type === 'string') s.pattern = anchored(c.pattern);
   if (c.enum) s.enum = c.enum;
   return c.required ? s : { anyOf: [{ type: 'null' }, s] };
 }
@@ -59,16 +63,28 @@ export function recordJsonSchema(schema: TableSchema): Record<string, unknown> {
   };
 }
 
-/** The compiled validator of a schema, cached by hash. */
+/**
+ * The compiled validator of a schema, cached by hash (least recently used evicted first). An
+ * evicted schema leaves Ajv's own cache too, so memory stays bounded by CACHE_LIMIT schemas.
+ */
 export function recordValidator(schema: TableSchema, hash = schemaHash(schema)): ValidateFunction {
-  let fn = cache.get(hash);
-  if (!fn) {
-    fn = ajv.compile(recordJsonSchema(schema));
-    if (cache.size >= CACHE_LIMIT) cache.delete(cache.keys().next().value!);
-    cache.set(hash, fn);
+  let entry = cache.get(hash);
+  if (entry) cache.delete(hash);
+  else {
+    const source = recordJsonSchema(schema);
+    entry = { fn: ajv.compile(source), source };
+    if (cache.size >= CACHE_LIMIT) {
+      const [oldest, evicted] = cache.entries().next().value!;
+      cache.delete(oldest);
+      ajv.removeSchema(evicted.source);
+    }
   }
-  return fn;
+  cache.set(hash, entry);
+  return entry.fn;
 }
+
+/** Schemas held by the validator's Ajv instance (tests: it stays bounded by CACHE_LIMIT). */
+export const compiledSchemaCount = (): number => (ajv as unknown as { _cache: Map<unknown, unknown> })._cache.size;
 
 function describe(e: ErrorObject): string {
   const field = e.instancePath.split('/')[1] ?? (e.keyword === 'required' ? String((e.params as { missingProperty: string }).missingProperty) : '');

@@ -2,6 +2,7 @@
 // returns EVERY problem as a message, the canonical form (stable key order) and its hash,
 // and the derived facts (field names, primary key). See docs/data-tables.md for the choices.
 import { createHash } from 'node:crypto';
+import { patternProblem } from '../common/linear-regexp.ts';
 
 export const IDENT_RE = /^[a-z_][a-z0-9_]{0,62}$/;
 
@@ -14,6 +15,9 @@ export const STRING_FORMATS = ['default', 'email', 'uri', 'binary', 'uuid'] as c
 export const ON_DELETE = ['RESTRICT', 'CASCADE', 'SET NULL', 'SET DEFAULT', 'NO ACTION'] as const;
 export type OnDelete = (typeof ON_DELETE)[number];
 export const INDEX_METHODS = ['btree', 'hash', 'gin', 'gist', 'brin'] as const;
+
+/** A Frictionless pattern (XML Schema regular expression: the whole value must match) as a JSON Schema / PostgreSQL one. */
+export const anchored = (pattern: string): string => `^(?:${pattern})$`;
 
 /** The generated key column of a schema that declares no primaryKey. */
 export const GENERATED_KEY = 'id';
@@ -212,7 +216,8 @@ function checkField(raw: unknown, i: number, errors: string[]): void {
   if (c.pattern !== undefined) {
     if (typeof c.pattern !== 'string' || c.pattern.includes('\0')) errors.push(`${label}: constraint pattern must be a string.`);
     else {
-      try { new RegExp(c.pattern, 'u'); } catch (err) { errors.push(`${label}: constraint pattern does not compile: ${(err as Error).message}.`); }
+      const problem = patternProblem(c.pattern);
+      if (problem) errors.push(`${label}: constraint pattern ${problem}.`);
     }
   }
   if (c.enum !== undefined) {
