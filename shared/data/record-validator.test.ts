@@ -34,7 +34,7 @@ test('each field type and constraint', (t) => {
       { name: 'arr', type: 'array', constraints: { maxLength: 1 } },
     ],
   };
-  t.true(validateRecords(schema, [{ s: 'ab', e: null, i: 5, g: [1, 2], ym: '2026-01', dt: '2026-01-01T00:00:00Z', d: '2026-01-01', arr: [] }]).is_valid);
+  t.true(validateRecords(schema, [{ s: 'ab', e: null, i: 5, g: '1, 2', ym: '2026-01', dt: '2026-01-01T00:00:00Z', d: '2026-01-01', arr: [] }]).is_valid);
   const { errors } = validateRecords(schema, [
     { s: 'ABCDE', e: 'nope', u: 'nope', i: 1.5, n: 'x', b: 'yes', d: '2026-13-01', dt: 'yesterday', ym: '2026-13', g: 'here', en: 'z', arr: [1, 2] },
     {},

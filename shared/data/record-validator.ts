@@ -2,46 +2,20 @@
 // validate_data uses it now, the records API reuses it. Fields not marked required accept
 // null or absence; the generated `id` is not part of a record.
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import addFormatsModule from 'ajv-formats';
 import { linearRegExp } from '../common/linear-regexp.ts';
-import { YEARMONTH_RE } from './ddl.ts';
+import { FORMATS, typeSchema } from './field-types.ts';
 import { anchored, schemaHash, type Field, type TableSchema } from './table-schema.ts';
 
-const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
-// Patterns come from users: RE2 (linear time), never the backtracking engine.
-const ajv = addFormats(new Ajv({ allErrors: true, strict: false, code: { regExp: linearRegExp } }));
+// Patterns come from users: RE2 (linear time), never the backtracking engine. Formats are the
+// Frictionless ones (field-types.ts).
+const ajv = new Ajv({ allErrors: true, strict: false, code: { regExp: linearRegExp }, formats: FORMATS });
 /** Validators by schema hash, with the JSON Schema they were compiled from (to remove it from Ajv on eviction). */
 const cache = new Map<string, { fn: ValidateFunction; source: object }>();
 export const CACHE_LIMIT = 500;
 
 function fieldSchema(f: Field): Record<string, unknown> {
   const c = f.constraints ?? {};
-  const s: Record<string, unknown> = {};
-  switch (f.type) {
-    case 'string':
-      s.type = 'string';
-      if (f.format === 'email' || f.format === 'uri' || f.format === 'uuid') s.format = f.format;
-      break;
-    case 'integer': s.type = 'integer'; break;
-    case 'number': s.type = 'number'; break;
-    case 'boolean': s.type = 'boolean'; break;
-    case 'object': s.type = 'object'; break;
-    case 'array': s.type = 'array'; break;
-    case 'date': s.type = 'string'; s.format = 'date'; break;
-    case 'time': s.type = 'string'; s.format = 'time'; break;
-    case 'datetime': s.type = 'string'; s.format = 'date-time'; break;
-    case 'year': s.type = 'integer'; break;
-    case 'yearmonth': s.type = 'string'; s.pattern = YEARMONTH_RE; break;
-    case 'duration': s.type = 'string'; s.format = 'duration'; break;
-    case 'geopoint':
-      s.anyOf = [
-        { type: 'array', items: { type: 'number' }, minItems: 2, maxItems: 2 },
-        { type: 'object', required: ['lon', 'lat'], properties: { lon: { type: 'number' }, lat: { type: 'number' } } },
-      ];
-      break;
-    case 'geojson': s.type = 'object'; s.required = ['type']; break;
-    default: break; // any
-  }
+  const s = typeSchema(f);
   const numeric = f.type === 'integer' || f.type === 'number' || f.type === 'year';
   if (numeric && typeof c.minimum === 'number') s.minimum = c.minimum;
   if (numeric && typeof c.maximum === 'number') s.maximum = c.maximum;

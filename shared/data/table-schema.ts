@@ -3,6 +3,7 @@
 // and the derived facts (field names, primary key). See docs/data-tables.md for the choices.
 import { createHash } from 'node:crypto';
 import { patternProblem } from '../common/linear-regexp.ts';
+import { TYPE_FORMATS, TYPE_PROPERTIES } from './field-types.ts';
 
 export const IDENT_RE = /^[a-z_][a-z0-9_]{0,62}$/;
 
@@ -43,6 +44,14 @@ export interface Field {
   example?: unknown;
   rdfType?: string;
   'x-rename-from'?: string;
+  /** number: lexical options of CSV cells (docs/data-tables.md "Field types"). */
+  decimalChar?: string;
+  groupChar?: string;
+  /** number, integer: false strips non-numeric characters around a CSV cell's number. */
+  bareNumber?: boolean;
+  /** boolean: the CSV cells that read as true / false. */
+  trueValues?: string[];
+  falseValues?: string[];
 }
 export interface ForeignKey {
   fields: string[];
@@ -69,7 +78,8 @@ export interface TableSchema {
   graph?: Record<string, unknown>;
 }
 
-const FIELD_KEYS = ['name', 'type', 'format', 'title', 'description', 'constraints', 'default', 'example', 'rdfType', 'x-rename-from'];
+const TYPED_KEYS = [...new Set(Object.values(TYPE_PROPERTIES).flat())];
+const FIELD_KEYS = ['name', 'type', 'format', 'title', 'description', 'constraints', 'default', 'example', 'rdfType', 'x-rename-from', ...TYPED_KEYS];
 const CONSTRAINT_KEYS = ['required', 'unique', 'minimum', 'maximum', 'minLength', 'maxLength', 'pattern', 'enum'];
 const TOP_KEYS = ['fields', 'primaryKey', 'foreignKeys', 'indexes', 'title', 'description', 'hierarchy', 'graph'];
 const INDEX_KEYS = ['name', 'fields', 'expression', 'unique', 'method', 'where', 'comment'];
@@ -188,10 +198,23 @@ function checkField(raw: unknown, i: number, errors: string[]): void {
     errors.push(`${label}: invalid type ${show(type)}; valid types are ${FIELD_TYPES.join(', ')}.`);
   }
   if (raw.format !== undefined) {
-    if (type === 'string') {
-      if (!(STRING_FORMATS as readonly string[]).includes(raw.format as string)) errors.push(`${label}: invalid format ${show(raw.format)} for type string; valid formats are ${STRING_FORMATS.join(', ')}.`);
-    } else if (raw.format !== 'default') errors.push(`${label}: type ${show(type)} takes no format other than 'default'.`);
+    const formats = type === 'string' ? STRING_FORMATS : TYPE_FORMATS[type as string];
+    if (formats) {
+      if (!formats.includes(raw.format as string)) errors.push(`${label}: invalid format ${show(raw.format)} for type ${type}; valid formats are ${formats.join(', ')}.`);
+    } else if (raw.format !== 'default') {
+      const dates = type === 'date' || type === 'time' || type === 'datetime' ? ' (ISO 8601 values only: "any" and strptime patterns are not supported)' : '';
+      errors.push(`${label}: type ${show(type)} takes no format other than 'default'${dates}.`);
+    }
   }
+  for (const k of TYPED_KEYS) {
+    if (raw[k] === undefined) continue;
+    if (!TYPE_PROPERTIES[type as string]?.includes(k)) errors.push(`${label}: property '${k}' applies to ${Object.keys(TYPE_PROPERTIES).filter((t) => TYPE_PROPERTIES[t]!.includes(k)).join(' and ')} fields only.`);
+    else if (k === 'bareNumber' ? typeof raw[k] !== 'boolean' : k.endsWith('Values') ? !isStrArray(raw[k]) || !(raw[k] as string[]).length : typeof raw[k] !== 'string' || !(raw[k] as string).length || (raw[k] as string).length > 10) {
+      errors.push(`${label}: ${k} must be ${k === 'bareNumber' ? 'a boolean' : k.endsWith('Values') ? 'a non-empty array of strings' : 'a string of 1 to 10 characters'}.`);
+    }
+  }
+  if (isStrArray(raw.trueValues) && isStrArray(raw.falseValues) && raw.trueValues.some((v) => (raw.falseValues as string[]).includes(v))) errors.push(`${label}: trueValues and falseValues overlap.`);
+  if (raw.groupChar !== undefined && (raw.decimalChar ?? '.') === raw.groupChar) errors.push(`${label}: decimalChar and groupChar must differ.`);
   for (const k of ['title', 'description', 'rdfType'] as const) if (raw[k] !== undefined && typeof raw[k] !== 'string') errors.push(`${label}: ${k} must be a string.`);
   if (raw['x-rename-from'] !== undefined && (typeof raw['x-rename-from'] !== 'string' || !IDENT_RE.test(raw['x-rename-from']))) {
     errors.push(`${label}: x-rename-from must be a field name.`);

@@ -5,8 +5,9 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { fieldError } from '../../errors.ts';
 import { countOf, rows } from '../../secrets/sql.ts';
 import { searchVector } from '../ddl.ts';
+import { fromStored } from '../field-types.ts';
 import { compileFilter, parseQueryFilters, type ColumnInfo, type Filter, type SqlFragment } from '../query/filter.ts';
-import { quoteIdent } from '../table-schema.ts';
+import { quoteIdent, type Field, type TableSchema } from '../table-schema.ts';
 import { fieldSql, loadRelations, needsRelations, resolver, sortExpression, type RecordRow, type Relation, type Target, type TableView } from './target.ts';
 
 const DEFAULT_PAGE_SIZE = 20;
@@ -40,17 +41,25 @@ export function pageOf(query: Record<string, unknown>): Page {
   return { limit: pageSize, offset: (page - 1) * pageSize, page, pageSize };
 }
 
+const byName = new WeakMap<TableSchema, Map<string, Field>>();
+function fieldsByName(schema: TableSchema): Map<string, Field> {
+  let m = byName.get(schema);
+  if (!m) byName.set(schema, (m = new Map(schema.fields.map((f) => [f.name, f]))));
+  return m;
+}
+
 /**
  * A record as the API shows it: fields in schema order (jsonb orders keys by length), document
  * fields beyond the schema after them; flat timestamps as ISO strings (to_jsonb gives `+00:00`).
  */
 export function plain(v: TableView, r: RecordRow): RecordRow {
   const flat = v.provider === 'flat_table';
+  const fields = fieldsByName(v.schema);
   const out: RecordRow = {};
   for (const [field, info] of v.columns) {
     if (!flat && !Object.hasOwn(r, field)) continue;
     const value = r[field];
-    out[field] = flat && info.pgType === 'timestamptz' && typeof value === 'string' ? new Date(value).toISOString() : value;
+    out[field] = flat && info.pgType === 'timestamptz' && typeof value === 'string' ? new Date(value).toISOString() : fromStored(fields.get(field), value);
   }
   if (!flat) for (const k of Object.keys(r)) if (!Object.hasOwn(out, k)) out[k] = r[k];
   return out;

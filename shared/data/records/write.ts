@@ -4,6 +4,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { DomainError, fieldError, validationError, type FieldErrors } from '../../errors.ts';
 import { quoteLiteral } from '../ddl.ts';
+import { toStored } from '../field-types.ts';
 import { coerceValue, type Filter } from '../query/filter.ts';
 import { recordValidator } from '../record-validator.ts';
 import { declaredKey, quoteIdent } from '../table-schema.ts';
@@ -79,7 +80,10 @@ export function recordErrors(t: TableView, record: unknown, prefix: string, out:
   // (stored values such as intervals come back in PostgreSQL's text form, not the schema's).
   const kept = Object.entries(errors).filter(([f]) => !patched || Object.hasOwn(patched, f));
   for (const [f, list] of kept) out[`${prefix}${f}`] = list;
-  return kept.length ? undefined : record;
+  if (kept.length) return undefined;
+  toStored(t.schema.fields, record);
+  if (patched) toStored(t.schema.fields, patched);
+  return record;
 }
 
 // --- constraint violations --------------------------------------------------------------------
