@@ -84,6 +84,8 @@ const CONSTRAINT_KEYS = ['required', 'unique', 'minimum', 'maximum', 'minLength'
 const TOP_KEYS = ['fields', 'primaryKey', 'foreignKeys', 'indexes', 'title', 'description', 'hierarchy', 'graph'];
 const INDEX_KEYS = ['name', 'fields', 'expression', 'unique', 'method', 'where', 'comment'];
 
+/** Index names materialization gives its own indexes and constraints (ddl.ts: `{physical}_{name}`). */
+const RESERVED_INDEX = /^(?:pkey|fk\d+|_search|data_gin|doc_gin|_u_.*)$/;
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isStrArray = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string');
 const asList = (v: unknown): unknown => (typeof v === 'string' ? [v] : v);
@@ -321,6 +323,7 @@ export function validateTableSchema(doc: unknown, tables: ReadonlyMap<string, re
         if (!isObj(ix)) { errors.push(`${at}: must be an object.`); return; }
         for (const k of Object.keys(ix)) if (!INDEX_KEYS.includes(k)) errors.push(`${at}: unknown property '${k}'.`);
         if (typeof ix.name !== 'string' || !IDENT_RE.test(ix.name)) errors.push(`${at}: name ${show(ix.name)} must match ^[a-z_][a-z0-9_]{0,62}$.`);
+        else if (RESERVED_INDEX.test(ix.name)) errors.push(`${at}: the name is reserved for the table's own indexes and constraints (pkey, fk<n>, _search, data_gin, doc_gin, _u_…).`);
         else if (seen.has(ix.name)) errors.push(`${at}: index name is used more than once.`);
         else seen.add(ix.name);
         const hasFields = ix.fields !== undefined;

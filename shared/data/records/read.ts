@@ -196,12 +196,17 @@ export async function aggregate(em: EntityManager, t: Target, query: Record<stri
       outputs.push([name, info.sql!]);
     }
   }
+  /** An aggregate's output; its name must not be a group field's (a field may be named `count`). */
+  const output = (name: string, sql: string) => {
+    if (outputs.some(([n]) => n === name)) throw fieldError('_aggregate', `The output "${name}" would also be the group field "${name}": group by another field or aggregate another way.`);
+    outputs.push([name, sql]);
+  };
   for (const item of new Set(query._aggregate.split(','))) {
     const m = AGGREGATE.exec(item.trim());
     if (!m) throw fieldError('_aggregate', `Unknown aggregate "${item}" (count, count_distinct(f), sum(f), avg(f), min(f), max(f)).`);
     const [, fn, arg] = m as unknown as [string, string, string | undefined];
     if (fn === 'count' && (arg === undefined || arg === '*')) {
-      outputs.push(['count', 'count(*)']);
+      output('count', 'count(*)');
       continue;
     }
     if (arg === undefined || arg === '*') throw fieldError('_aggregate', `"${fn}" needs a field: ${fn}(field).`);
@@ -211,7 +216,7 @@ export async function aggregate(em: EntityManager, t: Target, query: Record<stri
     if ((fn === 'sum' || fn === 'avg') && !NUMERIC.has(use.pgType) && use.pgType !== 'interval') throw fieldError('_aggregate', `"${fn}" needs a numeric field ("${arg}" is ${use.pgType}).`);
     if ((fn === 'min' || fn === 'max') && !ORDERED.has(use.pgType)) throw fieldError('_aggregate', `"${fn}" does not apply to "${arg}" (${use.pgType}).`);
     const sql = fn === 'count_distinct' ? `count(DISTINCT ${use.sql})` : `${fn}(${use.sql})`;
-    outputs.push([`${fn}_${arg.replace(/\./g, '_')}`, sql]);
+    output(`${fn}_${arg.replace(/\./g, '_')}`, sql);
   }
   const names = new Map(outputs.map(([n], i) => [n, i]));
   const order: string[] = [];

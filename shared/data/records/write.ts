@@ -180,13 +180,13 @@ export async function insertRecords(em: EntityManager, t: TableView, records: Re
     let stored: RecordRow[];
     if (!cols.length) {
       stored = [];
-      for (let k = 0; k < items.length; k++) stored.push(...(await selectRecords(em, t, `INSERT INTO ${t.table} AS t DEFAULT VALUES RETURNING to_jsonb(t) AS r`, [])));
+      for (let k = 0; k < items.length; k++) stored.push(...(await selectRecords(em, t, `INSERT INTO ${t.table} AS t DEFAULT VALUES RETURNING to_jsonb(t.*) AS r`, [])));
     } else {
       const list = cols.map(quoteIdent);
       stored = await selectRecords(
         em,
         t,
-        `INSERT INTO ${t.table} AS t (${list.join(', ')}) SELECT ${list.map((c) => `x.${c}`).join(', ')} ${elements} CROSS JOIN LATERAL jsonb_populate_record(NULL::${t.table}, e.v) AS x ORDER BY e.n RETURNING to_jsonb(t) AS r`,
+        `INSERT INTO ${t.table} AS t (${list.join(', ')}) SELECT ${list.map((c) => `x.${c}`).join(', ')} ${elements} CROSS JOIN LATERAL jsonb_populate_record(NULL::${t.table}, e.v) AS x ORDER BY e.n RETURNING to_jsonb(t.*) AS r`,
         [JSON.stringify(items.map((x) => x.rec))],
       );
     }
@@ -230,7 +230,7 @@ export async function updateRecord(em: EntityManager, t: TableView, where: { sql
     const [row] = await selectRecords(
       em,
       t,
-      `UPDATE ${t.table} AS t SET ${set} FROM jsonb_populate_record(NULL::${t.table}, ?::jsonb) AS x WHERE ${where.sql} RETURNING to_jsonb(t) AS r`,
+      `UPDATE ${t.table} AS t SET ${set} FROM jsonb_populate_record(NULL::${t.table}, ?::jsonb) AS x WHERE ${where.sql} RETURNING to_jsonb(t.*) AS r`,
       [JSON.stringify(patch), ...where.params],
     );
     return row;
