@@ -84,6 +84,8 @@ const CONSTRAINT_KEYS = ['required', 'unique', 'minimum', 'maximum', 'minLength'
 const TOP_KEYS = ['fields', 'primaryKey', 'foreignKeys', 'indexes', 'title', 'description', 'hierarchy', 'graph'];
 const INDEX_KEYS = ['name', 'fields', 'expression', 'unique', 'method', 'where', 'comment'];
 
+/** Field names that would shadow members of every JavaScript object (`__proto__`, `constructor`). */
+const OBJECT_MEMBERS = new Set(Object.getOwnPropertyNames(Object.prototype).filter((n) => IDENT_RE.test(n)));
 /** Index names materialization gives its own indexes and constraints (ddl.ts: `{physical}_{name}`). */
 const RESERVED_INDEX = /^(?:pkey|fk\d+|_search|data_gin|doc_gin|_u_.*)$/;
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -194,6 +196,7 @@ function checkField(raw: unknown, i: number, errors: string[]): void {
   if (typeof raw.name !== 'string' || !IDENT_RE.test(raw.name)) {
     errors.push(`${label}: name ${show(raw.name)} must match ^[a-z_][a-z0-9_]{0,62}$ (lower-case letters, digits, _).`);
   }
+  if (typeof raw.name === 'string' && OBJECT_MEMBERS.has(raw.name)) errors.push(`${label}: the name is reserved (a member of every JavaScript object).`);
   for (const k of Object.keys(raw)) if (!FIELD_KEYS.includes(k)) errors.push(`${label}: unknown property '${k}'.`);
   const type = raw.type;
   if (typeof type !== 'string' || !(FIELD_TYPES as readonly string[]).includes(type)) {

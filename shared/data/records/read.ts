@@ -11,6 +11,8 @@ import { quoteIdent, type Field, type TableSchema } from '../table-schema.ts';
 import { fieldSql, loadRelations, needsRelations, resolver, sortExpression, type RecordRow, type Relation, type Target, type TableView } from './target.ts';
 
 const DEFAULT_PAGE_SIZE = 20;
+/** Related records per parent and per reverse or many-to-many relation that populate adds. */
+export const POPULATE_LIMIT = 100;
 const MAX_PAGE_SIZE = 1000;
 const MAX_SEARCH_WORDS = 10;
 
@@ -139,7 +141,8 @@ function populated(t: Target, raw: unknown): Relation[] {
 
 /**
  * Replaces each forward foreign key by the record it references (null when none) and adds each
- * reverse or many-to-many relation as an array of records, one query per relation.
+ * reverse or many-to-many relation as an array of its first POPULATE_LIMIT records by key, one
+ * query per relation.
  */
 export async function populate(em: EntityManager, t: Target, records: RecordRow[], raw: unknown): Promise<void> {
   await loadRelations(em, t);
@@ -153,7 +156,10 @@ export async function populate(em: EntityManager, t: Target, records: RecordRow[
       const from = j ? `${j.view.table} j JOIN ${other.table} r ON ${fieldSql(other, 'r', rel.remote)} = ${fieldSql(j.view, 'j', j.toOther)}` : `${other.table} r`;
       const order = other.pk.map((k) => `${fieldSql(other, 'r', k)} ASC`).join(', ');
       const params = keys.map((k) => (typeof k === 'object' ? JSON.stringify(k) : k));
-      for (const x of await rows<{ r: RecordRow; k: unknown }>(em, `SELECT ${other.recordSql('r')} AS r, ${match.sql} AS k FROM ${from} WHERE ${match.sql} IN (${list}) ORDER BY ${order}`, params)) {
+      // The first POPULATE_LIMIT related records of each parent, by key: ranked in SQL, never all loaded.
+      const ranked = `SELECT ${other.recordSql('r')} AS r, ${match.sql} AS k, row_number() OVER (PARTITION BY ${match.sql} ORDER BY ${order}) AS rn FROM ${from} WHERE ${match.sql} IN (${list})`;
+      const sql = rel.kind === 'forward' ? `SELECT q.r, q.k FROM (${ranked}) q WHERE q.rn = 1` : `SELECT q.r, q.k FROM (${ranked}) q WHERE q.rn <= ${POPULATE_LIMIT} ORDER BY q.rn`;
+      for (const x of await rows<{ r: RecordRow; k: unknown }>(em, sql, params)) {
         const k = keyOf(x.k)!;
         const bucket = found.get(k) ?? [];
         bucket.push(plain(other, x.r));

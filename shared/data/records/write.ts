@@ -2,7 +2,7 @@
 // deletes per provider, and constraint violations turned into field-keyed errors.
 // docs/data-tables.md "Records API".
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { DomainError, fieldError, validationError, type FieldErrors } from '../../errors.ts';
+import { DomainError, addFieldError, fieldError, validationError, type FieldErrors } from '../../errors.ts';
 import { quoteLiteral } from '../ddl.ts';
 import { toStored } from '../field-types.ts';
 import { coerceValue, type Filter } from '../query/filter.ts';
@@ -54,10 +54,7 @@ export function recordErrors(t: TableView, record: unknown, prefix: string, out:
     return undefined;
   }
   const errors: FieldErrors = {};
-  const add = (field: string, text: string) => {
-    const list = (errors[field] ??= []);
-    if (!list.includes(text)) list.push(text);
-  };
+  const add = (field: string, text: string) => addFieldError(errors, field, text);
   const own = patched ?? record;
   if (t.provider !== 'docstore') for (const key of Object.keys(own)) if (!t.columns.has(key)) add(key, `Unknown field "${key}".`);
   if (t.provider !== 'flat_table' && Object.hasOwn(own, 'id') && !(t.provider === 'jsonb' && declaredKey(t.schema))) {
@@ -79,7 +76,7 @@ export function recordErrors(t: TableView, record: unknown, prefix: string, out:
   // A patch is validated as the record it produces; only the patched fields can be at fault
   // (stored values such as intervals come back in PostgreSQL's text form, not the schema's).
   const kept = Object.entries(errors).filter(([f]) => !patched || Object.hasOwn(patched, f));
-  for (const [f, list] of kept) out[`${prefix}${f}`] = list;
+  for (const [f, list] of kept) for (const text of list) addFieldError(out, `${prefix}${f}`, text);
   if (kept.length) return undefined;
   toStored(t.schema.fields, record);
   if (patched) toStored(t.schema.fields, patched);
