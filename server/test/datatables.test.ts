@@ -220,6 +220,19 @@ test.serial('import-reference: single 201, bulk 207 with per-item errors, every 
   t.truthy(await physical(a, `a${appIds.crm}_contacts`), 'deleting a reference keeps the source table');
 });
 
+test.serial('import-reference into an app without a data source creates its default data source', async (t) => {
+  await seedApp(a, 'bare', []);
+  const ref = await onA('POST', '/api/apps/bare/datatables/import-reference/', { source_app_slug: 'crm', source_table_name: 'companies' });
+  t.is(ref.status, 201, ref.text);
+  t.like(ref.body.data, { app_slug: 'bare', name: 'companies', is_reference: true, datasource_slug: 'default', provider_type: 'flat_table' });
+  const sources = await onA('GET', '/api/apps/bare/datasources/');
+  t.like(sources.body.data, [{ slug: 'default', name: 'Default', provider_type: 'flat_table', table_count: 1 }]);
+  const data = await onA('GET', '/api/apps/bare/datatables/companies/data/?page_size=1', undefined, 'pleb');
+  t.is(data.status, 200, data.text);
+  t.is((await s.api('POST', '/api/apps/bare/datatables/import-reference/', { host: b.domain, token: tok.adminB, body: { source_app_slug: 'crm', source_table_name: 'companies' } })).status, 404, 'site B has no such app');
+  t.is((await onA('DELETE', '/api/apps/bare/datatables/companies/')).status, 200);
+});
+
 test.serial('delete: refused while a foreign key references the table; drops the physical table', async (t) => {
   t.is((await onA('DELETE', '/api/apps/reports/datatables/companies/')).status, 200);
   const refused = await onA('DELETE', `${CRM}companies/`);

@@ -10,6 +10,7 @@ import { DomainError, fieldError, validationError } from '../errors.ts';
 import { countOf, firstRow, iso, pgCode, rows } from '../secrets/sql.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { requireSiteAdmin, siteSchema } from '../tenancy/tenant-auth.ts';
+import { createDataSource } from '../apps/datasource.service.ts';
 import { createTableDdl, dropTableDdl, physicalTableName, type ProviderType } from './ddl.ts';
 import {
   DataTableCreate, DataTableListQuery, DataTableUpdate, ImportReference,
@@ -116,6 +117,8 @@ function view(r: TableRow): DataTableView {
     modified_by: r.modified_by,
   };
 }
+
+const DEFAULT_SOURCE_DESCRIPTION = 'Created to hold reference tables imported into this app.';
 
 const schemaError = (messages: string[]) => validationError({ json_schema: messages }, 'Invalid table schema.');
 
@@ -228,13 +231,14 @@ async function createReference(ctx: ServiceContext, schema: string, target: AppR
   if (await firstRow(ctx.em, `SELECT 1 FROM ${quotedSchema(schema)}.data_tables WHERE app_id = ? AND name = ?`, [target.id, name])) {
     throw fieldError('reference_name', `A data table named "${name}" already exists in app "${target.slug}".`);
   }
-  // The reference belongs to a data source of the target app: one of the source's provider type, else the first.
-  const ds = await firstRow<{ id: number }>(
+  // The reference belongs to a data source of the target app: one of the source's provider type,
+  // else the first; an app without any gets its default data source, made as the data source
+  // service makes one (slug `default`, the source's provider type).
+  const ds = (await firstRow<{ id: number }>(
     ctx.em,
     `SELECT id FROM ${quotedSchema(schema)}.data_sources WHERE app_id = ? ORDER BY (provider_type = ?) DESC, id LIMIT 1`,
     [target.id, src.provider_type],
-  );
-  if (!ds) throw fieldError('non_field_errors', `App "${target.slug}" has no data source to hold the reference.`);
+  )) ?? (await createDataSource(ctx, target.slug, { name: 'Default', provider_type: src.provider_type, description: DEFAULT_SOURCE_DESCRIPTION }));
   const id = await insertTable(ctx.em, schema, ctx, {
     appId: target.id, sourceId: ds.id, name, description: src.description, doc: src.json_schema, materialized: true, sourceTableId: src.id,
   });
