@@ -50,6 +50,7 @@ test.serial('invalid schemas: 400 VALIDATION_ERROR with every message under erro
   t.like(bad.body, { status: 'error', code: 'VALIDATION_ERROR' });
   t.is(bad.body.errors.json_schema.length, 2);
   t.true(bad.body.errors.json_schema[0].includes(`valid types are ${FIELD_TYPES.join(', ')}`));
+  t.deepEqual(bad.body.json_schema, bad.body.errors.json_schema, 'the spec\'s {json_schema: [messages]} beside the envelope');
   const injections: [string, unknown][] = [
     ['people; DROP TABLE x', { fields: [{ name: 'a', type: 'string' }] }],
     ['people', { fields: [{ name: 'a"; DROP TABLE apps; --', type: 'string' }] }],
@@ -66,6 +67,16 @@ test.serial('invalid schemas: 400 VALIDATION_ERROR with every message under erro
   }
   t.is(await tableCount(), 0);
   t.truthy(await physical(a, 'apps'));
+});
+
+test.serial('a table cannot be named stats (the fixed route /datatables/stats/ would hide it)', async (t) => {
+  const res = await onA('POST', CRM, { name: 'stats', json_schema: { fields: [{ name: 'a', type: 'string' }] } });
+  t.is(res.status, 400);
+  t.regex(res.body.errors.name[0], /reserved/);
+  const ref = await onA('POST', '/api/apps/reports/datatables/import-reference/', { source_app_slug: 'crm', source_table_name: 'companies', reference_name: 'stats' });
+  t.is(ref.status, 400);
+  t.regex(ref.body.errors.reference_name[0], /reserved/);
+  t.is(await tableCount(), 0);
 });
 
 test.serial('create, read, list, schema; materialize in FK order (twice → 400) with the physical tables in place', async (t) => {
