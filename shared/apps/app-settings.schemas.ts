@@ -30,6 +30,7 @@ const writable = {
   documentation_url: Type.String({ maxLength: 2000, pattern: '^(https?://[^\\s/$.?#][^\\s]*)?$', description: 'An http(s) URL, or empty' }),
   support_email: Type.String({ maxLength: 254, pattern: '^([^@\\s]+@[^@\\s]+\\.[^@\\s]+)?$', description: 'An e-mail address, or empty' }),
   default_frontend_worker: Type.Unknown({ description: 'Write-only. Frontend workers do not exist yet: only null is accepted.' }),
+  icon: Type.Null({ description: 'null removes the icon (upload one with a multipart PATCH)' }),
 };
 
 /** PATCH (and the `settings` of app creation): fields left out keep their values (or defaults). */

@@ -147,8 +147,13 @@ export function settingsService(dataDir: string) {
     const tmp = path.join(dir, `.${name}.${randomUUID()}.tmp`);
     await writeFile(tmp, bytes, { mode: 0o640 });
     await rename(tmp, path.join(dir, name));
-    for (const other of Object.keys(ICON_TYPES)) if (other !== ext) await rm(path.join(dir, `${appId}.${other}`), { force: true });
+    await removeIcons(schema, appId, ext);
     return `${schema}/${name}`;
+  }
+
+  /** Removes the app's stored icon files (but the one of format `keep`). */
+  async function removeIcons(schema: string, appId: number, keep?: string): Promise<void> {
+    for (const ext of Object.keys(ICON_TYPES)) if (ext !== keep) await rm(path.join(iconRoot, schema, `${appId}.${ext}`), { force: true });
   }
 
   return {
@@ -176,6 +181,9 @@ export function settingsService(dataDir: string) {
         const stored = await storeIcon(schema, app.id, options.icon!.bytes, icon.ext);
         sets.push('icon_path = ?', 'icon_content_type = ?');
         params.push(stored, icon.contentType);
+      } else if (input.icon === null) {
+        await removeIcons(schema, app.id);
+        sets.push('icon_path = NULL', 'icon_content_type = NULL');
       }
       await ctx.em.execute(`UPDATE ${quotedSchema(schema)}.app_settings SET ${[...sets, 'updated_at = now()'].join(', ')} WHERE app_id = ?`, [...params, app.id] as never[]);
       return settingsView(await settingsOf(ctx.em, schema, app.id), app.slug, options.baseUrl ?? '');

@@ -144,7 +144,7 @@ export async function deleteApp(ctx: ServiceContext, slug: string): Promise<void
   await setActive(ctx, schema, app.id, false);
 }
 
-/** Reactivates an app (active or not) with its data sources and tables. */
+/** Reactivates an app (active or not) with the data sources and tables its delete deactivated. */
 export async function restoreApp(ctx: ServiceContext, slug: string): Promise<void> {
   const schema = requireSiteAdmin(ctx);
   const app = await findApp(ctx.em, schema, slug, true);
@@ -152,12 +152,19 @@ export async function restoreApp(ctx: ServiceContext, slug: string): Promise<voi
   await setActive(ctx, schema, app.id, true);
 }
 
+/**
+ * Delete deactivates the app and its active data sources and tables, marking those it touched
+ * (`deactivated_with_app`); restore reactivates the app and exactly the marked ones, so what was
+ * inactive before the delete stays inactive.
+ */
 async function setActive(ctx: ServiceContext, schema: string, appId: number, active: boolean): Promise<void> {
   const q = quotedSchema(schema);
+  const children = active ? 'SET is_active = true, deactivated_with_app = false, updated_at = now() WHERE app_id = ? AND deactivated_with_app'
+    : 'SET is_active = false, deactivated_with_app = true, updated_at = now() WHERE app_id = ? AND is_active';
   await ctx.em.transactional(async (tx) => {
     await tx.execute(`UPDATE ${q}.apps SET is_active = ?, modified_by = ?, updated_at = now() WHERE id = ?`, [active, actorUuid(ctx), appId]);
-    await tx.execute(`UPDATE ${q}.data_sources SET is_active = ?, updated_at = now() WHERE app_id = ?`, [active, appId]);
-    await tx.execute(`UPDATE ${q}.data_tables SET is_active = ?, updated_at = now() WHERE app_id = ?`, [active, appId]);
+    await tx.execute(`UPDATE ${q}.data_sources ${children}`, [appId]);
+    await tx.execute(`UPDATE ${q}.data_tables ${children}`, [appId]);
   });
 }
 

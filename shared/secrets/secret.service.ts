@@ -125,6 +125,9 @@ export function secretService(keyring: SecretKeyring) {
       const type = input.secret_type ? await resolveType(ctx.em, schema, input.secret_type) : undefined;
       checkValue(type, input.value);
       const app = input.app ?? null;
+      if (app !== null && !(await firstRow(ctx.em, `SELECT 1 FROM ${quotedSchema(schema)}.apps WHERE slug = ?`, [app]))) {
+        throw fieldError('app', `No app "${app}" in this site.`);
+      }
       const uuid = crypto.randomUUID();
       const sealed = keyring.seal(text, secretAad(schema, uuid));
       const actor = actorLabel(ctx.actor);
