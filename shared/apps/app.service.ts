@@ -4,6 +4,7 @@
 // (?is_active=false) and restore. Created_by/modified_by are site user UUIDs (null for the CLI).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { insertWithUniqueSlug, slugify } from '../common/slug.ts';
+import { dropReadOnly } from '../common/read-only.ts';
 import { validate } from '../common/validation.ts';
 import type { ServiceContext } from '../context.ts';
 import { DomainError } from '../errors.ts';
@@ -130,6 +131,7 @@ export async function updateApp(ctx: ServiceContext, slug: string, rawInput: unk
   const schema = requireSiteAdmin(ctx);
   const input = validate(AppUpdate, rawInput);
   const app = await activeAppOr404(ctx.em, schema, slug);
+  dropReadOnly(AppUpdate, input, await detail(ctx.em, schema, app, baseUrl));
   await ctx.em.execute(
     `UPDATE ${quotedSchema(schema)}.apps SET name = coalesce(?, name), description = coalesce(?, description), modified_by = ?, updated_at = now() WHERE id = ?`,
     [input.name ?? null, input.description ?? null, actorUuid(ctx), app.id],

@@ -1,5 +1,6 @@
 // Data tables of an app (spec Part 2 §2 "Data table", §4): request and response shapes.
 import { Type, type Static } from '@sinclair/typebox';
+import { readOnlyProps } from '../common/read-only.ts';
 
 const Time = Type.String({ format: 'date-time' });
 const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
@@ -71,8 +72,15 @@ export const DataTableCreate = Type.Object(
 export type DataTableCreate = Static<typeof DataTableCreate>;
 
 export const DataTableUpdate = Type.Object(
-  { description: Type.Optional(Type.String({ maxLength: 10_000 })), json_schema: Type.Optional(JsonSchemaDoc) },
-  { additionalProperties: false },
+  {
+    description: Type.Optional(Type.String({ maxLength: 10_000 })),
+    json_schema: Type.Optional(JsonSchemaDoc),
+    ...readOnlyProps(DataTableView, [
+      'id', 'data_source', 'datasource_name', 'datasource_slug', 'app_name', 'app_slug', 'name', 'physical_table_name', 'is_materialized', 'is_active', 'schema_hash',
+      'field_count', 'field_names', 'primary_key', 'provider_type', 'schema_format', 'is_reference', 'source_info', 'created_at', 'updated_at', 'created_by', 'modified_by',
+    ]),
+  },
+  { additionalProperties: false, description: 'Takes the fields GET returns: only description and json_schema change; the others are ignored when unchanged, a 400 when changed.' },
 );
 export type DataTableUpdate = Static<typeof DataTableUpdate>;
 

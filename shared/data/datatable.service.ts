@@ -4,6 +4,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { pageOffset, parsePageRequest, resolvePage, type Page } from '../common/pagination.ts';
 import { uniqueViolation } from '../common/slug.ts';
+import { dropReadOnly } from '../common/read-only.ts';
 import { validate } from '../common/validation.ts';
 import type { ServiceContext } from '../context.ts';
 import { DomainError, fieldError } from '../errors.ts';
@@ -301,6 +302,7 @@ export const dataTableService = {
     const schema = requireSiteAdmin(ctx);
     const input = validate(DataTableUpdate, rawInput);
     const row = await findTable(ctx.em, schema, scope, name);
+    dropReadOnly(DataTableUpdate, input, view(row));
     let doc: TableSchema | undefined;
     if (input.json_schema !== undefined && schemaHash(input.json_schema) !== row.schema_hash.trim()) {
       if (row.is_reference) throw new DomainError('CONFLICT', 'A reference table takes its schema from the source table.');

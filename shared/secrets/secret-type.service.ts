@@ -7,6 +7,7 @@ import { likeEscape } from '../common/filters.ts';
 import { linearRegExp, patternProblem } from '../common/linear-regexp.ts';
 import { pageOffset, parsePageRequest, resolvePage, type Page } from '../common/pagination.ts';
 import { insertWithUniqueSlug, isUuid, slugify, uniqueViolation } from '../common/slug.ts';
+import { dropReadOnly } from '../common/read-only.ts';
 import { validate } from '../common/validation.ts';
 import type { ServiceContext } from '../context.ts';
 import { DomainError, fieldError, notFound } from '../errors.ts';
@@ -152,6 +153,7 @@ export async function updateSecretType(ctx: ServiceContext, ref: string, rawInpu
   const schema = await requireSitePermission(ctx, 'change_secret');
   const input = validate(SecretTypeUpdate, rawInput);
   const type = await typeOr404(ctx.em, schema, ref);
+  dropReadOnly(SecretTypeUpdate, input, view(type));
   if (input.json_schema !== undefined) compileJsonSchema(input.json_schema);
   const updated = await firstRow<SecretTypeRow>(
     ctx.em,
