@@ -4,7 +4,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { validationError, type FieldErrors } from '../errors.ts';
+import { addFieldError, validationError, type FieldErrors } from '../errors.ts';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 
@@ -87,8 +87,7 @@ export function toFieldErrors(errors: ErrorObject[], root = 'non_field_errors'):
     if (e.keyword === 'required') field = field ? `${field}.${p.missingProperty}` : String(p.missingProperty);
     if (e.keyword === 'additionalProperties') field = field ? `${field}.${p.additionalProperty}` : String(p.additionalProperty);
     if (!field) field = root;
-    const text = messageFor(e);
-    (out[field] ??= []).includes(text) || out[field].push(text);
+    addFieldError(out, field, messageFor(e));
   }
   return out;
 }

@@ -19,6 +19,8 @@ export async function createOrm(clientUrl: string, options: { poolMax?: number }
     allowGlobalContext: false,
     debug: false,
     pool: { min: 0, max: options.poolMax ?? 20 },
+    // Intervals in ISO 8601 (`P1DT2H`): the form data tables' duration fields are written in.
+    driverOptions: { options: '-c intervalstyle=iso_8601' },
     migrations: {
       migrationsList: platformMigrations,
       tableName: 'platform_migrations',
