@@ -144,3 +144,13 @@ test('GET, change one field, PUT back: users (as the user and as a superuser) an
     t.deepEqual(changed.body.errors, { date_joined: ['This field is read-only and cannot be changed.'] });
   }
 });
+
+test('when the confirmation mail cannot be sent, the whole update changes nothing', async (t) => {
+  const down = await startTestServer({ SMTP_URL: 'smtp://127.0.0.1:9' });
+  t.teardown(() => down.close());
+  const token = (await down.login()).access;
+  const res = await down.api('PUT', '/api/profile/', { token, body: { first_name: 'Changed', email: 'unreachable@example.org' } });
+  t.is(res.status, 502, res.text);
+  t.like((await down.api('GET', '/api/profile/', { token })).body, { first_name: '', pending_email: '' });
+  t.is((await down.handle.db.orm.em.fork().execute('SELECT 1 FROM public.email_confirmations')).length, 0);
+});

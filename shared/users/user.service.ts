@@ -207,15 +207,17 @@ async function applyUpdate(ctx: ServiceContext, user: UserEntity, input: UserUpd
     if (fields.is_active === undefined) user.is_active = true;
   }
   if (fields.is_active === false) user.token_generation += 1;
+  // The changes, the pending address and its mail: all or nothing (a mail failure changes nothing).
+  await ctx.em.begin();
   try {
     await ctx.em.flush();
+    if (pendingEmail !== undefined) await requestEmailChange(ctx.em, user, pendingEmail, mail!);
+    await ctx.em.commit();
   } catch (err) {
+    await ctx.em.rollback();
     throw duplicateError(err) ?? err;
   }
-  if (pendingEmail !== undefined) {
-    await requestEmailChange(ctx.em, user, pendingEmail, mail!);
-    await ctx.em.refresh(user);
-  }
+  if (pendingEmail !== undefined) await ctx.em.refresh(user);
   return toUserView(user);
 }
 
