@@ -78,7 +78,7 @@ async function makeOrganization(o: Orm): Promise<string> {
 }
 
 async function siteCreation(o: Orm, baseUrl: string) {
-  const settings = { environment: 'production' as const, baseDomain: 'bench.localhost', platformHosts: ['localhost', '127.0.0.1'] };
+  const settings = { environment: 'production' as const, baseDomain: 'bench.localhost', platformHosts: ['localhost', '127.0.0.1'], quotas: { organizationsPerUser: 0, sitesPerOrganization: 0 } };
   const create = (name: string) => createSite(makeContext(o.em.fork(), systemActor('bench')), 'bench', { name }, settings);
   await create('Warm Up'); // JIT, pool connections
   const inProcess: number[] = [];

@@ -64,10 +64,11 @@ export interface AppDeps {
 export const API_VERSION = '1.0.0';
 
 export function buildRegistry(deps: Pick<AppDeps, 'config' | 'tokens' | 'mailer' | 'secrets'>): RouteRegistry {
-  return new RouteRegistry().add(...authRoutes(deps.tokens), ...userRoutes(deps.config.publicUrl))
-    .add(...invitationRoutes(deps.config, deps.mailer ?? createMailer(deps.config)))
+  const mailer = deps.mailer ?? createMailer(deps.config);
+  return new RouteRegistry().add(...authRoutes(deps.tokens), ...userRoutes(deps.config, mailer))
+    .add(...invitationRoutes(deps.config, mailer))
     .add(...siteRoutes(deps.config), ...domainRoutes(deps.config))
-    .add(...organizationRoutes(deps.config.publicUrl), ...memberRoutes(deps.config.publicUrl), ...groupRoutes(deps.config.publicUrl))
+    .add(...organizationRoutes(deps.config), ...memberRoutes(deps.config.publicUrl), ...groupRoutes(deps.config.publicUrl))
     .add(...tenantUserRoutes(deps.config.publicUrl))
     .add(...secretRoutes(deps.secrets ?? new SecretKeyring(deps.tokens.secretKey, deps.config.secretsKeyVersion), deps.config.publicUrl))
     .add(...dataTableRoutes(deps.config.publicUrl), ...recordRoutes())

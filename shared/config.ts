@@ -62,6 +62,15 @@ export interface Config {
   trustProxyHops: number;
   /** Public base URL used in absolute links (pagination); derived from host and port when unset. */
   publicUrl: string | undefined;
+  /** What one user may create (platform superusers and staff are exempt); 0 = no limit. */
+  quotas: QuotaConfig;
+}
+
+export interface QuotaConfig {
+  /** Organizations one user may own (QUOTA_ORGANIZATIONS_PER_USER, default 10). */
+  organizationsPerUser: number;
+  /** Sites one organization may have (QUOTA_SITES_PER_ORGANIZATION, default 25). */
+  sitesPerOrganization: number;
 }
 
 export class ConfigError extends Error {
@@ -181,5 +190,9 @@ export function loadConfig(env: Env = process.env): Config {
     trustProxy: bool(env, 'TRUST_PROXY', false),
     trustProxyHops: int(env, 'TRUST_PROXY_HOPS', 1, 1, 100),
     publicUrl: url(env, 'PLATFORM_PUBLIC_URL', ['http:', 'https:']),
+    quotas: {
+      organizationsPerUser: int(env, 'QUOTA_ORGANIZATIONS_PER_USER', 10),
+      sitesPerOrganization: int(env, 'QUOTA_SITES_PER_ORGANIZATION', 25),
+    },
   };
 }

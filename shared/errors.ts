@@ -89,6 +89,15 @@ function codeForStatus(status: number): ErrorCode {
   return found ? found[0] : status >= 500 ? 'INTERNAL_ERROR' : 'BAD_REQUEST';
 }
 
+/**
+ * Adds a message to a field's list once. Own keys only, defined (not assigned): a field may be
+ * named `constructor` or `__proto__`, which a plain object would otherwise resolve or swallow.
+ */
+export function addFieldError(errors: FieldErrors, field: string, text: string): void {
+  if (!Object.hasOwn(errors, field)) Object.defineProperty(errors, field, { value: [], enumerable: true, writable: true, configurable: true });
+  if (!errors[field]!.includes(text)) errors[field]!.push(text);
+}
+
 export const validationError = (errors: FieldErrors, message = 'Invalid input.'): DomainError =>
   new DomainError('VALIDATION_ERROR', message, { errors });
 

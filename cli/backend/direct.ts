@@ -214,7 +214,7 @@ export class DirectBackend implements Backend {
   }
 
   async createOrganization(input: OrganizationCreate): Promise<CreatedBody<OrganizationView>> {
-    return createdBody(ORGANIZATION_MESSAGES.created, await orgs.createOrganization(await this.context(), { ...input }));
+    return createdBody(ORGANIZATION_MESSAGES.created, await orgs.createOrganization(await this.context(), { ...input }, this.config.quotas));
   }
 
   async getOrganization(ref: string): Promise<OrganizationView> {
@@ -290,7 +290,7 @@ export class DirectBackend implements Backend {
   // Sites and domains: the path parameters checked as the routes check them; the deployment
   // settings (ENVIRONMENT prefix, base domain, platform hosts) of this configuration.
   private siteSettings(): sites.SiteSettings {
-    return { environment: this.config.environment, baseDomain: this.config.baseDomain, platformHosts: this.config.platformHosts };
+    return { environment: this.config.environment, baseDomain: this.config.baseDomain, platformHosts: this.config.platformHosts, quotas: this.config.quotas };
   }
 
   private siteRef(ref: string): string {

@@ -4,6 +4,7 @@ import { INVITATION_MESSAGES, type InvitationDeps } from '../../shared/invitatio
 import * as invitations from '../../shared/invitations/invitation.service.ts';
 import {
   AcceptBody,
+  AcceptInput,
   InvitationCreate,
   InvitationDetails,
   InvitationListQuery,
@@ -129,13 +130,15 @@ export function invitationRoutes(config: Config, mailer: Mailer): RouteDef[] {
       operationId: 'invitations_public_accept',
       summary: 'Accept an invitation (public: the token is the credential)',
       description:
-        'Once only; 400 naming the state when it is accepted, cancelled or expired, 404 for an unknown token. Attaches the user with the invitee e-mail, or creates one and returns its generated password once.',
+        'Once only; 400 naming the state when it is accepted, cancelled or expired, 404 for an unknown token. When an account with the invited e-mail exists (`account_exists` in the details), it is that account that joins, and only with its own authentication: its bearer token, or its `password` in the body (401 otherwise). Else an account is created for the e-mail with the `username`, `password`, `first_name`, `last_name` given (validated like user creation); a generated password is returned once only when none is given. Counts against the sign-in rate limit.',
       tags: ['invitations'],
       auth: 'public',
+      rateLimit: 'auth',
       params: InvitationToken,
+      body: AcceptInput,
       responses: { 200: AcceptBody },
-      async handler(ctx, { params }) {
-        const data = await acceptInvitation(ctx.state.em, params.token);
+      async handler(ctx, { params, body }) {
+        const data = await acceptInvitation({ em: ctx.state.em, actor: ctx.state.actor, input: body }, params.token);
         ctx.body = { status: 'success', message: INVITATION_MESSAGES.accepted, data };
       },
     }),

@@ -1,3 +1,4 @@
+import type { Config } from '../../shared/config.ts';
 import * as orgs from '../../shared/organizations/organization.service.ts';
 import {
   ORGANIZATION_MESSAGES,
@@ -16,7 +17,8 @@ const ONE = '/api/cloud/organizations/:org/';
 /** The overview's form without `cloud` (spec §1.2). */
 export const alias = (path: string): string[] => [path.replace('/api/cloud/', '/api/')];
 
-export function organizationRoutes(publicUrl: string | undefined): RouteDef[] {
+export function organizationRoutes(config: Config): RouteDef[] {
+  const publicUrl = config.publicUrl;
   return [
     defineRoute({
       method: 'get',
@@ -39,13 +41,13 @@ export function organizationRoutes(publicUrl: string | undefined): RouteDef[] {
       aliases: alias(LIST),
       operationId: 'organizations_create',
       summary: 'Create an organization',
-      description: 'The caller becomes its owner (and an admin).',
+      description: 'The caller becomes its owner (and an admin). One user owns at most QUOTA_ORGANIZATIONS_PER_USER organizations (422 beyond; operators are exempt).',
       tags: ['organizations'],
       auth: 'user',
       body: OrganizationCreate,
       responses: { 201: created(OrganizationView) },
       async handler(ctx, { body }) {
-        sendCreated(ctx, ORGANIZATION_MESSAGES.created, await orgs.createOrganization(ctx.state.service(), body));
+        sendCreated(ctx, ORGANIZATION_MESSAGES.created, await orgs.createOrganization(ctx.state.service(), body, config.quotas));
       },
     }),
     defineRoute({

@@ -6,7 +6,7 @@ import { MessageBody, created, paginated, sendCreated, sendMessage, sendPage } f
 import { defineRoute, type RouteDef } from '../http/registry.ts';
 
 export function siteRoutes(config: Config): RouteDef[] {
-  const settings = { environment: config.environment, baseDomain: config.baseDomain, platformHosts: config.platformHosts };
+  const settings = { environment: config.environment, baseDomain: config.baseDomain, platformHosts: config.platformHosts, quotas: config.quotas };
   const update = (method: 'put' | 'patch') =>
     defineRoute({
       method,

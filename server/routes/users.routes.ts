@@ -1,13 +1,21 @@
+import { Type } from '@sinclair/typebox';
+import type { Config } from '../../shared/config.ts';
+import type { Mailer, MailLinks } from '../../shared/mail/mailer.ts';
 import * as siteUsers from '../../shared/tenancy/tenant-users.service.ts';
-import { SiteUserView } from '../../shared/tenancy/tenant-users.schemas.ts';
+import { SiteProfileUpdate, SiteUserView } from '../../shared/tenancy/tenant-users.schemas.ts';
+import { confirmEmailChange, EMAIL_MESSAGES, EmailToken } from '../../shared/users/email-change.ts';
 import { USER_MESSAGES } from '../../shared/users/user.messages.ts';
 import * as users from '../../shared/users/user.service.ts';
 import { ChangePassword, ProfileUpdate, UserCreate, UserListQuery, UserRef, UserUpdate, UserView } from '../../shared/users/user.schemas.ts';
-import { Type } from '@sinclair/typebox';
 import { MessageBody, created, paginated, sendCreated, sendMessage, sendPage } from '../http/envelopes.ts';
 import { defineRoute, type RouteDef } from '../http/registry.ts';
+import type { AppContext } from '../http/types.ts';
 
-export function userRoutes(publicUrl: string | undefined): RouteDef[] {
+const EMAIL_NOTE = ' A new e-mail address of your own takes effect when the confirmation link mailed to it is used (`pending_email` shows it meanwhile).';
+
+export function userRoutes(config: Config, mailer: Mailer): RouteDef[] {
+  const publicUrl = config.publicUrl;
+  const mail = (ctx: AppContext): MailLinks => ({ mailer, baseUrl: publicUrl ?? `${ctx.protocol}://${ctx.host}` });
   return [
     defineRoute({
       method: 'get',
@@ -58,14 +66,16 @@ export function userRoutes(publicUrl: string | undefined): RouteDef[] {
       aliases: ['/api/users/:user/'],
       operationId: 'users_update',
       summary: 'Update a user',
-      description: 'Fields left out keep their values. Setting `password` or `is_active: false` revokes the user\'s tokens.',
+      description:
+        'Fields left out keep their values; a body sent back from GET works (read-only fields unchanged are ignored). Setting `password` (with `old_password` for your own) or `is_active: false` revokes the user\'s tokens; `is_deleted: false` restores a deleted user (superusers).' +
+        EMAIL_NOTE,
       tags: ['users'],
       auth: 'user',
       params: UserRef,
       body: UserUpdate,
       responses: { 200: UserView },
       async handler(ctx, { params, body }) {
-        ctx.body = await users.updateUser(ctx.state.service(), params.user, body);
+        ctx.body = await users.updateUser(ctx.state.service(), params.user, body, mail(ctx));
       },
     }),
     defineRoute({
@@ -104,14 +114,41 @@ export function userRoutes(publicUrl: string | undefined): RouteDef[] {
       path: '/api/profile/',
       operationId: 'profile_update',
       summary: 'Update the current user',
+      description: `A body sent back from GET works (read-only fields unchanged are ignored).${EMAIL_NOTE}`,
       tags: ['profile'],
       auth: 'user',
-      scope: 'both',
       body: ProfileUpdate,
-      responses: { 200: Type.Union([UserView, SiteUserView]) },
+      responses: { 200: UserView },
       async handler(ctx, { body }) {
-        const service = ctx.state.service();
-        ctx.body = service.tenant ? await siteUsers.updateSiteProfile(service, body) : await users.updateProfile(service, body);
+        ctx.body = await users.updateProfile(ctx.state.service(), body, mail(ctx));
+      },
+    }),
+    defineRoute({
+      method: 'put',
+      path: '/api/profile/',
+      operationId: 'site_profile_update',
+      summary: 'Update the current site user',
+      tags: ['profile'],
+      auth: 'user',
+      scope: 'tenant',
+      body: SiteProfileUpdate,
+      responses: { 200: SiteUserView },
+      async handler(ctx, { body }) {
+        ctx.body = await siteUsers.updateSiteProfile(ctx.state.service(), body);
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/api/profile/confirm-email/:token/',
+      operationId: 'profile_confirm_email',
+      summary: 'Confirm a new e-mail address (public: the token from the e-mail is the credential)',
+      description: 'Single use, within 48 hours; 400 when expired or when another account took the address meanwhile, 404 for an unknown token.',
+      tags: ['profile'],
+      auth: 'public',
+      params: EmailToken,
+      responses: { 200: Type.Object({ status: Type.Literal('success'), message: Type.String(), data: Type.Object({ username: Type.String(), email: Type.String() }) }) },
+      async handler(ctx, { params }) {
+        ctx.body = { status: 'success', message: EMAIL_MESSAGES.confirmed, data: await confirmEmailChange(ctx.state.em, params.token) };
       },
     }),
     defineRoute({

@@ -59,7 +59,7 @@ test.serial('list, get by slug or id, update, stats, delete refused with tables'
   t.is((await onA('GET', `/api/apps/blog/datasources/${one.body.id}/`)).status, 404, 'id of another app');
   const patch = await onA('PATCH', '/api/apps/shop/datasources/main-store-2/', { name: 'Second', description: 'two' });
   t.like(patch.body, { name: 'Second', slug: 'main-store-2', description: 'two', provider_type: 'jsonb' });
-  t.is((await onA('PUT', '/api/apps/shop/datasources/main-store-2/', { provider_type: 'flat_table' })).body.errors.provider_type[0], 'Unknown field.');
+  t.is((await onA('PUT', '/api/apps/shop/datasources/main-store-2/', { provider_type: 'flat_table' })).body.errors.provider_type[0], 'This field is read-only and cannot be changed.');
   t.truthy((await onA('PATCH', '/api/apps/shop/datasources/main-store-2/', { slug: 'main-store' })).body.errors.slug);
   t.is((await onA('PATCH', '/api/apps/shop/datasources/main-store-2/', { name: 'no' }, 'pleb')).status, 403);
 

@@ -50,6 +50,7 @@ test.serial('invalid schemas: 400 VALIDATION_ERROR with every message under erro
   t.like(bad.body, { status: 'error', code: 'VALIDATION_ERROR' });
   t.is(bad.body.errors.json_schema.length, 2);
   t.true(bad.body.errors.json_schema[0].includes(`valid types are ${FIELD_TYPES.join(', ')}`));
+  t.deepEqual(bad.body.json_schema, bad.body.errors.json_schema, 'the spec\'s {json_schema: [messages]} beside the envelope');
   const injections: [string, unknown][] = [
     ['people; DROP TABLE x', { fields: [{ name: 'a', type: 'string' }] }],
     ['people', { fields: [{ name: 'a"; DROP TABLE apps; --', type: 'string' }] }],
@@ -66,6 +67,16 @@ test.serial('invalid schemas: 400 VALIDATION_ERROR with every message under erro
   }
   t.is(await tableCount(), 0);
   t.truthy(await physical(a, 'apps'));
+});
+
+test.serial('a table cannot be named stats (the fixed route /datatables/stats/ would hide it)', async (t) => {
+  const res = await onA('POST', CRM, { name: 'stats', json_schema: { fields: [{ name: 'a', type: 'string' }] } });
+  t.is(res.status, 400);
+  t.regex(res.body.errors.name[0], /reserved/);
+  const ref = await onA('POST', '/api/apps/reports/datatables/import-reference/', { source_app_slug: 'crm', source_table_name: 'companies', reference_name: 'stats' });
+  t.is(ref.status, 400);
+  t.regex(ref.body.errors.reference_name[0], /reserved/);
+  t.is(await tableCount(), 0);
 });
 
 test.serial('create, read, list, schema; materialize in FK order (twice → 400) with the physical tables in place', async (t) => {
@@ -218,6 +229,19 @@ test.serial('import-reference: single 201, bulk 207 with per-item errors, every 
   t.is((await onA('DELETE', `${CRM}contacts/`)).status, 400, 'source of a reference');
   t.is((await onA('DELETE', '/api/apps/reports/datatables/people/')).status, 200);
   t.truthy(await physical(a, `a${appIds.crm}_contacts`), 'deleting a reference keeps the source table');
+});
+
+test.serial('import-reference into an app without a data source creates its default data source', async (t) => {
+  await seedApp(a, 'bare', []);
+  const ref = await onA('POST', '/api/apps/bare/datatables/import-reference/', { source_app_slug: 'crm', source_table_name: 'companies' });
+  t.is(ref.status, 201, ref.text);
+  t.like(ref.body.data, { app_slug: 'bare', name: 'companies', is_reference: true, datasource_slug: 'default', provider_type: 'flat_table' });
+  const sources = await onA('GET', '/api/apps/bare/datasources/');
+  t.like(sources.body.data, [{ slug: 'default', name: 'Default', provider_type: 'flat_table', table_count: 1 }]);
+  const data = await onA('GET', '/api/apps/bare/datatables/companies/data/?page_size=1', undefined, 'pleb');
+  t.is(data.status, 200, data.text);
+  t.is((await s.api('POST', '/api/apps/bare/datatables/import-reference/', { host: b.domain, token: tok.adminB, body: { source_app_slug: 'crm', source_table_name: 'companies' } })).status, 404, 'site B has no such app');
+  t.is((await onA('DELETE', '/api/apps/bare/datatables/companies/')).status, 200);
 });
 
 test.serial('delete: refused while a foreign key references the table; drops the physical table', async (t) => {

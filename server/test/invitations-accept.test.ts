@@ -45,6 +45,7 @@ test('details: public, names only; INVITATION_TTL_DAYS sets the expiry', async (
     organization: { name: org.name, slug: org.slug },
     invitee_identifier: 'curious@example.com',
     state: 'pending',
+    account_exists: false,
     invited_by: owner.username,
     created: invitation.created,
     expires_at: invitation.expires_at,
@@ -102,18 +103,98 @@ test('accept for a new address: a user is created, can log in, and holds what wa
   t.is((await s.api('DELETE', `/api/cloud/organizations/${org.slug}/invitations/${invitation.uuid}/`, { token: owner.access })).status, 400);
 });
 
-test('accept for an existing user: attached by e-mail, no user created, no password returned', async (t) => {
+test('an existing account joins only with its own authentication: none → 401, another account → 403, nothing changes', async (t) => {
   const known = await makeUser(s, root, 'known');
-  const { token } = await invited(known.email.toUpperCase(), { permissions: ['view_organization'] });
+  const stranger = await makeUser(s, root, 'stranger');
+  const { invitation, token } = await invited(known.email.toUpperCase(), { permissions: ['view_organization'] });
+  t.true((await details(token)).body.account_exists);
+  const joined = async () => (await sql(s, 'SELECT 1 FROM public.organization_members WHERE organization_uuid = ? AND user_uuid = ?', [org.uuid, known.uuid])).length;
+  const anonymous = await accept(token);
+  t.is(anonymous.status, 401);
+  t.like(anonymous.body, { code: 'AUTHENTICATION_FAILED', message: 'An account with the invited e-mail exists: accept as that account, with its bearer token or its password in the body.' });
+  const wrong = await s.api('POST', `/api/cloud/invitations/${token}/accept/`, { body: { password: 'not-their-password' } });
+  t.is(wrong.status, 401);
+  t.is(wrong.body.message, 'The password does not match the account with the invited e-mail.');
+  const other = await s.api('POST', `/api/cloud/invitations/${token}/accept/`, { token: stranger.access });
+  t.is(other.status, 403);
+  const fields = await s.api('POST', `/api/cloud/invitations/${token}/accept/`, { token: known.access, body: { username: 'new-name', first_name: 'X' } });
+  t.is(fields.status, 400);
+  t.deepEqual(Object.keys(fields.body.errors).sort(), ['first_name', 'username']);
+  t.is(await joined(), 0);
+  t.is((await details(token)).body.state, 'pending');
+  t.is((await sql(s, 'SELECT 1 FROM public.organization_members WHERE organization_uuid = ? AND user_uuid = ?', [org.uuid, stranger.uuid])).length, 0);
+  t.is((await s.api('GET', `/api/cloud/organizations/${org.slug}/invitations/${invitation.uuid}/`, { token: owner.access })).body.state, 'pending');
+});
+
+test('an existing account accepts with its bearer token or with its password: attached, no user created, no password returned', async (t) => {
+  for (const how of ['token', 'password'] as const) {
+    const known = await makeUser(s, root, `known-${how}`);
+    const { token } = await invited(known.email, { permissions: ['view_organization'] });
+    const res = await s.api('POST', `/api/cloud/invitations/${token}/accept/`, how === 'token' ? { token: known.access } : { body: { password: 'Invite-test-pw-1' } });
+    t.is(res.status, 200, res.text);
+    t.deepEqual(res.body.data, { organization: org.slug, username: known.username, created: false });
+    t.is((await sql(s, 'SELECT 1 FROM public.users WHERE lower(email) = lower(?)', [known.email])).length, 1);
+    t.true((await loadGrants(em(s), known.uuid)).organization.get(org.uuid)?.has('view_organization'));
+    t.truthy(await s.login(known.username, 'Invite-test-pw-1'));
+  }
+});
+
+test('the hijack is closed: an address put on a profile without confirmation grants nothing', async (t) => {
+  const attacker = await makeUser(s, root, 'attacker');
+  const victim = 'victim.person@example.com';
+  const put = await s.api('PUT', '/api/profile/', { token: attacker.access, body: { email: victim } });
+  t.is(put.status, 200, put.text);
+  t.like(put.body, { email: attacker.email, pending_email: victim });
+  const { token } = await invited(victim, { permissions: ['view_organization'] });
+  t.false((await details(token)).body.account_exists);
+  // Signed in, the attacker cannot take it; signed out, accepting makes an account for the address.
+  t.is((await s.api('POST', `/api/cloud/invitations/${token}/accept/`, { token: attacker.access })).status, 403);
   const res = await accept(token);
   t.is(res.status, 200, res.text);
-  t.deepEqual(res.body.data, { organization: org.slug, username: known.username, created: false });
-  t.is((await sql(s, 'SELECT 1 FROM public.users WHERE lower(email) = lower(?)', [known.email])).length, 1);
-  const rows = await sql(s, 'SELECT 1 FROM public.organization_members WHERE organization_uuid = ? AND user_uuid = ?', [org.uuid, known.uuid]);
-  t.is(rows.length, 1);
-  // Their own password still works; membership shows in their grants.
-  t.truthy(await s.login(known.username, 'Invite-test-pw-1'));
-  t.true((await loadGrants(em(s), known.uuid)).organization.get(org.uuid)?.has('view_organization'));
+  t.like(res.body.data, { created: true, username: 'victim-person' });
+  t.is((await sql(s, 'SELECT 1 FROM public.organization_members WHERE organization_uuid = ? AND user_uuid = ?', [org.uuid, attacker.uuid])).length, 0);
+  const [attackerRow] = await sql(s, 'SELECT email FROM public.users WHERE uuid = ?', [attacker.uuid]);
+  t.is(attackerRow.email, attacker.email);
+});
+
+test('accept creates the account the invitee asks for: username, password, names; validated like user creation', async (t) => {
+  const { token } = await invited('asks@example.com');
+  const bad = [
+    [{ username: 'has space' }, 'username'],
+    [{ password: 'short' }, 'password'],
+    [{ password: '12345678901' }, 'password'],
+    [{ username: 'x', extra: 1 }, 'extra'],
+  ] as const;
+  for (const [body, field] of bad) {
+    const res = await s.api('POST', `/api/cloud/invitations/${token}/accept/`, { body });
+    t.is(res.status, 400, JSON.stringify(body));
+    t.truthy(res.body.errors[field], res.text);
+  }
+  const taken = await s.api('POST', `/api/cloud/invitations/${token}/accept/`, { body: { username: owner.username } });
+  t.is(taken.status, 400);
+  t.deepEqual(taken.body.errors, { username: ['A user with that username already exists.'] });
+  t.is((await sql(s, `SELECT 1 FROM public.users WHERE email = 'asks@example.com'`)).length, 0);
+  t.is((await details(token)).body.state, 'pending');
+  const res = await s.api('POST', `/api/cloud/invitations/${token}/accept/`, { body: { username: 'chosen-name', password: 'Chosen-pass-1', first_name: 'Ada', last_name: 'Lovelace' } });
+  t.is(res.status, 200, res.text);
+  t.deepEqual(res.body.data, { organization: org.slug, username: 'chosen-name', created: true });
+  const login = await s.login('chosen-name', 'Chosen-pass-1');
+  const me = await s.api('GET', '/api/profile/', { token: login.access });
+  t.like(me.body, { username: 'chosen-name', email: 'asks@example.com', first_name: 'Ada', last_name: 'Lovelace', pending_email: '' });
+});
+
+test('an invitation for the address of a deleted account is refused until a superuser restores it', async (t) => {
+  const gone = await makeUser(s, root, 'gone');
+  const { token } = await invited(gone.email);
+  t.is((await s.api('DELETE', `/api/cloud/users/${gone.username}/`, { token: root })).status, 200);
+  const res = await s.api('POST', `/api/cloud/invitations/${token}/accept/`, { body: { password: 'Invite-test-pw-1' } });
+  t.is(res.status, 400);
+  t.is(res.body.message, 'The account with the invited e-mail is deactivated or deleted: ask a platform administrator to restore it.');
+  t.is((await sql(s, 'SELECT 1 FROM public.users WHERE lower(email) = lower(?)', [gone.email])).length, 1, 'no second account');
+  t.is((await s.api('PUT', `/api/cloud/users/${gone.username}/`, { token: root, body: { is_deleted: false } })).status, 200);
+  const ok = await s.api('POST', `/api/cloud/invitations/${token}/accept/`, { body: { password: 'Invite-test-pw-1' } });
+  t.is(ok.status, 200, ok.text);
+  t.like(ok.body.data, { username: gone.username, created: false });
 });
 
 test('a taken username gets -2 like createUser', async (t) => {

@@ -30,6 +30,7 @@ export async function makeOrg(s: TestServer, owner: string, name: string): Promi
   return res.body.data;
 }
 
+/** Adds an existing user directly: a platform operator (the superuser) does it; everyone else invites. */
 export async function addMember(s: TestServer, token: string, org: string, user: string): Promise<void> {
   const res = await s.api('POST', `/api/cloud/organizations/${org}/members/`, { token, body: { user_slug: user } });
   if (res.status !== 201) throw new Error(`member add failed: ${res.text}`);

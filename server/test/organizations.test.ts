@@ -9,7 +9,7 @@ import { addMember, db, makeOrg, makeUser, PASSWORD, rows, type TestUser } from 
 let s: TestServer;
 let root: string;
 test.before(async () => {
-  s = await startTestServer();
+  s = await startTestServer({ QUOTA_ORGANIZATIONS_PER_USER: "0" }) // one owner founds many here; quotas: quotas.test.ts;
   root = (await s.login()).access;
 });
 test.after.always(async () => {
@@ -84,7 +84,7 @@ test('list: only the organizations the caller can view; superusers see all', asy
   const b = await makeUser(s, root, 'listb');
   const oa = await makeOrg(s, a.access, 'Visible To A');
   const ob = await makeOrg(s, b.access, 'Visible To B');
-  await addMember(s, b.access, ob.slug, a.username);
+  await addMember(s, root, ob.slug, a.username);
   const seenByA = await s.api('GET', '/api/cloud/organizations/?search=visible-to', { token: a.access });
   t.deepEqual(seenByA.body.results.map((o: { slug: string }) => o.slug), [oa.slug, ob.slug]);
   const seenByB = await s.api('GET', '/api/cloud/organizations/?search=visible', { token: b.access });
@@ -141,7 +141,7 @@ test('PUT: name, slug, is_active; an inactive organization leaves the default li
   const dup = await s.api('PUT', '/api/cloud/organizations/changed-slug/', { token: u.access, body: { slug: other.slug } });
   t.is(dup.status, 400);
   t.deepEqual(dup.body.errors, { slug: ['An organization with that slug already exists.'] });
-  for (const body of [{ slug: 'Bad Slug' }, { is_active: 'no' }, { name: '' }, { uuid: org.uuid }]) {
+  for (const body of [{ slug: 'Bad Slug' }, { is_active: 'no' }, { name: '' }, { uuid: crypto.randomUUID() }, { owner: 'x' }]) {
     const bad = await s.api('PUT', '/api/cloud/organizations/changed-slug/', { token: u.access, body });
     t.is(bad.status, 400, JSON.stringify(body));
   }
@@ -156,8 +156,8 @@ test('permissions: non-members get 404, members without the permission 403 with 
   const admin = await makeUser(s, root);
   const stranger = await makeUser(s, root);
   const org = await makeOrg(s, owner.access, 'Guarded');
-  await addMember(s, owner.access, org.slug, member.username);
-  await addMember(s, owner.access, org.slug, admin.username);
+  await addMember(s, root, org.slug, member.username);
+  await addMember(s, root, org.slug, admin.username);
   t.is((await s.api('POST', `/api/cloud/organizations/${org.slug}/members/${admin.username}/make_admin/`, { token: owner.access })).status, 200);
   const url = `/api/cloud/organizations/${org.slug}/`;
   const strangerCalls: [string, string, unknown][] = [
@@ -191,7 +191,7 @@ test('privileges: owner all, admin all but delete, member view only, group-inher
   const admin = await makeUser(s, root);
   const member = await makeUser(s, root);
   const org = await makeOrg(s, owner.access, 'Privileged');
-  for (const u of [admin, member]) await addMember(s, owner.access, org.slug, u.username);
+  for (const u of [admin, member]) await addMember(s, root, org.slug, u.username);
   await s.api('POST', `/api/cloud/organizations/${org.slug}/members/${admin.username}/make_admin/`, { token: owner.access });
   const priv = async (token: string) => {
     const res = await s.api('GET', `/api/cloud/organizations/${org.slug}/privileges/`, { token });
@@ -222,7 +222,7 @@ test('DELETE: sites and schemas, memberships, invitations and grants go; sole-or
   const site2 = await createTestSite(db(s));
   await db(s).execute('UPDATE public.sites SET organization_uuid = ? WHERE uuid = ?', [site1.organizationUuid, site2.uuid]);
   const [{ slug }] = await rows<{ slug: string }>(s, 'SELECT slug FROM public.organizations WHERE uuid = ?', [site1.organizationUuid]);
-  for (const u of [sole, shared, superMember]) await addMember(s, owner.access, slug, u.username);
+  for (const u of [sole, shared, superMember]) await addMember(s, root, slug, u.username);
   const elsewhere = await makeOrg(s, shared.access, 'Elsewhere');
   const group = await s.api('POST', '/api/cloud/groups/', { token: root, body: { name: 'Cascade Group' } });
   const put = await s.api('PUT', `/api/cloud/organizations/${slug}/members/${sole.username}/`, {

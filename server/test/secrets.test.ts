@@ -50,6 +50,8 @@ test.before(async () => {
   tok.reader = await siteToken(a, 'reader');
   tok.adminB = await siteToken(b, 'boss');
   tok.platform = (await s.login()).access;
+  // Apps that secrets name (a secret's app must exist).
+  for (const slug of ['shop', 'blog']) await sql(`INSERT INTO "${a.schema}".apps (name, slug) VALUES (?, ?)`, [slug, slug]);
 });
 test.after.always(async () => {
   await s?.close();

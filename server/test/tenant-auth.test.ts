@@ -18,8 +18,17 @@ const ids: Record<string, string> = {};
 
 const sql = (text: string, params: unknown[] = []) => s.handle.db.orm.em.fork().getConnection().execute(text, params);
 
-/** A site user straight in the site's schema (the sites API seeds in its own suite). */
+/**
+ * A site user straight in the site's schema (the sites API seeds in its own suite). A linked
+ * one is an admin of the site's organization, as the sites API makes them.
+ */
 async function seedSiteUser(site: TestSite, u: { username: string; password?: string; platformUserUuid?: string; admin?: boolean }): Promise<string> {
+  if (u.platformUserUuid) {
+    await sql(
+      `INSERT INTO public.organization_members (uuid, organization_uuid, user_uuid, is_admin) VALUES (gen_random_uuid(), ?, ?, true) ON CONFLICT DO NOTHING`,
+      [site.organizationUuid, u.platformUserUuid],
+    );
+  }
   const [row] = await sql(
     `INSERT INTO "${site.schema}".users (uuid, username, email, password, platform_user_uuid, is_staff, is_superuser, first_name, last_name)
      VALUES (gen_random_uuid(), ?, ?, ?, ?, ?, ?, 'First', 'Last') RETURNING uuid`,

@@ -172,7 +172,7 @@ test('profile: GET and PUT the current user; unknown fields and flags are refuse
   t.is(put.body.first_name, 'Profiled');
   const flag = await s.api('PUT', '/api/profile/', { token: u.access, body: { is_superuser: true } });
   t.is(flag.status, 400);
-  t.deepEqual(flag.body.errors, { is_superuser: ['Unknown field.'] });
+  t.deepEqual(flag.body.errors, { is_superuser: ['This field is read-only and cannot be changed.'] });
   t.false((await s.api('GET', '/api/profile/', { token: u.access })).body.is_superuser);
 });
 

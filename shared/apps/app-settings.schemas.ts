@@ -1,5 +1,6 @@
 // App settings (spec Part 2 §2): exactly one row per app, created with it, never deleted.
 import { Type, type Static } from '@sinclair/typebox';
+import { readOnlyProps } from '../common/read-only.ts';
 import { StringEnum } from '../common/validation.ts';
 
 export const CATEGORIES = ['analytics', 'integration', 'storage'] as const;
@@ -30,17 +31,8 @@ const writable = {
   documentation_url: Type.String({ maxLength: 2000, pattern: '^(https?://[^\\s/$.?#][^\\s]*)?$', description: 'An http(s) URL, or empty' }),
   support_email: Type.String({ maxLength: 254, pattern: '^([^@\\s]+@[^@\\s]+\\.[^@\\s]+)?$', description: 'An e-mail address, or empty' }),
   default_frontend_worker: Type.Unknown({ description: 'Write-only. Frontend workers do not exist yet: only null is accepted.' }),
+  icon: Type.Null({ description: 'null removes the icon (upload one with a multipart PATCH)' }),
 };
-
-/** PATCH (and the `settings` of app creation): fields left out keep their values (or defaults). */
-export const SettingsPatch = Type.Partial(Type.Object(writable, { additionalProperties: false }));
-export type SettingsPatch = Static<typeof SettingsPatch>;
-
-/** PUT (and POST): display_name is required; the other fields left out keep their values. */
-export const SettingsPut = Type.Object(
-  { ...SettingsPatch.properties, display_name: writable.display_name },
-  { additionalProperties: false },
-);
 
 const Time = Type.String({ format: 'date-time' });
 const settingsFields = {
@@ -61,6 +53,22 @@ const settingsFields = {
 
 export const SettingsView = Type.Object(settingsFields);
 export type SettingsView = Static<typeof SettingsView>;
+/** PATCH (and the `settings` of app creation): fields left out keep their values (or defaults). */
+export const SettingsPatch = Type.Partial(Type.Object(writable, { additionalProperties: false }));
+export type SettingsPatch = Static<typeof SettingsPatch>;
+
+/** Fields of the settings GET that PATCH and PUT accept back: `created_at` ignored when unchanged (a 400 when changed), the server-maintained ones ignored. */
+const readOnly = { ...readOnlyProps(SettingsView, ['created_at']), ...readOnlyProps(SettingsView, ['icon_url', 'default_frontend_worker_url', 'updated_at'], 'maintained') };
+
+/** PATCH of the settings route. */
+export const SettingsPatchBody = Type.Object({ ...SettingsPatch.properties, ...readOnly }, { additionalProperties: false });
+
+/** PUT (and POST): display_name is required; the other fields left out keep their values. */
+export const SettingsPut = Type.Object(
+  { ...SettingsPatch.properties, display_name: writable.display_name, ...readOnly },
+  { additionalProperties: false },
+);
+
 export const SettingsDetail = Type.Object({ id: Type.Integer(), ...settingsFields });
 export type SettingsDetail = Static<typeof SettingsDetail>;
 export const SettingsLight = Type.Object({

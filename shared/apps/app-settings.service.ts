@@ -6,6 +6,8 @@ import { randomUUID } from 'node:crypto';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { TObject } from '@sinclair/typebox';
+import { dropReadOnly } from '../common/read-only.ts';
 import { validate } from '../common/validation.ts';
 import type { ServiceContext } from '../context.ts';
 import { DomainError, fieldError } from '../errors.ts';
@@ -13,7 +15,7 @@ import { iso, firstRow } from '../secrets/sql.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { requireSiteAdmin, siteSchema } from '../tenancy/tenant-auth.ts';
 import { notifyAppSettingsChanged } from './app-limits.ts';
-import { MAX_ICON_BYTES, SETTINGS_DEFAULTS, SettingsPatch, SettingsPut, type SettingsDetail, type SettingsLight, type SettingsView } from './app-settings.schemas.ts';
+import { MAX_ICON_BYTES, SETTINGS_DEFAULTS, SettingsPatch, SettingsPatchBody, SettingsPut, type SettingsDetail, type SettingsLight, type SettingsView } from './app-settings.schemas.ts';
 
 export interface SettingsRow {
   id: number;
@@ -63,9 +65,9 @@ export const settingsLight = (r: Pick<SettingsRow, 'display_name' | 'category' |
 
 const COLUMNS = ['display_name', 'primary_color', 'secondary_color', 'category', 'max_functions', 'max_datatables', 'rate_limit_per_hour', 'documentation_url', 'support_email'] as const;
 
-/** Validates a settings object (PATCH form unless `put`); frontend workers do not exist yet: only null. */
-export function checkSettings(raw: unknown, put = false): SettingsPatch {
-  const input = validate(put ? SettingsPut : SettingsPatch, raw) as SettingsPatch;
+/** Validates a settings object (by default the `settings` of app creation); frontend workers do not exist yet: only null. */
+export function checkSettings(raw: unknown, schema: TObject = SettingsPatch): SettingsPatch {
+  const input = validate(schema, raw) as SettingsPatch;
   if (input.default_frontend_worker !== undefined && input.default_frontend_worker !== null) {
     throw fieldError('default_frontend_worker', 'Frontend workers are not available yet: only null is accepted.');
   }
@@ -149,8 +151,13 @@ export function settingsService(dataDir: string) {
     const tmp = path.join(dir, `.${name}.${randomUUID()}.tmp`);
     await writeFile(tmp, bytes, { mode: 0o640 });
     await rename(tmp, path.join(dir, name));
-    for (const other of Object.keys(ICON_TYPES)) if (other !== ext) await rm(path.join(dir, `${appId}.${other}`), { force: true });
+    await removeIcons(schema, appId, ext);
     return `${schema}/${name}`;
+  }
+
+  /** Removes the app's stored icon files (but the one of format `keep`). */
+  async function removeIcons(schema: string, appId: number, keep?: string): Promise<void> {
+    for (const ext of Object.keys(ICON_TYPES)) if (ext !== keep) await rm(path.join(iconRoot, schema, `${appId}.${ext}`), { force: true });
   }
 
   return {
@@ -165,7 +172,8 @@ export function settingsService(dataDir: string) {
     async update(ctx: ServiceContext, slug: string, raw: unknown, options: { put?: boolean; icon?: IconUpload; baseUrl?: string } = {}): Promise<SettingsView> {
       const schema = requireSiteAdmin(ctx);
       const app = await activeApp(ctx.em, schema, slug);
-      const input = checkSettings(raw ?? {}, options.put);
+      const body = options.put ? SettingsPut : SettingsPatchBody;
+      const input = dropReadOnly(body, checkSettings(raw ?? {}, body), settingsView(await settingsOf(ctx.em, schema, app.id), app.slug, options.baseUrl ?? ''));
       const icon = options.icon ? checkIcon(options.icon) : undefined;
       const sets: string[] = [];
       const params: unknown[] = [];
@@ -178,6 +186,9 @@ export function settingsService(dataDir: string) {
         const stored = await storeIcon(schema, app.id, options.icon!.bytes, icon.ext);
         sets.push('icon_path = ?', 'icon_content_type = ?');
         params.push(stored, icon.contentType);
+      } else if (input.icon === null) {
+        await removeIcons(schema, app.id);
+        sets.push('icon_path = NULL', 'icon_content_type = NULL');
       }
       await ctx.em.execute(`UPDATE ${quotedSchema(schema)}.app_settings SET ${[...sets, 'updated_at = now()'].join(', ')} WHERE app_id = ?`, [...params, app.id] as never[]);
       if (input.rate_limit_per_hour !== undefined) await notifyAppSettingsChanged(ctx.em, schema);

@@ -1,5 +1,6 @@
 // Apps of a site (spec Part 2 §2 App): containers of data sources and data tables.
 import { Type, type Static } from '@sinclair/typebox';
+import { readOnlyProps } from '../common/read-only.ts';
 import { StringEnum } from '../common/validation.ts';
 import { SettingsDetail, SettingsLight, SettingsPatch } from './app-settings.schemas.ts';
 
@@ -51,8 +52,11 @@ export const AppUpdate = Type.Object(
   {
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
     description: Type.Optional(Type.String({ maxLength: 10_000 })),
+    ...readOnlyProps(AppDetail, ['id', 'slug', 'created_at', 'created_by']),
+    // Changed by other routes (delete/restore, tables, data sources, settings): never by this PUT, whatever is sent.
+    ...readOnlyProps(AppDetail, ['is_active', 'table_count', 'datasource_count', 'updated_at', 'modified_by', 'tables', 'datasources', 'settings', 'package_info'], 'maintained'),
   },
-  { additionalProperties: false, description: 'Settings are not changed here (see /settings/). The slug stays.' },
+  { additionalProperties: false, description: 'Takes the fields GET returns; only name and description change (settings: /settings/; the slug stays): the others are ignored when unchanged, a 400 when changed.' },
 );
 export type AppUpdate = Static<typeof AppUpdate>;
 

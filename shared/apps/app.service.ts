@@ -4,6 +4,7 @@
 // (?is_active=false) and restore. Created_by/modified_by are site user UUIDs (null for the CLI).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { insertWithUniqueSlug, slugify } from '../common/slug.ts';
+import { dropReadOnly } from '../common/read-only.ts';
 import { validate } from '../common/validation.ts';
 import type { ServiceContext } from '../context.ts';
 import { DomainError } from '../errors.ts';
@@ -130,6 +131,7 @@ export async function updateApp(ctx: ServiceContext, slug: string, rawInput: unk
   const schema = requireSiteAdmin(ctx);
   const input = validate(AppUpdate, rawInput);
   const app = await activeAppOr404(ctx.em, schema, slug);
+  dropReadOnly(AppUpdate, input, await detail(ctx.em, schema, app, baseUrl));
   await ctx.em.execute(
     `UPDATE ${quotedSchema(schema)}.apps SET name = coalesce(?, name), description = coalesce(?, description), modified_by = ?, updated_at = now() WHERE id = ?`,
     [input.name ?? null, input.description ?? null, actorUuid(ctx), app.id],
@@ -144,7 +146,7 @@ export async function deleteApp(ctx: ServiceContext, slug: string): Promise<void
   await setActive(ctx, schema, app.id, false);
 }
 
-/** Reactivates an app (active or not) with its data sources and tables. */
+/** Reactivates an app (active or not) with the data sources and tables its delete deactivated. */
 export async function restoreApp(ctx: ServiceContext, slug: string): Promise<void> {
   const schema = requireSiteAdmin(ctx);
   const app = await findApp(ctx.em, schema, slug, true);
@@ -152,12 +154,19 @@ export async function restoreApp(ctx: ServiceContext, slug: string): Promise<voi
   await setActive(ctx, schema, app.id, true);
 }
 
+/**
+ * Delete deactivates the app and its active data sources and tables, marking those it touched
+ * (`deactivated_with_app`); restore reactivates the app and exactly the marked ones, so what was
+ * inactive before the delete stays inactive.
+ */
 async function setActive(ctx: ServiceContext, schema: string, appId: number, active: boolean): Promise<void> {
   const q = quotedSchema(schema);
+  const children = active ? 'SET is_active = true, deactivated_with_app = false, updated_at = now() WHERE app_id = ? AND deactivated_with_app'
+    : 'SET is_active = false, deactivated_with_app = true, updated_at = now() WHERE app_id = ? AND is_active';
   await ctx.em.transactional(async (tx) => {
     await tx.execute(`UPDATE ${q}.apps SET is_active = ?, modified_by = ?, updated_at = now() WHERE id = ?`, [active, actorUuid(ctx), appId]);
-    await tx.execute(`UPDATE ${q}.data_sources SET is_active = ?, updated_at = now() WHERE app_id = ?`, [active, appId]);
-    await tx.execute(`UPDATE ${q}.data_tables SET is_active = ?, updated_at = now() WHERE app_id = ?`, [active, appId]);
+    await tx.execute(`UPDATE ${q}.data_sources ${children}`, [appId]);
+    await tx.execute(`UPDATE ${q}.data_tables ${children}`, [appId]);
   });
 }
 

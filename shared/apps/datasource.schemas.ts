@@ -1,5 +1,6 @@
 // Data sources of an app (spec Part 2 §2 Data source): how its tables are stored.
 import { Type, type Static } from '@sinclair/typebox';
+import { readOnlyProps } from '../common/read-only.ts';
 import { StringEnum } from '../common/validation.ts';
 
 export const PROVIDER_TYPES = ['flat_table', 'jsonb', 'docstore'] as const;
@@ -49,8 +50,10 @@ export const DataSourceUpdate = Type.Object(
     provider_config: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
     description: Type.Optional(Type.String({ maxLength: 10_000 })),
     is_active: Type.Optional(Type.Boolean()),
+    ...readOnlyProps(DataSourceView, ['id', 'app', 'app_slug', 'provider_type', 'created_at', 'created_by']),
+    ...readOnlyProps(DataSourceView, ['app_name', 'table_count', 'materialized_count', 'updated_at', 'modified_by'], 'maintained'),
   },
-  { additionalProperties: false, description: 'provider_type cannot change once created.' },
+  { additionalProperties: false, description: 'Takes the fields GET returns: read-only ones (provider_type cannot change once created) are ignored when unchanged, a 400 when changed.' },
 );
 export type DataSourceUpdate = Static<typeof DataSourceUpdate>;
 

@@ -3,6 +3,7 @@
 // source with tables (active or not) cannot be deleted (400); deletion is permanent.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { insertWithUniqueSlug, slugify, uniqueViolation } from '../common/slug.ts';
+import { dropReadOnly } from '../common/read-only.ts';
 import { validate } from '../common/validation.ts';
 import type { ServiceContext } from '../context.ts';
 import { DomainError, fieldError } from '../errors.ts';
@@ -115,6 +116,7 @@ export async function updateDataSource(ctx: ServiceContext, appSlug: string, ref
   const input = validate(DataSourceUpdate, rawInput);
   const app = await activeAppOr404(ctx.em, schema, appSlug);
   const ds = await findDataSource(ctx.em, schema, app, ref);
+  dropReadOnly(DataSourceUpdate, input, view(ds));
   try {
     await ctx.em.execute(
       `UPDATE ${quotedSchema(schema)}.data_sources

@@ -51,7 +51,7 @@ export function defineAbility(actor: Actor, grants?: Grants): AppAbility {
     can('read', 'User');
     can(['create', 'update', 'delete'], 'User', { is_superuser: false });
     can(['create', 'update', 'delete'], 'Group');
-    cannot(['create', 'update'], 'User', ['is_superuser', 'is_staff']);
+    cannot(['create', 'update'], 'User', ['is_superuser', 'is_staff', 'is_deleted']);
   } else {
     can('read', 'User', { uuid: actor.uuid });
     can('update', 'User', ['username', 'email', 'first_name', 'last_name', 'password'], { uuid: actor.uuid });

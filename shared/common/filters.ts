@@ -21,7 +21,7 @@ export function ordering(value: string | undefined, fields: Record<string, strin
   for (const part of (value || fallback).split(',').map((s) => s.trim()).filter(Boolean)) {
     const desc = part.startsWith('-');
     const name = desc ? part.slice(1) : part;
-    const prop = fields[name];
+    const prop = Object.hasOwn(fields, name) ? fields[name] : undefined; // never a prototype key (`constructor`)
     if (!prop) throw fieldError('ordering', `Unknown ordering field "${name}". Use one of: ${Object.keys(fields).join(', ')} (prefix - for descending).`);
     out[prop] = desc ? 'desc' : 'asc';
   }

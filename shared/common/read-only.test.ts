@@ -4,12 +4,20 @@ import { DomainError } from '../errors.ts';
 import { dropReadOnly, READ_ONLY_MESSAGE, readOnlyProps, sameValue } from './read-only.ts';
 
 const View = Type.Object({ uuid: Type.String({ format: 'uuid' }), name: Type.String(), created: Type.String(), tags: Type.Array(Type.String()) });
-const Update = Type.Object({ name: Type.Optional(Type.String()), ...readOnlyProps(View, ['uuid', 'created', 'tags'] as const) }, { additionalProperties: false });
+const View2 = Type.Object({ ...View.properties, modified: Type.String() });
+const Update = Type.Object(
+  { name: Type.Optional(Type.String()), ...readOnlyProps(View, ['uuid', 'created', 'tags']), ...readOnlyProps(View2, ['modified'], 'maintained') },
+  { additionalProperties: false },
+);
 const current = { uuid: '0b5f1c1e-1111-4222-8333-444455556666', name: 'a', created: '2026-01-02T03:04:05.000Z', tags: ['x', 'y'] };
 
 test('read-only fields sent back unchanged are dropped; the writable ones stay', (t) => {
   const input = { name: 'b', uuid: current.uuid.toUpperCase(), created: '2026-01-02T03:04:05Z', tags: ['x', 'y'] };
   t.deepEqual(dropReadOnly(Update, input, current), { name: 'b' });
+});
+
+test('a maintained field (a timestamp the server sets) is dropped whatever its value: a stale copy is no attempt to change it', (t) => {
+  t.deepEqual(dropReadOnly(Update, { name: 'c', modified: '1999-01-01T00:00:00Z' }, { ...current, modified: '2026-01-01T00:00:00Z' }), { name: 'c' });
 });
 
 test('a read-only field with another value is a 400 naming it, and nothing else is dropped silently', (t) => {

@@ -8,15 +8,24 @@ import { validationError, type FieldErrors } from '../errors.ts';
 
 export const READ_ONLY_MESSAGE = 'This field is read-only and cannot be changed.';
 
+/** Marks a read-only field the server maintains itself (`modified`, `last_login`): a stale value sent back is ignored, never refused. */
+const MAINTAINED = 'x-server-maintained';
+
 /**
  * The view's `keys` as optional read-only properties of an update schema (the view's own
- * types, so a value of the wrong type is refused as such).
+ * types, so a value of the wrong type is refused as such). `maintained`: fields the server
+ * changes by itself (timestamps), whose value sent back is ignored whatever it is — a client
+ * holding a copy from before another change must not be refused for it.
  */
-export function readOnlyProps<P extends TProperties, K extends keyof P & string>(view: TObject<P>, keys: readonly K[]): { [k in K]: TOptional<P[k]> } {
+export function readOnlyProps<P extends TProperties, const K extends keyof P & string>(
+  view: TObject<P>,
+  keys: readonly K[],
+  kind: 'immutable' | 'maintained' = 'immutable',
+): { [k in K]: TOptional<P[k]> } {
   const out: Record<string, TSchema> = {};
   for (const key of keys) {
     const { $id: _id, ...schema } = view.properties[key] as TSchema;
-    out[key] = Type.Optional({ ...schema, readOnly: true } as TSchema);
+    out[key] = Type.Optional({ ...schema, readOnly: true, ...(kind === 'maintained' ? { [MAINTAINED]: true } : {}) } as TSchema);
   }
   return out as { [k in K]: TOptional<P[k]> };
 }
@@ -24,10 +33,10 @@ export function readOnlyProps<P extends TProperties, K extends keyof P & string>
 /** A read-only property of any value (a field whose GET form is not worth typing twice). */
 export const ReadOnlyAny = (description?: string) => Type.Optional(Type.Unknown({ readOnly: true, ...(description ? { description } : {}) }));
 
-function readOnlyKeys(schema: TObject): string[] {
+function readOnlyKeys(schema: TObject): [string, boolean][] {
   return Object.entries(schema.properties)
     .filter(([, prop]) => (prop as { readOnly?: boolean }).readOnly === true)
-    .map(([key]) => key);
+    .map(([key, prop]) => [key, (prop as Record<string, unknown>)[MAINTAINED] === true]);
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -62,11 +71,24 @@ export function sameValue(sent: unknown, current: unknown): boolean {
 export function dropReadOnly<T extends object>(schema: TObject, input: T, current: Record<string, unknown>): T {
   const errors: FieldErrors = {};
   const body = input as Record<string, unknown>;
-  for (const key of readOnlyKeys(schema)) {
+  for (const [key, maintained] of readOnlyKeys(schema)) {
     if (!(key in body)) continue;
-    if (!sameValue(body[key], current[key])) errors[key] = [READ_ONLY_MESSAGE];
+    if (!maintained && !sameValue(body[key], current[key])) errors[key] = [READ_ONLY_MESSAGE];
     delete body[key];
   }
   if (Object.keys(errors).length) throw validationError(errors);
+  return input;
+}
+
+/**
+ * Removes the fields of `input` whose value equals the current one (a client that sends a
+ * whole body back changes only what differs): what remains is what the caller changes, and
+ * only that is authorized field by field. `keep` names fields never treated so (passwords).
+ */
+export function withoutUnchanged<T extends object>(input: T, current: Record<string, unknown>, keep: readonly string[] = []): T {
+  const body = input as Record<string, unknown>;
+  for (const key of Object.keys(body)) {
+    if (!keep.includes(key) && key in current && sameValue(body[key], current[key])) delete body[key];
+  }
   return input;
 }

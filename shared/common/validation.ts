@@ -4,7 +4,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
-import { validationError, type FieldErrors } from '../errors.ts';
+import { addFieldError, validationError, type FieldErrors } from '../errors.ts';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 
@@ -77,14 +77,17 @@ function messageFor(e: ErrorObject): string {
 /** Ajv errors → {field: [messages]}; `root` names errors about the whole document. */
 export function toFieldErrors(errors: ErrorObject[], root = 'non_field_errors'): FieldErrors {
   const out: FieldErrors = {};
+  // A value matching no alternative of an anyOf (`id` or `{id, name}`) is described by the
+  // first alternative, the main form: not by every branch, nor by Ajv's "must match a schema in anyOf".
+  const alternatives = errors.filter((e) => e.keyword === 'anyOf').map((e) => e.schemaPath);
+  errors = errors.filter((e) => !alternatives.some((p) => e.schemaPath === p || (e.schemaPath.startsWith(`${p}/`) && !e.schemaPath.startsWith(`${p}/0/`))));
   for (const e of errors) {
     const p = e.params as Record<string, unknown>;
     let field = e.instancePath.replace(/^\//, '').replace(/\//g, '.');
     if (e.keyword === 'required') field = field ? `${field}.${p.missingProperty}` : String(p.missingProperty);
     if (e.keyword === 'additionalProperties') field = field ? `${field}.${p.additionalProperty}` : String(p.additionalProperty);
     if (!field) field = root;
-    const text = messageFor(e);
-    (out[field] ??= []).includes(text) || out[field].push(text);
+    addFieldError(out, field, messageFor(e));
   }
   return out;
 }

@@ -1,5 +1,6 @@
 // Data tables of an app (spec Part 2 §2 "Data table", §4): request and response shapes.
 import { Type, type Static } from '@sinclair/typebox';
+import { readOnlyProps } from '../common/read-only.ts';
 
 const Time = Type.String({ format: 'date-time' });
 const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
@@ -71,8 +72,23 @@ export const DataTableCreate = Type.Object(
 export type DataTableCreate = Static<typeof DataTableCreate>;
 
 export const DataTableUpdate = Type.Object(
-  { description: Type.Optional(Type.String({ maxLength: 10_000 })), json_schema: Type.Optional(JsonSchemaDoc) },
-  { additionalProperties: false },
+  {
+    description: Type.Optional(Type.String({ maxLength: 10_000 })),
+    json_schema: Type.Optional(JsonSchemaDoc),
+    ...readOnlyProps(DataTableView, [
+      'id', 'data_source', 'datasource_slug', 'app_slug', 'name', 'physical_table_name', 'provider_type', 'is_reference', 'source_info', 'created_at', 'created_by',
+    ]),
+    // Derived from json_schema, or changed by other operations (materialize, delete, renames of the app or source).
+    ...readOnlyProps(
+      DataTableView,
+      ['datasource_name', 'app_name', 'is_materialized', 'is_active', 'schema_hash', 'field_count', 'field_names', 'primary_key', 'schema_format', 'updated_at', 'modified_by'],
+      'maintained',
+    ),
+  },
+  {
+    additionalProperties: false,
+    description: 'Takes the fields GET returns: only description and json_schema change; identifying fields are ignored when unchanged and a 400 when changed, derived ones are ignored.',
+  },
 );
 export type DataTableUpdate = Static<typeof DataTableUpdate>;
 

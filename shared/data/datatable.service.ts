@@ -4,13 +4,15 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { pageOffset, parsePageRequest, resolvePage, type Page } from '../common/pagination.ts';
 import { uniqueViolation } from '../common/slug.ts';
+import { dropReadOnly } from '../common/read-only.ts';
 import { validate } from '../common/validation.ts';
 import type { ServiceContext } from '../context.ts';
 import { allowLongStatements } from '../db/statement-timeout.ts';
-import { DomainError, fieldError, validationError } from '../errors.ts';
+import { DomainError, fieldError } from '../errors.ts';
 import { countOf, firstRow, iso, pgCode, rows } from '../secrets/sql.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { requireSiteAdmin, siteSchema } from '../tenancy/tenant-auth.ts';
+import { createDataSource } from '../apps/datasource.service.ts';
 import { createTableDdl, dropTableDdl, physicalTableName, type ProviderType } from './ddl.ts';
 import {
   DataTableCreate, DataTableListQuery, DataTableUpdate, ImportReference,
@@ -118,7 +120,20 @@ function view(r: TableRow): DataTableView {
   };
 }
 
-const schemaError = (messages: string[]) => validationError({ json_schema: messages }, 'Invalid table schema.');
+const DEFAULT_SOURCE_DESCRIPTION = 'Created to hold reference tables imported into this app.';
+
+/**
+ * An invalid table schema: the spec's body `{json_schema: [messages]}` (Part 2 §7 item 1) as a
+ * top-level field beside the standard envelope, whose `errors.json_schema` holds the same list.
+ */
+const schemaError = (messages: string[], message = 'Invalid table schema.') =>
+  new DomainError('VALIDATION_ERROR', message, { errors: { json_schema: messages }, extra: { json_schema: messages } });
+
+/** Table names a fixed route of the app takes (`/api/apps/{app}/datatables/stats/`): refused at creation. */
+const RESERVED_NAMES = new Set(['stats']);
+function checkName(field: 'name' | 'reference_name', name: string | undefined): void {
+  if (name !== undefined && RESERVED_NAMES.has(name)) throw fieldError(field, `"${name}" is reserved: /api/apps/{app_slug}/datatables/${name}/ is a route of its own.`);
+}
 
 /** An active app (soft-deleted apps answer 404, as in the apps API). */
 async function findApp(em: EntityManager, schema: string, slug: string): Promise<AppRow> {
@@ -218,6 +233,7 @@ async function insertTable(
 /** Creates one reference (the import-reference rules of spec §4); errors are DomainErrors. */
 async function createReference(ctx: ServiceContext, schema: string, target: AppRow, raw: unknown): Promise<DataTableView> {
   const input = validate(ImportReference, raw);
+  checkName('reference_name', input.reference_name);
   const source = await findApp(ctx.em, schema, input.source_app_slug);
   if (source.id === target.id) throw fieldError('source_app_slug', 'The source app must be another app than the target app.');
   const src = await firstRow<TableRow>(ctx.em, `${SELECT(quotedSchema(schema))} WHERE t.app_id = ? AND t.name = ?`, [source.id, input.source_table_name]);
@@ -229,13 +245,14 @@ async function createReference(ctx: ServiceContext, schema: string, target: AppR
   if (await firstRow(ctx.em, `SELECT 1 FROM ${quotedSchema(schema)}.data_tables WHERE app_id = ? AND name = ?`, [target.id, name])) {
     throw fieldError('reference_name', `A data table named "${name}" already exists in app "${target.slug}".`);
   }
-  // The reference belongs to a data source of the target app: one of the source's provider type, else the first.
-  const ds = await firstRow<{ id: number }>(
+  // The reference belongs to a data source of the target app: one of the source's provider type,
+  // else the first; an app without any gets its default data source, made as the data source
+  // service makes one (slug `default`, the source's provider type).
+  const ds = (await firstRow<{ id: number }>(
     ctx.em,
     `SELECT id FROM ${quotedSchema(schema)}.data_sources WHERE app_id = ? ORDER BY (provider_type = ?) DESC, id LIMIT 1`,
     [target.id, src.provider_type],
-  );
-  if (!ds) throw fieldError('non_field_errors', `App "${target.slug}" has no data source to hold the reference.`);
+  )) ?? (await createDataSource(ctx, target.slug, { name: 'Default', provider_type: src.provider_type, description: DEFAULT_SOURCE_DESCRIPTION }));
   const id = await insertTable(ctx.em, schema, ctx, {
     appId: target.id, sourceId: ds.id, name, description: src.description, doc: src.json_schema, materialized: true, sourceTableId: src.id,
   });
@@ -264,6 +281,7 @@ export const dataTableService = {
   async create(ctx: ServiceContext, scope: Required<TableScope>, rawInput: unknown): Promise<DataTableView> {
     const schema = requireSiteAdmin(ctx);
     const input = validate(DataTableCreate, rawInput);
+    checkName('name', input.name);
     const app = await findApp(ctx.em, schema, scope.app_slug);
     const ds = await findSource(ctx.em, schema, app.id, scope.ds);
     const doc = await checkedSchema(ctx.em, schema, app.id, input.name, input.json_schema);
@@ -285,6 +303,7 @@ export const dataTableService = {
     const schema = requireSiteAdmin(ctx);
     const input = validate(DataTableUpdate, rawInput);
     const row = await findTable(ctx.em, schema, scope, name);
+    dropReadOnly(DataTableUpdate, input, view(row));
     let doc: TableSchema | undefined;
     if (input.json_schema !== undefined && schemaHash(input.json_schema) !== row.schema_hash.trim()) {
       if (row.is_reference) throw new DomainError('CONFLICT', 'A reference table takes its schema from the source table.');
@@ -343,7 +362,7 @@ export const dataTableService = {
       if (resource === '' || resource === row.name) continue;
       const t = await firstRow<TableRow>(ctx.em, `${SELECT(q)} WHERE t.app_id = ? AND t.name = ?`, [row.app_id, resource]);
       if (!t?.is_materialized) {
-        throw validationError({ json_schema: [`foreignKeys[${i}] (${fk.fields.join(', ')} → ${resource}): the referenced table "${resource}" is not materialized; materialize it first.`] }, 'Foreign key target not materialized.');
+        throw schemaError([`foreignKeys[${i}] (${fk.fields.join(', ')} → ${resource}): the referenced table "${resource}" is not materialized; materialize it first.`], 'Foreign key target not materialized.');
       }
       targets.set(resource, t.src_physical ?? t.physical_table_name);
     }
@@ -361,7 +380,7 @@ export const dataTableService = {
       const code = pgCode(err);
       // Class 42 (syntax/definition) and 22 (data): the schema asks for something PostgreSQL refuses.
       if (code && (code.startsWith('42') || code.startsWith('22'))) {
-        throw validationError({ json_schema: [`PostgreSQL refused the table: ${(err as Error).message.split('\n')[0]!.replace(/^.* - /, '')}`] }, 'The table could not be created.');
+        throw schemaError([`PostgreSQL refused the table: ${(err as Error).message.split('\n')[0]!.replace(/^.* - /, '')}`], 'The table could not be created.');
       }
       throw err;
     }

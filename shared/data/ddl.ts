@@ -4,7 +4,7 @@
 // the grammar of compileFragment. Nothing from the document is interpolated raw.
 import { quotedSchema } from '../tenancy/schema.ts';
 import {
-  GENERATED_KEY, compileFragment, declaredKey, fieldNamesOf, foreignKeysOf, primaryKeyOf, quoteIdent,
+  GENERATED_KEY, anchored, compileFragment, declaredKey, fieldNamesOf, foreignKeysOf, primaryKeyOf, quoteIdent,
   type Field, type TableSchema,
 } from './table-schema.ts';
 
@@ -73,7 +73,7 @@ function flatColumns(s: TableSchema): string[] {
     const lengthOf = columnType(f) === 'jsonb' ? (f.type === 'array' ? `jsonb_array_length(${col})` : undefined) : `char_length(${col}::text)`;
     if (lengthOf && c.minLength !== undefined) checks.push(`${lengthOf} >= ${Number(c.minLength)}`);
     if (lengthOf && c.maxLength !== undefined) checks.push(`${lengthOf} <= ${Number(c.maxLength)}`);
-    if (c.pattern !== undefined && columnType(f) !== 'jsonb') checks.push(`${col}::text ~ ${quoteLiteral(c.pattern)}`);
+    if (c.pattern !== undefined && columnType(f) !== 'jsonb') checks.push(`${col}::text ~ ${quoteLiteral(anchored(c.pattern))}`);
     if (f.type === 'yearmonth') checks.push(`${col} ~ ${quoteLiteral(YEARMONTH_RE)}`);
     if (c.enum) checks.push(`${col} IN (${c.enum.map((v) => sqlLiteral(f, v)).join(', ')})`);
     for (const check of checks) parts.push(`CHECK (${check})`);

@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import test from 'ava';
 import { csvRecords } from './fixtures-csv.ts';
-import { recordValidator, validateRecords } from './record-validator.ts';
+import { CACHE_LIMIT, compiledSchemaCount, recordValidator, validateRecords } from './record-validator.ts';
 import { schemaHash, type TableSchema } from './table-schema.ts';
 
 const fixture = (name: string): TableSchema => JSON.parse(readFileSync(new URL(`../../fixtures/schemas/${name}`, import.meta.url), 'utf8'));
@@ -34,7 +34,7 @@ test('each field type and constraint', (t) => {
       { name: 'arr', type: 'array', constraints: { maxLength: 1 } },
     ],
   };
-  t.true(validateRecords(schema, [{ s: 'ab', e: null, i: 5, g: [1, 2], ym: '2026-01', dt: '2026-01-01T00:00:00Z', d: '2026-01-01', arr: [] }]).is_valid);
+  t.true(validateRecords(schema, [{ s: 'ab', e: null, i: 5, g: '1, 2', ym: '2026-01', dt: '2026-01-01T00:00:00Z', d: '2026-01-01', arr: [] }]).is_valid);
   const { errors } = validateRecords(schema, [
     { s: 'ABCDE', e: 'nope', u: 'nope', i: 1.5, n: 'x', b: 'yes', d: '2026-13-01', dt: 'yesterday', ym: '2026-13', g: 'here', en: 'z', arr: [1, 2] },
     {},
@@ -46,4 +46,24 @@ test('each field type and constraint', (t) => {
 test('validators are compiled once per schema hash', (t) => {
   const schema = fixture('contacts.json');
   t.is(recordValidator(schema), recordValidator(JSON.parse(JSON.stringify(schema)), schemaHash(schema)));
+});
+
+test('patterns run on RE2: a catastrophic pattern on a 50,000-character value answers, correctly', (t) => {
+  const schema: TableSchema = { fields: [{ name: 's', type: 'string', constraints: { pattern: '(a+)+' } }] };
+  const long = `${'a'.repeat(50_000)}!`;
+  t.false(validateRecords(schema, [{ s: long }]).is_valid);
+  t.true(validateRecords(schema, [{ s: 'a'.repeat(50_000) }]).is_valid);
+});
+
+test('Frictionless patterns are anchored: the whole value must match', (t) => {
+  const schema: TableSchema = { fields: [{ name: 'code', type: 'string', constraints: { pattern: '[A-Z]{2}|[0-9]{3}' } }] };
+  t.deepEqual(validateRecords(schema, [{ code: 'AB' }, { code: '123' }]).errors, []);
+  const { errors } = validateRecords(schema, [{ code: 'xABx' }, { code: '1234' }, { code: 'AB123' }]);
+  t.deepEqual(errors.map((e) => e.slice(0, 17)), ["row 0: field 'cod", "row 1: field 'cod", "row 2: field 'cod"]);
+});
+
+test('evicted validators leave Ajv too: compiled schemas stay bounded by the cache size', (t) => {
+  for (let i = 0; i < CACHE_LIMIT + 50; i++) recordValidator({ fields: [{ name: `f${i}`, type: 'string' }] });
+  // At most the cached validators' schemas and Ajv's own meta-schema.
+  t.true(compiledSchemaCount() <= CACHE_LIMIT + 1, String(compiledSchemaCount()));
 });

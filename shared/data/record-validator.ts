@@ -2,49 +2,27 @@
 // validate_data uses it now, the records API reuses it. Fields not marked required accept
 // null or absence; the generated `id` is not part of a record.
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import addFormatsModule from 'ajv-formats';
-import { YEARMONTH_RE } from './ddl.ts';
-import { schemaHash, type Field, type TableSchema } from './table-schema.ts';
+import { linearRegExp } from '../common/linear-regexp.ts';
+import { FORMATS, typeSchema } from './field-types.ts';
+import { anchored, schemaHash, type Field, type TableSchema } from './table-schema.ts';
 
-const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
-const ajv = addFormats(new Ajv({ allErrors: true, strict: false }));
-const cache = new Map<string, ValidateFunction>();
-const CACHE_LIMIT = 500;
+// Patterns come from users: RE2 (linear time), never the backtracking engine. Formats are the
+// Frictionless ones (field-types.ts).
+const ajv = new Ajv({ allErrors: true, strict: false, code: { regExp: linearRegExp }, formats: FORMATS });
+/** Validators by schema hash, with the JSON Schema they were compiled from (to remove it from Ajv on eviction). */
+const cache = new Map<string, { fn: ValidateFunction; source: object }>();
+export const CACHE_LIMIT = 500;
 
 function fieldSchema(f: Field): Record<string, unknown> {
   const c = f.constraints ?? {};
-  const s: Record<string, unknown> = {};
-  switch (f.type) {
-    case 'string':
-      s.type = 'string';
-      if (f.format === 'email' || f.format === 'uri' || f.format === 'uuid') s.format = f.format;
-      break;
-    case 'integer': s.type = 'integer'; break;
-    case 'number': s.type = 'number'; break;
-    case 'boolean': s.type = 'boolean'; break;
-    case 'object': s.type = 'object'; break;
-    case 'array': s.type = 'array'; break;
-    case 'date': s.type = 'string'; s.format = 'date'; break;
-    case 'time': s.type = 'string'; s.format = 'time'; break;
-    case 'datetime': s.type = 'string'; s.format = 'date-time'; break;
-    case 'year': s.type = 'integer'; break;
-    case 'yearmonth': s.type = 'string'; s.pattern = YEARMONTH_RE; break;
-    case 'duration': s.type = 'string'; s.format = 'duration'; break;
-    case 'geopoint':
-      s.anyOf = [
-        { type: 'array', items: { type: 'number' }, minItems: 2, maxItems: 2 },
-        { type: 'object', required: ['lon', 'lat'], properties: { lon: { type: 'number' }, lat: { type: 'number' } } },
-      ];
-      break;
-    case 'geojson': s.type = 'object'; s.required = ['type']; break;
-    default: break; // any
-  }
+  const s = typeSchema(f);
   const numeric = f.type === 'integer' || f.type === 'number' || f.type === 'year';
   if (numeric && typeof c.minimum === 'number') s.minimum = c.minimum;
   if (numeric && typeof c.maximum === 'number') s.maximum = c.maximum;
   if (c.minLength !== undefined) s[f.type === 'array' ? 'minItems' : 'minLength'] = c.minLength;
   if (c.maxLength !== undefined) s[f.type === 'array' ? 'maxItems' : 'maxLength'] = c.maxLength;
-  if (c.pattern !== undefined && s.type === 'string') s.pattern = c.pattern;
+  // Frictionless patterns are XML Schema regular expressions: the whole value must match.
+  if (c.pattern !== undefined && s.type === 'string') s.pattern = anchored(c.pattern);
   if (c.enum) s.enum = c.enum;
   return c.required ? s : { anyOf: [{ type: 'null' }, s] };
 }
@@ -59,16 +37,28 @@ export function recordJsonSchema(schema: TableSchema): Record<string, unknown> {
   };
 }
 
-/** The compiled validator of a schema, cached by hash. */
+/**
+ * The compiled validator of a schema, cached by hash (least recently used evicted first). An
+ * evicted schema leaves Ajv's own cache too, so memory stays bounded by CACHE_LIMIT schemas.
+ */
 export function recordValidator(schema: TableSchema, hash = schemaHash(schema)): ValidateFunction {
-  let fn = cache.get(hash);
-  if (!fn) {
-    fn = ajv.compile(recordJsonSchema(schema));
-    if (cache.size >= CACHE_LIMIT) cache.delete(cache.keys().next().value!);
-    cache.set(hash, fn);
+  let entry = cache.get(hash);
+  if (entry) cache.delete(hash);
+  else {
+    const source = recordJsonSchema(schema);
+    entry = { fn: ajv.compile(source), source };
+    if (cache.size >= CACHE_LIMIT) {
+      const [oldest, evicted] = cache.entries().next().value!;
+      cache.delete(oldest);
+      ajv.removeSchema(evicted.source);
+    }
   }
-  return fn;
+  cache.set(hash, entry);
+  return entry.fn;
 }
+
+/** Schemas held by the validator's Ajv instance (tests: it stays bounded by CACHE_LIMIT). */
+export const compiledSchemaCount = (): number => (ajv as unknown as { _cache: Map<unknown, unknown> })._cache.size;
 
 function describe(e: ErrorObject): string {
   const field = e.instancePath.split('/')[1] ?? (e.keyword === 'required' ? String((e.params as { missingProperty: string }).missingProperty) : '');

@@ -13,7 +13,7 @@ import type { ServiceContext } from '../context.ts';
 import { allowLongStatements } from '../db/statement-timeout.ts';
 import { DomainError, fieldError, type FieldErrors } from '../errors.ts';
 import type { TableScope } from './datatable.service.ts';
-import { coerceValue } from './query/filter.ts';
+import { castCell, type Cast } from './field-types.ts';
 import { listQuery, plain } from './records/read.ts';
 import { openTarget, type RecordRow, type Target } from './records/target.ts';
 import { failingRecord, insertRecords, recordErrors, violation } from './records/write.ts';
@@ -176,38 +176,11 @@ export function csvImportOptions(query: Record<string, unknown>): CsvImportOptio
   return out;
 }
 
-type Coercer = (text: string) => { value?: unknown; error?: string };
-
-/** CSV text → the field's type: integers, numbers, booleans (true/false/1/0), JSON for object/array fields. */
-function coercerFor(t: Target, field: string): Coercer {
-  const info = t.columns.get(field)!;
-  const type = t.schema.fields.find((f) => f.name === field)?.type;
-  const via = (value: unknown) => {
-    try {
-      return { value: coerceValue(field, info, value) };
-    } catch (err) {
-      return { error: err instanceof DomainError ? (err.errors?.[field]?.[0] ?? err.message) : 'Invalid value.' };
-    }
-  };
-  switch (info.pgType) {
-    case 'bigint':
-    case 'integer':
-    case 'double precision':
-      return (s) => via(s.trim());
-    case 'boolean':
-      return (s) => via(s.trim().toLowerCase());
-    case 'jsonb':
-      return (s) => {
-        try {
-          return { value: JSON.parse(s) as unknown };
-        } catch {
-          // A field of type `any` takes plain text too; object, array and geo fields need JSON.
-          return type === 'any' ? { value: s } : { error: `Invalid JSON ${JSON.stringify(s.length > 40 ? `${s.slice(0, 40)}…` : s)}: expected a JSON ${type === 'array' ? 'array' : 'value'}.` };
-        }
-      };
-    default: // text, uuid, date, time, timestamptz, interval: the schema validation checks the format
-      return (s) => (s.includes('\0') ? { error: 'Invalid value: NUL characters are not allowed.' } : { value: s });
-  }
+/** CSV text → the field's logical value (field-types.ts: Frictionless lexical forms and options). */
+function coercerFor(t: Target, field: string): (text: string) => Cast {
+  const f = t.schema.fields.find((x) => x.name === field);
+  // The generated key (not a schema field): a UUID, checked by the validation.
+  return f ? (text) => castCell(f, text) : (text) => ({ value: text });
 }
 
 /** Column index → field, checked before anything is read further: unknown headers or mapping entries → 400. */
@@ -309,7 +282,7 @@ export async function importCsv(ctx: ServiceContext, scope: TableScope, name: st
       cells.forEach((text, i) => {
         if (text === '') return; // empty cell: field left out (its default applies)
         const out = coerce[i]!(text);
-        if (out.error !== undefined) bad[fields[i]!] = [out.error];
+        if ('error' in out) bad[fields[i]!] = [out.error];
         else rec[fields[i]!] = out.value;
       });
       const errors: FieldErrors = {};

@@ -141,3 +141,12 @@ test('canonical form and hash: key order never changes the hash, content does', 
   t.regex(schemaHash(a), /^[0-9a-f]{64}$/);
   t.not(schemaHash(a), schemaHash({ ...a, title: 'x' }));
 });
+
+test('patterns: lookaround and backreferences are refused (RE2, linear time), saying so', (t) => {
+  for (const pattern of ['(?=a)b', '(?!x)y', '(?<=a)b', '(?<!a)b', '(a)\\1', '(?<n>a)\\k<n>']) {
+    const errors = ok({ fields: [{ name: 'p', type: 'string', constraints: { pattern } }] });
+    t.deepEqual(errors, ["Field 'p': constraint pattern uses lookahead, lookbehind or a backreference, which are not supported (patterns run on RE2, a linear-time engine)."], pattern);
+  }
+  t.true(has(ok({ fields: [{ name: 'p', type: 'string', constraints: { pattern: '(' } }] }), "Field 'p': constraint pattern does not compile: "));
+  t.deepEqual(ok({ fields: [{ name: 'p', type: 'string', constraints: { pattern: '^[A-Z]{2}\\u00e9\\d+$' } }] }), []);
+});

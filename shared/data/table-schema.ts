@@ -2,6 +2,8 @@
 // returns EVERY problem as a message, the canonical form (stable key order) and its hash,
 // and the derived facts (field names, primary key). See docs/data-tables.md for the choices.
 import { createHash } from 'node:crypto';
+import { patternProblem } from '../common/linear-regexp.ts';
+import { TYPE_FORMATS, TYPE_PROPERTIES } from './field-types.ts';
 
 export const IDENT_RE = /^[a-z_][a-z0-9_]{0,62}$/;
 
@@ -14,6 +16,9 @@ export const STRING_FORMATS = ['default', 'email', 'uri', 'binary', 'uuid'] as c
 export const ON_DELETE = ['RESTRICT', 'CASCADE', 'SET NULL', 'SET DEFAULT', 'NO ACTION'] as const;
 export type OnDelete = (typeof ON_DELETE)[number];
 export const INDEX_METHODS = ['btree', 'hash', 'gin', 'gist', 'brin'] as const;
+
+/** A Frictionless pattern (XML Schema regular expression: the whole value must match) as a JSON Schema / PostgreSQL one. */
+export const anchored = (pattern: string): string => `^(?:${pattern})$`;
 
 /** The generated key column of a schema that declares no primaryKey. */
 export const GENERATED_KEY = 'id';
@@ -39,6 +44,14 @@ export interface Field {
   example?: unknown;
   rdfType?: string;
   'x-rename-from'?: string;
+  /** number: lexical options of CSV cells (docs/data-tables.md "Field types"). */
+  decimalChar?: string;
+  groupChar?: string;
+  /** number, integer: false strips non-numeric characters around a CSV cell's number. */
+  bareNumber?: boolean;
+  /** boolean: the CSV cells that read as true / false. */
+  trueValues?: string[];
+  falseValues?: string[];
 }
 export interface ForeignKey {
   fields: string[];
@@ -65,11 +78,16 @@ export interface TableSchema {
   graph?: Record<string, unknown>;
 }
 
-const FIELD_KEYS = ['name', 'type', 'format', 'title', 'description', 'constraints', 'default', 'example', 'rdfType', 'x-rename-from'];
+const TYPED_KEYS = [...new Set(Object.values(TYPE_PROPERTIES).flat())];
+const FIELD_KEYS = ['name', 'type', 'format', 'title', 'description', 'constraints', 'default', 'example', 'rdfType', 'x-rename-from', ...TYPED_KEYS];
 const CONSTRAINT_KEYS = ['required', 'unique', 'minimum', 'maximum', 'minLength', 'maxLength', 'pattern', 'enum'];
 const TOP_KEYS = ['fields', 'primaryKey', 'foreignKeys', 'indexes', 'title', 'description', 'hierarchy', 'graph'];
 const INDEX_KEYS = ['name', 'fields', 'expression', 'unique', 'method', 'where', 'comment'];
 
+/** Field names that would shadow members of every JavaScript object (`__proto__`, `constructor`). */
+const OBJECT_MEMBERS = new Set(Object.getOwnPropertyNames(Object.prototype).filter((n) => IDENT_RE.test(n)));
+/** Index names materialization gives its own indexes and constraints (ddl.ts: `{physical}_{name}`). */
+const RESERVED_INDEX = /^(?:pkey|fk\d+|_search|data_gin|doc_gin|_u_.*)$/;
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const isStrArray = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string');
 const asList = (v: unknown): unknown => (typeof v === 'string' ? [v] : v);
@@ -178,16 +196,30 @@ function checkField(raw: unknown, i: number, errors: string[]): void {
   if (typeof raw.name !== 'string' || !IDENT_RE.test(raw.name)) {
     errors.push(`${label}: name ${show(raw.name)} must match ^[a-z_][a-z0-9_]{0,62}$ (lower-case letters, digits, _).`);
   }
+  if (typeof raw.name === 'string' && OBJECT_MEMBERS.has(raw.name)) errors.push(`${label}: the name is reserved (a member of every JavaScript object).`);
   for (const k of Object.keys(raw)) if (!FIELD_KEYS.includes(k)) errors.push(`${label}: unknown property '${k}'.`);
   const type = raw.type;
   if (typeof type !== 'string' || !(FIELD_TYPES as readonly string[]).includes(type)) {
     errors.push(`${label}: invalid type ${show(type)}; valid types are ${FIELD_TYPES.join(', ')}.`);
   }
   if (raw.format !== undefined) {
-    if (type === 'string') {
-      if (!(STRING_FORMATS as readonly string[]).includes(raw.format as string)) errors.push(`${label}: invalid format ${show(raw.format)} for type string; valid formats are ${STRING_FORMATS.join(', ')}.`);
-    } else if (raw.format !== 'default') errors.push(`${label}: type ${show(type)} takes no format other than 'default'.`);
+    const formats = type === 'string' ? STRING_FORMATS : TYPE_FORMATS[type as string];
+    if (formats) {
+      if (!formats.includes(raw.format as string)) errors.push(`${label}: invalid format ${show(raw.format)} for type ${type}; valid formats are ${formats.join(', ')}.`);
+    } else if (raw.format !== 'default') {
+      const dates = type === 'date' || type === 'time' || type === 'datetime' ? ' (ISO 8601 values only: "any" and strptime patterns are not supported)' : '';
+      errors.push(`${label}: type ${show(type)} takes no format other than 'default'${dates}.`);
+    }
   }
+  for (const k of TYPED_KEYS) {
+    if (raw[k] === undefined) continue;
+    if (!TYPE_PROPERTIES[type as string]?.includes(k)) errors.push(`${label}: property '${k}' applies to ${Object.keys(TYPE_PROPERTIES).filter((t) => TYPE_PROPERTIES[t]!.includes(k)).join(' and ')} fields only.`);
+    else if (k === 'bareNumber' ? typeof raw[k] !== 'boolean' : k.endsWith('Values') ? !isStrArray(raw[k]) || !(raw[k] as string[]).length : typeof raw[k] !== 'string' || !(raw[k] as string).length || (raw[k] as string).length > 10) {
+      errors.push(`${label}: ${k} must be ${k === 'bareNumber' ? 'a boolean' : k.endsWith('Values') ? 'a non-empty array of strings' : 'a string of 1 to 10 characters'}.`);
+    }
+  }
+  if (isStrArray(raw.trueValues) && isStrArray(raw.falseValues) && raw.trueValues.some((v) => (raw.falseValues as string[]).includes(v))) errors.push(`${label}: trueValues and falseValues overlap.`);
+  if (raw.groupChar !== undefined && (raw.decimalChar ?? '.') === raw.groupChar) errors.push(`${label}: decimalChar and groupChar must differ.`);
   for (const k of ['title', 'description', 'rdfType'] as const) if (raw[k] !== undefined && typeof raw[k] !== 'string') errors.push(`${label}: ${k} must be a string.`);
   if (raw['x-rename-from'] !== undefined && (typeof raw['x-rename-from'] !== 'string' || !IDENT_RE.test(raw['x-rename-from']))) {
     errors.push(`${label}: x-rename-from must be a field name.`);
@@ -212,7 +244,8 @@ function checkField(raw: unknown, i: number, errors: string[]): void {
   if (c.pattern !== undefined) {
     if (typeof c.pattern !== 'string' || c.pattern.includes('\0')) errors.push(`${label}: constraint pattern must be a string.`);
     else {
-      try { new RegExp(c.pattern, 'u'); } catch (err) { errors.push(`${label}: constraint pattern does not compile: ${(err as Error).message}.`); }
+      const problem = patternProblem(c.pattern);
+      if (problem) errors.push(`${label}: constraint pattern ${problem}.`);
     }
   }
   if (c.enum !== undefined) {
@@ -293,6 +326,7 @@ export function validateTableSchema(doc: unknown, tables: ReadonlyMap<string, re
         if (!isObj(ix)) { errors.push(`${at}: must be an object.`); return; }
         for (const k of Object.keys(ix)) if (!INDEX_KEYS.includes(k)) errors.push(`${at}: unknown property '${k}'.`);
         if (typeof ix.name !== 'string' || !IDENT_RE.test(ix.name)) errors.push(`${at}: name ${show(ix.name)} must match ^[a-z_][a-z0-9_]{0,62}$.`);
+        else if (RESERVED_INDEX.test(ix.name)) errors.push(`${at}: the name is reserved for the table's own indexes and constraints (pkey, fk<n>, _search, data_gin, doc_gin, _u_…).`);
         else if (seen.has(ix.name)) errors.push(`${at}: index name is used more than once.`);
         else seen.add(ix.name);
         const hasFields = ix.fields !== undefined;

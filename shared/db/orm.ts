@@ -26,8 +26,13 @@ export async function createOrm(clientUrl: string, options: OrmOptions = {}): Pr
     allowGlobalContext: false,
     debug: false,
     pool: { min: 0, max: options.poolMax ?? 20 },
-    // pg sends it in the startup message of each connection: no SET, no round trip per request.
-    driverOptions: options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {},
+    // Startup parameters of each pooled connection (no SET, no round trip per request): intervals
+    // in ISO 8601 (`P1DT2H`, the form data tables' duration fields are written in) and the
+    // statement timeout of requests.
+    driverOptions: {
+      options: '-c intervalstyle=iso_8601',
+      ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}),
+    },
     migrations: {
       migrationsList: platformMigrations,
       tableName: 'platform_migrations',

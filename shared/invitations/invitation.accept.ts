@@ -3,20 +3,30 @@
 // once: in one transaction holding a row lock on the invitation, so of two concurrent accepts
 // exactly one succeeds and the other finds it accepted.
 //
-// Identity: the invitation is bound to an e-mail address, and the token reached that mailbox.
-// So accepting attaches the existing (not deleted) user with that e-mail, without a sign-in;
-// when there is none, a user is created (username from the e-mail, as createUser does) with a
-// generated password that is returned once in the response.
+// Identity and consent: the token proves control of the invited mailbox, not of an account.
+// When an account with the invitee's e-mail exists, accepting attaches THAT account only with
+// its own authentication (its bearer token, or its password in the body): nobody is attached
+// to anything without signing in. Otherwise an account is created for the e-mail, through the
+// one user-creation service, with the username, password and names the body asks for (a
+// password is generated and returned once only when none is given).
 import { randomBytes } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { hashPassword } from '../auth/passwords.ts';
-import { likeEscape } from '../common/filters.ts';
-import { nextSlug, slugify } from '../common/slug.ts';
+import { systemActor, type Actor } from '../auth/actor.ts';
+import { verifyPassword } from '../auth/passwords.ts';
 import { validate } from '../common/validation.ts';
-import { DomainError, notFound } from '../errors.ts';
+import { makeContext } from '../context.ts';
+import { DomainError, notAuthenticated, notFound, permissionDenied, validationError } from '../errors.ts';
+import { createUser } from '../users/user.service.ts';
 import { applyInvitationGrants, marks } from './invitation.grants.ts';
 import { iso, json, STATE_SQL } from './invitation.queries.ts';
-import { InvitationToken, type AcceptResult, type InvitationDetails, type InvitationState, type StoredInvitationConfig } from './invitation.schemas.ts';
+import {
+  AcceptInput,
+  InvitationToken,
+  type AcceptResult,
+  type InvitationDetails,
+  type InvitationState,
+  type StoredInvitationConfig,
+} from './invitation.schemas.ts';
 
 const checkToken = (token: string): string => validate(InvitationToken, { token }, 'query').token.toLowerCase();
 
@@ -25,7 +35,8 @@ export async function invitationDetails(em: EntityManager, rawToken: string): Pr
   const token = checkToken(rawToken);
   const [row] = (await em.execute(
     `SELECT i.invitee_identifier, i.permissions, i.invitation_config, ${STATE_SQL} AS state, i.created, i.expires_at,
-            i.organization_uuid, o.name AS org_name, o.slug AS org_slug, u.username AS invited_by
+            i.organization_uuid, o.name AS org_name, o.slug AS org_slug, u.username AS invited_by,
+            EXISTS (SELECT 1 FROM public.users a WHERE lower(a.email) = lower(i.invitee_identifier) AND a.email <> '') AS account_exists
        FROM public.invitations i JOIN public.organizations o ON o.uuid = i.organization_uuid
        LEFT JOIN public.users u ON u.uuid = i.invited_by_uuid
       WHERE i.token = ?`,
@@ -41,6 +52,7 @@ export async function invitationDetails(em: EntityManager, rawToken: string): Pr
     org_name: string;
     org_slug: string;
     invited_by: string | null;
+    account_exists: boolean;
   }[];
   if (!row) throw notFound('Invitation');
   const config = json(row.invitation_config);
@@ -59,6 +71,7 @@ export async function invitationDetails(em: EntityManager, rawToken: string): Pr
     organization: { name: row.org_name, slug: row.org_slug },
     invitee_identifier: row.invitee_identifier,
     state: row.state,
+    account_exists: row.account_exists,
     invited_by: row.invited_by,
     created: iso(row.created),
     expires_at: iso(row.expires_at),
@@ -85,35 +98,54 @@ interface Invitee {
   password?: string;
 }
 
-/** The user with this e-mail, or a new one; inside the accept transaction (no separate commit). */
-async function findOrCreateUser(tx: EntityManager, email: string): Promise<Invitee> {
-  let password: string | undefined;
-  let hash: string | undefined;
-  for (let attempt = 0; attempt < 8; attempt++) {
-    const [existing] = (await tx.execute(
-      `SELECT uuid, username FROM public.users WHERE lower(email) = lower(?) AND email <> '' AND NOT is_deleted LIMIT 1`,
-      [email],
-    )) as { uuid: string; username: string }[];
-    if (existing) return { ...existing, created: false };
-    password ??= randomBytes(18).toString('base64url');
-    hash ??= await hashPassword(password);
-    const base = slugify(email.split('@')[0], 140) || 'user';
-    const taken = (await tx.execute('SELECT username FROM public.users WHERE username ILIKE ?', [`${likeEscape(base)}%`])) as { username: string }[];
-    const username = nextSlug(base, taken.map((u) => u.username));
-    // ON CONFLICT DO NOTHING: a concurrent insert of this username (or of a user with this
-    // e-mail) does not abort the transaction; the loop looks again.
-    const [row] = (await tx.execute(
-      'INSERT INTO public.users (uuid, username, email, password) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING uuid',
-      [crypto.randomUUID(), username, email, hash],
-    )) as { uuid: string }[];
-    if (row) return { uuid: row.uuid, username, created: true, password };
+/** Who is accepting, as far as the request says: its bearer token's user (if any) and the body. */
+export interface AcceptRequest {
+  em: EntityManager;
+  actor?: Actor;
+  input?: unknown;
+}
+
+const NEW_ACCOUNT_FIELDS = ['username', 'first_name', 'last_name'] as const;
+
+/** The account with the invitee's e-mail, authenticated by this request; or a new account for the e-mail. */
+async function invitee(tx: EntityManager, email: string, actor: Actor | undefined, input: AcceptInput): Promise<Invitee> {
+  const [existing] = (await tx.execute(
+    `SELECT uuid, username, password, is_active, is_deleted FROM public.users WHERE lower(email) = lower(?) AND email <> '' LIMIT 1`,
+    [email],
+  )) as { uuid: string; username: string; password: string; is_active: boolean; is_deleted: boolean }[];
+  const signedIn = actor?.kind === 'user' && !actor.tenant ? actor.uuid : undefined;
+  if (existing) {
+    const extra = NEW_ACCOUNT_FIELDS.filter((f) => input[f] !== undefined);
+    if (extra.length) {
+      throw validationError(Object.fromEntries(extra.map((f) => [f, ['An account with the invited e-mail exists: this field applies to a new account only.']])));
+    }
+    if (existing.is_deleted || !existing.is_active) {
+      throw new DomainError('BAD_REQUEST', 'The account with the invited e-mail is deactivated or deleted: ask a platform administrator to restore it.');
+    }
+    if (input.password !== undefined) {
+      if (!(await verifyPassword(existing.password, input.password))) throw notAuthenticated('The password does not match the account with the invited e-mail.');
+    } else if (signedIn !== existing.uuid) {
+      if (signedIn) throw permissionDenied('This invitation was sent to the e-mail of another account: sign in as that account, or send its password.');
+      throw notAuthenticated('An account with the invited e-mail exists: accept as that account, with its bearer token or its password in the body.');
+    }
+    return { uuid: existing.uuid, username: existing.username, created: false };
   }
-  throw new DomainError('CONFLICT', 'Could not create a user for this invitation; try again.');
+  if (signedIn) {
+    throw permissionDenied('This invitation was sent to an e-mail address that is not your account\'s: accept it signed out to create an account for that address.');
+  }
+  const password = input.password ?? randomBytes(18).toString('base64url');
+  const user = await createUser(makeContext(tx, systemActor('invitation')), {
+    email,
+    password,
+    ...Object.fromEntries(NEW_ACCOUNT_FIELDS.filter((f) => input[f] !== undefined).map((f) => [f, input[f]])),
+  });
+  return { uuid: user.uuid, username: user.username, created: true, ...(input.password === undefined ? { password } : {}) };
 }
 
 /** POST /api/cloud/invitations/{token}/accept/ */
-export async function acceptInvitation(em: EntityManager, rawToken: string): Promise<AcceptResult> {
+export async function acceptInvitation({ em, actor, input: rawInput }: AcceptRequest, rawToken: string): Promise<AcceptResult> {
   const token = checkToken(rawToken);
+  const input = validate(AcceptInput, rawInput ?? {});
   return em.transactional(async (tx) => {
     const [inv] = (await tx.execute(
       `SELECT i.id, i.organization_uuid, i.invitee_identifier, i.permissions, i.invitation_config, ${STATE_SQL} AS state, o.slug AS org_slug
@@ -132,7 +164,7 @@ export async function acceptInvitation(em: EntityManager, rawToken: string): Pro
     if (!inv) throw notFound('Invitation');
     // Read after the lock: a concurrent accept that committed first is seen here.
     if (inv.state !== 'pending') throw notAcceptable(inv.state);
-    const user = await findOrCreateUser(tx, inv.invitee_identifier);
+    const user = await invitee(tx, inv.invitee_identifier, actor, input);
     await applyInvitationGrants(
       tx,
       { organization_uuid: inv.organization_uuid, permissions: json(inv.permissions), invitation_config: json(inv.invitation_config) },

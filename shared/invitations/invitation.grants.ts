@@ -3,10 +3,10 @@
 // (membership, organization permissions, groups, site permissions), in the accept transaction.
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { allows, type Subject } from '../auth/actor.ts';
 import { isUuid } from '../common/slug.ts';
 import type { ServiceContext } from '../context.ts';
-import { permissionDenied, validationError, type FieldErrors } from '../errors.ts';
+import { validationError, type FieldErrors } from '../errors.ts';
+import { assertGrantable } from '../permissions/grantable.ts';
 import type { OrganizationEntity } from '../organizations/organization.entity.ts';
 import type { InvitationCreate, StoredInvitationConfig } from './invitation.schemas.ts';
 
@@ -24,7 +24,7 @@ interface SiteRow {
   organization_uuid: string;
 }
 
-async function resolveGroups(em: EntityManager, refs: (number | string)[], errors: FieldErrors): Promise<{ ids: number[]; names: Map<number, string> }> {
+async function resolveGroups(em: EntityManager, refs: (number | string)[], errors: FieldErrors): Promise<number[]> {
   const ids = refs.filter((r): r is number => typeof r === 'number');
   const names = refs.filter((r): r is string => typeof r === 'string').map((r) => r.toLowerCase());
   const where = [ids.length ? `id IN (${marks(ids.length)})` : '', names.length ? `lower(name) IN (${marks(names.length)})` : ''].filter(Boolean).join(' OR ');
@@ -35,7 +35,7 @@ async function resolveGroups(em: EntityManager, refs: (number | string)[], error
     if (row) found.push(row.id);
     else errors[`invitation_config.group.${i}`] = [typeof ref === 'number' ? `Group ${ref} does not exist.` : `Group "${ref}" does not exist.`];
   });
-  return { ids: [...new Set(found)], names: new Map(rows.map((g) => [g.id, g.name])) };
+  return [...new Set(found)];
 }
 
 async function resolveSites(em: EntityManager, org: OrganizationEntity, grants: { slug: string; permissions: string[] }[], errors: FieldErrors) {
@@ -58,51 +58,27 @@ async function resolveSites(em: EntityManager, org: OrganizationEntity, grants: 
   return [...bySlug.values()];
 }
 
-/** Every (object, permission) the groups carry inside this organization, and beyond it. */
-async function groupReach(em: EntityManager, org: OrganizationEntity, groupIds: number[]) {
-  const ids = marks(groupIds.length);
-  const sql = `
-    SELECT op.group_id AS g, op.object_type AS t, op.object_uuid AS o, p.codename AS p
-      FROM public.object_permissions op JOIN public.permissions p ON p.id = op.permission_id WHERE op.group_id IN (${ids})
-    UNION ALL
-    SELECT gp.group_id, 'organization', ?::uuid, p.codename
-      FROM public.group_permissions gp JOIN public.permissions p ON p.id = gp.permission_id WHERE gp.group_id IN (${ids}) AND p.model = 'organization'
-    UNION ALL
-    SELECT gp.group_id, 'site', s.uuid, p.codename
-      FROM public.group_permissions gp JOIN public.permissions p ON p.id = gp.permission_id JOIN public.sites s ON s.organization_uuid = ?
-     WHERE gp.group_id IN (${ids}) AND p.model = 'site'`;
-  return (await em.execute(sql, [...groupIds, org.uuid, ...groupIds, org.uuid, ...groupIds])) as { g: number; t: 'organization' | 'site'; o: string; p: string }[];
-}
-
 /**
  * Checks and normalizes what the invitation grants: 400 with field-keyed messages for unknown
- * groups and sites outside the organization; 403 when the inviter would hand out a permission
- * (directly, on a site, or through a group) that they do not hold themselves.
+ * groups and sites outside the organization; 403 when the inviter would hand out anything
+ * they do not hold (permissions/grantable.ts).
  */
 export async function resolveInvitationGrants(ctx: ServiceContext, org: OrganizationEntity, input: InvitationCreate): Promise<ResolvedGrants> {
   const errors: FieldErrors = {};
   const permissions = [...new Set(input.permissions ?? [])];
   const config: StoredInvitationConfig = {};
   const groupRefs = input.invitation_config?.group ?? [];
-  const groups = groupRefs.length ? await resolveGroups(ctx.em, groupRefs, errors) : { ids: [], names: new Map<number, string>() };
+  const groups = groupRefs.length ? await resolveGroups(ctx.em, groupRefs, errors) : [];
   const siteRefs = input.invitation_config?.site ?? [];
   const sites = siteRefs.length ? await resolveSites(ctx.em, org, siteRefs, errors) : [];
   if (Object.keys(errors).length) throw validationError(errors);
-  if (groupRefs.length) config.group = groups.ids;
+  if (groupRefs.length) config.group = groups;
   if (siteRefs.length) config.site = sites.map((s) => ({ slug: s.site.slug, permissions: [...s.permissions] }));
-
-  const missing: string[] = [];
-  const check = (permission: string, type: Subject, uuid: string, label: string) => {
-    if (!allows(ctx.ability, permission as never, type, { uuid })) missing.push(label);
-  };
-  for (const p of permissions) check(p, 'Organization', org.uuid, p);
-  for (const s of sites) for (const p of s.permissions) check(p, 'Site', s.site.uuid, `${p} on site ${s.site.slug}`);
-  if (groups.ids.length) {
-    for (const r of await groupReach(ctx.em, org, groups.ids)) {
-      check(r.p, r.t === 'organization' ? 'Organization' : 'Site', r.o, `${r.p} (group "${groups.names.get(r.g)}")`);
-    }
-  }
-  if (missing.length) throw permissionDenied(`You cannot grant permissions you do not hold: ${[...new Set(missing)].join(', ')}.`);
+  await assertGrantable(ctx, org.uuid, {
+    permissions,
+    sites: sites.map((s) => ({ uuid: s.site.uuid, label: s.site.slug, permissions: [...s.permissions] })),
+    groups,
+  });
   return { permissions, config };
 }
 

@@ -1,12 +1,9 @@
 // The invitation e-mail: the only place the token leaves the server (it is in no API response
 // and no log line). Links are absolute: PLATFORM_PUBLIC_URL, else the origin of the request.
-import type { Mailer, MailMessage } from '../mail/mailer.ts';
+import { escapeHtml, type MailLinks, type MailMessage } from '../mail/mailer.ts';
 
 /** What the invitation services need beyond their context: the mailer, the link base, the lifetime. */
-export interface InvitationDeps {
-  mailer: Mailer;
-  /** Base of the links in the e-mail (`https://platform.example.com`). */
-  baseUrl: string;
+export interface InvitationDeps extends MailLinks {
   ttlDays: number;
 }
 
@@ -23,8 +20,6 @@ export function invitationLinks(baseUrl: string, token: string): { details: stri
     accept: new URL(`/api/cloud/invitations/${token}/accept/`, baseUrl).toString(),
   };
 }
-
-const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 export function invitationMessage(input: {
   to: string;

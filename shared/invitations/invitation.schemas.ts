@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { StringEnum } from '../common/validation.ts';
 import { ORGANIZATION_PERMISSIONS, SITE_PERMISSIONS } from '../permissions/grants.ts';
+import { USERNAME_PATTERN } from '../users/user.schemas.ts';
 
 export const INVITATION_STATES = ['pending', 'accepted', 'cancelled', 'expired'] as const;
 export type InvitationState = (typeof INVITATION_STATES)[number];
@@ -100,6 +101,9 @@ export const InvitationDetails = Type.Object({
   organization: Type.Object({ name: Type.String(), slug: Type.String() }),
   invitee_identifier: Type.String(),
   state: StringEnum(INVITATION_STATES),
+  account_exists: Type.Boolean({
+    description: 'Whether an account with the invited e-mail exists: then accepting needs that account\'s bearer token or its password in the body',
+  }),
   invited_by: Type.Union([Type.String(), Type.Null()]),
   created: Timestamp,
   expires_at: Timestamp,
@@ -108,6 +112,24 @@ export const InvitationDetails = Type.Object({
   sites: Type.Array(Type.Object({ slug: Type.String(), name: Type.String(), permissions: Type.Array(Type.String()) })),
 });
 export type InvitationDetails = Static<typeof InvitationDetails>;
+
+/** The accept body: all optional (an empty POST, as the e-mail's button sends, is fine). */
+export const AcceptInput = Type.Object(
+  {
+    username: Type.Optional(Type.String({ minLength: 1, maxLength: 150, pattern: USERNAME_PATTERN, description: 'New account only: its username (default: from the e-mail)' })),
+    password: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 128,
+        description: 'New account: its password (default: generated and returned once). Existing account with the invited e-mail: its password, to accept as it (or send its bearer token)',
+      }),
+    ),
+    first_name: Type.Optional(Type.String({ maxLength: 150, description: 'New account only' })),
+    last_name: Type.Optional(Type.String({ maxLength: 150, description: 'New account only' })),
+  },
+  { additionalProperties: false },
+);
+export type AcceptInput = Static<typeof AcceptInput>;
 
 export const AcceptResult = Type.Object({
   organization: Type.String({ description: 'Organization slug' }),

@@ -29,6 +29,16 @@ export interface Mailer {
   close(): void;
 }
 
+/** Text for an HTML body. */
+export const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/** What a service that mails a link needs: the mailer and the base of the absolute links in the message. */
+export interface MailLinks {
+  mailer: Mailer;
+  /** `https://platform.example.com`: PLATFORM_PUBLIC_URL, else the origin of the request. */
+  baseUrl: string;
+}
+
 /** The structured logger's shape as far as the mailer needs it (pino's `info(fields, msg)`). */
 export interface MailLog {
   info(fields: Record<string, unknown>, message: string): void;

@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { readOnlyProps } from '../common/read-only.ts';
 import { BoolParam } from './organization.schemas.ts';
 
 /** `/organizations/{org}/members/{member}/`: the member's username, user UUID or membership UUID. */
@@ -50,20 +51,36 @@ export const MemberAdd = Type.Object(
 );
 export type MemberAdd = Static<typeof MemberAdd>;
 
+const Label = Type.Optional(Type.String({ maxLength: 255, description: 'As GET shows it; ignored (the id or UUID decides)' }));
+
 export const MemberSiteGrant = Type.Object(
   {
     uuid: Type.String({ format: 'uuid', description: 'A site of this organization' }),
     permissions: Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 50, description: 'Site permission codenames' }),
+    name: Label,
+    schema_name: Label,
   },
   { additionalProperties: false },
 );
 
+const SiteGrants = (description: string) => Type.Optional(Type.Array(MemberSiteGrant, { maxItems: 500, description }));
+
 export const MemberUpdate = Type.Object(
   {
     is_admin: Type.Optional(Type.Boolean()),
-    groups: Type.Optional(Type.Array(Type.Integer({ minimum: 1 }), { maxItems: 200, description: 'Group ids: replaces the member\'s groups' })),
-    site: Type.Optional(Type.Array(MemberSiteGrant, { maxItems: 500, description: 'Replaces the member\'s direct grants on this organization\'s sites' })),
+    groups: Type.Optional(
+      Type.Array(Type.Union([Type.Integer({ minimum: 1 }), Type.Object({ id: Type.Integer({ minimum: 1 }), name: Label }, { additionalProperties: false })]), {
+        maxItems: 200,
+        description: 'Group ids (or the `{id, name}` objects GET returns): replaces the member\'s groups',
+      }),
+    ),
+    site: SiteGrants('Replaces the member\'s direct grants on this organization\'s sites'),
+    sites: SiteGrants('The same as `site`, under the name GET uses (send one of the two)'),
+    ...readOnlyProps(MemberView, ['uuid', 'username', 'email', 'first_name', 'last_name', 'is_active', 'is_owner']),
   },
-  { additionalProperties: false, description: 'Each field given replaces that part wholesale; a field left out is unchanged.' },
+  {
+    additionalProperties: false,
+    description: 'Each field given replaces that part wholesale; a field left out is unchanged. A body sent back from GET works (read-only fields unchanged are ignored).',
+  },
 );
 export type MemberUpdate = Static<typeof MemberUpdate>;

@@ -1,13 +1,20 @@
 // Members of an organization: list, add, get, update (admin flag, groups, direct site
-// grants), remove, make/remove admin. Viewing needs view_organization; every change needs
-// manage_organization.
+// grants), remove, make/remove admin. Viewing needs view_organization and membership (member
+// bodies carry e-mails); every change needs manage_organization, and hands out only what the
+// caller holds (permissions/grantable.ts). Existing users join by invitation and acceptance;
+// adding one directly is for platform operators. Every change of the admin standing reaches
+// the organization's sites at once (tenancy/linked-users.ts).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { boolFilter, likeEscape, ordering } from '../common/filters.ts';
 import { pageOffset, parsePageRequest, resolvePage, type Page } from '../common/pagination.ts';
 import { isUuid, uniqueViolation } from '../common/slug.ts';
 import { validate } from '../common/validation.ts';
 import type { ServiceContext } from '../context.ts';
-import { DomainError, fieldError, validationError, type FieldErrors } from '../errors.ts';
+import { DomainError, fieldError, notFound, permissionDenied, validationError, type FieldErrors } from '../errors.ts';
+import { dropReadOnly } from '../common/read-only.ts';
+import { assertGrantable } from '../permissions/grantable.ts';
+import { syncLinkedSiteUsers } from '../tenancy/linked-users.ts';
+import type { OrganizationEntity } from './organization.entity.ts';
 import { organizationFor } from './lookup.ts';
 import { MemberAdd, MemberListQuery, MemberUpdate, type MemberView } from './member.schemas.ts';
 import { assertNotLastAdmin, MEMBER_SELECT, memberRow, memberViews, type MemberRow } from './member.queries.ts';
@@ -15,11 +22,18 @@ import { assertNotLastAdmin, MEMBER_SELECT, memberRow, memberViews, type MemberR
 // Public ordering names → fixed SQL expressions (never the client's text).
 const ORDERING_FIELDS = { user__username: 'lower(u.username)', user__email: 'lower(u.email)', created: 'm.created' };
 
+/** Member bodies (e-mails included) are for the organization's members and platform operators only. */
+async function viewable(ctx: ServiceContext, orgRef: string): Promise<OrganizationEntity> {
+  const org = await organizationFor(ctx, orgRef, 'view_organization');
+  if (ctx.actor.kind === 'user' && !ctx.actor.is_superuser && !ctx.actor.is_staff && !ctx.grants?.memberOf.has(org.uuid)) throw notFound('Organization');
+  return org;
+}
+
 export async function listMembers(ctx: ServiceContext, orgRef: string, rawQuery: unknown): Promise<Page<MemberView>> {
   const query = validate(MemberListQuery, rawQuery, 'query');
   const pageReq = parsePageRequest(query);
   const order = ordering(query.ordering, ORDERING_FIELDS, 'created');
-  const org = await organizationFor(ctx, orgRef, 'view_organization');
+  const org = await viewable(ctx, orgRef);
   const where = ['m.organization_uuid = ?'];
   const params: unknown[] = [org.uuid];
   for (const [column, value] of [
@@ -57,13 +71,18 @@ async function viewOf(em: EntityManager, orgUuid: string, ref: string): Promise<
 }
 
 export async function getMember(ctx: ServiceContext, orgRef: string, ref: string): Promise<MemberView> {
-  const org = await organizationFor(ctx, orgRef, 'view_organization');
+  const org = await viewable(ctx, orgRef);
   return viewOf(ctx.em, org.uuid, ref);
 }
 
+export const DIRECT_ADD_REFUSED =
+  'Existing users join an organization by accepting an invitation (POST …/invitations/); adding one directly is for platform superusers and staff.';
+
+/** POST …/members/ {user_slug}: platform operators only (superusers, staff holding manage_organization, the CLI's system actor). */
 export async function addMember(ctx: ServiceContext, orgRef: string, rawInput: unknown): Promise<MemberView> {
   const input = validate(MemberAdd, rawInput);
   const org = await organizationFor(ctx, orgRef, 'manage_organization');
+  if (ctx.actor.kind === 'user' && !ctx.actor.is_superuser && !ctx.actor.is_staff) throw permissionDenied(DIRECT_ADD_REFUSED);
   const ref = input.user_slug.trim();
   const [user] = (await ctx.em.execute(
     `SELECT uuid FROM public.users WHERE ${isUuid(ref) ? 'uuid = ?' : 'lower(username) = ?'} AND is_active AND NOT is_deleted`,
@@ -88,13 +107,13 @@ export async function addMember(ctx: ServiceContext, orgRef: string, rawInput: u
 /** Checks groups, sites and permission names of an update; returns the ids to write. */
 async function resolveUpdate(em: EntityManager, orgUuid: string, input: MemberUpdate) {
   const errors: FieldErrors = {};
-  const groupIds = [...new Set(input.groups ?? [])];
+  const groupIds = [...new Set((input.groups ?? []).map((g) => (typeof g === 'number' ? g : g.id)))];
   if (groupIds.length) {
     const found = new Set(((await em.execute('SELECT id FROM public.groups WHERE id IN (?)', [groupIds])) as { id: number }[]).map((g) => g.id));
     const unknown = groupIds.filter((id) => !found.has(id));
     if (unknown.length) errors.groups = [`Unknown group id${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}.`];
   }
-  const grants: { site: string; permission: number }[] = [];
+  const grants: { site: string; permission: number; codename: string }[] = [];
   if (input.site?.length) {
     const siteUuids = [...new Set(input.site.map((s) => s.uuid.toLowerCase()))];
     const ours = new Set(
@@ -115,7 +134,7 @@ async function resolveUpdate(em: EntityManager, orgUuid: string, input: MemberUp
         const key = `${uuid}:${p}`;
         if (!perms.has(p) || seen.has(key)) continue;
         seen.add(key);
-        grants.push({ site: uuid, permission: perms.get(p)! });
+        grants.push({ site: uuid, permission: perms.get(p)!, codename: p });
       }
     });
   }
@@ -123,17 +142,40 @@ async function resolveUpdate(em: EntityManager, orgUuid: string, input: MemberUp
   return { groupIds, grants };
 }
 
-/** PUT: each field given replaces that part (admin flag, groups, direct site grants), in one transaction. */
+/** The member's body and membership row (404 when not a member). */
+async function memberState(em: EntityManager, orgUuid: string, ref: string) {
+  const row = await memberRow(em, orgUuid, ref);
+  const [view] = await memberViews(em, orgUuid, [row]);
+  return { row, view };
+}
+
+/**
+ * PUT: each field given replaces that part (admin flag, groups, direct site grants), in one
+ * transaction. What it adds (groups, site permissions, the admin flag) must be grantable by
+ * the caller; what the member already has may be sent back unchanged.
+ */
 export async function updateMember(ctx: ServiceContext, orgRef: string, ref: string, rawInput: unknown): Promise<MemberView> {
   const input = validate(MemberUpdate, rawInput);
   const org = await organizationFor(ctx, orgRef, 'manage_organization');
-  const member = await memberRow(ctx.em, org.uuid, ref);
+  const { row: member, view: before } = await memberState(ctx.em, org.uuid, ref);
+  dropReadOnly(MemberUpdate, input, before);
+  if (input.site !== undefined && input.sites !== undefined) throw fieldError('sites', 'Send the site grants once: `site` or `sites`.');
+  input.site ??= input.sites;
   const { groupIds, grants } = await resolveUpdate(ctx.em, org.uuid, input);
+  const held = new Set(before.sites.flatMap((s) => s.permissions.map((p) => `${s.uuid}:${p}`)));
+  const addedSites = new Map<string, string[]>();
+  for (const g of grants) if (!held.has(`${g.site}:${g.codename}`)) addedSites.set(g.site, [...(addedSites.get(g.site) ?? []), g.codename]);
+  await assertGrantable(ctx, org.uuid, {
+    groups: input.groups === undefined ? [] : groupIds.filter((id) => !before.groups.some((g) => g.id === id)),
+    sites: [...addedSites].map(([uuid, permissions]) => ({ uuid, label: uuid, permissions })),
+    admin: input.is_admin === true && !before.is_admin,
+  });
   await ctx.em.transactional(async (tx) => {
     const em = tx as EntityManager;
-    if (input.is_admin !== undefined) {
+    if (input.is_admin !== undefined && input.is_admin !== before.is_admin) {
       if (!input.is_admin) await assertNotLastAdmin(em, org.uuid, member.uuid, 'is_admin');
       await em.execute('UPDATE public.organization_members SET is_admin = ?, modified = now() WHERE uuid = ?', [input.is_admin, member.uuid]);
+      await syncLinkedSiteUsers(em, org.uuid, member.user_uuid);
     }
     if (input.groups !== undefined) {
       await em.execute('DELETE FROM public.member_groups WHERE member_uuid = ?', [member.uuid]);
@@ -175,6 +217,7 @@ export async function removeMember(ctx: ServiceContext, orgRef: string, ref: str
       [member.user_uuid, org.uuid, org.uuid],
     );
     await em.execute('DELETE FROM public.organization_members WHERE uuid = ?', [member.uuid]);
+    await syncLinkedSiteUsers(em, org.uuid, member.user_uuid);
   });
 }
 
@@ -182,9 +225,11 @@ export async function removeMember(ctx: ServiceContext, orgRef: string, ref: str
 export async function setAdmin(ctx: ServiceContext, orgRef: string, ref: string, isAdmin: boolean): Promise<void> {
   const org = await organizationFor(ctx, orgRef, 'manage_organization');
   const member = await memberRow(ctx.em, org.uuid, ref);
+  if (isAdmin && !member.is_admin) await assertGrantable(ctx, org.uuid, { admin: true });
   await ctx.em.transactional(async (tx) => {
     const em = tx as EntityManager;
     if (!isAdmin) await assertNotLastAdmin(em, org.uuid, member.uuid);
     await em.execute('UPDATE public.organization_members SET is_admin = ?, modified = now() WHERE uuid = ?', [isAdmin, member.uuid]);
+    await syncLinkedSiteUsers(em, org.uuid, member.user_uuid);
   });
 }

@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { readOnlyProps } from '../common/read-only.ts';
 import { StringEnum } from '../common/validation.ts';
 
 /** A slug given by the client: lowercase letters and digits in words joined by single hyphens. */
@@ -34,8 +35,11 @@ export const OrganizationCreate = Type.Object(
 export type OrganizationCreate = Static<typeof OrganizationCreate>;
 
 export const OrganizationUpdate = Type.Object(
-  { name: Type.Optional(Name), slug: Type.Optional(Slug), is_active: Type.Optional(Type.Boolean()) },
-  { additionalProperties: false, description: 'Fields left out keep their values. `is_active: false` hides the organization from the default list.' },
+  { name: Type.Optional(Name), slug: Type.Optional(Slug), is_active: Type.Optional(Type.Boolean()), ...readOnlyProps(OrganizationView, ['uuid', 'created']), ...readOnlyProps(OrganizationView, ['modified'], 'maintained') },
+  {
+    additionalProperties: false,
+    description: 'Fields left out keep their values; a body sent back from GET works (read-only fields unchanged are ignored). `is_active: false` hides the organization from the default list.',
+  },
 );
 export type OrganizationUpdate = Static<typeof OrganizationUpdate>;
 

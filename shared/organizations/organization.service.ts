@@ -7,7 +7,10 @@ import { boolFilter, likeEscape, ordering } from '../common/filters.ts';
 import { pageOffset, parsePageRequest, resolvePage, type Page } from '../common/pagination.ts';
 import { insertWithUniqueSlug, isUuid, slugify, uniqueViolation } from '../common/slug.ts';
 import { validate } from '../common/validation.ts';
+import type { QuotaConfig } from '../config.ts';
 import type { ServiceContext } from '../context.ts';
+import { checkQuota, exemptFromQuotas } from '../common/quota.ts';
+import { dropReadOnly } from '../common/read-only.ts';
 import { fieldError } from '../errors.ts';
 import { abilityWithGrants, effectivePermissions } from '../permissions/grants.ts';
 import { dropSite } from '../sites/site.lifecycle.ts';
@@ -58,16 +61,24 @@ function checkSlug(slug: string): void {
   if (isUuid(slug)) throw fieldError('slug', 'A slug cannot have the form of a UUID.');
 }
 
-export async function createOrganization(ctx: ServiceContext, rawInput: unknown): Promise<OrganizationView> {
+export async function createOrganization(ctx: ServiceContext, rawInput: unknown, quotas: Pick<QuotaConfig, 'organizationsPerUser'>): Promise<OrganizationView> {
   assertPlatform(ctx);
   const input = validate(OrganizationCreate, rawInput);
   authorize(ctx.ability, 'create', 'Organization');
   const name = input.name.trim();
   if (!name) throw fieldError('name', 'This field may not be blank.');
   const ownerUuid = ctx.actor.kind === 'user' ? ctx.actor.uuid : null;
+  const limited = !exemptFromQuotas(ctx.actor);
   // Organization and owner membership commit together; a failed attempt leaves nothing.
   const insert = (slug: string) =>
     ctx.em.fork().transactional(async (tx) => {
+      if (ownerUuid && limited) {
+        // The owner's row lock serialises their concurrent creates; the count is a statement of its
+        // own, so it sees what the create that held the lock before committed.
+        await tx.execute('SELECT 1 FROM public.users WHERE uuid = ? FOR UPDATE', [ownerUuid]);
+        const [{ n }] = (await tx.execute('SELECT count(*)::int AS n FROM public.organization_members WHERE user_uuid = ? AND is_owner', [ownerUuid])) as { n: number }[];
+        checkQuota(n, quotas.organizationsPerUser, 'organizations owned per user');
+      }
       const org = tx.create(Organization, { name, slug });
       await tx.flush();
       if (ownerUuid) {
@@ -100,6 +111,7 @@ export async function getOrganization(ctx: ServiceContext, ref: string): Promise
 export async function updateOrganization(ctx: ServiceContext, ref: string, rawInput: unknown): Promise<OrganizationView> {
   const input = validate(OrganizationUpdate, rawInput);
   const org = await organizationFor(ctx, ref, 'change_organization');
+  dropReadOnly(OrganizationUpdate, input, toOrganizationView(org));
   if (input.name !== undefined) {
     const name = input.name.trim();
     if (!name) throw fieldError('name', 'This field may not be blank.');

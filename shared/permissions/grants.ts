@@ -17,6 +17,8 @@ const ADMIN_ORG = ORGANIZATION_PERMISSIONS.filter((p) => p !== 'delete_organizat
 export interface Grants {
   organization: Map<string, Set<string>>;
   site: Map<string, Set<string>>;
+  /** The organizations the user is a member of. */
+  memberOf: Set<string>;
 }
 
 const lit = (list: readonly string[]) => `ARRAY[${list.map((p) => `'${p}'`).join(',')}]::text[]`;
@@ -28,9 +30,11 @@ WITH m AS (
 ), g AS (
   SELECT mg.group_id, m.organization_uuid FROM public.member_groups mg JOIN m ON m.uuid = mg.member_uuid
 )
-SELECT 'organization' AS t, m.organization_uuid AS o, unnest(CASE WHEN m.is_owner THEN ${lit(ORGANIZATION_PERMISSIONS)}
+SELECT 'member' AS t, m.organization_uuid AS o, '' AS p FROM m
+UNION ALL
+SELECT 'organization', m.organization_uuid, unnest(CASE WHEN m.is_owner THEN ${lit(ORGANIZATION_PERMISSIONS)}
                                                               WHEN m.is_admin THEN ${lit(ADMIN_ORG)}
-                                                              ELSE ARRAY['view_organization']::text[] END) AS p
+                                                              ELSE ARRAY['view_organization']::text[] END)
   FROM m
 UNION ALL
 SELECT 'site', s.uuid, unnest(${lit(SITE_PERMISSIONS)}) FROM m JOIN public.sites s ON s.organization_uuid = m.organization_uuid WHERE m.is_owner OR m.is_admin
@@ -45,9 +49,13 @@ SELECT 'site', s.uuid, p.codename FROM g JOIN public.group_permissions gp ON gp.
   JOIN public.sites s ON s.organization_uuid = g.organization_uuid WHERE p.model = 'site'`;
 
 export async function loadGrants(em: EntityManager, userUuid: string): Promise<Grants> {
-  const rows = (await em.execute(GRANTS_SQL, [userUuid, userUuid])) as { t: 'organization' | 'site'; o: string; p: string }[];
-  const grants: Grants = { organization: new Map(), site: new Map() };
+  const rows = (await em.execute(GRANTS_SQL, [userUuid, userUuid])) as { t: 'member' | 'organization' | 'site'; o: string; p: string }[];
+  const grants: Grants = { organization: new Map(), site: new Map(), memberOf: new Set() };
   for (const r of rows) {
+    if (r.t === 'member') {
+      grants.memberOf.add(r.o);
+      continue;
+    }
     const map = grants[r.t];
     let set = map.get(r.o);
     if (!set) map.set(r.o, (set = new Set()));

@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { readOnlyProps } from '../common/read-only.ts';
 
 const Name = Type.String({ minLength: 1, maxLength: 150 });
 const Codenames = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 100, description: 'Permission codenames (`view_site`, …)' });
@@ -17,8 +18,8 @@ export const GroupCreate = Type.Object({ name: Name, permissions: Type.Optional(
 export type GroupCreate = Static<typeof GroupCreate>;
 
 export const GroupUpdate = Type.Object(
-  { name: Type.Optional(Name), permissions: Type.Optional(Codenames) },
-  { additionalProperties: false, description: 'Fields left out keep their values; `permissions` replaces the whole set.' },
+  { name: Type.Optional(Name), permissions: Type.Optional(Codenames), ...readOnlyProps(GroupView, ['id']) },
+  { additionalProperties: false, description: 'Fields left out keep their values; `permissions` replaces the whole set. A body sent back from GET works (`id` unchanged is ignored).' },
 );
 export type GroupUpdate = Static<typeof GroupUpdate>;
 

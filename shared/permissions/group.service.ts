@@ -5,6 +5,7 @@ import type { FilterQuery } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { authorize } from '../auth/actor.ts';
 import { likeEscape, ordering } from '../common/filters.ts';
+import { dropReadOnly } from '../common/read-only.ts';
 import { pageOffset, parsePageRequest, resolvePage, type Page } from '../common/pagination.ts';
 import { uniqueViolation } from '../common/slug.ts';
 import { validate } from '../common/validation.ts';
@@ -90,6 +91,7 @@ export async function createGroup(ctx: ServiceContext, rawInput: unknown): Promi
 export async function updateGroup(ctx: ServiceContext, ref: string, rawInput: unknown): Promise<GroupView> {
   const input = validate(GroupUpdate, rawInput);
   const group = await groupFor(ctx, ref);
+  dropReadOnly(GroupUpdate, input, { id: group.id });
   authorize(ctx.ability, 'update', 'Group');
   const name = input.name?.trim();
   if (name !== undefined && !name) throw fieldError('name', 'This field may not be blank.');

@@ -1,5 +1,6 @@
 // Secret types: a named JSON Schema that the values of the secrets of that type must satisfy.
 import { Type, type Static } from '@sinclair/typebox';
+import { readOnlyProps } from '../common/read-only.ts';
 
 const SLUG_PATTERN = '^[a-z0-9]+(?:-[a-z0-9]+)*$';
 const JsonSchema = Type.Unsafe<Record<string, unknown>>({
@@ -37,8 +38,10 @@ export const SecretTypeUpdate = Type.Object(
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
     description: Type.Optional(Type.String({ maxLength: 10_000 })),
     json_schema: Type.Optional(JsonSchema),
+    ...readOnlyProps(SecretTypeView, ['uuid', 'slug', 'created']),
+    ...readOnlyProps(SecretTypeView, ['modified'], 'maintained'),
   },
-  { additionalProperties: false, description: 'Fields left out keep their values; the slug never changes.' },
+  { additionalProperties: false, description: 'Fields left out keep their values; the slug never changes. Read-only fields GET returns are ignored when unchanged, a 400 when changed.' },
 );
 export type SecretTypeUpdate = Static<typeof SecretTypeUpdate>;
 

@@ -4,8 +4,10 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { likeEscape } from '../common/filters.ts';
+import { linearRegExp, patternProblem } from '../common/linear-regexp.ts';
 import { pageOffset, parsePageRequest, resolvePage, type Page } from '../common/pagination.ts';
 import { insertWithUniqueSlug, isUuid, slugify, uniqueViolation } from '../common/slug.ts';
+import { dropReadOnly } from '../common/read-only.ts';
 import { validate } from '../common/validation.ts';
 import type { ServiceContext } from '../context.ts';
 import { DomainError, fieldError, notFound } from '../errors.ts';
@@ -38,14 +40,39 @@ const view = (r: SecretTypeRow): SecretTypeView => ({
   modified: iso(r.modified),
 });
 
+/** Keywords whose values are data, not schemas: a `pattern` inside them is not a pattern. */
+const DATA_KEYWORDS = new Set(['enum', 'const', 'default', 'examples']);
+
+/**
+ * The first `pattern` or `patternProperties` key of a schema that RE2 cannot run, described.
+ * Checked up front: Ajv leaves out patterns whose checks cannot fail (`patternProperties: {p: {}}`).
+ */
+function unusablePattern(node: unknown): string | undefined {
+  if (!node || typeof node !== 'object') return undefined;
+  for (const [key, value] of Object.entries(node)) {
+    if (DATA_KEYWORDS.has(key)) continue;
+    const patterns = key === 'pattern' && typeof value === 'string' ? [value] : key === 'patternProperties' && value && typeof value === 'object' ? Object.keys(value) : [];
+    for (const pattern of patterns) {
+      const problem = patternProblem(pattern);
+      if (problem) return `${key} ${JSON.stringify(pattern)} ${problem}`;
+    }
+    const inner = unusablePattern(value);
+    if (inner) return inner;
+  }
+  return undefined;
+}
+
 /**
  * Compiles a user-supplied JSON Schema; 400 naming `field` when it is not one. A fresh Ajv
  * each time: user schemas must not accumulate in (or clash by `$id` inside) a shared instance.
+ * Its patterns run on RE2 (linear time); lookaround and backreferences are refused here.
  */
 export function compileJsonSchema(schema: unknown, field = 'json_schema'): ValidateFunction {
   if (!schema || typeof schema !== 'object' || Array.isArray(schema)) throw fieldError(field, 'Must be a JSON Schema object.');
   if ('$async' in schema) throw fieldError(field, 'Asynchronous schemas ($async) are not supported.');
-  const ajv = new Ajv({ allErrors: true, strictSchema: true, strictTypes: false, strictTuples: false, strictRequired: false, validateFormats: true });
+  const pattern = unusablePattern(schema);
+  if (pattern) throw fieldError(field, `Not a valid JSON Schema: ${pattern}.`);
+  const ajv = new Ajv({ allErrors: true, strictSchema: true, strictTypes: false, strictTuples: false, strictRequired: false, validateFormats: true, code: { regExp: linearRegExp } });
   addFormats(ajv);
   try {
     return ajv.compile(schema);
@@ -126,6 +153,7 @@ export async function updateSecretType(ctx: ServiceContext, ref: string, rawInpu
   const schema = await requireSitePermission(ctx, 'change_secret');
   const input = validate(SecretTypeUpdate, rawInput);
   const type = await typeOr404(ctx.em, schema, ref);
+  dropReadOnly(SecretTypeUpdate, input, view(type));
   if (input.json_schema !== undefined) compileJsonSchema(input.json_schema);
   const updated = await firstRow<SecretTypeRow>(
     ctx.em,

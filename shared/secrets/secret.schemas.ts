@@ -1,9 +1,12 @@
 // Secrets of a site: a key (tenant-wide, or per app), an encrypted JSON value, an optional
 // type whose JSON Schema the value must satisfy. Lists mask values; GET of one decrypts.
 import { Type, type Static } from '@sinclair/typebox';
+import { readOnlyProps } from '../common/read-only.ts';
 import { StringEnum } from '../common/validation.ts';
 
 export const MASK = '********';
+/** Values that stand for a secret value without being one (our mask, the spec's social-app mask): sent back, they mean "unchanged". */
+export const MASKS: readonly unknown[] = [MASK, '***HIDDEN***'];
 export const MAX_VALUE_BYTES = 65_536;
 
 const Key = Type.String({
@@ -60,8 +63,10 @@ export const SecretUpdate = Type.Object(
     value: Type.Optional(Value),
     secret_type: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 100 }), Type.Null()], { description: 'Slug or UUID; null removes the type' })),
     description: Type.Optional(Type.String({ maxLength: 10_000 })),
+    ...readOnlyProps(SecretView, ['uuid', 'key', 'app', 'created', 'created_by', 'inherited_from']),
+    ...readOnlyProps(SecretView, ['modified', 'modified_by'], 'maintained'),
   },
-  { additionalProperties: false, description: 'Fields left out keep their values.' },
+  { additionalProperties: false, description: 'Fields left out keep their values; a masked value (`********`) sent back means unchanged. Read-only fields GET returns are ignored when unchanged, a 400 when changed.' },
 );
 export type SecretUpdate = Static<typeof SecretUpdate>;
 

@@ -7,6 +7,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { likeEscape } from '../common/filters.ts';
 import { pageOffset, parsePageRequest, resolvePage, type Page } from '../common/pagination.ts';
 import { uniqueViolation } from '../common/slug.ts';
+import { dropReadOnly } from '../common/read-only.ts';
 import { validate } from '../common/validation.ts';
 import type { ServiceContext } from '../context.ts';
 import { DomainError, fieldError, notFound, permissionDenied } from '../errors.ts';
@@ -15,7 +16,7 @@ import { actorLabel, requireSitePermission, siteSchema } from '../tenancy/tenant
 import { secretAad, type SecretKeyring } from './crypto.ts';
 import { checkValue, findSecretType, type SecretTypeRow } from './secret-type.service.ts';
 import {
-  MASK, MAX_VALUE_BYTES, SecretAppQuery, SecretCreate, SecretHistoryQuery, SecretListQuery, SecretUpdate,
+  MASK, MASKS, MAX_VALUE_BYTES, SecretAppQuery, SecretCreate, SecretHistoryQuery, SecretListQuery, SecretUpdate,
   type SecretHistoryItem, type SecretListItem, type SecretView,
 } from './secret.schemas.ts';
 import { countOf, firstRow, iso, rows } from './sql.ts';
@@ -125,6 +126,9 @@ export function secretService(keyring: SecretKeyring) {
       const type = input.secret_type ? await resolveType(ctx.em, schema, input.secret_type) : undefined;
       checkValue(type, input.value);
       const app = input.app ?? null;
+      if (app !== null && !(await firstRow(ctx.em, `SELECT 1 FROM ${quotedSchema(schema)}.apps WHERE slug = ?`, [app]))) {
+        throw fieldError('app', `No app "${app}" in this site.`);
+      }
       const uuid = crypto.randomUUID();
       const sealed = keyring.seal(text, secretAad(schema, uuid));
       const actor = actorLabel(ctx.actor);
@@ -169,6 +173,8 @@ export function secretService(keyring: SecretKeyring) {
       const input = validate(SecretUpdate, rawInput);
       const row = await exact(ctx.em, schema, key, app ?? null, true);
       if (!row) throw secretNotFound(key, app ?? null);
+      dropReadOnly(SecretUpdate, input, { ...listItem(row), inherited_from: null });
+      if (MASKS.includes(input.value)) delete input.value;
       const text = input.value !== undefined ? serialise(input.value) : undefined;
       let type: SecretTypeRow | undefined;
       if (input.secret_type === undefined) type = row.secret_type_uuid ? await findSecretType(ctx.em, schema, row.secret_type_uuid) : undefined;

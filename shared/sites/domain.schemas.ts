@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { readOnlyProps } from '../common/read-only.ts';
 import { StringEnum } from '../common/validation.ts';
 
 const BoolParam = StringEnum(['true', '1', 'false', '0', 'all', '*']);
@@ -29,15 +30,17 @@ export const DomainCreate = Type.Object(
 );
 export type DomainCreate = Static<typeof DomainCreate>;
 
-/** PUT: `domain` required, the flags optional (left out: unchanged). */
+const DomainReadOnly = { ...readOnlyProps(DomainView, ['uuid', 'slug', 'tenant', 'created_at']), ...readOnlyProps(DomainView, ['modified_at'], 'maintained') };
+
+/** PUT: `domain` required, the flags optional (left out: unchanged); a body sent back from GET works. */
 export const DomainReplace = Type.Object(
-  { domain: Host, is_primary: Type.Optional(Type.Boolean()), is_active: Type.Optional(Type.Boolean()) },
+  { domain: Host, is_primary: Type.Optional(Type.Boolean()), is_active: Type.Optional(Type.Boolean()), ...DomainReadOnly },
   { additionalProperties: false },
 );
 
 /** PATCH: any of the fields. */
 export const DomainUpdate = Type.Object(
-  { domain: Type.Optional(Host), is_primary: Type.Optional(Type.Boolean()), is_active: Type.Optional(Type.Boolean()) },
+  { domain: Type.Optional(Host), is_primary: Type.Optional(Type.Boolean()), is_active: Type.Optional(Type.Boolean()), ...DomainReadOnly },
   { additionalProperties: false },
 );
 export type DomainUpdate = Static<typeof DomainUpdate>;

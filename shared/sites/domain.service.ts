@@ -9,6 +9,7 @@ import { boolFilter, likeEscape, ordering } from '../common/filters.ts';
 import { pageOffset, parsePageRequest, resolvePage, type Page } from '../common/pagination.ts';
 import { isUuid } from '../common/slug.ts';
 import { validate } from '../common/validation.ts';
+import { dropReadOnly } from '../common/read-only.ts';
 import type { ServiceContext } from '../context.ts';
 import { DomainError, fieldError, notFound } from '../errors.ts';
 import { notifyRoutingChanged } from '../tenancy/host-resolver.ts';
@@ -122,11 +123,13 @@ export async function updateDomain(
   settings: Pick<SiteSettings, 'platformHosts'>,
   mode: 'put' | 'patch' = 'patch',
 ): Promise<DomainView> {
-  const input = validate(mode === 'put' ? DomainReplace : DomainUpdate, rawInput) as DomainUpdate;
+  const schema = mode === 'put' ? DomainReplace : DomainUpdate;
+  const input = validate(schema, rawInput) as DomainUpdate;
   const site = await siteFor(ctx, siteRef, 'manage_site');
   const host = input.domain !== undefined ? normalizeHost(input.domain, settings.platformHosts) : undefined;
   return underSiteLock(ctx, site, async (tx) => {
     const current = await findDomain(tx, site.uuid, ref, true);
+    dropReadOnly(schema, input, toDomainView(current));
     if (input.is_primary === false && current.is_primary) {
       throw fieldError('is_primary', 'A site keeps one primary domain: make another domain primary instead.');
     }

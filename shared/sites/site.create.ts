@@ -9,8 +9,9 @@ import type { ServiceContext } from '../context.ts';
 import { likeEscape } from '../common/filters.ts';
 import { nextSlug, pgError, slugify } from '../common/slug.ts';
 import { validate } from '../common/validation.ts';
+import { checkQuota, exemptFromQuotas } from '../common/quota.ts';
 import { allowLongStatements } from '../db/statement-timeout.ts';
-import { fieldError } from '../errors.ts';
+import { fieldError, notFound } from '../errors.ts';
 import { organizationFor } from '../organizations/lookup.ts';
 import { notifyRoutingChanged } from '../tenancy/host-resolver.ts';
 import { migrateTenantSchema } from '../tenancy/migrations.ts';
@@ -21,7 +22,7 @@ import { siteView } from './site.queries.ts';
 import { SiteCreate, type SiteView } from './site.schemas.ts';
 
 /** What site rules need from the deployment: ENVIRONMENT, PLATFORM_BASE_DOMAIN, PLATFORM_HOSTS. */
-export type SiteSettings = Pick<Config, 'environment' | 'baseDomain' | 'platformHosts'>;
+export type SiteSettings = Pick<Config, 'environment' | 'baseDomain' | 'platformHosts' | 'quotas'>;
 
 export const duplicateDomain = () => fieldError('domain', 'A domain with this host name already exists.');
 
@@ -55,7 +56,12 @@ interface Plan {
   host: string;
 }
 
-async function createInTransaction(tx: EntityManager, plan: Plan): Promise<string> {
+async function createInTransaction(tx: EntityManager, plan: Plan, sitesQuota: number): Promise<string> {
+  // The organization's row lock serialises concurrent creates (and a concurrent delete); the
+  // count is a statement of its own, so it sees what the create that held the lock committed.
+  if (!(await tx.execute('SELECT 1 FROM public.organizations WHERE uuid = ? FOR UPDATE', [plan.organizationUuid])).length) throw notFound('Organization');
+  const [{ n }] = (await tx.execute('SELECT count(*)::int AS n FROM public.sites WHERE organization_uuid = ?', [plan.organizationUuid])) as { n: number }[];
+  checkQuota(n, sitesQuota, 'sites per organization');
   const uuid = crypto.randomUUID();
   await tx.execute(
     `INSERT INTO public.sites (uuid, slug, name, description, schema_name, environment, site_settings, organization_uuid)
@@ -106,9 +112,10 @@ export async function createSite(
       host: host ?? `${slug}.${settings.baseDomain}`,
     };
     try {
+      const quota = exemptFromQuotas(ctx.actor) ? 0 : settings.quotas.sitesPerOrganization;
       const uuid = await ctx.em.transactional(async (tx) => {
         await allowLongStatements(ctx, tx as EntityManager);
-        return createInTransaction(tx as EntityManager, plan);
+        return createInTransaction(tx as EntityManager, plan, quota);
       });
       return await siteView(ctx.em, uuid);
     } catch (err) {

@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { readOnlyProps } from '../common/read-only.ts';
 import { StringEnum } from '../common/validation.ts';
 import { SITE_ENVIRONMENTS } from './site.entity.ts';
 
@@ -55,8 +56,13 @@ export const SiteUpdate = Type.Object(
     is_active: Type.Optional(Type.Boolean()),
     site_settings: Type.Optional(Settings),
     environment: Type.Optional(Environment),
+    ...readOnlyProps(SiteView, ['uuid', 'slug', 'schema_name', 'organization', 'primary_domain', 'created_at']),
+    ...readOnlyProps(SiteView, ['modified_at'], 'maintained'),
   },
-  { additionalProperties: false, description: 'Fields left out keep their values; no prefix is applied on update.' },
+  {
+    additionalProperties: false,
+    description: 'Fields left out keep their values; no prefix is applied on update. A body sent back from GET works (read-only fields unchanged are ignored).',
+  },
 );
 export type SiteUpdate = Static<typeof SiteUpdate>;
 

@@ -5,6 +5,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { accessibleWhere } from '../auth/actor.ts';
 import { boolFilter, likeEscape, ordering } from '../common/filters.ts';
 import { pageOffset, parsePageRequest, resolvePage, type Page } from '../common/pagination.ts';
+import { dropReadOnly } from '../common/read-only.ts';
 import { validate } from '../common/validation.ts';
 import type { ServiceContext } from '../context.ts';
 import { fieldError, notFound } from '../errors.ts';
@@ -71,6 +72,7 @@ const UPDATABLE = ['name', 'description', 'is_active', 'site_settings', 'environ
 export async function updateSite(ctx: ServiceContext, ref: string, rawInput: unknown): Promise<SiteView> {
   const input = validate(SiteUpdate, rawInput);
   const site = await siteFor(ctx, ref, 'change_site');
+  dropReadOnly(SiteUpdate, input, await siteView(ctx.em, site.uuid));
   if (input.name !== undefined) {
     input.name = input.name.trim();
     if (!input.name) throw fieldError('name', 'This field may not be blank.');

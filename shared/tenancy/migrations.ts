@@ -190,6 +190,15 @@ export const tenantMigrations: TenantMigration[] = [
       'CREATE INDEX data_tables_data_source_idx ON data_tables (data_source_id)',
     ],
   },
+  {
+    version: 4,
+    name: 'app_delete_record',
+    statements: [
+      // What an app's soft delete deactivated, so that restore reactivates exactly that.
+      'ALTER TABLE data_sources ADD COLUMN deactivated_with_app boolean NOT NULL DEFAULT false',
+      'ALTER TABLE data_tables ADD COLUMN deactivated_with_app boolean NOT NULL DEFAULT false',
+    ],
+  },
 ];
 
 export const CURRENT_TENANT_VERSION = tenantMigrations.at(-1)!.version;

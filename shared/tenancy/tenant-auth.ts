@@ -15,6 +15,7 @@ import { validate } from '../common/validation.ts';
 import type { ServiceContext } from '../context.ts';
 import { DomainError, invalidToken, notAuthenticated, permissionDenied } from '../errors.ts';
 import { selectUserRow } from '../users/user.queries.ts';
+import { LINKED_STANDING_SQL } from './linked-users.ts';
 import { assertSchemaName, quotedSchema } from './schema.ts';
 
 const BAD_CREDENTIALS = 'No active account found with the given credentials.';
@@ -27,12 +28,13 @@ interface LoginRow {
 }
 
 // The password is the linked platform account's when there is one (read at each login, so a
-// platform password change applies at once); usable = the site user and, if linked, the
-// platform account are active and not deleted.
+// platform password change applies at once); usable = the site user is active and not
+// deleted and, if linked, its platform account is an active owner or admin of the site's
+// organization (linked-users.ts: removal and demotion apply at once).
 const loginSql = (schema: string, by: 'username' | 'email') => `
   SELECT u.uuid,
          CASE WHEN u.platform_user_uuid IS NULL THEN u.password ELSE p.password END AS password,
-         u.is_active AND NOT u.is_deleted AND (u.platform_user_uuid IS NULL OR coalesce(p.is_active AND NOT p.is_deleted, false)) AS usable,
+         u.is_active AND NOT u.is_deleted AND ${LINKED_STANDING_SQL} AS usable,
          u.token_generation + coalesce(p.token_generation, 0) AS token_generation
     FROM ${quotedSchema(schema)}.users u LEFT JOIN public.users p ON p.uuid = u.platform_user_uuid
    WHERE lower(u.${by}) = ? AND NOT u.is_deleted${by === 'email' ? ` AND u.email <> ''` : ''}`;
@@ -42,8 +44,8 @@ export async function issueTenantTokens(em: EntityManager, settings: TokenSettin
   const input = validate(TokenRequest, rawInput);
   const login = input.username.trim().toLowerCase();
   const conn = em.getConnection();
-  let user = (await conn.execute(loginSql(schema, 'username'), [login], 'get')) as LoginRow | undefined;
-  if (!user && login.includes('@')) user = (await conn.execute(loginSql(schema, 'email'), [login], 'get')) as LoginRow | undefined;
+  let user = (await conn.execute(loginSql(schema, 'username'), [schema, login], 'get')) as LoginRow | undefined;
+  if (!user && login.includes('@')) user = (await conn.execute(loginSql(schema, 'email'), [schema, login], 'get')) as LoginRow | undefined;
   const ok = await verifyPassword(user?.password ?? undefined, input.password);
   if (!ok || !user?.usable) throw notAuthenticated(BAD_CREDENTIALS);
   await conn.execute(`UPDATE ${quotedSchema(schema)}.users SET last_login = now() WHERE uuid = ?`, [user.uuid]);

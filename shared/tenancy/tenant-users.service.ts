@@ -14,12 +14,16 @@ import { DomainError, fieldError, notFound } from '../errors.ts';
 import { toUserView, type UserRow } from '../users/user.queries.ts';
 import { quotedSchema } from './schema.ts';
 import { requireSiteAdmin, siteSchema } from './tenant-auth.ts';
-import { ChangePassword, ProfileUpdate, SiteUserCreate, SiteUserListQuery, SiteUserUpdate, type PublicProfile, type SiteUserView } from './tenant-users.schemas.ts';
+import { dropReadOnly, withoutUnchanged } from '../common/read-only.ts';
+import { ChangePassword, SiteProfileUpdate, SiteUserCreate, SiteUserListQuery, SiteUserUpdate, type PublicProfile, type SiteUserView } from './tenant-users.schemas.ts';
 
 const COLUMNS = 'uuid, username, email, first_name, last_name, is_active, is_deleted, is_staff, is_superuser, date_joined, modified, last_login, platform_user_uuid';
 type Row = Required<UserRow> & { platform_user_uuid: string | null; password?: string | null };
 
-const view = (row: Row): SiteUserView => ({ ...toUserView(row), platform_user_uuid: row.platform_user_uuid ?? null });
+function view(row: Row): SiteUserView {
+  const { pending_email: _none, ...user } = toUserView(row);
+  return { ...user, platform_user_uuid: row.platform_user_uuid ?? null };
+}
 
 export const LINKED_PASSWORD_MESSAGE =
   'This account signs in with its platform account: change the password on the platform (POST /api/profile/change-password/ on the platform host).';
@@ -139,14 +143,22 @@ async function writeUser(ctx: ServiceContext, schema: string, user: Row, input: 
   }
 }
 
+/** PUT: a body sent back from GET works (read-only and unchanged fields are ignored); own password needs the old one. */
 export async function updateSiteUser(ctx: ServiceContext, ref: string, rawInput: unknown): Promise<SiteUserView> {
   const schema = requireSiteAdmin(ctx);
   const input = validate(SiteUserUpdate, rawInput);
-  const user = await findRow(ctx.em, schema, ref);
+  const user = await findRow(ctx.em, schema, ref, { withPassword: true });
+  withoutUnchanged(dropReadOnly(SiteUserUpdate, input, view(user)), view(user), ['password', 'old_password']);
   const current = { uuid: user.uuid, is_superuser: user.is_superuser };
   authorize(ctx.ability, 'update', 'User', current);
-  for (const field of Object.keys(input)) authorize(ctx.ability, 'update', 'User', current, field);
+  for (const field of Object.keys(input)) if (field !== 'old_password') authorize(ctx.ability, 'update', 'User', current, field);
   if (input.password !== undefined && user.platform_user_uuid) throw fieldError('password', LINKED_PASSWORD_MESSAGE);
+  if (input.old_password !== undefined && input.password === undefined) throw fieldError('old_password', 'Send it with `password`, the new one.');
+  const resetsOthers = ctx.actor.kind === 'system' || (ctx.actor.is_superuser && ctx.actor.uuid !== user.uuid);
+  if (input.password !== undefined && !resetsOthers) {
+    if (input.old_password === undefined) throw fieldError('old_password', 'Your current password is required to set a new one.');
+    if (!(await verifyPassword(user.password ?? undefined, input.old_password))) throw fieldError('old_password', 'Your old password was entered incorrectly.');
+  }
   return writeUser(ctx, schema, user, input, input.password !== undefined || input.is_active === false);
 }
 
@@ -174,8 +186,9 @@ export async function getSiteProfile(ctx: ServiceContext): Promise<SiteUserView>
 
 export async function updateSiteProfile(ctx: ServiceContext, rawInput: unknown): Promise<SiteUserView> {
   const schema = siteSchema(ctx);
-  const input = validate(ProfileUpdate, rawInput);
-  return writeUser(ctx, schema, await findRow(ctx.em, schema, ownUuid(ctx)), input, false);
+  const input = validate(SiteProfileUpdate, rawInput);
+  const user = await findRow(ctx.em, schema, ownUuid(ctx));
+  return writeUser(ctx, schema, user, dropReadOnly(SiteProfileUpdate, input, view(user)), false);
 }
 
 /** Own-password users only; a linked user's password is the platform account's. Revokes every earlier token. */

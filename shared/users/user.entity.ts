@@ -8,6 +8,8 @@ export const User = defineEntity({
     uuid: p.uuid().primary().onCreate(() => crypto.randomUUID()),
     username: p.string().length(150),
     email: p.string().length(254).default(''),
+    /** A self-service e-mail change waiting for its confirmation (users/email-change.ts). */
+    pending_email: p.string().length(254).default(''),
     first_name: p.string().length(150).default(''),
     last_name: p.string().length(150).default(''),
     password: p.string().length(255).hidden().lazy(),

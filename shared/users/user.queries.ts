@@ -3,6 +3,7 @@
 // costs about half of an authenticated request; see docs/benchmarks.md).
 import { raw } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { LINKED_STANDING_SQL } from '../tenancy/linked-users.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import type { UserEntity } from './user.entity.ts';
 import type { UserView } from './user.schemas.ts';
@@ -18,6 +19,7 @@ export type UserRow = Omit<UserView, 'date_joined' | 'modified' | 'last_login'> 
   modified: Timestamp;
   last_login: Timestamp | null;
   token_generation?: number;
+  pending_email?: string;
 };
 
 /** PostgreSQL's text form (`2026-11-21 20:40:59.772+00`) or a Date, as ISO 8601. */
@@ -40,18 +42,20 @@ export function toUserView(u: UserRow | UserEntity): UserView {
     date_joined: iso(u.date_joined),
     modified: iso(u.modified),
     last_login: u.last_login ? iso(u.last_login) : null,
+    pending_email: u.pending_email ?? '',
   };
 }
 
-const SELECT_COLUMNS = [...USER_COLUMNS, 'token_generation'].map((c) => `"${c}"`).join(', ');
+const SELECT_COLUMNS = [...USER_COLUMNS, 'pending_email', 'token_generation'].map((c) => `"${c}"`).join(', ');
 const SELECT_BY_UUID = `SELECT ${SELECT_COLUMNS} FROM public.users WHERE uuid = ?`;
 
-// A site's own user. One linked to a platform account (seeded organization owners/admins) is
-// active only while that account is, and counts the account's token generation too: a
-// platform password change, deactivation or deletion revokes the user's site tokens as well.
+// A site's own user. One linked to a platform account (organization owners/admins) is active
+// only while that account is active and an owner or admin of the site's organization
+// (tenancy/linked-users.ts), and counts the account's token generation too: a platform
+// password change, deactivation, deletion, demotion or removal revokes its site tokens as well.
 const TENANT_COLUMNS = [
   ...USER_COLUMNS.filter((c) => c !== 'is_active').map((c) => `u."${c}"`),
-  'u.is_active AND (u.platform_user_uuid IS NULL OR coalesce(p.is_active AND NOT p.is_deleted, false)) AS is_active',
+  `u.is_active AND ${LINKED_STANDING_SQL} AS is_active`,
   'u.token_generation + coalesce(p.token_generation, 0) AS token_generation',
 ].join(', ');
 const selectTenantUser = (schema: string) =>
@@ -62,8 +66,8 @@ const selectTenantUser = (schema: string) =>
  * constant SQL). With `schema`, a site's own user (the schema name comes from host routing).
  */
 export async function selectUserRow(em: EntityManager, uuid: string, schema: string | null = null): Promise<Required<UserRow> | undefined> {
-  const sql = schema ? selectTenantUser(schema) : SELECT_BY_UUID;
-  return (await em.getConnection().execute(sql, [uuid], 'get')) as Required<UserRow> | undefined;
+  const [sql, params] = schema ? [selectTenantUser(schema), [schema, uuid]] : [SELECT_BY_UUID, [uuid]];
+  return (await em.getConnection().execute(sql, params, 'get')) as Required<UserRow> | undefined;
 }
 
 // Case-insensitive equality through the lower() unique indexes (ILIKE cannot use them).

@@ -1,11 +1,13 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { readOnlyProps } from '../common/read-only.ts';
 import { StringEnum } from '../common/validation.ts';
 
 // Letters, digits and . @ + - _, but not `.` or `..` alone (they are not addressable in a URL path).
 export const USERNAME_PATTERN = '^(?!\\.{1,2}$)[A-Za-z0-9.@+_-]+$';
 
 const Username = Type.String({ minLength: 1, maxLength: 150, pattern: USERNAME_PATTERN, description: 'Letters, digits and . @ + - _' });
-const Email = Type.String({ format: 'email', maxLength: 254 });
+// Empty: no e-mail (GET shows '' then, and a body sent back must pass).
+const Email = Type.Union([Type.String({ format: 'email', maxLength: 254 }), Type.Literal('')]);
 const Name = Type.String({ maxLength: 150 });
 
 /** The path parameter naming one user (`/api/cloud/users/:user/`): a username or a UUID. */
@@ -26,6 +28,7 @@ export const UserView = Type.Object(
     date_joined: Type.String({ format: 'date-time' }),
     modified: Type.String({ format: 'date-time' }),
     last_login: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+    pending_email: Type.String({ description: 'A new e-mail address waiting for its confirmation link to be used (empty when none); it counts for nothing until then' }),
   },
   { $id: 'User' },
 );
@@ -46,16 +49,22 @@ export const UserCreate = Type.Object(
 );
 export type UserCreate = Static<typeof UserCreate>;
 
+const Password = Type.String({ minLength: 1, maxLength: 128 });
+
 export const UserUpdate = Type.Object(
   {
     username: Type.Optional(Username),
     email: Type.Optional(Email),
-    password: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+    password: Type.Optional(Password),
+    old_password: Type.Optional({ ...Password, description: 'Required with `password` when you change your own password' }),
     first_name: Type.Optional(Name),
     last_name: Type.Optional(Name),
     is_active: Type.Optional(Type.Boolean()),
     is_staff: Type.Optional(Type.Boolean()),
     is_superuser: Type.Optional(Type.Boolean()),
+    is_deleted: Type.Optional(Type.Boolean({ description: '`false` restores a soft-deleted user (superusers only); deleting is DELETE' })),
+    ...readOnlyProps(UserView, ['uuid', 'date_joined']),
+    ...readOnlyProps(UserView, ['modified', 'last_login', 'pending_email'], 'maintained'),
   },
   { additionalProperties: false },
 );
@@ -77,9 +86,11 @@ export type UserListQuery = Static<typeof UserListQuery>;
 export const ProfileUpdate = Type.Object(
   {
     username: Type.Optional(Username),
-    email: Type.Optional(Email),
+    email: Type.Optional({ ...Email, description: 'A new address takes effect when the confirmation link mailed to it is used' }),
     first_name: Type.Optional(Name),
     last_name: Type.Optional(Name),
+    ...readOnlyProps(UserView, ['uuid', 'is_active', 'is_deleted', 'is_staff', 'is_superuser', 'date_joined']),
+    ...readOnlyProps(UserView, ['modified', 'last_login', 'pending_email'], 'maintained'),
   },
   { additionalProperties: false },
 );
@@ -87,8 +98,8 @@ export type ProfileUpdate = Static<typeof ProfileUpdate>;
 
 export const ChangePassword = Type.Object(
   {
-    old_password: Type.String({ minLength: 1, maxLength: 128 }),
-    new_password: Type.String({ minLength: 1, maxLength: 128 }),
+    old_password: Password,
+    new_password: Password,
   },
   { additionalProperties: false },
 );

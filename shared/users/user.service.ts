@@ -6,12 +6,15 @@ import { accessibleWhere, allows, authorize } from '../auth/actor.ts';
 import { checkPasswordStrength, hashPassword, verifyPassword } from '../auth/passwords.ts';
 import { boolFilter, likeEscape } from '../common/filters.ts';
 import { pageOffset, parsePageRequest, resolvePage, type Page } from '../common/pagination.ts';
-import { insertWithUniqueSlug, isUuid, slugify, uniqueViolation } from '../common/slug.ts';
+import { dropReadOnly, withoutUnchanged } from '../common/read-only.ts';
+import { isUuid, nextSlug, slugify, uniqueViolation } from '../common/slug.ts';
 import { validate } from '../common/validation.ts';
 import type { ServiceContext } from '../context.ts';
 import { DomainError, fieldError, notFound, permissionDenied } from '../errors.ts';
+import type { MailLinks } from '../mail/mailer.ts';
+import { emailInUse, emailTaken, requestEmailChange } from './email-change.ts';
 import { User, type UserEntity } from './user.entity.ts';
-import { emailIs, toUserView, USER_COLUMNS, usernameIs, type UserRow } from './user.queries.ts';
+import { toUserView, USER_COLUMNS, usernameIs, type UserRow } from './user.queries.ts';
 import { ChangePassword, ProfileUpdate, UserCreate, UserListQuery, UserUpdate, type UserView } from './user.schemas.ts';
 
 /** A user by username (case-insensitive) or UUID; 404 when absent. */
@@ -63,7 +66,7 @@ export async function listUsers(ctx: ServiceContext, rawQuery: unknown): Promise
   const page = resolvePage(pageReq, count);
   const rows = (await ctx.em
     .createQueryBuilder(User)
-    .select([...USER_COLUMNS])
+    .select([...USER_COLUMNS, 'pending_email'])
     .where(where as never)
     .orderBy(orderBy)
     .limit(page.pageSize)
@@ -77,20 +80,58 @@ async function usernameTaken(em: EntityManager, username: string, exceptUuid?: s
   return !!other && other.uuid !== exceptUuid;
 }
 
-async function emailTaken(em: EntityManager, email: string, exceptUuid?: string): Promise<boolean> {
-  if (!email) return false;
-  const other = await em.findOne(User, { ...emailIs(email), email: { $ne: '' }, is_deleted: false } as FilterQuery<UserEntity>, { fields: ['uuid'] });
-  return !!other && other.uuid !== exceptUuid;
-}
-
 /** Maps a unique-index violation of the users table to the field it concerns. */
 function duplicateError(err: unknown): DomainError | undefined {
   const constraint = uniqueViolation(err);
   if (constraint === 'users_username_key') return fieldError('username', 'A user with that username already exists.');
-  if (constraint === 'users_email_key') return fieldError('email', 'A user with that e-mail already exists.');
+  if (constraint === 'users_email_key') return emailTaken();
   return undefined;
 }
 
+const RETURNING = [...USER_COLUMNS, 'pending_email'].map((c) => `"${c}"`).join(', ');
+
+interface NewUser {
+  username?: string;
+  email: string;
+  password: string;
+  first_name: string;
+  last_name: string;
+  is_active: boolean;
+  is_staff: boolean;
+  is_superuser: boolean;
+}
+
+/**
+ * Inserts the user (password already hashed). Without a username, one is generated from the
+ * e-mail or the name (`-2`, `-3` … past those taken). ON CONFLICT DO NOTHING instead of a
+ * failing INSERT, so this also runs inside a caller's transaction (invitation acceptance): a
+ * username taken meanwhile is retried with the next candidate, never an aborted transaction.
+ */
+async function insertUser(em: EntityManager, user: NewUser): Promise<UserRow> {
+  const base = user.username ?? slugify(user.email.split('@')[0] || `${user.first_name} ${user.last_name}`, 140);
+  if (!base) throw fieldError('username', 'This field is required when no e-mail or name is given.');
+  for (let attempt = 0; attempt < 8; attempt++) {
+    let username = base;
+    if (!user.username) {
+      const taken = (await em.execute('SELECT username FROM public.users WHERE lower(username) LIKE ?', [`${likeEscape(base)}%`])) as { username: string }[];
+      username = nextSlug(base, taken.map((u) => u.username));
+    }
+    const [row] = (await em.execute(
+      `INSERT INTO public.users (uuid, username, email, password, first_name, last_name, is_active, is_staff, is_superuser)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING ${RETURNING}`,
+      [crypto.randomUUID(), username, user.email, user.password, user.first_name, user.last_name, user.is_active, user.is_staff, user.is_superuser],
+    )) as UserRow[];
+    if (row) return row;
+    if (await emailInUse(em, user.email)) throw emailTaken();
+    if (user.username) throw fieldError('username', 'A user with that username already exists.');
+  }
+  throw new DomainError('CONFLICT', 'Could not find a free username; try again or give one.');
+}
+
+/**
+ * The one way a platform user is created (the users API, the CLI, invitation acceptance,
+ * bootstrap): validation, permission, password rules, uniqueness.
+ */
 export async function createUser(ctx: ServiceContext, rawInput: unknown): Promise<UserView> {
   const input = validate(UserCreate, rawInput);
   authorize(ctx.ability, 'create', 'User', { is_superuser: input.is_superuser ?? false });
@@ -98,37 +139,19 @@ export async function createUser(ctx: ServiceContext, rawInput: unknown): Promis
   if (input.is_staff !== undefined) authorize(ctx.ability, 'create', 'User', { is_superuser: input.is_superuser ?? false }, 'is_staff');
   const email = input.email?.trim() ?? '';
   checkPasswordStrength(input.password, 'password', { username: input.username, email });
-  if (await emailTaken(ctx.em, email)) throw fieldError('email', 'A user with that e-mail already exists.');
-  const password = await hashPassword(input.password);
-  const build = (username: string) => ({
-    username,
+  if (await emailInUse(ctx.em, email)) throw emailTaken();
+  if (input.username && (await usernameTaken(ctx.em, input.username))) throw fieldError('username', 'A user with that username already exists.');
+  const row = await insertUser(ctx.em, {
+    username: input.username,
     email,
-    password,
+    password: await hashPassword(input.password),
     first_name: input.first_name ?? '',
     last_name: input.last_name ?? '',
     is_active: input.is_active ?? true,
     is_staff: input.is_staff ?? false,
     is_superuser: input.is_superuser ?? false,
   });
-  const insert = async (username: string) => {
-    const em = ctx.em.fork();
-    const user = em.create(User, build(username));
-    await em.flush();
-    return user;
-  };
-  try {
-    if (input.username) {
-      if (await usernameTaken(ctx.em, input.username)) throw fieldError('username', 'A user with that username already exists.');
-      return toUserView(await insert(input.username));
-    }
-    const base = slugify(email.split('@')[0] || `${input.first_name ?? ''} ${input.last_name ?? ''}`, 140);
-    if (!base) throw fieldError('username', 'This field is required when no e-mail or name is given.');
-    const taken = async (b: string) =>
-      (await ctx.em.find(User, { username: { $ilike: `${likeEscape(b)}%` } }, { fields: ['username'] })).map((u) => u.username);
-    return toUserView(await insertWithUniqueSlug(base, 'users_username_key', taken, insert));
-  } catch (err) {
-    throw duplicateError(err) ?? err;
-  }
+  return toUserView(row);
 }
 
 export async function getUser(ctx: ServiceContext, ref: string): Promise<UserView> {
@@ -137,38 +160,73 @@ export async function getUser(ctx: ServiceContext, ref: string): Promise<UserVie
   return toUserView(user);
 }
 
-async function applyUpdate(ctx: ServiceContext, user: UserEntity, input: UserUpdate): Promise<UserView> {
+/** Whether the caller may set `user`'s password without the old one: a superuser (or the system actor) acting on someone else. */
+function resetsOthersPassword(ctx: ServiceContext, user: UserEntity): boolean {
+  return ctx.actor.kind === 'system' || (ctx.actor.is_superuser && ctx.actor.uuid !== user.uuid);
+}
+
+const isSelf = (ctx: ServiceContext, user: UserEntity): boolean => ctx.actor.kind === 'user' && ctx.actor.uuid === user.uuid;
+
+async function applyUpdate(ctx: ServiceContext, user: UserEntity, input: UserUpdate, mail?: MailLinks): Promise<UserView> {
+  withoutUnchanged(input, toUserView(user), ['password', 'old_password']);
+  const { password, old_password: oldPassword, is_deleted: isDeleted, ...fields } = input;
   const current = { uuid: user.uuid, is_superuser: user.is_superuser };
   authorize(ctx.ability, 'update', 'User', current);
-  for (const field of Object.keys(input)) authorize(ctx.ability, 'update', 'User', current, field);
-  if (input.username !== undefined && input.username !== user.username && (await usernameTaken(ctx.em, input.username, user.uuid))) {
+  for (const field of Object.keys(input)) if (field !== 'old_password') authorize(ctx.ability, 'update', 'User', current, field);
+  if (oldPassword !== undefined && password === undefined) throw fieldError('old_password', 'Send it with `password`, the new one.');
+  if (password !== undefined && !resetsOthersPassword(ctx, user)) {
+    if (oldPassword === undefined) {
+      throw fieldError('old_password', isSelf(ctx, user) ? 'Your current password is required to set a new one.' : 'Only a superuser sets another user\'s password without its current one.');
+    }
+    const [stored] = (await ctx.em.execute('SELECT password FROM public.users WHERE uuid = ?', [user.uuid])) as { password: string }[];
+    if (!(await verifyPassword(stored?.password, oldPassword))) throw fieldError('old_password', 'Your old password was entered incorrectly.');
+  }
+  if (isDeleted === true) throw fieldError('is_deleted', 'Delete a user with DELETE.');
+  if (fields.username !== undefined && (await usernameTaken(ctx.em, fields.username, user.uuid))) {
     throw fieldError('username', 'A user with that username already exists.');
   }
-  const email = input.email?.trim();
-  if (email !== undefined && (await emailTaken(ctx.em, email, user.uuid))) {
-    throw fieldError('email', 'A user with that e-mail already exists.');
+  const email = fields.email?.trim();
+  delete fields.email;
+  let pendingEmail: string | undefined;
+  if (email !== undefined && email.toLowerCase() !== user.email.toLowerCase()) {
+    // A new address of your own waits for its confirmation link; an operator's change applies at once.
+    if (email && isSelf(ctx, user)) pendingEmail = email;
+    else if (await emailInUse(ctx.em, email, user.uuid)) throw emailTaken();
+    else user.email = email;
   }
-  const { password, ...fields } = input;
-  ctx.em.assign(user, { ...fields, ...(email !== undefined ? { email } : {}) });
+  if (pendingEmail !== undefined && !mail) throw new DomainError('INTERNAL_ERROR', 'E-mail changes need a mailer.');
+  ctx.em.assign(user, fields);
   if (password !== undefined) {
     checkPasswordStrength(password, 'password', { username: user.username, email: user.email });
     user.password = await hashPassword(password);
     user.token_generation += 1;
   }
-  if (input.is_active === false) user.token_generation += 1;
+  if (isDeleted === false) {
+    // Restore (superusers only: the field check above): active again unless the body says otherwise.
+    user.is_deleted = false;
+    if (fields.is_active === undefined) user.is_active = true;
+  }
+  if (fields.is_active === false) user.token_generation += 1;
+  // The changes, the pending address and its mail: all or nothing (a mail failure changes nothing).
+  await ctx.em.begin();
   try {
     await ctx.em.flush();
+    if (pendingEmail !== undefined) await requestEmailChange(ctx.em, user, pendingEmail, mail!);
+    await ctx.em.commit();
   } catch (err) {
+    await ctx.em.rollback();
     throw duplicateError(err) ?? err;
   }
+  if (pendingEmail !== undefined) await ctx.em.refresh(user);
   return toUserView(user);
 }
 
-export async function updateUser(ctx: ServiceContext, ref: string, rawInput: unknown): Promise<UserView> {
+/** PUT /api/cloud/users/{user}/: a body sent back from GET works (read-only and unchanged fields are ignored). */
+export async function updateUser(ctx: ServiceContext, ref: string, rawInput: unknown, mail?: MailLinks): Promise<UserView> {
   const input = validate(UserUpdate, rawInput);
   const user = await findUserByRef(ctx.em, ref);
   if (!allows(ctx.ability, 'read', 'User', user)) throw notFound('User');
-  return applyUpdate(ctx, user, input);
+  return applyUpdate(ctx, user, dropReadOnly(UserUpdate, input, toUserView(user)), mail);
 }
 
 /** Soft delete: the account stays (history, references) but can no longer log in or refresh. */
@@ -197,10 +255,10 @@ export async function getProfile(ctx: ServiceContext): Promise<UserView> {
   return toUserView(await findUserByRef(ctx.em, actorUuid(ctx)));
 }
 
-export async function updateProfile(ctx: ServiceContext, rawInput: unknown): Promise<UserView> {
+export async function updateProfile(ctx: ServiceContext, rawInput: unknown, mail?: MailLinks): Promise<UserView> {
   const input = validate(ProfileUpdate, rawInput);
   const user = await findUserByRef(ctx.em, actorUuid(ctx));
-  return applyUpdate(ctx, user, input);
+  return applyUpdate(ctx, user, dropReadOnly(ProfileUpdate, input, toUserView(user)), mail);
 }
 
 /** Changes the caller's password and revokes every token issued before (refresh tokens included). */

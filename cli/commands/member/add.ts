@@ -3,6 +3,7 @@ import { memberLines, memberRefArg, orgFlag } from '../../organizations.ts';
 
 export default class MemberAddCommand extends BackendCommand<typeof MemberAddCommand> {
   static override summary = 'Add an existing, active user to an organization.';
+  static override description = 'For platform operators (superusers, staff, and --direct): it attaches the user without their consent. Everyone else invites (`platform invite create`), and the invitee accepts.';
   static override examples = ['<%= config.bin %> member add alice --org acme'];
   static override args = { user: { ...memberRefArg, description: 'Username or UUID of the user' } };
   static override flags = { org: orgFlag };

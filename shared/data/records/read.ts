@@ -5,11 +5,14 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { fieldError } from '../../errors.ts';
 import { countOf, rows } from '../../secrets/sql.ts';
 import { searchVector } from '../ddl.ts';
+import { fromStored } from '../field-types.ts';
 import { compileFilter, parseQueryFilters, type ColumnInfo, type Filter, type SqlFragment } from '../query/filter.ts';
-import { quoteIdent } from '../table-schema.ts';
+import { quoteIdent, type Field, type TableSchema } from '../table-schema.ts';
 import { fieldSql, loadRelations, needsRelations, resolver, sortExpression, type RecordRow, type Relation, type Target, type TableView } from './target.ts';
 
 const DEFAULT_PAGE_SIZE = 20;
+/** Related records per parent and per reverse or many-to-many relation that populate adds. */
+export const POPULATE_LIMIT = 100;
 const MAX_PAGE_SIZE = 1000;
 const MAX_SEARCH_WORDS = 10;
 
@@ -40,17 +43,25 @@ export function pageOf(query: Record<string, unknown>): Page {
   return { limit: pageSize, offset: (page - 1) * pageSize, page, pageSize };
 }
 
+const byName = new WeakMap<TableSchema, Map<string, Field>>();
+function fieldsByName(schema: TableSchema): Map<string, Field> {
+  let m = byName.get(schema);
+  if (!m) byName.set(schema, (m = new Map(schema.fields.map((f) => [f.name, f]))));
+  return m;
+}
+
 /**
  * A record as the API shows it: fields in schema order (jsonb orders keys by length), document
  * fields beyond the schema after them; flat timestamps as ISO strings (to_jsonb gives `+00:00`).
  */
 export function plain(v: TableView, r: RecordRow): RecordRow {
   const flat = v.provider === 'flat_table';
+  const fields = fieldsByName(v.schema);
   const out: RecordRow = {};
   for (const [field, info] of v.columns) {
     if (!flat && !Object.hasOwn(r, field)) continue;
     const value = r[field];
-    out[field] = flat && info.pgType === 'timestamptz' && typeof value === 'string' ? new Date(value).toISOString() : value;
+    out[field] = flat && info.pgType === 'timestamptz' && typeof value === 'string' ? new Date(value).toISOString() : fromStored(fields.get(field), value);
   }
   if (!flat) for (const k of Object.keys(r)) if (!Object.hasOwn(out, k)) out[k] = r[k];
   return out;
@@ -130,7 +141,8 @@ function populated(t: Target, raw: unknown): Relation[] {
 
 /**
  * Replaces each forward foreign key by the record it references (null when none) and adds each
- * reverse or many-to-many relation as an array of records, one query per relation.
+ * reverse or many-to-many relation as an array of its first POPULATE_LIMIT records by key, one
+ * query per relation.
  */
 export async function populate(em: EntityManager, t: Target, records: RecordRow[], raw: unknown): Promise<void> {
   await loadRelations(em, t);
@@ -144,7 +156,10 @@ export async function populate(em: EntityManager, t: Target, records: RecordRow[
       const from = j ? `${j.view.table} j JOIN ${other.table} r ON ${fieldSql(other, 'r', rel.remote)} = ${fieldSql(j.view, 'j', j.toOther)}` : `${other.table} r`;
       const order = other.pk.map((k) => `${fieldSql(other, 'r', k)} ASC`).join(', ');
       const params = keys.map((k) => (typeof k === 'object' ? JSON.stringify(k) : k));
-      for (const x of await rows<{ r: RecordRow; k: unknown }>(em, `SELECT ${other.recordSql('r')} AS r, ${match.sql} AS k FROM ${from} WHERE ${match.sql} IN (${list}) ORDER BY ${order}`, params)) {
+      // The first POPULATE_LIMIT related records of each parent, by key: ranked in SQL, never all loaded.
+      const ranked = `SELECT ${other.recordSql('r')} AS r, ${match.sql} AS k, row_number() OVER (PARTITION BY ${match.sql} ORDER BY ${order}) AS rn FROM ${from} WHERE ${match.sql} IN (${list})`;
+      const sql = rel.kind === 'forward' ? `SELECT q.r, q.k FROM (${ranked}) q WHERE q.rn = 1` : `SELECT q.r, q.k FROM (${ranked}) q WHERE q.rn <= ${POPULATE_LIMIT} ORDER BY q.rn`;
+      for (const x of await rows<{ r: RecordRow; k: unknown }>(em, sql, params)) {
         const k = keyOf(x.k)!;
         const bucket = found.get(k) ?? [];
         bucket.push(plain(other, x.r));
@@ -187,12 +202,17 @@ export async function aggregate(em: EntityManager, t: Target, query: Record<stri
       outputs.push([name, info.sql!]);
     }
   }
+  /** An aggregate's output; its name must not be a group field's (a field may be named `count`). */
+  const output = (name: string, sql: string) => {
+    if (outputs.some(([n]) => n === name)) throw fieldError('_aggregate', `The output "${name}" would also be the group field "${name}": group by another field or aggregate another way.`);
+    outputs.push([name, sql]);
+  };
   for (const item of new Set(query._aggregate.split(','))) {
     const m = AGGREGATE.exec(item.trim());
     if (!m) throw fieldError('_aggregate', `Unknown aggregate "${item}" (count, count_distinct(f), sum(f), avg(f), min(f), max(f)).`);
     const [, fn, arg] = m as unknown as [string, string, string | undefined];
     if (fn === 'count' && (arg === undefined || arg === '*')) {
-      outputs.push(['count', 'count(*)']);
+      output('count', 'count(*)');
       continue;
     }
     if (arg === undefined || arg === '*') throw fieldError('_aggregate', `"${fn}" needs a field: ${fn}(field).`);
@@ -202,7 +222,7 @@ export async function aggregate(em: EntityManager, t: Target, query: Record<stri
     if ((fn === 'sum' || fn === 'avg') && !NUMERIC.has(use.pgType) && use.pgType !== 'interval') throw fieldError('_aggregate', `"${fn}" needs a numeric field ("${arg}" is ${use.pgType}).`);
     if ((fn === 'min' || fn === 'max') && !ORDERED.has(use.pgType)) throw fieldError('_aggregate', `"${fn}" does not apply to "${arg}" (${use.pgType}).`);
     const sql = fn === 'count_distinct' ? `count(DISTINCT ${use.sql})` : `${fn}(${use.sql})`;
-    outputs.push([`${fn}_${arg.replace(/\./g, '_')}`, sql]);
+    output(`${fn}_${arg.replace(/\./g, '_')}`, sql);
   }
   const names = new Map(outputs.map(([n], i) => [n, i]));
   const order: string[] = [];

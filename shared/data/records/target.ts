@@ -95,7 +95,8 @@ function tableView(name: string, provider: ProviderType, site: string, physical:
     columns: columnsAs('t'),
     columnsAs,
     recordSql(alias) {
-      if (provider === 'flat_table') return `to_jsonb(${alias})`;
+      // `alias.*`, never the bare alias: a field may be named like the alias (`to_jsonb(t)` would read column t).
+      if (provider === 'flat_table') return `to_jsonb(${alias}.*)`;
       if (provider === 'docstore') return `(${alias}."doc" || jsonb_build_object('id', ${alias}."id"))`;
       return declaredKey(schema) ? `${alias}."data"` : `(jsonb_build_object('id', ${alias}."id") || ${alias}."data")`;
     },

@@ -2,8 +2,9 @@
 // deletes per provider, and constraint violations turned into field-keyed errors.
 // docs/data-tables.md "Records API".
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { DomainError, fieldError, validationError, type FieldErrors } from '../../errors.ts';
+import { DomainError, addFieldError, fieldError, validationError, type FieldErrors } from '../../errors.ts';
 import { quoteLiteral } from '../ddl.ts';
+import { toStored } from '../field-types.ts';
 import { coerceValue, type Filter } from '../query/filter.ts';
 import { recordValidator } from '../record-validator.ts';
 import { declaredKey, quoteIdent } from '../table-schema.ts';
@@ -53,10 +54,7 @@ export function recordErrors(t: TableView, record: unknown, prefix: string, out:
     return undefined;
   }
   const errors: FieldErrors = {};
-  const add = (field: string, text: string) => {
-    const list = (errors[field] ??= []);
-    if (!list.includes(text)) list.push(text);
-  };
+  const add = (field: string, text: string) => addFieldError(errors, field, text);
   const own = patched ?? record;
   if (t.provider !== 'docstore') for (const key of Object.keys(own)) if (!t.columns.has(key)) add(key, `Unknown field "${key}".`);
   if (t.provider !== 'flat_table' && Object.hasOwn(own, 'id') && !(t.provider === 'jsonb' && declaredKey(t.schema))) {
@@ -78,8 +76,11 @@ export function recordErrors(t: TableView, record: unknown, prefix: string, out:
   // A patch is validated as the record it produces; only the patched fields can be at fault
   // (stored values such as intervals come back in PostgreSQL's text form, not the schema's).
   const kept = Object.entries(errors).filter(([f]) => !patched || Object.hasOwn(patched, f));
-  for (const [f, list] of kept) out[`${prefix}${f}`] = list;
-  return kept.length ? undefined : record;
+  for (const [f, list] of kept) for (const text of list) addFieldError(out, `${prefix}${f}`, text);
+  if (kept.length) return undefined;
+  toStored(t.schema.fields, record);
+  if (patched) toStored(t.schema.fields, patched);
+  return record;
 }
 
 // --- constraint violations --------------------------------------------------------------------
@@ -176,13 +177,13 @@ export async function insertRecords(em: EntityManager, t: TableView, records: Re
     let stored: RecordRow[];
     if (!cols.length) {
       stored = [];
-      for (let k = 0; k < items.length; k++) stored.push(...(await selectRecords(em, t, `INSERT INTO ${t.table} AS t DEFAULT VALUES RETURNING to_jsonb(t) AS r`, [])));
+      for (let k = 0; k < items.length; k++) stored.push(...(await selectRecords(em, t, `INSERT INTO ${t.table} AS t DEFAULT VALUES RETURNING to_jsonb(t.*) AS r`, [])));
     } else {
       const list = cols.map(quoteIdent);
       stored = await selectRecords(
         em,
         t,
-        `INSERT INTO ${t.table} AS t (${list.join(', ')}) SELECT ${list.map((c) => `x.${c}`).join(', ')} ${elements} CROSS JOIN LATERAL jsonb_populate_record(NULL::${t.table}, e.v) AS x ORDER BY e.n RETURNING to_jsonb(t) AS r`,
+        `INSERT INTO ${t.table} AS t (${list.join(', ')}) SELECT ${list.map((c) => `x.${c}`).join(', ')} ${elements} CROSS JOIN LATERAL jsonb_populate_record(NULL::${t.table}, e.v) AS x ORDER BY e.n RETURNING to_jsonb(t.*) AS r`,
         [JSON.stringify(items.map((x) => x.rec))],
       );
     }
@@ -226,7 +227,7 @@ export async function updateRecord(em: EntityManager, t: TableView, where: { sql
     const [row] = await selectRecords(
       em,
       t,
-      `UPDATE ${t.table} AS t SET ${set} FROM jsonb_populate_record(NULL::${t.table}, ?::jsonb) AS x WHERE ${where.sql} RETURNING to_jsonb(t) AS r`,
+      `UPDATE ${t.table} AS t SET ${set} FROM jsonb_populate_record(NULL::${t.table}, ?::jsonb) AS x WHERE ${where.sql} RETURNING to_jsonb(t.*) AS r`,
       [JSON.stringify(patch), ...where.params],
     );
     return row;

@@ -191,4 +191,38 @@ export class Migration0002Tenancy extends Migration {
   }
 }
 
-export const platformMigrations = [Migration0001Users, Migration0002Tenancy];
+/**
+ * Verified e-mail changes: a self-service change waits in `pending_email` until the link mailed
+ * to the new address is used (email_confirmations). E-mail uniqueness now covers deleted users
+ * too, so a restored account never collides; where a deleted user shares an address with
+ * another user already, the deleted one's address is freed (cleared) first.
+ */
+export class Migration0003VerifiedEmail extends Migration {
+  override name = '0003_verified_email';
+  override async up(): Promise<void> {
+    this.addSql(`
+      UPDATE users d SET email = ''
+       WHERE d.is_deleted AND d.email <> ''
+         AND EXISTS (SELECT 1 FROM users o WHERE o.uuid <> d.uuid AND lower(o.email) = lower(d.email)
+                        AND (NOT o.is_deleted OR o.date_joined > d.date_joined OR (o.date_joined = d.date_joined AND o.uuid > d.uuid)))`);
+    this.addSql('DROP INDEX users_email_key');
+    this.addSql(`CREATE UNIQUE INDEX users_email_key ON users (lower(email)) WHERE email <> ''`);
+    this.addSql(`ALTER TABLE users ADD COLUMN pending_email varchar(254) NOT NULL DEFAULT ''`);
+    this.addSql(`
+      CREATE TABLE email_confirmations (
+        token uuid PRIMARY KEY,
+        user_uuid uuid NOT NULL UNIQUE REFERENCES users (uuid) ON DELETE CASCADE,
+        email varchar(254) NOT NULL,
+        created timestamptz NOT NULL DEFAULT now(),
+        expires_at timestamptz NOT NULL
+      )`);
+  }
+  override async down(): Promise<void> {
+    this.addSql('DROP TABLE email_confirmations');
+    this.addSql('ALTER TABLE users DROP COLUMN pending_email');
+    this.addSql('DROP INDEX users_email_key');
+    this.addSql(`CREATE UNIQUE INDEX users_email_key ON users (lower(email)) WHERE email <> '' AND NOT is_deleted`);
+  }
+}
+
+export const platformMigrations = [Migration0001Users, Migration0002Tenancy, Migration0003VerifiedEmail];
