@@ -4,6 +4,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
+import { AppRateLimits } from '../shared/apps/app-limits.ts';
 import { systemActor } from '../shared/auth/actor.ts';
 import { pruneBlacklist } from '../shared/auth/auth.service.ts';
 import type { TokenSettings } from '../shared/auth/tokens.ts';
@@ -13,7 +14,6 @@ import type { Config } from '../shared/config.ts';
 import { makeContext } from '../shared/context.ts';
 import { openDatabase, type Database } from '../shared/db/database.ts';
 import { migratePlatform } from '../shared/db/orm.ts';
-import { AppRateLimits } from '../shared/apps/app-limits.ts';
 import { ChangeListener } from '../shared/db/changes.ts';
 import { HostResolver } from '../shared/tenancy/host-resolver.ts';
 import { migrateAllTenants } from '../shared/tenancy/migrations.ts';
@@ -29,7 +29,6 @@ export interface ServerHandle {
   db: Database;
   log: Logger;
   hosts: HostResolver;
-  appLimits: AppRateLimits;
   close(): Promise<void>;
 }
 
@@ -129,7 +128,6 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       db,
       log,
       hosts,
-      appLimits,
       close() {
         closing ??= (async () => {
           shuttingDown = true;

@@ -241,7 +241,11 @@ export async function migrateTenantSchema(em: EntityManager, schema: string, opt
       while (await step(em));
     } else {
       // Each migration in a transaction of its own, without the request statement timeout.
-      while (await em.transactional(async (tx) => (await setLocalStatementTimeout(tx as EntityManager, 0), step(tx as EntityManager))));
+      const migrateOne = async (tx: EntityManager) => {
+        await setLocalStatementTimeout(tx, 0);
+        return step(tx);
+      };
+      while (await em.transactional((tx) => migrateOne(tx as EntityManager)));
     }
   } catch (err) {
     if (!inTransaction) {
