@@ -42,6 +42,7 @@ test.before(async () => {
   dirs.push(configDir);
   // As `platform login --site` stores it: under <api-url>/sites/<schema>.
   fs.writeFileSync(path.join(configDir, 'credentials.json'), JSON.stringify({ version: 1, apis: { [`${s.url}/sites/${site.schema}`]: { ...tokens, username: 'boss' } } }), { mode: 0o600 });
+  await api('POST', '/api/apps/', { name: 'Shop' }); // a secret's app must be an app of the site
   for (const [key, value, app] of [['SHARED', 'tenant-value'], ['SHARED', 'shop-value', 'shop'], ['LISTED_A', 'a'], ['LISTED_B', 'b'], ['HIST', 'h1']]) {
     const res = await api('POST', '/api/secrets/', { key, value, ...(app ? { app } : {}), description: `seed ${key}` });
     if (res.status !== 201) throw new Error(res.text);

@@ -55,8 +55,8 @@ test('user create without --username: readable message and the generated usernam
     t.is(r.code, 0);
     const lines = r.stdout.split('\n');
     t.is(lines[0], 'User created successfully.');
-    t.is(lines[2], `username:     erin-${mode}`);
-    t.is(lines[6], 'is_active:    no');
+    t.is(lines[2], `username:      erin-${mode}`);
+    t.is(lines[6], 'is_active:     no');
     t.like((await getUser(`erin-${mode}`)).body, { email: `erin.${mode}@example.com`, last_name: 'Ek', is_active: false });
   },
 });
