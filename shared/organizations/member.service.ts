@@ -65,10 +65,14 @@ export async function listMembers(ctx: ServiceContext, orgRef: string, rawQuery:
   return { ...page, count, results: await memberViews(ctx.em, org.uuid, rows) };
 }
 
-async function viewOf(em: EntityManager, orgUuid: string, ref: string): Promise<MemberView> {
-  const [view] = await memberViews(em, orgUuid, [await memberRow(em, orgUuid, ref)]);
-  return view;
+/** The member's body and membership row (404 when not a member). */
+async function memberState(em: EntityManager, orgUuid: string, ref: string) {
+  const row = await memberRow(em, orgUuid, ref);
+  const [view] = await memberViews(em, orgUuid, [row]);
+  return { row, view };
 }
+
+const viewOf = async (em: EntityManager, orgUuid: string, ref: string): Promise<MemberView> => (await memberState(em, orgUuid, ref)).view;
 
 export async function getMember(ctx: ServiceContext, orgRef: string, ref: string): Promise<MemberView> {
   const org = await viewable(ctx, orgRef);
@@ -140,13 +144,6 @@ async function resolveUpdate(em: EntityManager, orgUuid: string, input: MemberUp
   }
   if (Object.keys(errors).length) throw validationError(errors);
   return { groupIds, grants };
-}
-
-/** The member's body and membership row (404 when not a member). */
-async function memberState(em: EntityManager, orgUuid: string, ref: string) {
-  const row = await memberRow(em, orgUuid, ref);
-  const [view] = await memberViews(em, orgUuid, [row]);
-  return { row, view };
 }
 
 /**
