@@ -8,7 +8,7 @@ import { pageEnvelope, type PageEnvelope } from '../../shared/common/pagination.
 import { validate } from '../../shared/common/validation.ts';
 import type { Config } from '../../shared/config.ts';
 import { makeContext, type ServiceContext } from '../../shared/context.ts';
-import { openDatabase, type Database } from '../../shared/db/database.ts';
+import { openCommandDatabase, type Database } from '../../shared/db/database.ts';
 import { migrationStatus } from '../../shared/db/orm.ts';
 import { DomainError } from '../../shared/errors.ts';
 import { USER_MESSAGES } from '../../shared/users/user.messages.ts';
@@ -102,7 +102,7 @@ export class DirectBackend implements Backend {
   /** Opens the database on first use and checks that its schema is current. */
   private database(): Promise<Database> {
     this.db ??= (async () => {
-      const db = await openDatabase(this.config, { info: this.info, error: this.info }, { poolMax: 2, statementTimeoutMs: this.config.longStatementTimeoutMs });
+      const db = await openCommandDatabase(this.config, this.info);
       try {
         const { pending } = await migrationStatus(db.orm);
         if (pending.length) {

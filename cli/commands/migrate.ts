@@ -15,11 +15,11 @@ export default class MigrateCommand extends BaseCommand<typeof MigrateCommand> {
     const config = this.platformConfig();
     // Loaded here, not at the top: oclif imports every command module to list them, and the
     // ORM should only cost the commands that use it.
-    const { openDatabase } = await import('../../shared/db/database.ts');
+    const { openCommandDatabase } = await import('../../shared/db/database.ts');
     const { migratePlatform, migrationStatus } = await import('../../shared/db/orm.ts');
     const { migrateAllTenants, tenantStatus } = await import('../../shared/tenancy/migrations.ts');
     const log = (line: string) => this.info(line);
-    const db = await openDatabase(config, { info: log, error: log }, { poolMax: 2, statementTimeoutMs: config.longStatementTimeoutMs });
+    const db = await openCommandDatabase(config, log);
     try {
       const status = await migrationStatus(db.orm);
       if (this.flags.status) {

@@ -8,10 +8,10 @@ export default class PruneCommand extends BaseCommand<typeof PruneCommand> {
 
   async run() {
     const config = this.platformConfig();
-    const { openDatabase } = await import('../../shared/db/database.ts');
+    const { openCommandDatabase } = await import('../../shared/db/database.ts');
     const { pruneBlacklist } = await import('../../shared/auth/auth.service.ts');
     const log = (line: string) => this.info(line);
-    const db = await openDatabase(config, { info: log, error: log }, { poolMax: 2, statementTimeoutMs: config.longStatementTimeoutMs });
+    const db = await openCommandDatabase(config, log);
     try {
       const deleted = await pruneBlacklist(db.orm.em.fork());
       this.log(`Deleted ${deleted} expired token-blacklist row(s).`);

@@ -17,6 +17,7 @@ import {
 import type { Mailer } from '../../shared/mail/mailer.ts';
 import { MessageBody, created, paginated, sendCreated, sendMessage, sendPage } from '../http/envelopes.ts';
 import { defineRoute, type RouteDef } from '../http/registry.ts';
+import { mailLinks } from '../http/mail-links.ts';
 import type { AppContext } from '../http/types.ts';
 
 const LIST = '/api/cloud/organizations/:org/invitations/';
@@ -24,12 +25,8 @@ const ONE = '/api/cloud/organizations/:org/invitations/:invitation/';
 const alias = (path: string) => [path.replace('/api/cloud/', '/api/')];
 
 export function invitationRoutes(config: Config, mailer: Mailer): RouteDef[] {
-  // The links in the e-mail: PLATFORM_PUBLIC_URL, else the origin the request came to.
-  const deps = (ctx: AppContext): InvitationDeps => ({
-    mailer,
-    baseUrl: config.publicUrl ?? `${ctx.protocol}://${ctx.host}`,
-    ttlDays: config.invitationTtlDays,
-  });
+  const links = mailLinks(config, mailer);
+  const deps = (ctx: AppContext): InvitationDeps => ({ ...links(ctx), ttlDays: config.invitationTtlDays });
   return [
     defineRoute({
       method: 'get',

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import type { Config } from '../../shared/config.ts';
-import type { Mailer, MailLinks } from '../../shared/mail/mailer.ts';
+import type { Mailer } from '../../shared/mail/mailer.ts';
 import * as siteUsers from '../../shared/tenancy/tenant-users.service.ts';
 import { SiteProfileUpdate, SiteUserView } from '../../shared/tenancy/tenant-users.schemas.ts';
 import { confirmEmailChange, EMAIL_MESSAGES, EmailToken } from '../../shared/users/email-change.ts';
@@ -9,13 +9,13 @@ import * as users from '../../shared/users/user.service.ts';
 import { ChangePassword, ProfileUpdate, UserCreate, UserListQuery, UserRef, UserUpdate, UserView } from '../../shared/users/user.schemas.ts';
 import { MessageBody, created, paginated, sendCreated, sendMessage, sendPage } from '../http/envelopes.ts';
 import { defineRoute, type RouteDef } from '../http/registry.ts';
-import type { AppContext } from '../http/types.ts';
+import { mailLinks } from '../http/mail-links.ts';
 
 const EMAIL_NOTE = ' A new e-mail address of your own takes effect when the confirmation link mailed to it is used (`pending_email` shows it meanwhile).';
 
 export function userRoutes(config: Config, mailer: Mailer): RouteDef[] {
   const publicUrl = config.publicUrl;
-  const mail = (ctx: AppContext): MailLinks => ({ mailer, baseUrl: publicUrl ?? `${ctx.protocol}://${ctx.host}` });
+  const mail = mailLinks(config, mailer);
   return [
     defineRoute({
       method: 'get',

@@ -56,7 +56,7 @@ export const AppUpdate = Type.Object(
     // Changed by other routes (delete/restore, tables, data sources, settings): never by this PUT, whatever is sent.
     ...readOnlyProps(AppDetail, ['is_active', 'table_count', 'datasource_count', 'updated_at', 'modified_by', 'tables', 'datasources', 'settings', 'package_info'], 'maintained'),
   },
-  { additionalProperties: false, description: 'Takes the fields GET returns; only name and description change (settings: /settings/; the slug stays): the others are ignored when unchanged, a 400 when changed.' },
+  { additionalProperties: false, description: 'Takes the fields GET returns; only name and description change (settings: /settings/; the slug stays). Identifying fields are ignored when unchanged (a 400 when changed); counts, timestamps, settings and the other derived fields are ignored.' },
 );
 export type AppUpdate = Static<typeof AppUpdate>;
 

@@ -53,7 +53,7 @@ export const DataSourceUpdate = Type.Object(
     ...readOnlyProps(DataSourceView, ['id', 'app', 'app_slug', 'provider_type', 'created_at', 'created_by']),
     ...readOnlyProps(DataSourceView, ['app_name', 'table_count', 'materialized_count', 'updated_at', 'modified_by'], 'maintained'),
   },
-  { additionalProperties: false, description: 'Takes the fields GET returns: read-only ones (provider_type cannot change once created) are ignored when unchanged, a 400 when changed.' },
+  { additionalProperties: false, description: 'Takes the fields GET returns: identifying ones (provider_type cannot change once created) are ignored when unchanged (a 400 when changed); counts and timestamps are ignored.' },
 );
 export type DataSourceUpdate = Static<typeof DataSourceUpdate>;
 

@@ -6,7 +6,7 @@
 import { RE2JS } from 're2js';
 import type { RegExpEngine } from 'ajv/dist/types/index.js';
 
-export const UNSUPPORTED_PATTERN =
+const UNSUPPORTED_PATTERN =
   'uses lookahead, lookbehind or a backreference, which are not supported (patterns run on RE2, a linear-time engine)';
 
 /**
@@ -54,7 +54,7 @@ function attempt(pattern: string): RE2JS | string {
 }
 
 /** A compiled user pattern; throws an Error whose message says why a pattern is refused. */
-export function compileLinear(pattern: string): RE2JS {
+function compileLinear(pattern: string): RE2JS {
   const re = attempt(pattern);
   if (typeof re === 'string') throw new Error(`pattern ${JSON.stringify(pattern)} ${re}.`);
   return re;

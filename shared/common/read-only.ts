@@ -30,9 +30,6 @@ export function readOnlyProps<P extends TProperties, const K extends keyof P & s
   return out as { [k in K]: TOptional<P[k]> };
 }
 
-/** A read-only property of any value (a field whose GET form is not worth typing twice). */
-export const ReadOnlyAny = (description?: string) => Type.Optional(Type.Unknown({ readOnly: true, ...(description ? { description } : {}) }));
-
 function readOnlyKeys(schema: TObject): [string, boolean][] {
   return Object.entries(schema.properties)
     .filter(([, prop]) => (prop as { readOnly?: boolean }).readOnly === true)

@@ -13,6 +13,10 @@ export interface Database {
 }
 
 /** The pool's statement timeout is DATABASE_STATEMENT_TIMEOUT_MS unless `options` says otherwise. */
+/** What an operator's command opens (CLI): a small pool whose statements may run as long as long operations' do. */
+export const openCommandDatabase = (config: Config, log: (line: string) => void): Promise<Database> =>
+  openDatabase(config, { info: log, error: log }, { poolMax: 2, statementTimeoutMs: config.longStatementTimeoutMs });
+
 export async function openDatabase(config: Config, log: EmbeddedLog, options: OrmOptions = {}): Promise<Database> {
   let embedded: EmbeddedPostgres | undefined;
   let url = config.databaseUrl;

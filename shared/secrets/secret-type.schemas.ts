@@ -41,7 +41,7 @@ export const SecretTypeUpdate = Type.Object(
     ...readOnlyProps(SecretTypeView, ['uuid', 'slug', 'created']),
     ...readOnlyProps(SecretTypeView, ['modified'], 'maintained'),
   },
-  { additionalProperties: false, description: 'Fields left out keep their values; the slug never changes. Read-only fields GET returns are ignored when unchanged, a 400 when changed.' },
+  { additionalProperties: false, description: 'Fields left out keep their values; the slug never changes. Identifying fields GET returns are ignored when unchanged (a 400 when changed); `modified` is ignored.' },
 );
 export type SecretTypeUpdate = Static<typeof SecretTypeUpdate>;
 

@@ -66,7 +66,7 @@ export const SecretUpdate = Type.Object(
     ...readOnlyProps(SecretView, ['uuid', 'key', 'app', 'created', 'created_by', 'inherited_from']),
     ...readOnlyProps(SecretView, ['modified', 'modified_by'], 'maintained'),
   },
-  { additionalProperties: false, description: 'Fields left out keep their values; a masked value (`********`) sent back means unchanged. Read-only fields GET returns are ignored when unchanged, a 400 when changed.' },
+  { additionalProperties: false, description: 'Fields left out keep their values; a masked value (`********`) sent back means unchanged. Identifying fields GET returns are ignored when unchanged (a 400 when changed); `modified`, `modified_by` are ignored.' },
 );
 export type SecretUpdate = Static<typeof SecretUpdate>;
 

@@ -14,10 +14,7 @@ import { Type } from '@sinclair/typebox';
 
 export const EMAIL_CONFIRMATION_HOURS = 48;
 
-export const EMAIL_MESSAGES = {
-  pending: 'A confirmation link was sent to the new e-mail address; the change takes effect when it is used.',
-  confirmed: 'E-mail address confirmed.',
-} as const;
+export const EMAIL_MESSAGES = { confirmed: 'E-mail address confirmed.' } as const;
 
 export const EmailToken = Type.Object({ token: Type.String({ format: 'uuid', description: 'The token from the confirmation e-mail' }) });
 
@@ -33,7 +30,7 @@ export async function emailInUse(em: EntityManager, email: string, exceptUuid?: 
   return rows.length > 0;
 }
 
-export function confirmationLink(baseUrl: string, token: string): string {
+function confirmationLink(baseUrl: string, token: string): string {
   return new URL(`/api/profile/confirm-email/${token}/`, baseUrl).toString();
 }
 

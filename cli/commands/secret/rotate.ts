@@ -23,14 +23,14 @@ export default class SecretRotateCommand extends BaseCommand<typeof SecretRotate
     // Loaded here, not at the top: oclif imports every command module to list them.
     const { systemActor } = await import('../../../shared/auth/actor.ts');
     const { makeContext } = await import('../../../shared/context.ts');
-    const { openDatabase } = await import('../../../shared/db/database.ts');
+    const { openCommandDatabase } = await import('../../../shared/db/database.ts');
     const { secretService } = await import('../../../shared/secrets/secret.service.ts');
     const { tenantEm } = await import('../../../shared/tenancy/schema.ts');
     const { cliKeyring, siteNotFound } = await import('../../backend/direct-secrets.ts');
     const keyring = cliKeyring(config, previous);
     const service = secretService(keyring);
     const log = (line: string) => this.info(line);
-    const db = await openDatabase(config, { info: log, error: log }, { poolMax: 2, statementTimeoutMs: config.longStatementTimeoutMs });
+    const db = await openCommandDatabase(config, log);
     try {
       const em = db.orm.em.fork();
       const schemas = ((await em.execute('SELECT schema_name FROM public.sites ORDER BY schema_name')) as { schema_name: string }[]).map((r) => r.schema_name);
