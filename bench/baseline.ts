@@ -26,7 +26,7 @@ const secret = createSecretKey(Buffer.from(process.env.PLATFORM_SECRET_KEY!, 'ut
 const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: 20 }); // the platform's pool size
 const ISSUER = 'platform';
 const COLUMNS =
-  'uuid, username, email, first_name, last_name, is_active, is_deleted, is_staff, is_superuser, token_generation, date_joined, modified, last_login';
+  'uuid, username, email, first_name, last_name, is_active, is_deleted, is_staff, is_superuser, pending_email, token_generation, date_joined, modified, last_login';
 
 interface UserRow {
   uuid: string;
@@ -38,6 +38,7 @@ interface UserRow {
   is_deleted: boolean;
   is_staff: boolean;
   is_superuser: boolean;
+  pending_email: string;
   token_generation: number;
   date_joined: Date;
   modified: Date;
@@ -57,6 +58,7 @@ const view = (u: UserRow) => ({
   date_joined: u.date_joined.toISOString(),
   modified: u.modified.toISOString(),
   last_login: u.last_login ? u.last_login.toISOString() : null,
+  pending_email: u.pending_email,
 });
 
 function fail(ctx: Koa.Context, status: number, message: string): void {
