@@ -1,12 +1,28 @@
 // Bearer authentication, as a step of every route's pipeline (see registry.ts).
-import { authenticateAccess } from '../../shared/auth/auth.service.ts';
+import type { IncomingMessage } from 'node:http';
+import type { Actor } from '../../shared/auth/actor.ts';
+import { actorNamed, authenticateAccess } from '../../shared/auth/auth.service.ts';
 import type { TokenSettings } from '../../shared/auth/tokens.ts';
 import { DomainError, invalidToken } from '../../shared/errors.ts';
 import type { RouteDef } from './registry.ts';
 import type { AppContext } from './types.ts';
 
+/**
+ * The actor of a request the CLI injects in process (direct mode): a property under this
+ * symbol on the request object, which only code in this process can set — no header, token or
+ * anything else a network request carries. `as`: a user named by the operator (`--as`).
+ */
+export const DIRECT_ACTOR = Symbol('platform.direct-actor');
+export type DirectActor = { actor: Actor } | { as: string };
+export type DirectRequest = IncomingMessage & { [DIRECT_ACTOR]?: DirectActor };
+
 export function bearerAuthentication(settings: TokenSettings) {
   return async (ctx: AppContext, def: RouteDef) => {
+    const direct = (ctx.req as DirectRequest)[DIRECT_ACTOR];
+    if (direct) {
+      ctx.state.actor = 'actor' in direct ? direct.actor : await actorNamed(ctx.state.em, direct.as, ctx.state.tenant);
+      return;
+    }
     const header = ctx.get('Authorization');
     if (!header) return;
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);

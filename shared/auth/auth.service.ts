@@ -5,7 +5,7 @@ import { validate } from '../common/validation.ts';
 import { notAuthenticated, invalidToken } from '../errors.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { BlacklistedToken, User, type UserEntity } from '../users/user.entity.ts';
-import { emailIs, selectUserRow, toUserView, usernameIs } from '../users/user.queries.ts';
+import { emailIs, selectUserRow, toUserView, usernameIs, type UserRow } from '../users/user.queries.ts';
 import type { UserActor } from './actor.ts';
 import { verifyPassword } from './passwords.ts';
 import { signToken, verifyToken, type TokenSettings } from './tokens.ts';
@@ -74,16 +74,26 @@ export async function blacklistRefresh(em: EntityManager, settings: TokenSetting
 export async function authenticateAccess(em: EntityManager, settings: TokenSettings, token: string, tenant: string | null): Promise<UserActor> {
   const claims = verifyToken(settings, token, 'access');
   if (claims.tenant !== tenant) throw invalidToken('Token is not valid on this host.');
-  const user = await userForToken(em, claims.sub, claims.gen, tenant);
-  return {
-    kind: 'user',
-    uuid: user.uuid,
-    username: user.username,
-    is_superuser: user.is_superuser,
-    is_staff: user.is_staff,
-    user: toUserView(user),
-    tenant,
-  };
+  return userActor(await userForToken(em, claims.sub, claims.gen, tenant), tenant);
+}
+
+function userActor(user: Required<UserRow>, tenant: string | null): UserActor {
+  return { kind: 'user', uuid: user.uuid, username: user.username, is_superuser: user.is_superuser, is_staff: user.is_staff, user: toUserView(user), tenant };
+}
+
+/**
+ * The actor of an operator command run as a named user (`platform … --direct --as <username>`):
+ * the platform user, or on a site that site's own user, if active now. In process only: no
+ * request from the network can ask for it (server/http/auth.ts: DIRECT_ACTOR).
+ */
+export async function actorNamed(em: EntityManager, username: string, tenant: string | null): Promise<UserActor> {
+  const table = tenant ? `${quotedSchema(tenant)}.users` : 'public.users';
+  const found = (await em.getConnection().execute(`SELECT uuid FROM ${table} WHERE lower(username) = ? AND NOT is_deleted`, [username.toLowerCase()], 'get')) as
+    | { uuid: string }
+    | undefined;
+  const user = found && (await selectUserRow(em, found.uuid, tenant));
+  if (!user || !user.is_active) throw notAuthenticated(`No active user "${username}" ${tenant ? `in site ${tenant}` : 'on the platform'} (--as).`);
+  return userActor(user, tenant);
 }
 
 /** Blacklist tables pruned per statement (one DELETE each, joined in one WITH). */

@@ -1,0 +1,104 @@
+// The CLI is one client of the platform API. A command describes a request (method, path,
+// query, body or a stream, and the site it addresses) and renders the answer; a transport
+// carries it: remote (HTTP to the API URL with the stored login, cli/remote.ts) or direct (the
+// server's own Koa application in this process, cli/direct.ts). Both answer with the server's
+// own status and body, so validation, errors, permissions and output are the server's in both.
+import type { Readable } from 'node:stream';
+import { DomainError } from '../shared/errors.ts';
+import { isValidSchemaName } from '../shared/tenancy/schema.ts';
+
+export type Mode = 'remote' | 'direct';
+export type QueryValue = string | string[] | undefined;
+
+export interface ApiRequest {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** The API path (`/api/apps/x/`); build it with `path\`…\`` so that values are encoded. */
+  path: string;
+  /** The site (schema name) whose API this is: the path becomes `/sites/<site><path>`. */
+  site?: string;
+  /** Query parameters in order; a repeated one as an array; undefined ones left out. */
+  query?: Record<string, QueryValue>;
+  /** A JSON body. */
+  body?: unknown;
+  /** A raw body instead, opened again if the request has to be repeated (a refreshed token). */
+  upload?: { open: () => Readable; contentType: string };
+  /** Sent without a token (sign-in). */
+  anonymous?: boolean;
+}
+
+export interface ApiResponse {
+  status: number;
+  contentType: string;
+  /** The body as it arrives (call once). */
+  stream(): Readable;
+  text(): Promise<string>;
+}
+
+export interface Transport {
+  readonly mode: Mode;
+  send(req: ApiRequest, accept: string): Promise<ApiResponse>;
+  close(): Promise<void>;
+}
+
+/** A stream's bytes as UTF-8 text. */
+export async function readAll(stream: Readable): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(Buffer.from(chunk));
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** `path\`/api/apps/${slug}/\``: every interpolated value URI-encoded. */
+export function path(strings: TemplateStringsArray, ...values: string[]): string {
+  return strings.reduce((out, s, i) => out + s + (i < values.length ? encodeURIComponent(values[i]!) : ''), '');
+}
+
+export const siteNotFound = (): DomainError => new DomainError('NOT_FOUND', 'Site not found.', { detail: 'Not found.' });
+
+/** The request's path and query string as the server sees them (site routes in their `/sites/<schema>` form). */
+export function target(req: ApiRequest): string {
+  if (req.site !== undefined && !isValidSchemaName(req.site)) throw siteNotFound();
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(req.query ?? {})) {
+    if (value === undefined) continue;
+    for (const v of Array.isArray(value) ? value : [value]) params.append(key, v);
+  }
+  const qs = params.toString();
+  return `${req.site === undefined ? '' : `/sites/${req.site}`}${req.path}${qs ? `?${qs}` : ''}`;
+}
+
+/** Parses a JSON answer; an error status becomes the DomainError of its envelope. */
+async function decode<T>(res: ApiResponse, req: ApiRequest): Promise<T> {
+  const text = await res.text();
+  let body: unknown;
+  try {
+    body = text ? JSON.parse(text) : undefined;
+  } catch {
+    if (res.status < 400) throw new DomainError('BAD_GATEWAY', `The API answered ${req.method} ${req.path} with a body that is not JSON.`);
+  }
+  if (res.status < 200 || res.status >= 300) throw DomainError.fromBody(res.status, body);
+  return body as T;
+}
+
+export class Api {
+  readonly transport: Transport;
+
+  constructor(transport: Transport) {
+    this.transport = transport;
+  }
+
+  get mode(): Mode {
+    return this.transport.mode;
+  }
+
+  /** A request answered with JSON (or nothing: 204). */
+  async call<T>(req: ApiRequest): Promise<T> {
+    return decode<T>(await this.transport.send(req, 'application/json'), req);
+  }
+
+  /** A request whose answer is a stream of `accept` (CSV export); an error answer throws. */
+  async download(req: ApiRequest, accept: string): Promise<Readable> {
+    const res = await this.transport.send(req, `${accept}, application/json`);
+    if (res.status >= 200 && res.status < 300) return res.stream();
+    return decode<never>(res, req);
+  }
+}

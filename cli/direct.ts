@@ -1,0 +1,104 @@
+// The direct transport: the server's own Koa application in this process, on the database of
+// the configuration (the embedded PostgreSQL or DATABASE_URL), no server running and no socket.
+// Each request is injected (light-my-request) with its actor attached to the request object
+// under a symbol (server/http/auth.ts: DIRECT_ACTOR): the system actor "cli" — explicit
+// elevation, as an operator with database access has — or the user named with --as.
+import { inject } from 'light-my-request';
+import type { Readable } from 'node:stream';
+import pino from 'pino';
+import { systemActor } from '../shared/auth/actor.ts';
+import { createLogger } from '../shared/common/logger.ts';
+import type { Config } from '../shared/config.ts';
+import { openCommandDatabase, type Database } from '../shared/db/database.ts';
+import { migrationStatus } from '../shared/db/orm.ts';
+import { DomainError } from '../shared/errors.ts';
+import { createMailer } from '../shared/mail/mailer.ts';
+import { HostResolver } from '../shared/tenancy/host-resolver.ts';
+import { createApp } from '../server/app.ts';
+import { DIRECT_ACTOR, type DirectActor, type DirectRequest } from '../server/http/auth.ts';
+import { tokenSettings } from '../server/main.ts';
+import { readAll, target, type ApiRequest, type ApiResponse, type Transport } from './api.ts';
+
+export const CLI_ACTOR = systemActor('cli');
+
+type Dispatch = (req: DirectRequest, res: import('node:http').ServerResponse) => void;
+
+/** The Host of injected requests: the public URL's, else HOST:PORT as the server would be reached (a platform host). */
+function directHost(config: Config): string {
+  if (config.publicUrl) return new URL(config.publicUrl).host;
+  const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
+  const name = config.platformHosts.includes(host) ? host : (config.platformHosts[0] ?? 'localhost');
+  return `${name.includes(':') ? `[${name}]` : name}:${config.port}`;
+}
+
+export class DirectTransport implements Transport {
+  readonly mode = 'direct' as const;
+  private readonly config: Config;
+  private readonly actor: DirectActor;
+  private readonly info: (line: string) => void;
+  private started: Promise<{ db: Database; dispatch: Dispatch }> | undefined;
+
+  constructor(config: Config, as: string | undefined, info: (line: string) => void) {
+    this.config = config;
+    this.actor = as === undefined ? { actor: CLI_ACTOR } : { as };
+    this.info = info;
+  }
+
+  /** Opens the database (its schema must be current) and builds the application, on first use. */
+  private start(): Promise<{ db: Database; dispatch: Dispatch }> {
+    this.started ??= (async () => {
+      const db = await openCommandDatabase(this.config, this.info);
+      try {
+        const { pending } = await migrationStatus(db.orm);
+        if (pending.length) {
+          const n = pending.length;
+          throw new DomainError('SERVICE_UNAVAILABLE', `The database schema is not current (${n} pending migration${n === 1 ? '' : 's'}): run \`platform migrate\` first.`);
+        }
+      } catch (err) {
+        await db.close().catch(() => undefined);
+        throw err;
+      }
+      // Logs go to stderr (stdout is the command's output), warnings and errors only: no request lines.
+      const level = this.config.logLevel === 'silent' || this.config.logLevel === 'error' || this.config.logLevel === 'fatal' ? this.config.logLevel : 'warn';
+      const log = createLogger(level, { service: 'platform-cli', destination: pino.destination({ dest: 2, sync: true }) });
+      const config = { ...this.config, rateLimit: { ...this.config.rateLimit, enabled: false } }; // an operator's commands are not throttled
+      const app = createApp({ config, orm: db.orm, log, tokens: tokenSettings(config), hosts: new HostResolver(db.orm), mailer: createMailer(config, log) });
+      return { db, dispatch: app.callback() as Dispatch };
+    })();
+    return this.started;
+  }
+
+  async send(req: ApiRequest, accept: string): Promise<ApiResponse> {
+    const { dispatch } = await this.start();
+    const headers: Record<string, string> = { host: directHost(this.config), accept };
+    let payload: string | Readable | undefined;
+    if (req.upload) {
+      headers['content-type'] = req.upload.contentType;
+      payload = req.upload.open();
+    } else if (req.body !== undefined) {
+      headers['content-type'] = 'application/json';
+      payload = JSON.stringify(req.body);
+    }
+    const actor = this.actor;
+    const res = await inject(
+      (request, response) => {
+        (request as DirectRequest)[DIRECT_ACTOR] = actor;
+        dispatch(request as DirectRequest, response as never);
+      },
+      { method: req.method, url: target(req), headers, payload, payloadAsStream: true },
+    );
+    const stream = res.stream();
+    return {
+      status: res.statusCode,
+      contentType: String(res.headers['content-type'] ?? ''),
+      stream: () => stream,
+      text: () => readAll(stream),
+    };
+  }
+
+  async close(): Promise<void> {
+    const started = this.started;
+    this.started = undefined;
+    if (started) await (await started.catch(() => undefined))?.db.close();
+  }
+}

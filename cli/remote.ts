@@ -1,0 +1,165 @@
+// The remote transport: HTTP to the API URL (--api-url / PLATFORM_API_URL) with the login that
+// `platform login` stored for it. Site requests use the site's own login (`platform login
+// --site`), or else a site token exchanged on demand for the platform login
+// (POST /api/cloud/sites/<site>/token/: for the organization owners and admins who administer
+// the site), kept beside it. A 401 INVALID_TOKEN refreshes the access token once and retries.
+import { Readable } from 'node:stream';
+import { DomainError, NOT_AUTHENTICATED_DETAIL } from '../shared/errors.ts';
+import { path, readAll, target, type ApiRequest, type ApiResponse, type Transport } from './api.ts';
+import type { CredentialStore, Credentials } from './credentials.ts';
+
+const TIMEOUT_MS = 60_000;
+
+/** The API URL to use, checked: a clear error when there is none or it is malformed. */
+export function requireApiUrl(apiUrl: string | undefined, hint = ', or use --direct to work on the database'): string {
+  if (!apiUrl) throw new DomainError('BAD_REQUEST', `No API URL: pass --api-url or set PLATFORM_API_URL${hint}.`);
+  let url: URL | undefined;
+  try {
+    url = new URL(apiUrl);
+  } catch {
+    // reported below
+  }
+  if (url?.protocol !== 'http:' && url?.protocol !== 'https:') {
+    throw new DomainError('BAD_REQUEST', `Invalid API URL ${JSON.stringify(apiUrl)}: expected http(s)://host[:port].`);
+  }
+  return apiUrl.replace(/\/+$/, '');
+}
+
+/** Where a site's login is stored: `<api-url>/sites/<schema>` (its API's base URL). */
+export const siteApiUrl = (apiUrl: string, site: string): string => `${apiUrl.replace(/\/+$/, '')}/sites/${site}`;
+
+const isInvalidToken = (status: number, body: unknown) => status === 401 && (body as { code?: string } | undefined)?.code === 'INVALID_TOKEN';
+
+export class RemoteTransport implements Transport {
+  readonly mode = 'remote' as const;
+  readonly apiUrl: string;
+  private readonly store: CredentialStore;
+
+  constructor(apiUrl: string, store: CredentialStore) {
+    this.apiUrl = requireApiUrl(apiUrl);
+    this.store = store;
+  }
+
+  private async exchange(method: string, url: string, headers: Record<string, string>, body?: BodyInit, duplex = false): Promise<Response> {
+    try {
+      const init: RequestInit & { duplex?: 'half' } = { method, headers, body };
+      if (duplex) init.duplex = 'half';
+      else init.signal = AbortSignal.timeout(TIMEOUT_MS); // a stream lasts as long as its data
+      return await fetch(url, init);
+    } catch (err) {
+      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+      const reason = cause?.code ?? cause?.message ?? (err as Error).message;
+      throw new DomainError('SERVICE_UNAVAILABLE', `Cannot reach the API at ${this.apiUrl} (${reason}).`);
+    }
+  }
+
+  private async raw(req: ApiRequest, accept: string, access?: string): Promise<Response> {
+    const headers: Record<string, string> = { Accept: accept };
+    if (access) headers.Authorization = `Bearer ${access}`;
+    let body: BodyInit | undefined;
+    if (req.upload) {
+      headers['Content-Type'] = req.upload.contentType;
+      body = Readable.toWeb(req.upload.open()) as ReadableStream;
+    } else if (req.body !== undefined) {
+      headers['Content-Type'] = 'application/json';
+      body = JSON.stringify(req.body);
+    }
+    return this.exchange(req.method, this.apiUrl + target(req), headers, body, !!req.upload);
+  }
+
+  /** A JSON exchange for the transport's own needs (refresh, site tokens). */
+  private async json(req: ApiRequest, access?: string): Promise<{ status: number; body: any }> {
+    const res = await this.raw(req, 'application/json', access);
+    const text = await res.text();
+    let body: unknown;
+    try {
+      body = text ? JSON.parse(text) : undefined;
+    } catch {
+      body = undefined;
+    }
+    return { status: res.status, body };
+  }
+
+  private loginCommand(site?: string): string {
+    return site === undefined ? 'platform login' : `platform login --site ${site}`;
+  }
+
+  private urlOf(site?: string): string {
+    return site === undefined ? this.apiUrl : siteApiUrl(this.apiUrl, site);
+  }
+
+  private notLoggedIn(site?: string): DomainError {
+    return new DomainError('AUTHENTICATION_FAILED', `Not logged in to ${this.urlOf(site)}: run \`${this.loginCommand(site)}\` first (or use --direct to work on the database).`, {
+      detail: NOT_AUTHENTICATED_DETAIL,
+    });
+  }
+
+  /** The stored login for the request's API; for a site without one, a token exchanged for the platform login. */
+  private async credentials(site?: string): Promise<Credentials> {
+    const stored = this.store.get(this.urlOf(site));
+    if (stored) return stored;
+    if (site === undefined) throw this.notLoggedIn();
+    return this.siteToken(site);
+  }
+
+  /** Exchanges the platform login for the site's token (the caller's rights are checked by the API, now). */
+  private async siteToken(site: string): Promise<Credentials> {
+    const platform = this.store.get(this.apiUrl);
+    if (!platform) throw this.notLoggedIn(site);
+    const req: ApiRequest = { method: 'POST', path: path`/api/cloud/sites/${site}/token/` };
+    let res = await this.json(req, platform.access);
+    if (isInvalidToken(res.status, res.body)) res = await this.json(req, (await this.refresh(platform)).access);
+    if (res.status === 403) throw this.notLoggedIn(site); // not an administrator of the site: a login of its own is needed
+    if (res.status !== 200) throw DomainError.fromBody(res.status, res.body);
+    const creds = { ...(res.body as { access: string; refresh: string }), username: platform.username };
+    this.store.set(this.urlOf(site), creds);
+    return creds;
+  }
+
+  /** A new access token for a stored refresh token (saved); an ended session says to log in again. */
+  private async refresh(creds: Credentials, site?: string): Promise<Credentials> {
+    const res = await this.json({ method: 'POST', site, path: '/api/auth/jwt/token/refresh/', body: { refresh: creds.refresh }, anonymous: true });
+    if (res.status !== 200) {
+      const err = DomainError.fromBody(res.status, res.body);
+      if (err.status !== 401) throw err;
+      throw new DomainError('INVALID_TOKEN', `Your session at ${this.urlOf(site)} has ended (${err.message}): run \`${this.loginCommand(site)}\` again.`, { detail: err.detail });
+    }
+    const updated = { ...creds, access: (res.body as { access: string }).access };
+    this.store.set(this.urlOf(site), updated);
+    return updated;
+  }
+
+  async send(req: ApiRequest, accept: string): Promise<ApiResponse> {
+    let creds = req.anonymous ? undefined : await this.credentials(req.site);
+    let res = await this.raw(req, accept, creds?.access);
+    if (creds && res.status === 401) {
+      const text = await res.text();
+      let body: unknown;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        body = undefined;
+      }
+      if (!isInvalidToken(res.status, body)) return answer(res.status, res.headers.get('content-type') ?? '', Readable.from([text]), text);
+      const site = req.site;
+      creds = await this.refresh(creds, site).catch((err: unknown) => {
+        // A site session that ended: a new exchange, when there is a platform login to exchange.
+        if (site === undefined || !this.store.get(this.apiUrl)) throw err;
+        return this.siteToken(site);
+      });
+      res = await this.raw(req, accept, creds.access);
+    }
+    return answer(res.status, res.headers.get('content-type') ?? '', res.body ? Readable.fromWeb(res.body as import('node:stream/web').ReadableStream<Uint8Array>) : Readable.from([]));
+  }
+
+  async close(): Promise<void> {}
+}
+
+function answer(status: number, contentType: string, stream: Readable, text?: string): ApiResponse {
+  return {
+    status,
+    contentType,
+    stream: () => stream,
+    text: async () => text ?? readAll(stream),
+  };
+}
