@@ -40,6 +40,11 @@ export interface Transport {
   close(): Promise<void>;
 }
 
+/** The object without its undefined values (a request body of the flags that were given). */
+export function defined<T extends Record<string, unknown>>(object: T): Partial<T> {
+  return Object.fromEntries(Object.entries(object).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
 /** A stream's bytes as UTF-8 text. */
 export async function readAll(stream: Readable): Promise<string> {
   const chunks: Buffer[] = [];

@@ -150,8 +150,11 @@ export interface OperationSpec<F extends Interfaces.FlagInput, A extends Interfa
   render?: (body: B, input: OperationInput<F, A>) => string | string[] | undefined;
 }
 
-/** A command that is one API operation: a request from the command line, the answer rendered. */
-export function operation<B = unknown, F extends Interfaces.FlagInput = {}, A extends Interfaces.ArgInput = {}>(spec: OperationSpec<F, A, B>) {
+/**
+ * A command that is one API operation: a request from the command line, the answer rendered.
+ * The body's type is the one `render` declares: `render: (page: PageEnvelope<UserView>) => …`.
+ */
+export function operation<F extends Interfaces.FlagInput = {}, A extends Interfaces.ArgInput = {}, B = unknown>(spec: OperationSpec<F, A, B>) {
   return class extends ApiCommand<typeof Command> {
     static override summary = spec.summary;
     static override description = spec.description;

@@ -40,7 +40,7 @@ export class RemoteTransport implements Transport {
     this.store = store;
   }
 
-  private async exchange(method: string, url: string, headers: Record<string, string>, body?: BodyInit, duplex = false): Promise<Response> {
+  private async exchange(method: string, url: string, headers: Record<string, string>, body?: RequestInit['body'], duplex = false): Promise<Response> {
     try {
       const init: RequestInit & { duplex?: 'half' } = { method, headers, body };
       if (duplex) init.duplex = 'half';
@@ -56,7 +56,7 @@ export class RemoteTransport implements Transport {
   private async raw(req: ApiRequest, accept: string, access?: string): Promise<Response> {
     const headers: Record<string, string> = { Accept: accept };
     if (access) headers.Authorization = `Bearer ${access}`;
-    let body: BodyInit | undefined;
+    let body: RequestInit['body'];
     if (req.upload) {
       headers['Content-Type'] = req.upload.contentType;
       body = Readable.toWeb(req.upload.open()) as ReadableStream;
@@ -130,6 +130,7 @@ export class RemoteTransport implements Transport {
   }
 
   async send(req: ApiRequest, accept: string): Promise<ApiResponse> {
+    target(req); // a malformed site is "not found" before any login is looked for (as in direct mode)
     let creds = req.anonymous ? undefined : await this.credentials(req.site);
     let res = await this.raw(req, accept, creds?.access);
     if (creds && res.status === 401) {

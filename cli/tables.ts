@@ -1,18 +1,18 @@
-// Shared pieces of the `table`, `data` and `demo` commands: flags, arguments, input files,
+// Shared pieces of the `table`, `data` and `demo` commands: flags, input files,
 // record conditions, tables, progress lines.
 import fs from 'node:fs';
 import path from 'node:path';
-import { Args, Flags } from '@oclif/core';
-import type { DataTableListItem, DataTableView } from '../shared/data/datatable.schemas.ts';
+import { Flags } from '@oclif/core';
 import { DomainError, fieldError } from '../shared/errors.ts';
-import type { RecordQuery, RecordRow } from './backend/types.ts';
-import { type Column, table, when } from './output.ts';
-import { parseJson } from './secrets.ts';
-export { siteFlag, parseJson } from './secrets.ts';
-export { listTable } from './apps.ts';
+import { table } from './output.ts';
+import { parseJson } from './site-flags.ts';
+export { siteFlag } from './site-flags.ts';
+
+/** Record query parameters as the query string carries them (a repeated condition: an array). */
+export type RecordQuery = Record<string, string | string[]>;
+export type RecordRow = Record<string, unknown>;
 
 export const appFlag = Flags.string({ summary: 'The app (slug) the table belongs to.', required: true });
-export const tableArg = Args.string({ name: 'name', description: 'The data table name', required: true });
 export const tableFlag = Flags.string({ summary: 'The data table (name).', required: true });
 export const filterFlag = Flags.string({
   summary: 'A condition `field=value` or `field__op=value` (repeatable; all must hold).',
@@ -20,21 +20,6 @@ export const filterFlag = Flags.string({
   multiple: true,
 });
 export const sortFlag = Flags.string({ summary: 'Sort: comma list of fields, `-` for descending (e.g. -created_at,name).' });
-
-export const TABLE_COLUMNS: Column<DataTableListItem>[] = [
-  { header: 'Name', get: (t) => t.name },
-  { header: 'Data source', get: (t) => t.datasource_slug },
-  { header: 'Fields', get: (t) => t.field_count },
-  { header: 'Materialized', get: (t) => t.is_materialized },
-  { header: 'Physical table', get: (t) => t.physical_table_name },
-  { header: 'Modified', get: (t) => when(t.updated_at) },
-];
-
-/** What `table create/get/update` show of a table (the schema itself: `table schema`). */
-export function tableSummary(t: DataTableView): Record<string, unknown> {
-  const { json_schema: _s, field_names, primary_key, ...rest } = t;
-  return { ...rest, field_names: field_names.join(', '), primary_key: primary_key.join(', ') };
-}
 
 /** `--filter age__gte=30 --filter name=Ada` → query parameters (a repeated key: every value). */
 export function filterQuery(filters: string[] | undefined): RecordQuery {

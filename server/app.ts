@@ -63,9 +63,9 @@ export interface AppDeps {
 
 export const API_VERSION = '1.0.0';
 
-export function buildRegistry(deps: Pick<AppDeps, 'config' | 'tokens' | 'mailer' | 'secrets'>): RouteRegistry {
+export function buildRegistry(deps: Pick<AppDeps, 'config' | 'tokens' | 'mailer' | 'secrets' | 'log'>): RouteRegistry {
   const mailer = deps.mailer ?? createMailer(deps.config);
-  return new RouteRegistry().add(...authRoutes(deps.tokens), ...userRoutes(deps.config, mailer))
+  return new RouteRegistry().add(...authRoutes(deps.tokens, deps.log), ...userRoutes(deps.config, mailer))
     .add(...invitationRoutes(deps.config, mailer))
     .add(...siteRoutes(deps.config), ...domainRoutes(deps.config))
     .add(...organizationRoutes(deps.config), ...memberRoutes(deps.config.publicUrl), ...groupRoutes(deps.config.publicUrl))

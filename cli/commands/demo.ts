@@ -1,12 +1,16 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Flags } from '@oclif/core';
-import type { DataSourceCreate } from '../../shared/apps/datasource.schemas.ts';
+import type { AppDetail, AppListItem } from '../../shared/apps/app.schemas.ts';
+import type { DataSourceView } from '../../shared/apps/datasource.schemas.ts';
+import type { PageEnvelope } from '../../shared/common/pagination.ts';
+import type { DataTableListItem, DataTableView } from '../../shared/data/datatable.schemas.ts';
+import type { CsvImportReport } from '../../shared/data/records-csv.ts';
 import { DomainError } from '../../shared/errors.ts';
-import { BackendCommand } from '../base.ts';
-import type { Backend, CsvImportReport } from '../backend/types.ts';
+import { path as apiPath, type Api, type ApiRequest } from '../api.ts';
+import { ApiCommand } from '../base.ts';
 import { bytes, plural, Progress, readJson, siteFlag, tableNameOf } from '../tables.ts';
-import { openWithProgress, reportLines } from './data/import.ts';
+import { importCsv, reportLines } from './data.ts';
 
 const FIXTURES = path.resolve(import.meta.dirname, '../../fixtures');
 
@@ -59,7 +63,7 @@ export function dependencyOrder<T extends { name: string; deps: string[] }>(item
   return out;
 }
 
-export default class DemoCommand extends BackendCommand<typeof DemoCommand> {
+export default class DemoCommand extends ApiCommand<typeof DemoCommand> {
   static override summary = 'Load the demo data into a site: an app, its data sources and tables, CSV records.';
   static override description = `Creates what is missing, from fixtures/: the app (--app, default crm); the data sources main (flat_table), events (jsonb) and docs (docstore); a table per fixtures/schemas/*.json (x.json on main, x.jsonb.json on events, x.docstore.json on docs: companies, contacts, orders, …; events; notes), created and materialized foreign-key targets first; imports fixtures/csv/<table>.csv into each empty table that has one (companies, then contacts). What already exists is reported and left as it is, so a second run changes nothing. Progress goes to stderr; --json prints {site, app, steps, imports}.`;
   static override examples = ['<%= config.bin %> demo --site shop_prod', '<%= config.bin %> demo --site shop_prod --direct --json'];
@@ -76,15 +80,19 @@ export default class DemoCommand extends BackendCommand<typeof DemoCommand> {
     this.log(`${s.kind} ${s.name}: ${s.status}${s.detail ? ` (${s.detail})` : ''}`);
   }
 
+  /** A request to the site's app API (`/api/apps/<app>/<rest>`). */
+  private app<B>(method: ApiRequest['method'], rest: string, more: Partial<ApiRequest> = {}): Promise<B> {
+    return this.call<B>({ method, site: this.flags.site, path: apiPath`/api/apps/${this.flags.app}/` + rest, ...more });
+  }
+
   async run(): Promise<DemoResult> {
     const { site, app, fixtures } = this.flags;
     const schemas = this.schemaFiles(fixtures);
-    const backend = await this.backend();
     const result: DemoResult = { site, app, steps: this.steps, imports: {} };
 
     this.info(`[1/4] App ${app} and its data sources…`);
-    await this.ensureApp(backend, site, app);
-    const sources = new Map((await backend.listDataSources(site, app)).data.map((d) => [d.slug, d]));
+    await this.ensureApp(site, app);
+    const sources = new Map((await this.app<{ data: DataSourceView[] }>('GET', 'datasources/')).data.map((d) => [d.slug, d]));
     for (const src of SOURCES) {
       const found = sources.get(src.slug);
       if (found) {
@@ -94,15 +102,14 @@ export default class DemoCommand extends BackendCommand<typeof DemoCommand> {
         this.step({ kind: 'datasource', name: src.slug, status: 'exists' });
         continue;
       }
-      const input: DataSourceCreate = { name: src.name, slug: src.slug, provider_type: src.provider_type, description: src.description };
-      await backend.createDataSource(site, app, input);
+      await this.app('POST', 'datasources/', { body: { name: src.name, slug: src.slug, provider_type: src.provider_type, description: src.description } });
       this.step({ kind: 'datasource', name: src.slug, status: 'created', detail: src.provider_type });
     }
 
     // Foreign-key targets first: a foreign key may only name a table that exists (and is materialized).
     const ordered = dependencyOrder(schemas.map((s) => ({ ...s, deps: (s.schema.foreignKeys ?? []).map((fk) => String(fk.reference?.resource ?? '')) })));
     this.info(`[2/4] Tables (${ordered.map((s) => s.name).join(', ')})…`);
-    const existing = new Map((await backend.listTables(site, app, { page_size: '100' })).results.map((t) => [t.name, t]));
+    const existing = new Map((await this.app<PageEnvelope<DataTableListItem>>('GET', 'datatables/', { query: { page_size: '100' } })).results.map((t) => [t.name, t]));
     for (const s of ordered) {
       const found = existing.get(s.name);
       if (found) {
@@ -110,7 +117,7 @@ export default class DemoCommand extends BackendCommand<typeof DemoCommand> {
         continue;
       }
       const description = typeof s.schema.description === 'string' ? s.schema.description : '';
-      await backend.createTable(site, app, s.ds, { name: s.name, description, json_schema: s.schema });
+      await this.app('POST', apiPath`datasources/${s.ds}/datatables/`, { body: { name: s.name, description, json_schema: s.schema } });
       this.step({ kind: 'table', name: s.name, status: 'created', detail: s.ds });
     }
 
@@ -120,14 +127,14 @@ export default class DemoCommand extends BackendCommand<typeof DemoCommand> {
         this.step({ kind: 'materialize', name: s.name, status: 'exists' });
         continue;
       }
-      const body = await backend.materializeTable(site, app, s.name);
+      const body = await this.app<{ data: DataTableView }>('POST', apiPath`datatables/${s.name}/materialize/`);
       this.step({ kind: 'materialize', name: s.name, status: 'materialized', detail: body.data.physical_table_name });
     }
 
     const csvs = ordered.map((s) => ({ name: s.name, file: path.join(fixtures, 'csv', `${s.name}.csv`) })).filter((c) => fs.existsSync(c.file));
     this.info(`[4/4] Records (${csvs.map((c) => path.basename(c.file)).join(', ') || 'none'})…`);
     for (const c of csvs) {
-      const page = await backend.listRecords(site, app, c.name, { page_size: '1' });
+      const page = await this.app<{ total: number }>('GET', apiPath`datatables/${c.name}/data/`, { query: { page_size: '1' } });
       if (page.total > 0) {
         this.step({ kind: 'import', name: c.name, status: 'skipped', detail: `already holds ${plural(page.total, 'record')}` });
         continue;
@@ -135,8 +142,8 @@ export default class DemoCommand extends BackendCommand<typeof DemoCommand> {
       const size = fs.statSync(c.file).size;
       this.info(`  importing ${path.basename(c.file)} (${bytes(size)}) into ${c.name}…`);
       const progress = new Progress((line) => this.info(line));
-      const open = openWithProgress(c.file, (n) => progress.tick(() => `  ${bytes(n)} of ${bytes(size)} sent…`));
-      const report = await backend.importCsv(site, app, c.name, open, {});
+      const onSent = (n: number) => progress.tick(() => `  ${bytes(n)} of ${bytes(size)} sent…`);
+      const report = await importCsv(await this.api(), { site, app, table: c.name }, c.file, onSent, { dry_run: 'false' });
       result.imports[c.name] = report;
       if (report.failed > 0) {
         process.exitCode = 1;
@@ -150,14 +157,16 @@ export default class DemoCommand extends BackendCommand<typeof DemoCommand> {
     return result;
   }
 
-  private async ensureApp(backend: Backend, site: string, app: string): Promise<void> {
-    const found = (await backend.listApps(site, 'all')).data.find((a) => a.slug === app);
+  private async ensureApp(site: string, app: string): Promise<void> {
+    const apps = await this.call<{ data: AppListItem[] }>({ method: 'GET', site, path: '/api/apps/', query: { is_active: 'all' } });
+    const found = apps.data.find((a) => a.slug === app);
     if (found && !found.is_active) throw new DomainError('CONFLICT', `App "${app}" is deleted: run \`platform app restore ${app} --site ${site}\` first.`);
     if (found) {
       this.step({ kind: 'app', name: app, status: 'exists' });
       return;
     }
-    const created = await backend.createApp(site, { name: app === 'crm' ? 'CRM' : app, description: 'Demo: companies, contacts, orders, events and notes.' });
+    const body = { name: app === 'crm' ? 'CRM' : app, description: 'Demo: companies, contacts, orders, events and notes.' };
+    const created = await this.call<{ data: AppDetail }>({ method: 'POST', site, path: '/api/apps/', body });
     if (created.data.slug !== app) {
       throw new DomainError('BAD_REQUEST', `The app was created as "${created.data.slug}", not "${app}": give --app a slug made of lower-case letters, digits and hyphens.`);
     }

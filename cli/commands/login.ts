@@ -4,9 +4,9 @@ import { isValidSchemaName } from '../../shared/tenancy/schema.ts';
 import type { TokenPair } from '../../shared/auth/auth.service.ts';
 import type { UserView } from '../../shared/users/user.schemas.ts';
 import { apiUrlFlag, BaseCommand } from '../base.ts';
-import { PATHS, siteApiUrl } from '../backend/paths.ts';
-import { ApiClient, requireApiUrl } from '../backend/remote.ts';
+import { Api } from '../api.ts';
 import { CredentialStore } from '../credentials.ts';
+import { RemoteTransport, requireApiUrl, siteApiUrl } from '../remote.ts';
 import { ask, askHidden, canPrompt, missingValue } from '../prompt.ts';
 
 export default class LoginCommand extends BaseCommand<typeof LoginCommand> {
@@ -39,11 +39,11 @@ export default class LoginCommand extends BaseCommand<typeof LoginCommand> {
     if (!password) throw missingValue('password');
 
     const store = new CredentialStore();
-    const api = new ApiClient(apiUrl, store, site);
-    const tokens = await api.request<TokenPair>('POST', PATHS.token, { body: { username, password } });
+    const api = new Api(new RemoteTransport(platformUrl, store));
+    const tokens = await api.call<TokenPair>({ method: 'POST', site, path: '/api/auth/jwt/token/', body: { username, password }, anonymous: true });
     store.set(apiUrl, { ...tokens, username });
     // The canonical username (the login may have been an e-mail or another case).
-    const profile = await api.request<UserView>('GET', PATHS.profile, { auth: true });
+    const profile = await api.call<UserView>({ method: 'GET', site, path: '/api/profile/' });
     store.set(apiUrl, { ...tokens, username: profile.username });
 
     const where = site === undefined ? apiUrl : `site ${site} at ${platformUrl}`;

@@ -2,9 +2,9 @@ import type { MessageBody } from '../../shared/common/envelopes.ts';
 import { DomainError } from '../../shared/errors.ts';
 import { apiUrlFlag, BaseCommand } from '../base.ts';
 import { Flags } from '@oclif/core';
-import { PATHS, siteApiUrl } from '../backend/paths.ts';
-import { ApiClient, requireApiUrl } from '../backend/remote.ts';
+import { Api } from '../api.ts';
 import { CredentialStore } from '../credentials.ts';
+import { RemoteTransport, requireApiUrl, siteApiUrl } from '../remote.ts';
 
 export default class LogoutCommand extends BaseCommand<typeof LogoutCommand> {
   static override summary = 'Log out: blacklist the stored refresh token and forget the credentials for that API URL.';
@@ -22,7 +22,8 @@ export default class LogoutCommand extends BaseCommand<typeof LogoutCommand> {
       body = { status: 'success', message: `Not logged in to ${apiUrl}.` };
     } else {
       try {
-        await new ApiClient(apiUrl, store).request('POST', PATHS.blacklist, { body: { refresh: creds.refresh } });
+        const api = new Api(new RemoteTransport(platformUrl, store));
+        await api.call({ method: 'POST', site: this.flags.site, path: '/api/auth/jwt/token/blacklist/', body: { refresh: creds.refresh }, anonymous: true });
       } catch (err) {
         // A refresh token the API refuses (expired, revoked) can do no harm: forget it. Any
         // other failure keeps the credentials, so that logging out can be retried.

@@ -3,7 +3,7 @@ import { Args, Flags } from '@oclif/core';
 import type { PageEnvelope } from '../../shared/common/pagination.ts';
 import type { CreatedBody, MessageBody } from '../../shared/common/envelopes.ts';
 import type { UserView } from '../../shared/users/user.schemas.ts';
-import { path } from '../api.ts';
+import { defined, path } from '../api.ts';
 import { operation } from '../base.ts';
 import { keyValues, pageTable, when, type Column } from '../output.ts';
 import { askHidden, canPrompt } from '../prompt.ts';
@@ -35,11 +35,6 @@ function userInput(f: { [K in keyof typeof fieldFlags]?: string | boolean }): Re
   });
 }
 
-/** The object without its undefined values. */
-export function defined(object: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(object).filter(([, v]) => v !== undefined));
-}
-
 const COLUMNS: Column<UserView>[] = [
   { header: 'Username', get: (u) => u.username },
   { header: 'E-mail', get: (u) => u.email },
@@ -53,7 +48,7 @@ const COLUMNS: Column<UserView>[] = [
 ];
 
 export const USER_COMMANDS = {
-  'user:list': operation<PageEnvelope<UserView>>({
+  'user:list': operation({
     summary: 'List platform users.',
     description: "Deleted users are hidden unless --is-deleted says otherwise. Prints the API's pagination body {count, next, previous, results} with --json.",
     examples: ['user list --search alice', 'user list --ordering -date_joined --page-size 50 --json'],
@@ -70,10 +65,10 @@ export const USER_COMMANDS = {
       path: '/api/cloud/users/',
       query: { search: f.search, ordering: f.ordering, is_active: f['is-active'], is_deleted: f['is-deleted'], page: f.page, page_size: f['page-size'] },
     }),
-    render: (page) => pageTable(page, COLUMNS, ['user', 'users']),
+    render: (page: PageEnvelope<UserView>) => pageTable(page, COLUMNS, ['user', 'users']),
   }),
 
-  'user:create': operation<CreatedBody<UserView>>({
+  'user:create': operation({
     summary: 'Create a platform user.',
     description: 'Without --username, one is generated from the e-mail or the name. Prints the API body {status, message, data} with --json.',
     examples: ['user create --username alice --email alice@example.com --first-name Alice', 'user create --email ops@example.com --staff --json'],
@@ -83,18 +78,18 @@ export const USER_COMMANDS = {
       if (body.password === undefined && canPrompt()) body.password = await askHidden('Password: ');
       return { method: 'POST', path: '/api/cloud/users/', body };
     },
-    render: (body) => [body.message, keyValues(body.data)],
+    render: (body: CreatedBody<UserView>) => [body.message, keyValues(body.data)],
   }),
 
-  'user:get': operation<UserView>({
+  'user:get': operation({
     summary: 'Show a platform user.',
     examples: ['user get alice', 'user get 5f0c…-uuid --json'],
     args: userArg,
     request: ({ args }) => ({ method: 'GET', path: path`/api/cloud/users/${args.user}/` }),
-    render: (user) => keyValues(user),
+    render: (user: UserView) => keyValues(user),
   }),
 
-  'user:update': operation<UserView>({
+  'user:update': operation({
     summary: 'Update a platform user.',
     description:
       "Fields left out keep their values. A new password or --no-active revokes the user's tokens. Your own new password needs --old-password (only a superuser sets another user's password without it). A new e-mail of your own takes effect when the link mailed to it is used; --restore brings back a deleted user (superusers).",
@@ -110,14 +105,14 @@ export const USER_COMMANDS = {
       path: path`/api/cloud/users/${args.user}/`,
       body: { ...userInput(flags), ...defined({ old_password: flags['old-password'], is_deleted: flags.restore ? false : undefined }) },
     }),
-    render: (user) => keyValues(user),
+    render: (user: UserView) => keyValues(user),
   }),
 
-  'user:delete': operation<MessageBody>({
+  'user:delete': operation({
     summary: 'Delete a platform user (soft: the account stays, but can no longer log in).',
     examples: ['user delete alice'],
     args: userArg,
     request: ({ args }) => ({ method: 'DELETE', path: path`/api/cloud/users/${args.user}/` }),
-    render: (body) => body.message,
+    render: (body: MessageBody) => body.message,
   }),
 };

@@ -102,3 +102,48 @@ test('a linked admin row left over from before is refused when the membership sa
   ]);
   t.is((await siteLogin(sites[0], m.username)).status, 401);
 });
+
+const exchange = (ref: string, token: string) => s.api('POST', `/api/cloud/sites/${ref}/token/`, { token });
+
+test('token exchange: an admin gets their site token from the platform token (schema, slug or UUID); re-checked at each exchange', async (t) => {
+  const { owner, org, sites } = await orgWithSites('Exchange', 1);
+  const [site] = sites as (Site & { slug: string; uuid: string })[];
+  for (const ref of [site.schema_name, site.slug, site.uuid]) {
+    const res = await exchange(ref, owner.access);
+    t.is(res.status, 200, res.text);
+    t.deepEqual(Object.keys(res.body).sort(), ['access', 'refresh']);
+    t.is((await adminCall(site, res.body.access)).status, 200, 'the exchanged token administers the site');
+    t.is((await s.api('GET', '/api/profile/', { token: res.body.access })).status, 401, 'and is refused on the platform host');
+  }
+  // Through /sites/<schema>/api/… too, and its refresh token is the site's.
+  const pair = (await exchange(site.schema_name, owner.access)).body;
+  t.is((await s.api('GET', `/sites/${site.schema_name}/api/users/`, { token: pair.access })).status, 200);
+  t.is((await s.api('POST', `/sites/${site.schema_name}/api/auth/jwt/token/refresh/`, { body: { refresh: pair.refresh } })).status, 200);
+
+  // A plain member, a stranger, a site token, no token: nothing.
+  const member = await makeUser(s, root, 'xm');
+  await addMember(s, root, org.slug, member.username);
+  t.is((await exchange(site.schema_name, member.access)).status, 404, 'a plain member cannot even view the site');
+  const grant = await s.api('PUT', `/api/cloud/organizations/${org.slug}/members/${member.username}/`, { token: owner.access, body: { site: [{ uuid: site.uuid, permissions: ['view_site', 'access_site'] }] } });
+  t.is(grant.status, 200, grant.text);
+  t.is((await exchange(site.schema_name, member.access)).status, 403, 'viewing the site is not administering it');
+  const stranger = await makeUser(s, root, 'xs');
+  t.is((await exchange(site.schema_name, stranger.access)).status, 404, 'a site the caller may not view does not exist for them');
+  t.is((await exchange(site.schema_name, pair.access)).status, 401);
+  t.is((await s.api('POST', `/api/cloud/sites/${site.schema_name}/token/`)).status, 401);
+
+  // Promoted: an exchange works; demoted: refused at once, and the tokens it gave are dead.
+  await s.api('POST', `/api/cloud/organizations/${org.slug}/members/${member.username}/make_admin/`, { token: owner.access });
+  const promoted = await exchange(site.schema_name, member.access);
+  t.is(promoted.status, 200, promoted.text);
+  await s.api('POST', `/api/cloud/organizations/${org.slug}/members/${member.username}/remove_admin/`, { token: owner.access });
+  t.is((await exchange(site.schema_name, member.access)).status, 403);
+  t.is((await adminCall(site, promoted.body.access)).status, 401);
+
+  // A deactivated linked site user, an inactive site: refused.
+  await rows(s, `UPDATE "${site.schema_name}".users SET is_active = false WHERE platform_user_uuid = ?`, [owner.uuid]);
+  t.is((await exchange(site.schema_name, owner.access)).status, 403);
+  await rows(s, `UPDATE "${site.schema_name}".users SET is_active = true WHERE platform_user_uuid = ?`, [owner.uuid]);
+  t.is((await s.api('PATCH', `/api/cloud/sites/${site.slug}/`, { token: owner.access, body: { is_active: false } })).status, 200);
+  t.is((await exchange(site.schema_name, owner.access)).status, 404);
+});

@@ -1,0 +1,49 @@
+// The token exchange (POST /api/cloud/sites/{site}/token/): an organization owner or admin,
+// signed in on the platform, gets the tokens of their linked user on one of the
+// organization's sites (the site user that site creation and promotions seed), so that one
+// platform login serves every site they administer (`platform` CLI: site commands without
+// `login --site`). Everything is re-checked at the moment of the exchange: the caller's
+// platform account (authentication), `admin_site` on the site through the one ability (the
+// organization role or a grant), the site being active, and the linked site user being
+// active, not deleted and in standing (linked-users.ts: an active owner or admin now).
+import type { TokenPair } from '../auth/auth.service.ts';
+import { signToken, type TokenSettings } from '../auth/tokens.ts';
+import type { ServiceContext } from '../context.ts';
+import { notFound, permissionDenied } from '../errors.ts';
+import { LINKED_STANDING_SQL } from '../tenancy/linked-users.ts';
+import { isValidSchemaName, quotedSchema } from '../tenancy/schema.ts';
+import { siteFor } from './lookup.ts';
+import { Site } from './site.entity.ts';
+
+export interface SiteTokenGrant extends TokenPair {
+  /** For the audit line: who got a token for which site user. */
+  schema: string;
+  site_user: string;
+}
+
+export async function exchangeSiteToken(ctx: ServiceContext, settings: TokenSettings, ref: string): Promise<SiteTokenGrant> {
+  const actor = ctx.actor;
+  if (actor.kind !== 'user' || actor.tenant) throw permissionDenied('Only a signed-in platform user exchanges a token for a site.');
+  // The CLI names sites by schema; the cloud routes by slug or UUID: all three are accepted.
+  const bySchema = isValidSchemaName(ref) ? await ctx.em.findOne(Site, { schema_name: ref }) : null;
+  const site = await siteFor(ctx, bySchema?.uuid ?? ref, 'admin_site');
+  if (!site.is_active) throw notFound('Site');
+  const q = quotedSchema(site.schema_name);
+  const conn = ctx.em.getConnection();
+  const user = (await conn.execute(
+    `SELECT u.uuid, u.is_active AND NOT u.is_deleted AND ${LINKED_STANDING_SQL} AS usable, u.token_generation + p.token_generation AS token_generation
+       FROM ${q}.users u JOIN public.users p ON p.uuid = u.platform_user_uuid
+      WHERE u.platform_user_uuid = ?`,
+    [site.schema_name, actor.uuid],
+    'get',
+  )) as { uuid: string; usable: boolean; token_generation: number } | undefined;
+  if (!user?.usable) throw permissionDenied('You have no active administrator account on this site: sign in to the site itself.');
+  await conn.execute(`UPDATE ${q}.users SET last_login = now() WHERE uuid = ?`, [user.uuid]);
+  const subject = { uuid: user.uuid, token_generation: Number(user.token_generation) };
+  return {
+    access: signToken(settings, 'access', subject, site.schema_name),
+    refresh: signToken(settings, 'refresh', subject, site.schema_name),
+    schema: site.schema_name,
+    site_user: user.uuid,
+  };
+}
