@@ -150,3 +150,54 @@ test('remote mode without an API URL: exit 1, told to pass --api-url or use --di
   t.is(r.code, 1);
   t.is(r.stderr, 'Error: No API URL: pass --api-url or set PLATFORM_API_URL, or use --direct to work on the database.\n');
 });
+
+test('one login serves every site the user administers: site commands exchange the platform login for a site token', async (t) => {
+  const dir = configDir();
+  const env = cliEnv(s, dir);
+  t.is((await runCli(['login', '--username', 'sam', '--password', PASSWORD], env)).code, 0);
+  const org = await runCli(['org', 'create', '--name', 'Sam Co', '--json'], env);
+  t.is(org.code, 0, org.stderr);
+  const site = await runCli(['site', 'create', '--org', json(org).data.slug, '--name', 'Sam shop', '--schema-name', 'sam_shop', '--json'], env);
+  t.is(site.code, 0, site.stderr);
+  // No `login --site`: the owner's platform login is exchanged for the site token, stored beside it.
+  const apps = await runCli(['app', 'list', '--site', 'sam_shop', '--json'], env);
+  t.is(apps.code, 0, apps.stderr);
+  t.is(json(apps).status, 'success');
+  const apis = JSON.parse(fs.readFileSync(credentialsFile(dir), 'utf8')).apis;
+  t.deepEqual(Object.keys(apis).sort(), [s.url, `${s.url}/sites/sam_shop`]);
+  t.is(apis[`${s.url}/sites/sam_shop`].username, 'sam');
+  const created = await runCli(['app', 'create', 'Sam app', '--site', 'sam_shop', '--json'], env);
+  t.is(created.code, 0, created.stderr);
+  const [linked] = await s.handle.db.orm.em.fork().execute(
+    `SELECT u.uuid FROM sam_shop.users u JOIN public.users p ON p.uuid = u.platform_user_uuid WHERE p.username = 'sam'`,
+  );
+  t.is(json(created).data.created_by, linked.uuid, 'the actor is the site user linked to sam');
+
+  // A user who administers no site gets the old message: log in to the site itself.
+  const other = configDir();
+  const otherEnv = cliEnv(s, other);
+  t.is((await runCli(['login', '--username', 'rita', '--password', PASSWORD], otherEnv)).code, 0);
+  const refused = await runCli(['app', 'list', '--site', 'sam_shop'], otherEnv);
+  t.is(refused.code, 1);
+  t.is(refused.stderr, `Error: Site not found.\n`, 'a site rita may not even view does not exist for her');
+});
+
+test('--direct --as: the command runs as that user, with that user\'s rights (in process, no token)', async (t) => {
+  const env = cliEnv(s, configDir());
+  const who = await runCli(['whoami', '--direct', '--as', 'wendy', '--json'], env);
+  t.is(who.code, 0, who.stderr);
+  t.is(json(who).username, 'wendy');
+  // wendy is no superuser: another user's account is hidden from her, as over HTTP.
+  const other = await runCli(['user', 'get', 'alice', '--direct', '--as', 'wendy'], env);
+  t.is(other.code, 1);
+  t.regex(other.stderr, /^Error: /);
+  t.not(other.stderr, '');
+  const root = await runCli(['user', 'get', 'alice', '--direct', '--json'], env);
+  t.is(root.code, 0, root.stderr);
+  const unknown = await runCli(['whoami', '--direct', '--as', 'nobody-here'], env);
+  t.is(unknown.code, 1);
+  t.is(unknown.stderr, 'Error: No active user "nobody-here" on the platform (--as).\n');
+  // --as needs --direct: remotely the actor is the stored login's.
+  const usage = await runCli(['whoami', '--as', 'wendy'], env);
+  t.is(usage.code, 2);
+});
