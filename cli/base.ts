@@ -14,7 +14,7 @@ import { ConfigError, loadConfig, type Config } from '../shared/config.ts';
 import { DomainError } from '../shared/errors.ts';
 import { Api, type ApiRequest } from './api.ts';
 import { CredentialStore } from './credentials.ts';
-import { errorLine } from './output.ts';
+import { errorLine, keyValues } from './output.ts';
 
 export type FlagsOf<T extends typeof Command> = Interfaces.InferredFlags<T['baseFlags'] & T['flags']>;
 export type ArgsOf<T extends typeof Command> = Interfaces.InferredArgs<T['args']>;
@@ -146,8 +146,16 @@ export interface OperationSpec<F extends Interfaces.FlagInput, A extends Interfa
   args?: A;
   /** The request this command stands for. */
   request: (input: OperationInput<F, A>) => ApiRequest | Promise<ApiRequest>;
-  /** The answer as text for a person (--json prints the body itself). */
+  /** The answer as text for a person (--json prints the body itself); without it, `readable(body)`. */
   render?: (body: B, input: OperationInput<F, A>) => string | string[] | undefined;
+}
+
+/** An answer as a person reads it: an action's message (and the object it made or changed), or the object's fields. */
+function readable(body: unknown): string[] {
+  if (!body || typeof body !== 'object') return [];
+  const { status, message, data, ...rest } = body as Record<string, unknown>;
+  if (status !== 'success' || typeof message !== 'string' || Object.keys(rest).length) return [keyValues(body as Record<string, unknown>)];
+  return data && typeof data === 'object' ? [message, keyValues(data as Record<string, unknown>)] : [message];
 }
 
 /**
@@ -165,7 +173,7 @@ export function operation<F extends Interfaces.FlagInput = {}, A extends Interfa
     async run(): Promise<B> {
       const input = { flags: this.flags, args: this.args, info: (line: string) => this.info(line) } as unknown as OperationInput<F, A>;
       const body = await this.call<B>(await spec.request(input));
-      const text = spec.render?.(body, input);
+      const text = spec.render ? spec.render(body, input) : readable(body);
       for (const line of Array.isArray(text) ? text : text === undefined ? [] : [text]) this.log(line);
       return body;
     }

@@ -59,3 +59,9 @@ export function pageTable<T>(page: PageEnvelope<T>, columns: Column<T>[], [one, 
   if (next) footer += ` (next: --page ${next})`;
   return page.results.length ? `${table(page.results, columns)}\n\n${footer}` : footer;
 }
+
+/** A list as a table with a count footer (`[one, many]` names the items). */
+export function listTable<T>(rows: T[], columns: Column<T>[], [one, many]: [string, string]): string {
+  const footer = `${rows.length} ${rows.length === 1 ? one : many}`;
+  return rows.length ? `${table(rows, columns)}\n\n${footer}` : footer;
+}

@@ -5,8 +5,8 @@ import path from 'node:path';
 import { Flags } from '@oclif/core';
 import { DomainError, fieldError } from '../shared/errors.ts';
 import { table } from './output.ts';
-import { parseJson } from './site-flags.ts';
-export { siteFlag } from './site-flags.ts';
+import { parseJson } from './flags.ts';
+export { siteFlag } from './flags.ts';
 
 /** Record query parameters as the query string carries them (a repeated condition: an array). */
 export type RecordQuery = Record<string, string | string[]>;

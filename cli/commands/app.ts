@@ -1,12 +1,13 @@
 // `platform app …`: a site's apps (/sites/<site>/api/apps/).
 import { Args, Flags } from '@oclif/core';
 import type { AppDetail, AppListItem, AppStats } from '../../shared/apps/app.schemas.ts';
-import type { CreatedBody, MessageBody } from '../../shared/common/envelopes.ts';
+import type { CreatedBody } from '../../shared/common/envelopes.ts';
 import { DomainError } from '../../shared/errors.ts';
 import { defined, path } from '../api.ts';
 import { operation } from '../base.ts';
 import { keyValues, table, when, type Column } from '../output.ts';
-import { listTable, parseJson, siteFlag } from '../site-flags.ts';
+import { parseJson, siteFlag } from '../flags.ts';
+import { listTable } from '../output.ts';
 
 const appArg = { app: Args.string({ name: 'app', description: 'The app slug', required: true }) };
 
@@ -92,7 +93,6 @@ export const APP_COMMANDS = {
     args: appArg,
     flags: { site: siteFlag },
     request: ({ flags, args }) => ({ method: 'DELETE', site: flags.site, path: path`/api/apps/${args.app}/` }),
-    render: (body: MessageBody) => body.message,
   }),
 
   'app:restore': operation({
@@ -101,7 +101,6 @@ export const APP_COMMANDS = {
     args: appArg,
     flags: { site: siteFlag },
     request: ({ flags, args }) => ({ method: 'POST', site: flags.site, path: path`/api/apps/${args.app}/restore/` }),
-    render: (body: MessageBody) => body.message,
   }),
 
   'app:stats': operation({

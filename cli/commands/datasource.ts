@@ -1,12 +1,13 @@
 // `platform datasource …`: the data sources of an app (/sites/<site>/api/apps/<app>/datasources/).
 import { Args, Flags } from '@oclif/core';
-import { PROVIDER_TYPES, type DataSourceView } from '../../shared/apps/datasource.schemas.ts';
-import type { CreatedBody, MessageBody } from '../../shared/common/envelopes.ts';
+import type { DataSourceView } from '../../shared/apps/datasource.schemas.ts';
+import { PROVIDER_TYPES } from '../../shared/apps/provider-types.ts';
 import { DomainError } from '../../shared/errors.ts';
 import { defined, path } from '../api.ts';
 import { operation } from '../base.ts';
-import { keyValues, type Column } from '../output.ts';
-import { listTable, parseJson, siteFlag } from '../site-flags.ts';
+import { type Column } from '../output.ts';
+import { parseJson, siteFlag } from '../flags.ts';
+import { listTable } from '../output.ts';
 
 const dsArg = { datasource: Args.string({ name: 'datasource', description: 'The data source slug or id', required: true }) };
 const dsFlags = { site: siteFlag, app: Flags.string({ summary: 'The app (slug) the data source belongs to.', required: true }) };
@@ -49,7 +50,6 @@ export const DATASOURCE_COMMANDS = {
       path: path`/api/apps/${f.app}/datasources/`,
       body: { name: args.name, provider_type: f.provider, slug: f.slug, provider_config: config(f.config), description: f.description },
     }),
-    render: (body: CreatedBody<DataSourceView>) => [body.message, keyValues(body.data)],
   }),
 
   'datasource:get': operation({
@@ -58,7 +58,6 @@ export const DATASOURCE_COMMANDS = {
     args: dsArg,
     flags: dsFlags,
     request: ({ flags, args }) => ({ method: 'GET', site: flags.site, path: path`/api/apps/${flags.app}/datasources/${args.datasource}/` }),
-    render: (ds: DataSourceView) => keyValues(ds),
   }),
 
   'datasource:update': operation({
@@ -77,7 +76,6 @@ export const DATASOURCE_COMMANDS = {
       if (!Object.keys(body).length) throw new DomainError('BAD_REQUEST', 'Nothing to change: give --name, --slug, --config or --description.');
       return { method: 'PATCH', site: f.site, path: path`/api/apps/${f.app}/datasources/${args.datasource}/`, body };
     },
-    render: (ds: DataSourceView) => keyValues(ds),
   }),
 
   'datasource:delete': operation({
@@ -86,6 +84,5 @@ export const DATASOURCE_COMMANDS = {
     args: dsArg,
     flags: dsFlags,
     request: ({ flags, args }) => ({ method: 'DELETE', site: flags.site, path: path`/api/apps/${flags.app}/datasources/${args.datasource}/` }),
-    render: (body: MessageBody) => body.message,
   }),
 };

@@ -7,7 +7,7 @@ import type { PageEnvelope } from '../../shared/common/pagination.ts';
 import type { DataTableListItem, DataTableView } from '../../shared/data/datatable.schemas.ts';
 import type { CsvImportReport } from '../../shared/data/records-csv.ts';
 import { DomainError } from '../../shared/errors.ts';
-import { path as apiPath, type Api, type ApiRequest } from '../api.ts';
+import { path as apiPath, type ApiRequest } from '../api.ts';
 import { ApiCommand } from '../base.ts';
 import { bytes, plural, Progress, readJson, siteFlag, tableNameOf } from '../tables.ts';
 import { importCsv, reportLines } from './data.ts';

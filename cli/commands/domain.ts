@@ -1,12 +1,11 @@
 // `platform domain …`: the host names of a site (/api/cloud/sites/{site}/domains/).
 import { Args, Flags } from '@oclif/core';
-import type { CreatedBody, MessageBody } from '../../shared/common/envelopes.ts';
 import type { PageEnvelope } from '../../shared/common/pagination.ts';
 import type { DomainView } from '../../shared/sites/domain.schemas.ts';
 import { defined, path } from '../api.ts';
 import { operation } from '../base.ts';
 import { pageFlags } from '../flags.ts';
-import { keyValues, pageTable, when, type Column } from '../output.ts';
+import { pageTable, when, type Column } from '../output.ts';
 
 const siteFlag = Flags.string({ summary: 'The site (slug or UUID).', required: true });
 const domainArg = { domain: Args.string({ name: 'domain', description: 'Domain slug, host name or UUID', required: true }) };
@@ -56,7 +55,6 @@ export const DOMAIN_COMMANDS = {
       path: domains(f.site),
       body: defined({ domain: args.domain, is_primary: f.primary || undefined, is_active: f.active }),
     }),
-    render: (body: CreatedBody<DomainView>) => [body.message, keyValues(body.data)],
   }),
 
   'domain:get': operation({
@@ -65,7 +63,6 @@ export const DOMAIN_COMMANDS = {
     args: domainArg,
     flags: { site: siteFlag },
     request: ({ flags, args }) => ({ method: 'GET', path: domains(flags.site) + path`${args.domain}/` }),
-    render: (domain: DomainView) => keyValues(domain),
   }),
 
   'domain:update': operation({
@@ -84,7 +81,6 @@ export const DOMAIN_COMMANDS = {
       path: domains(f.site) + path`${args.domain}/`,
       body: defined({ domain: f.host, is_primary: f.primary, is_active: f.active }),
     }),
-    render: (domain: DomainView) => keyValues(domain),
   }),
 
   'domain:delete': operation({
@@ -93,6 +89,5 @@ export const DOMAIN_COMMANDS = {
     args: domainArg,
     flags: { site: siteFlag },
     request: ({ flags, args }) => ({ method: 'DELETE', path: domains(flags.site) + path`${args.domain}/` }),
-    render: (body: MessageBody) => body.message,
   }),
 };

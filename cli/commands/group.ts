@@ -1,6 +1,6 @@
 // `platform group …`: permission groups (/api/cloud/groups/).
 import { Args, Flags } from '@oclif/core';
-import type { CreatedBody, MessageBody } from '../../shared/common/envelopes.ts';
+import type { CreatedBody } from '../../shared/common/envelopes.ts';
 import type { PageEnvelope } from '../../shared/common/pagination.ts';
 import type { GroupView } from '../../shared/permissions/group.schemas.ts';
 import { defined, path } from '../api.ts';
@@ -71,6 +71,5 @@ export const GROUP_COMMANDS = {
     examples: ['group delete 3'],
     args: idArg,
     request: ({ args }) => ({ method: 'DELETE', path: path`/api/cloud/groups/${args.id}/` }),
-    render: (body: MessageBody) => body.message,
   }),
 };

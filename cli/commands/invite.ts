@@ -1,12 +1,11 @@
 // `platform invite …`: invitations to an organization (/api/cloud/organizations/{org}/invitations/).
 import { Args, Flags } from '@oclif/core';
-import type { CreatedBody, MessageBody } from '../../shared/common/envelopes.ts';
 import type { PageEnvelope } from '../../shared/common/pagination.ts';
 import { DomainError } from '../../shared/errors.ts';
 import type { InvitationView } from '../../shared/invitations/invitation.schemas.ts';
 import { defined, path } from '../api.ts';
 import { operation } from '../base.ts';
-import { keyValues, pageTable, when, type Column } from '../output.ts';
+import { pageTable, when, type Column } from '../output.ts';
 
 const orgFlag = Flags.string({ summary: 'Organization slug or UUID.', required: true });
 const invitationArg = { invitation: Args.string({ name: 'invitation', description: 'Invitation UUID (or integer id)', required: true }) };
@@ -66,7 +65,6 @@ export const INVITE_COMMANDS = {
       const body = defined({ invitee_identifier: f.email, permissions: f.permission, invitation_config: Object.keys(config).length ? config : undefined });
       return { method: 'POST', path: invitations(f.org), body };
     },
-    render: (body: CreatedBody<InvitationView>) => [body.message, keyValues(body.data)],
   }),
 
   'invite:get': operation({
@@ -75,7 +73,6 @@ export const INVITE_COMMANDS = {
     args: invitationArg,
     flags: { org: orgFlag },
     request: ({ flags, args }) => ({ method: 'GET', path: invitations(flags.org) + path`${args.invitation}/` }),
-    render: (invitation: InvitationView) => keyValues(invitation),
   }),
 
   'invite:cancel': operation({
@@ -84,7 +81,6 @@ export const INVITE_COMMANDS = {
     args: invitationArg,
     flags: { org: orgFlag },
     request: ({ flags, args }) => ({ method: 'DELETE', path: invitations(flags.org) + path`${args.invitation}/` }),
-    render: (body: MessageBody) => body.message,
   }),
 
   'invite:resend': operation({
@@ -93,6 +89,5 @@ export const INVITE_COMMANDS = {
     args: invitationArg,
     flags: { org: orgFlag },
     request: ({ flags, args }) => ({ method: 'POST', path: invitations(flags.org) + path`${args.invitation}/resend/` }),
-    render: (body: CreatedBody<InvitationView>) => [body.message, keyValues(body.data)],
   }),
 };

@@ -1,6 +1,6 @@
 // `platform member …`: the members of an organization (/api/cloud/organizations/{org}/members/).
 import { Args, Flags } from '@oclif/core';
-import type { CreatedBody, MessageBody } from '../../shared/common/envelopes.ts';
+import type { CreatedBody } from '../../shared/common/envelopes.ts';
 import type { PageEnvelope } from '../../shared/common/pagination.ts';
 import type { MemberUpdate, MemberView } from '../../shared/organizations/member.schemas.ts';
 import { defined, path } from '../api.ts';
@@ -43,7 +43,6 @@ const memberAction = (summary: string, example: string, method: 'DELETE' | 'POST
     args: { user: memberArg },
     flags: { org: orgFlag },
     request: ({ flags, args }) => ({ method, path: memberPath(flags.org, args.user, action) }),
-    render: (body: MessageBody) => body.message,
   });
 
 export const MEMBER_COMMANDS = {

@@ -1,12 +1,11 @@
 // `platform org …`: organizations (/api/cloud/organizations/).
 import { Args, Flags } from '@oclif/core';
-import type { CreatedBody, MessageBody } from '../../shared/common/envelopes.ts';
 import type { PageEnvelope } from '../../shared/common/pagination.ts';
 import type { OrganizationView, Privileges } from '../../shared/organizations/organization.schemas.ts';
 import { defined, path } from '../api.ts';
 import { operation } from '../base.ts';
 import { pageFlags } from '../flags.ts';
-import { keyValues, pageTable, when, type Column } from '../output.ts';
+import { pageTable, when, type Column } from '../output.ts';
 
 const orgArg = { org: Args.string({ name: 'org', description: 'Organization slug or UUID', required: true }) };
 /** The organization a member, invitation or site command works in. */
@@ -49,7 +48,6 @@ export const ORG_COMMANDS = {
       slug: Flags.string({ summary: 'Slug (lowercase letters, digits, hyphens).' }),
     },
     request: ({ flags }) => ({ method: 'POST', path: '/api/cloud/organizations/', body: defined({ name: flags.name, slug: flags.slug }) }),
-    render: (body: CreatedBody<OrganizationView>) => [body.message, keyValues(body.data)],
   }),
 
   'org:get': operation({
@@ -57,7 +55,6 @@ export const ORG_COMMANDS = {
     examples: ['org get acme'],
     args: orgArg,
     request: ({ args }) => ({ method: 'GET', path: path`/api/cloud/organizations/${args.org}/` }),
-    render: (org: OrganizationView) => keyValues(org),
   }),
 
   'org:update': operation({
@@ -75,7 +72,6 @@ export const ORG_COMMANDS = {
       path: path`/api/cloud/organizations/${args.org}/`,
       body: defined({ name: f.name, slug: f.slug, is_active: f.active }),
     }),
-    render: (org: OrganizationView) => keyValues(org),
   }),
 
   'org:delete': operation({
@@ -84,7 +80,6 @@ export const ORG_COMMANDS = {
     examples: ['org delete acme'],
     args: orgArg,
     request: ({ args }) => ({ method: 'DELETE', path: path`/api/cloud/organizations/${args.org}/` }),
-    render: (body: MessageBody) => body.message,
   }),
 
   'org:privileges': operation({

@@ -1,14 +1,13 @@
 // `platform secret-type …`: a site's secret types, JSON Schemas for secret values (/sites/<site>/api/secret-types/).
 import fs from 'node:fs';
 import { Args, Flags } from '@oclif/core';
-import type { CreatedBody, MessageBody } from '../../shared/common/envelopes.ts';
 import type { PageEnvelope } from '../../shared/common/pagination.ts';
 import type { SecretTypeView } from '../../shared/secrets/secret-type.schemas.ts';
 import { path } from '../api.ts';
 import { operation } from '../base.ts';
 import { pageFlags } from '../flags.ts';
-import { keyValues, pageTable, type Column } from '../output.ts';
-import { parseJson, siteFlag } from '../site-flags.ts';
+import { pageTable, type Column } from '../output.ts';
+import { parseJson, siteFlag } from '../flags.ts';
 
 const typeArg = { type: Args.string({ name: 'type', description: 'Slug or UUID of the secret type', required: true }) };
 
@@ -47,7 +46,6 @@ export const SECRET_TYPE_COMMANDS = {
       const json_schema = schema === undefined ? undefined : parseJson(schema, 'json_schema');
       return { method: 'POST', site: f.site, path: '/api/secret-types/', body: { name: f.name, slug: f.slug, description: f.description, json_schema } };
     },
-    render: (body: CreatedBody<SecretTypeView>) => [body.message, keyValues(body.data)],
   }),
 
   'secret-type:get': operation({
@@ -56,7 +54,6 @@ export const SECRET_TYPE_COMMANDS = {
     args: typeArg,
     flags: { site: siteFlag },
     request: ({ flags, args }) => ({ method: 'GET', site: flags.site, path: path`/api/secret-types/${args.type}/` }),
-    render: (type: SecretTypeView) => keyValues(type),
   }),
 
   'secret-type:delete': operation({
@@ -65,6 +62,5 @@ export const SECRET_TYPE_COMMANDS = {
     args: typeArg,
     flags: { site: siteFlag },
     request: ({ flags, args }) => ({ method: 'DELETE', site: flags.site, path: path`/api/secret-types/${args.type}/` }),
-    render: (body: MessageBody) => body.message,
   }),
 };

@@ -1,17 +1,17 @@
 // `platform secret …`: a site's secrets (/sites/<site>/api/secrets/). `secret rotate` works on
 // the database: cli/commands/secret/rotate.ts.
 import { Args, Flags } from '@oclif/core';
-import { createdBody, type CreatedBody, type MessageBody } from '../../shared/common/envelopes.ts';
+import { createdBody, type CreatedBody } from '../../shared/common/envelopes.ts';
 import type { PageEnvelope } from '../../shared/common/pagination.ts';
 import { DomainError } from '../../shared/errors.ts';
 import { SECRET_MESSAGES } from '../../shared/secrets/secret.messages.ts';
-import type { SecretHistoryItem, SecretListItem, SecretView } from '../../shared/secrets/secret.schemas.ts';
+import type { SecretHistoryItem, SecretListItem } from '../../shared/secrets/secret.schemas.ts';
 import { defined, path } from '../api.ts';
 import { ApiCommand, operation } from '../base.ts';
 import { pageFlags } from '../flags.ts';
 import { keyValues, pageTable, when, type Column } from '../output.ts';
 import { askHidden, canPrompt, missingValue } from '../prompt.ts';
-import { parseJson, siteFlag } from '../site-flags.ts';
+import { parseJson, siteFlag } from '../flags.ts';
 
 const keyArg = { key: Args.string({ name: 'key', description: 'The secret key (e.g. STRIPE_API_KEY)', required: true }) };
 const appFlag = Flags.string({ summary: 'The app (slug) whose secret this is; without it, the tenant-wide secret.' });
@@ -104,7 +104,6 @@ export const SECRET_COMMANDS = {
     args: keyArg,
     flags: secretFlags,
     request: ({ flags, args }) => ({ method: 'GET', site: flags.site, path: path`/api/secrets/${args.key}/`, query: { app: flags.app } }),
-    render: (secret: SecretView) => keyValues(secret),
   }),
 
   'secret:delete': operation({
@@ -113,7 +112,6 @@ export const SECRET_COMMANDS = {
     args: keyArg,
     flags: secretFlags,
     request: ({ flags, args }) => ({ method: 'DELETE', site: flags.site, path: path`/api/secrets/${args.key}/`, query: { app: flags.app } }),
-    render: (body: MessageBody) => body.message,
   }),
 
   'secret:history': operation({

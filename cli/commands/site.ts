@@ -1,6 +1,6 @@
 // `platform site …`: sites, the tenants (/api/cloud/sites/, /api/cloud/organizations/{org}/sites/).
 import { Args, Flags } from '@oclif/core';
-import type { CreatedBody, MessageBody } from '../../shared/common/envelopes.ts';
+import type { CreatedBody } from '../../shared/common/envelopes.ts';
 import type { PageEnvelope } from '../../shared/common/pagination.ts';
 import { DomainError } from '../../shared/errors.ts';
 import type { Privileges, SiteView } from '../../shared/sites/site.schemas.ts';
@@ -97,7 +97,6 @@ export const SITE_COMMANDS = {
     examples: ['site get shop', 'site get 5f0c…-uuid --json'],
     args: siteArg,
     request: ({ args }) => ({ method: 'GET', path: path`/api/cloud/sites/${args.site}/` }),
-    render: (site: SiteView) => keyValues(site),
   }),
 
   'site:update': operation({
@@ -111,7 +110,6 @@ export const SITE_COMMANDS = {
       path: path`/api/cloud/sites/${args.site}/`,
       body: defined({ name: f.name, description: f.description, environment: f.environment, site_settings: parseSettings(f.settings), is_active: f.active }),
     }),
-    render: (site: SiteView) => keyValues(site),
   }),
 
   'site:delete': operation({
@@ -120,7 +118,6 @@ export const SITE_COMMANDS = {
     examples: ['site delete shop'],
     args: siteArg,
     request: ({ args }) => ({ method: 'DELETE', path: path`/api/cloud/sites/${args.site}/` }),
-    render: (body: MessageBody) => body.message,
   }),
 
   'site:privileges': operation({

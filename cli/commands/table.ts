@@ -1,6 +1,6 @@
 // `platform table …`: the data tables of an app (/sites/<site>/api/apps/<app>/datatables/).
 import { Args, Flags } from '@oclif/core';
-import type { CreatedBody, MessageBody } from '../../shared/common/envelopes.ts';
+import type { CreatedBody } from '../../shared/common/envelopes.ts';
 import type { PageEnvelope } from '../../shared/common/pagination.ts';
 import type { DataTableListItem, DataTableStats, DataTableView } from '../../shared/data/datatable.schemas.ts';
 import { DomainError, fieldError } from '../../shared/errors.ts';
@@ -106,7 +106,6 @@ export const TABLE_COMMANDS = {
     args: tableArg,
     flags: tableFlags,
     request: ({ flags, args }) => ({ method: 'DELETE', site: flags.site, path: path`/api/apps/${flags.app}/datatables/${args.name}/` }),
-    render: (body: MessageBody) => body.message,
   }),
 
   'table:materialize': operation({

@@ -1,11 +1,10 @@
 // `platform user …`: the platform's users (/api/cloud/users/).
 import { Args, Flags } from '@oclif/core';
 import type { PageEnvelope } from '../../shared/common/pagination.ts';
-import type { CreatedBody, MessageBody } from '../../shared/common/envelopes.ts';
 import type { UserView } from '../../shared/users/user.schemas.ts';
 import { defined, path } from '../api.ts';
 import { operation } from '../base.ts';
-import { keyValues, pageTable, when, type Column } from '../output.ts';
+import { pageTable, when, type Column } from '../output.ts';
 import { askHidden, canPrompt } from '../prompt.ts';
 
 const userArg = { user: Args.string({ name: 'user', description: 'Username or UUID', required: true }) };
@@ -78,7 +77,6 @@ export const USER_COMMANDS = {
       if (body.password === undefined && canPrompt()) body.password = await askHidden('Password: ');
       return { method: 'POST', path: '/api/cloud/users/', body };
     },
-    render: (body: CreatedBody<UserView>) => [body.message, keyValues(body.data)],
   }),
 
   'user:get': operation({
@@ -86,7 +84,6 @@ export const USER_COMMANDS = {
     examples: ['user get alice', 'user get 5f0c…-uuid --json'],
     args: userArg,
     request: ({ args }) => ({ method: 'GET', path: path`/api/cloud/users/${args.user}/` }),
-    render: (user: UserView) => keyValues(user),
   }),
 
   'user:update': operation({
@@ -105,7 +102,6 @@ export const USER_COMMANDS = {
       path: path`/api/cloud/users/${args.user}/`,
       body: { ...userInput(flags), ...defined({ old_password: flags['old-password'], is_deleted: flags.restore ? false : undefined }) },
     }),
-    render: (user: UserView) => keyValues(user),
   }),
 
   'user:delete': operation({
@@ -113,6 +109,5 @@ export const USER_COMMANDS = {
     examples: ['user delete alice'],
     args: userArg,
     request: ({ args }) => ({ method: 'DELETE', path: path`/api/cloud/users/${args.user}/` }),
-    render: (body: MessageBody) => body.message,
   }),
 };

@@ -2,8 +2,10 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { readOnlyProps } from '../common/read-only.ts';
 import { StringEnum } from '../common/validation.ts';
+import { PROVIDER_TYPES } from './provider-types.ts';
 
-export const PROVIDER_TYPES = ['flat_table', 'jsonb', 'docstore'] as const;
+export { PROVIDER_TYPES };
+
 const Slug = Type.String({ minLength: 1, maxLength: 100, pattern: '^[a-z0-9]+(?:-[a-z0-9]+)*$', description: 'Lowercase letters and digits joined by hyphens' });
 const Time = Type.String({ format: 'date-time' });
 const Uuid = Type.Union([Type.String({ format: 'uuid' }), Type.Null()]);
