@@ -10,7 +10,7 @@ import { DomainError } from '../../shared/errors.ts';
 import { SecretKeyring } from '../../shared/secrets/crypto.ts';
 import { isValidSchemaName, tenantEm } from '../../shared/tenancy/schema.ts';
 
-export const siteNotFound = (): DomainError => new DomainError('NOT_FOUND', 'Site not found.', { detail: 'Not found.' });
+const siteNotFound = (): DomainError => new DomainError('NOT_FOUND', 'Site not found.', { detail: 'Not found.' });
 
 /** The service context of `actor` in the site whose schema is `site` (404 as the API answers). */
 export async function siteContext(em: EntityManager, site: string, actor: Actor): Promise<ServiceContext> {

@@ -40,7 +40,8 @@ import * as groups from '../../shared/permissions/group.service.ts';
 import { GROUP_MESSAGES, GroupRef, type GroupCreate, type GroupUpdate, type GroupView } from '../../shared/permissions/group.schemas.ts';
 import { SECRET_MESSAGES } from '../../shared/secrets/secret.messages.ts';
 import { SecretRef, type SecretCreate, type SecretHistoryItem, type SecretListItem, type SecretUpdate, type SecretView } from '../../shared/secrets/secret.schemas.ts';
-import { secretService, type SecretService } from '../../shared/secrets/secret.service.ts';
+import * as secrets from '../../shared/secrets/secret.service.ts';
+import type { SecretKeyring } from '../../shared/secrets/crypto.ts';
 import { SecretTypeRef, type SecretTypeCreate, type SecretTypeView } from '../../shared/secrets/secret-type.schemas.ts';
 import * as secretTypes from '../../shared/secrets/secret-type.service.ts';
 import { cliKeyring, siteContext } from './direct-secrets.ts';
@@ -356,10 +357,10 @@ export class DirectBackend implements Backend {
 
   // A site's secrets and secret types: the site's schema (tenantEm) as the system actor; the
   // path parameters checked as the routes check them; links as the API computes them.
-  private secretsApi: SecretService | undefined;
+  private keyringCache: SecretKeyring | undefined;
 
-  private get secrets(): SecretService {
-    return (this.secretsApi ??= secretService(cliKeyring(this.config)));
+  private get keyring(): SecretKeyring {
+    return (this.keyringCache ??= cliKeyring(this.config));
   }
 
   private async siteCtx(site: string): Promise<ServiceContext> {
@@ -375,33 +376,33 @@ export class DirectBackend implements Backend {
   }
 
   async listSecrets(site: string, query: SecretListParams): Promise<PageEnvelope<SecretListItem>> {
-    const page = await this.secrets.list(await this.siteCtx(site), { ...query });
+    const page = await secrets.listSecrets(await this.siteCtx(site), { ...query });
     return pageEnvelope(page, this.requestUrl(PATHS.siteApi(site) + withQuery(PATHS.secrets, query)));
   }
 
   async createSecret(site: string, input: SecretCreate): Promise<CreatedBody<SecretListItem>> {
-    return createdBody(SECRET_MESSAGES.created, await this.secrets.create(await this.siteCtx(site), structuredClone(input)));
+    return createdBody(SECRET_MESSAGES.created, await secrets.createSecret(await this.siteCtx(site), this.keyring, structuredClone(input)));
   }
 
   async getSecret(site: string, key: string, app?: string): Promise<SecretView> {
     const ctx = await this.siteCtx(site);
-    return this.secrets.get(ctx, this.secretKey(key), app === undefined ? {} : { app });
+    return secrets.getSecret(ctx, this.keyring, this.secretKey(key), app === undefined ? {} : { app });
   }
 
   async updateSecret(site: string, key: string, input: SecretUpdate, app?: string): Promise<SecretListItem> {
     const ctx = await this.siteCtx(site);
-    return this.secrets.update(ctx, this.secretKey(key), app === undefined ? {} : { app }, structuredClone(input));
+    return secrets.updateSecret(ctx, this.keyring, this.secretKey(key), app === undefined ? {} : { app }, structuredClone(input));
   }
 
   async deleteSecret(site: string, key: string, app?: string): Promise<MessageBody> {
     const ctx = await this.siteCtx(site);
-    await this.secrets.delete(ctx, this.secretKey(key), app === undefined ? {} : { app });
+    await secrets.deleteSecret(ctx, this.secretKey(key), app === undefined ? {} : { app });
     return messageBody(SECRET_MESSAGES.deleted);
   }
 
   async secretHistory(site: string, key: string, query: SecretHistoryParams): Promise<PageEnvelope<SecretHistoryItem>> {
     const ctx = await this.siteCtx(site);
-    const page = await this.secrets.history(ctx, this.secretKey(key), { ...query });
+    const page = await secrets.secretHistory(ctx, this.secretKey(key), { ...query });
     return pageEnvelope(page, this.requestUrl(PATHS.siteApi(site) + withQuery(PATHS.secretHistory(key), query)));
   }
 

@@ -21,36 +21,20 @@ export default class SecretRotateCommand extends BaseCommand<typeof SecretRotate
     const previous = envName === undefined ? undefined : process.env[envName];
     if (envName !== undefined && !previous) throw new DomainError('BAD_REQUEST', `The environment variable ${envName} (--previous-key-env) is not set.`);
     // Loaded here, not at the top: oclif imports every command module to list them.
-    const { systemActor } = await import('../../../shared/auth/actor.ts');
-    const { makeContext } = await import('../../../shared/context.ts');
     const { openCommandDatabase } = await import('../../../shared/db/database.ts');
-    const { secretService } = await import('../../../shared/secrets/secret.service.ts');
-    const { tenantEm } = await import('../../../shared/tenancy/schema.ts');
-    const { cliKeyring, siteNotFound } = await import('../../backend/direct-secrets.ts');
+    const { rotateAllSites } = await import('../../../shared/secrets/secret-rotation.ts');
+    const { cliKeyring } = await import('../../backend/direct-secrets.ts');
     const keyring = cliKeyring(config, previous);
-    const service = secretService(keyring);
-    const log = (line: string) => this.info(line);
-    const db = await openCommandDatabase(config, log);
+    const db = await openCommandDatabase(config, (line) => this.info(line));
     try {
-      const em = db.orm.em.fork();
-      const schemas = ((await em.execute('SELECT schema_name FROM public.sites ORDER BY schema_name')) as { schema_name: string }[]).map((r) => r.schema_name);
-      if (this.flags.site !== undefined && !schemas.includes(this.flags.site)) throw siteNotFound();
-      const sites: { schema: string; rotated: number }[] = [];
-      const failed: { schema: string; error: string }[] = [];
-      for (const schema of this.flags.site !== undefined ? [this.flags.site] : schemas) {
-        try {
-          const result = await service.rotate(makeContext(tenantEm(db.orm.em.fork(), schema), systemActor('cli'), schema));
-          sites.push(result);
-          this.info(`  ${schema}: ${result.rotated} value(s) re-encrypted`);
-        } catch (err) {
-          failed.push({ schema, error: (err as Error).message });
-          this.info(`  ${schema}: FAILED ${(err as Error).message}`);
-        }
-      }
+      const report = await rotateAllSites(db.orm.em, keyring, {
+        site: this.flags.site,
+        onProgress: (step) => this.info('error' in step ? `  ${step.schema}: FAILED ${step.error}` : `  ${step.schema}: ${step.rotated} value(s) re-encrypted`),
+      });
+      const { failed, sites, rotated } = report;
       if (failed.length) throw new Error(`${failed.length} site(s) failed (${failed.map((f) => f.schema).join(', ')}); fix and run again.`);
-      const rotated = sites.reduce((n, s) => n + s.rotated, 0);
-      this.log(`Re-encrypted ${rotated} secret value(s) in ${sites.length} site(s) with key version ${keyring.currentVersion}.`);
-      return { status: 'success' as const, key_version: keyring.currentVersion, rotated, sites };
+      this.log(`Re-encrypted ${rotated} secret value(s) in ${sites.length} site(s) with key version ${report.key_version}.`);
+      return { status: 'success' as const, key_version: report.key_version, rotated, sites };
     } finally {
       await db.close();
     }
