@@ -11,9 +11,9 @@ import {
   AppParams, DATATABLE_MESSAGES, RecordKeyParam, SourceParams, TableParams, ValidateDataBody,
   type DataTableCreate, type DataTableListItem, type DataTableStats, type DataTableUpdate, type DataTableView,
 } from '../../shared/data/datatable.schemas.ts';
-import { dataTableService as tables, type TableScope } from '../../shared/data/datatable.service.ts';
+import * as tables from '../../shared/data/datatable.service.ts';
 import { csvImportOptions, exportCsv, importCsv } from '../../shared/data/records-csv.ts';
-import { recordsService as records } from '../../shared/data/records.service.ts';
+import * as records from '../../shared/data/records.service.ts';
 import { PATHS, withQuery } from './paths.ts';
 import { csvImportQuery, TABLE_PATHS } from './table-paths.ts';
 import type {
@@ -42,118 +42,118 @@ export class DirectData implements DataBackend {
     return validate(AppParams, { app_slug: app }, 'query').app_slug;
   }
 
-  private table(app: string, name: string): { scope: TableScope; name: string } {
+  private table(app: string, name: string): { scope: tables.TableScope; name: string } {
     const p = validate(TableParams, { app_slug: app, name }, 'query');
     return { scope: { app_slug: p.app_slug }, name: p.name };
   }
 
-  private record(app: string, name: string, id: string): { scope: TableScope; name: string; pk: string } {
+  private record(app: string, name: string, id: string): { scope: tables.TableScope; name: string; pk: string } {
     const p = validate(RecordParams, { app_slug: app, name, pk: id }, 'query');
     return { scope: { app_slug: p.app_slug }, name: p.name, pk: p.pk };
   }
 
   async listTables(site: string, app: string, query: TableListParams): Promise<PageEnvelope<DataTableListItem>> {
     const ctx = await this.deps.siteCtx(site);
-    const page = await tables.list(ctx, { app_slug: this.app(app) }, { ...query });
+    const page = await tables.listDataTables(ctx, { app_slug: this.app(app) }, { ...query });
     return pageEnvelope(page, this.deps.requestUrl(PATHS.siteApi(site) + withQuery(TABLE_PATHS.tables(app), { ...query })));
   }
 
   async createTable(site: string, app: string, ds: string, input: DataTableCreate): Promise<CreatedBody<DataTableView>> {
     const ctx = await this.deps.siteCtx(site);
     const p = validate(SourceParams, { app_slug: app, ds }, 'query');
-    return createdBody(DATATABLE_MESSAGES.created, await tables.create(ctx, { app_slug: p.app_slug, ds: p.ds }, structuredClone(input)));
+    return createdBody(DATATABLE_MESSAGES.created, await tables.createDataTable(ctx, { app_slug: p.app_slug, ds: p.ds }, structuredClone(input)));
   }
 
   async getTable(site: string, app: string, name: string): Promise<DataTableView> {
     const ctx = await this.deps.siteCtx(site);
     const t = this.table(app, name);
-    return tables.get(ctx, t.scope, t.name);
+    return tables.getDataTable(ctx, t.scope, t.name);
   }
 
   async updateTable(site: string, app: string, name: string, input: DataTableUpdate): Promise<DataTableView> {
     const ctx = await this.deps.siteCtx(site);
     const t = this.table(app, name);
-    return tables.update(ctx, t.scope, t.name, structuredClone(input));
+    return tables.updateDataTable(ctx, t.scope, t.name, structuredClone(input));
   }
 
   async deleteTable(site: string, app: string, name: string): Promise<MessageBody> {
     const ctx = await this.deps.siteCtx(site);
     const t = this.table(app, name);
-    await tables.delete(ctx, t.scope, t.name);
+    await tables.deleteDataTable(ctx, t.scope, t.name);
     return messageBody(DATATABLE_MESSAGES.deleted);
   }
 
   async materializeTable(site: string, app: string, name: string): Promise<CreatedBody<DataTableView>> {
     const ctx = await this.deps.siteCtx(site);
     const t = this.table(app, name);
-    return createdBody(DATATABLE_MESSAGES.materialized, await tables.materialize(ctx, t.scope, t.name));
+    return createdBody(DATATABLE_MESSAGES.materialized, await tables.materializeDataTable(ctx, t.scope, t.name));
   }
 
   async tableSchema(site: string, app: string, name: string): Promise<TableSchemaView> {
     const ctx = await this.deps.siteCtx(site);
     const t = this.table(app, name);
-    return tables.schema(ctx, t.scope, t.name);
+    return tables.dataTableSchema(ctx, t.scope, t.name);
   }
 
   async validateTableData(site: string, app: string, name: string, data: unknown[]): Promise<ValidateDataView> {
     const ctx = await this.deps.siteCtx(site);
     const t = this.table(app, name);
     const body = validate(ValidateDataBody, { data: structuredClone(data) });
-    return tables.validateData(ctx, t.scope, t.name, body.data);
+    return tables.validateTableData(ctx, t.scope, t.name, body.data);
   }
 
   async tableStats(site: string, app: string): Promise<DataTableStats> {
     const ctx = await this.deps.siteCtx(site);
-    return tables.stats(ctx, this.app(app));
+    return tables.dataTableStats(ctx, this.app(app));
   }
 
   async listRecords(site: string, app: string, table: string, query: RecordQuery): Promise<RecordPageBody> {
     const ctx = await this.deps.siteCtx(site);
     const t = this.table(app, table);
-    return records.list(ctx, t.scope, t.name, { ...query });
+    return records.listRecords(ctx, t.scope, t.name, { ...query });
   }
 
   async getRecord(site: string, app: string, table: string, id: string, query: RecordQuery): Promise<{ data: RecordRow }> {
     const ctx = await this.deps.siteCtx(site);
     const r = this.record(app, table, id);
-    return { data: await records.get(ctx, r.scope, r.name, r.pk, { ...query }) };
+    return { data: await records.getRecord(ctx, r.scope, r.name, r.pk, { ...query }) };
   }
 
   async createRecords(site: string, app: string, table: string, body: unknown): Promise<{ data: RecordRow | RecordRow[] }> {
     const ctx = await this.deps.siteCtx(site);
     const t = this.table(app, table);
-    return { data: await records.create(ctx, t.scope, t.name, structuredClone(body)) };
+    return { data: await records.createRecords(ctx, t.scope, t.name, structuredClone(body)) };
   }
 
   async upsertRecord(site: string, app: string, table: string, body: unknown, uniqueFields: string): Promise<{ data: RecordRow; created: boolean }> {
     const ctx = await this.deps.siteCtx(site);
     const t = this.table(app, table);
-    return records.upsert(ctx, t.scope, t.name, structuredClone(body), { unique_fields: uniqueFields });
+    return records.upsertRecord(ctx, t.scope, t.name, structuredClone(body), { unique_fields: uniqueFields });
   }
 
   async patchRecord(site: string, app: string, table: string, id: string, body: unknown): Promise<{ data: RecordRow }> {
     const ctx = await this.deps.siteCtx(site);
     const r = this.record(app, table, id);
-    return { data: await records.patch(ctx, r.scope, r.name, r.pk, structuredClone(body)) };
+    return { data: await records.patchRecord(ctx, r.scope, r.name, r.pk, structuredClone(body)) };
   }
 
   async patchRecords(site: string, app: string, table: string, body: unknown): Promise<{ data: RecordRow[] }> {
     const ctx = await this.deps.siteCtx(site);
     const t = this.table(app, table);
-    return { data: await records.patchMany(ctx, t.scope, t.name, structuredClone(body)) };
+    return { data: await records.patchRecords(ctx, t.scope, t.name, structuredClone(body)) };
   }
 
   async deleteRecord(site: string, app: string, table: string, id: string): Promise<void> {
     const ctx = await this.deps.siteCtx(site);
     const r = this.record(app, table, id);
-    await records.remove(ctx, r.scope, r.name, r.pk);
+    await records.deleteRecord(ctx, r.scope, r.name, r.pk);
   }
 
   async deleteRecords(site: string, app: string, table: string, query: { ids?: string; filter?: string }): Promise<DeletedBody> {
     const ctx = await this.deps.siteCtx(site);
     const t = this.table(app, table);
     const q = Object.fromEntries(Object.entries(query).filter(([, v]) => v !== undefined));
-    return records.removeMany(ctx, t.scope, t.name, q);
+    return records.deleteRecords(ctx, t.scope, t.name, q);
   }
 
   async exportCsv(site: string, app: string, table: string, query: RecordQuery): Promise<Readable> {

@@ -259,178 +259,176 @@ async function createReference(ctx: ServiceContext, schema: string, target: AppR
   return view(await tableRow(ctx.em, schema, id));
 }
 
-export const dataTableService = {
-  async list(ctx: ServiceContext, scope: TableScope, rawQuery: unknown = {}): Promise<Page<DataTableListItem>> {
-    const schema = siteSchema(ctx);
-    const query = validate(DataTableListQuery, rawQuery, 'query');
-    const app = await findApp(ctx.em, schema, scope.app_slug);
-    const where = ['t.app_id = ?'];
-    const params: unknown[] = [app.id];
-    const dsSlug = scope.ds ?? query.datasource;
-    if (scope.ds) await findSource(ctx.em, schema, app.id, scope.ds);
-    if (dsSlug) { where.push('d.slug = ?'); params.push(dsSlug); }
-    if (query.is_materialized !== undefined) { where.push('t.is_materialized = ?'); params.push(query.is_materialized); }
-    const q = quotedSchema(schema);
-    const cond = where.join(' AND ');
-    const count = await countOf(ctx.em, `SELECT count(*) AS n FROM ${q}.data_tables t JOIN ${q}.data_sources d ON d.id = t.data_source_id WHERE ${cond}`, params);
-    const page = resolvePage(parsePageRequest(query), count);
-    const found = await rows<TableRow>(ctx.em, `${SELECT(q)} WHERE ${cond} ORDER BY t.name, t.id LIMIT ? OFFSET ?`, [...params, page.pageSize, pageOffset(page)]);
-    return { ...page, count, results: found.map(listItem) };
-  },
+export async function listDataTables(ctx: ServiceContext, scope: TableScope, rawQuery: unknown = {}): Promise<Page<DataTableListItem>> {
+  const schema = siteSchema(ctx);
+  const query = validate(DataTableListQuery, rawQuery, 'query');
+  const app = await findApp(ctx.em, schema, scope.app_slug);
+  const where = ['t.app_id = ?'];
+  const params: unknown[] = [app.id];
+  const dsSlug = scope.ds ?? query.datasource;
+  if (scope.ds) await findSource(ctx.em, schema, app.id, scope.ds);
+  if (dsSlug) { where.push('d.slug = ?'); params.push(dsSlug); }
+  if (query.is_materialized !== undefined) { where.push('t.is_materialized = ?'); params.push(query.is_materialized); }
+  const q = quotedSchema(schema);
+  const cond = where.join(' AND ');
+  const count = await countOf(ctx.em, `SELECT count(*) AS n FROM ${q}.data_tables t JOIN ${q}.data_sources d ON d.id = t.data_source_id WHERE ${cond}`, params);
+  const page = resolvePage(parsePageRequest(query), count);
+  const found = await rows<TableRow>(ctx.em, `${SELECT(q)} WHERE ${cond} ORDER BY t.name, t.id LIMIT ? OFFSET ?`, [...params, page.pageSize, pageOffset(page)]);
+  return { ...page, count, results: found.map(listItem) };
+}
 
-  async create(ctx: ServiceContext, scope: Required<TableScope>, rawInput: unknown): Promise<DataTableView> {
-    const schema = requireSiteAdmin(ctx);
-    const input = validate(DataTableCreate, rawInput);
-    checkName('name', input.name);
-    const app = await findApp(ctx.em, schema, scope.app_slug);
-    const ds = await findSource(ctx.em, schema, app.id, scope.ds);
-    const doc = await checkedSchema(ctx.em, schema, app.id, input.name, input.json_schema);
-    const id = await insertTable(ctx.em, schema, ctx, { appId: app.id, sourceId: ds.id, name: input.name, description: input.description ?? '', doc, materialized: false, sourceTableId: null });
-    return view(await tableRow(ctx.em, schema, id));
-  },
+export async function createDataTable(ctx: ServiceContext, scope: Required<TableScope>, rawInput: unknown): Promise<DataTableView> {
+  const schema = requireSiteAdmin(ctx);
+  const input = validate(DataTableCreate, rawInput);
+  checkName('name', input.name);
+  const app = await findApp(ctx.em, schema, scope.app_slug);
+  const ds = await findSource(ctx.em, schema, app.id, scope.ds);
+  const doc = await checkedSchema(ctx.em, schema, app.id, input.name, input.json_schema);
+  const id = await insertTable(ctx.em, schema, ctx, { appId: app.id, sourceId: ds.id, name: input.name, description: input.description ?? '', doc, materialized: false, sourceTableId: null });
+  return view(await tableRow(ctx.em, schema, id));
+}
 
-  async get(ctx: ServiceContext, scope: TableScope, name: string): Promise<DataTableView> {
-    const schema = siteSchema(ctx);
-    return view(await findTable(ctx.em, schema, scope, name));
-  },
+export async function getDataTable(ctx: ServiceContext, scope: TableScope, name: string): Promise<DataTableView> {
+  const schema = siteSchema(ctx);
+  return view(await findTable(ctx.em, schema, scope, name));
+}
 
-  /**
-   * PUT and PATCH: description and json_schema. A changed schema is accepted while the table
-   * is not materialized (the hash is recomputed); once materialized it is 409 until the
-   * migrations feature exists. An identical schema (same hash) is never a change.
-   */
-  async update(ctx: ServiceContext, scope: TableScope, name: string, rawInput: unknown): Promise<DataTableView> {
-    const schema = requireSiteAdmin(ctx);
-    const input = validate(DataTableUpdate, rawInput);
-    const row = await findTable(ctx.em, schema, scope, name);
-    dropReadOnly(DataTableUpdate, input, view(row));
-    let doc: TableSchema | undefined;
-    if (input.json_schema !== undefined && schemaHash(input.json_schema) !== row.schema_hash.trim()) {
-      if (row.is_reference) throw new DomainError('CONFLICT', 'A reference table takes its schema from the source table.');
-      if (row.is_materialized) throw new DomainError('CONFLICT', 'The table is materialized: schema migrations arrive with the migrations feature.');
-      doc = await checkedSchema(ctx.em, schema, row.app_id, row.name, input.json_schema, row.id);
+/**
+ * PUT and PATCH: description and json_schema. A changed schema is accepted while the table
+ * is not materialized (the hash is recomputed); once materialized it is 409 until the
+ * migrations feature exists. An identical schema (same hash) is never a change.
+ */
+export async function updateDataTable(ctx: ServiceContext, scope: TableScope, name: string, rawInput: unknown): Promise<DataTableView> {
+  const schema = requireSiteAdmin(ctx);
+  const input = validate(DataTableUpdate, rawInput);
+  const row = await findTable(ctx.em, schema, scope, name);
+  dropReadOnly(DataTableUpdate, input, view(row));
+  let doc: TableSchema | undefined;
+  if (input.json_schema !== undefined && schemaHash(input.json_schema) !== row.schema_hash.trim()) {
+    if (row.is_reference) throw new DomainError('CONFLICT', 'A reference table takes its schema from the source table.');
+    if (row.is_materialized) throw new DomainError('CONFLICT', 'The table is materialized: schema migrations arrive with the migrations feature.');
+    doc = await checkedSchema(ctx.em, schema, row.app_id, row.name, input.json_schema, row.id);
+  }
+  await ctx.em.execute(
+    `UPDATE ${quotedSchema(schema)}.data_tables
+        SET description = coalesce(?, description), json_schema = coalesce(?::jsonb, json_schema), schema_hash = coalesce(?, schema_hash),
+            updated_at = now(), modified_by = ?
+      WHERE id = ?`,
+    [input.description ?? null, doc ? JSON.stringify(doc) : null, doc ? schemaHash(doc) : null, actorUuid(ctx), row.id],
+  );
+  return view(await tableRow(ctx.em, schema, row.id));
+}
+
+/** Deletes the definition and drops the physical table (not a reference's source). 400 while another table references it. */
+export async function deleteDataTable(ctx: ServiceContext, scope: TableScope, name: string): Promise<void> {
+  const schema = requireSiteAdmin(ctx);
+  const row = await findTable(ctx.em, schema, scope, name);
+  const referencing = await referencingTables(ctx.em, schema, row);
+  if (referencing.length) throw new DomainError('BAD_REQUEST', `Data table "${name}" is referenced by a foreign key of: ${referencing.join(', ')}.`);
+  const refs = await rows<{ name: string; app: string }>(
+    ctx.em,
+    `SELECT t.name, a.slug AS app FROM ${quotedSchema(schema)}.data_tables t JOIN ${quotedSchema(schema)}.apps a ON a.id = t.app_id WHERE t.source_table_id = ?`,
+    [row.id],
+  );
+  if (refs.length) throw new DomainError('BAD_REQUEST', `Data table "${name}" is the source of reference tables: ${refs.map((r) => `${r.app}.${r.name}`).join(', ')}.`);
+  await ctx.em.transactional(async (tx) => {
+    if (row.is_materialized && !row.is_reference) await tx.execute(dropTableDdl(schema, row.physical_table_name));
+    await tx.execute(`DELETE FROM ${quotedSchema(schema)}.data_tables WHERE id = ?`, [row.id]);
+  });
+}
+
+export async function dataTableSchema(ctx: ServiceContext, scope: TableScope, name: string): Promise<{ name: string; schema: TableSchema; schema_hash: string; field_count: number }> {
+  const t = view(await findTable(ctx.em, siteSchema(ctx), scope, name));
+  return { name: t.name, schema: t.json_schema as TableSchema, schema_hash: t.schema_hash, field_count: t.field_count };
+}
+
+export async function validateTableData(ctx: ServiceContext, scope: TableScope, name: string, records: unknown[]): Promise<RecordCheck> {
+  const row = await findTable(ctx.em, siteSchema(ctx), scope, name);
+  return validateRecords(row.json_schema, records, row.schema_hash.trim());
+}
+
+/** Creates the physical table in one transaction; foreign-key targets must be materialized first. */
+export async function materializeDataTable(ctx: ServiceContext, scope: TableScope, name: string): Promise<DataTableView> {
+  const schema = requireSiteAdmin(ctx);
+  const row = await findTable(ctx.em, schema, scope, name);
+  if (row.is_reference) throw new DomainError('BAD_REQUEST', 'A reference table is served by its source table and cannot be materialized.');
+  if (row.is_materialized) throw new DomainError('BAD_REQUEST', `Data table "${name}" is already materialized.`);
+  const doc = await checkedSchema(ctx.em, schema, row.app_id, row.name, row.json_schema, row.id);
+  const q = quotedSchema(schema);
+  const targets = new Map<string, string>();
+  for (const [i, fk] of foreignKeysOf(doc).entries()) {
+    const resource = fk.reference.resource;
+    if (resource === '' || resource === row.name) continue;
+    const t = await firstRow<TableRow>(ctx.em, `${SELECT(q)} WHERE t.app_id = ? AND t.name = ?`, [row.app_id, resource]);
+    if (!t?.is_materialized) {
+      throw schemaError([`foreignKeys[${i}] (${fk.fields.join(', ')} → ${resource}): the referenced table "${resource}" is not materialized; materialize it first.`], 'Foreign key target not materialized.');
     }
-    await ctx.em.execute(
-      `UPDATE ${quotedSchema(schema)}.data_tables
-          SET description = coalesce(?, description), json_schema = coalesce(?::jsonb, json_schema), schema_hash = coalesce(?, schema_hash),
-              updated_at = now(), modified_by = ?
-        WHERE id = ?`,
-      [input.description ?? null, doc ? JSON.stringify(doc) : null, doc ? schemaHash(doc) : null, actorUuid(ctx), row.id],
-    );
-    return view(await tableRow(ctx.em, schema, row.id));
-  },
-
-  /** Deletes the definition and drops the physical table (not a reference's source). 400 while another table references it. */
-  async delete(ctx: ServiceContext, scope: TableScope, name: string): Promise<void> {
-    const schema = requireSiteAdmin(ctx);
-    const row = await findTable(ctx.em, schema, scope, name);
-    const referencing = await referencingTables(ctx.em, schema, row);
-    if (referencing.length) throw new DomainError('BAD_REQUEST', `Data table "${name}" is referenced by a foreign key of: ${referencing.join(', ')}.`);
-    const refs = await rows<{ name: string; app: string }>(
-      ctx.em,
-      `SELECT t.name, a.slug AS app FROM ${quotedSchema(schema)}.data_tables t JOIN ${quotedSchema(schema)}.apps a ON a.id = t.app_id WHERE t.source_table_id = ?`,
-      [row.id],
-    );
-    if (refs.length) throw new DomainError('BAD_REQUEST', `Data table "${name}" is the source of reference tables: ${refs.map((r) => `${r.app}.${r.name}`).join(', ')}.`);
+    targets.set(resource, t.src_physical ?? t.physical_table_name);
+  }
+  const ddl = createTableDdl(doc, {
+    schema, table: row.physical_table_name, provider: row.provider_type,
+    resolveTable: (resource) => (resource === row.name ? row.physical_table_name : targets.get(resource)!),
+  });
+  try {
     await ctx.em.transactional(async (tx) => {
-      if (row.is_materialized && !row.is_reference) await tx.execute(dropTableDdl(schema, row.physical_table_name));
-      await tx.execute(`DELETE FROM ${quotedSchema(schema)}.data_tables WHERE id = ?`, [row.id]);
+      await allowLongStatements(ctx, tx as EntityManager);
+      for (const statement of ddl) await tx.execute(statement);
+      await tx.execute(`UPDATE ${q}.data_tables SET is_materialized = true, updated_at = now(), modified_by = ? WHERE id = ?`, [actorUuid(ctx), row.id]);
     });
-  },
-
-  async schema(ctx: ServiceContext, scope: TableScope, name: string): Promise<{ name: string; schema: TableSchema; schema_hash: string; field_count: number }> {
-    const t = view(await findTable(ctx.em, siteSchema(ctx), scope, name));
-    return { name: t.name, schema: t.json_schema as TableSchema, schema_hash: t.schema_hash, field_count: t.field_count };
-  },
-
-  async validateData(ctx: ServiceContext, scope: TableScope, name: string, records: unknown[]): Promise<RecordCheck> {
-    const row = await findTable(ctx.em, siteSchema(ctx), scope, name);
-    return validateRecords(row.json_schema, records, row.schema_hash.trim());
-  },
-
-  /** Creates the physical table in one transaction; foreign-key targets must be materialized first. */
-  async materialize(ctx: ServiceContext, scope: TableScope, name: string): Promise<DataTableView> {
-    const schema = requireSiteAdmin(ctx);
-    const row = await findTable(ctx.em, schema, scope, name);
-    if (row.is_reference) throw new DomainError('BAD_REQUEST', 'A reference table is served by its source table and cannot be materialized.');
-    if (row.is_materialized) throw new DomainError('BAD_REQUEST', `Data table "${name}" is already materialized.`);
-    const doc = await checkedSchema(ctx.em, schema, row.app_id, row.name, row.json_schema, row.id);
-    const q = quotedSchema(schema);
-    const targets = new Map<string, string>();
-    for (const [i, fk] of foreignKeysOf(doc).entries()) {
-      const resource = fk.reference.resource;
-      if (resource === '' || resource === row.name) continue;
-      const t = await firstRow<TableRow>(ctx.em, `${SELECT(q)} WHERE t.app_id = ? AND t.name = ?`, [row.app_id, resource]);
-      if (!t?.is_materialized) {
-        throw schemaError([`foreignKeys[${i}] (${fk.fields.join(', ')} → ${resource}): the referenced table "${resource}" is not materialized; materialize it first.`], 'Foreign key target not materialized.');
-      }
-      targets.set(resource, t.src_physical ?? t.physical_table_name);
+  } catch (err) {
+    const code = pgCode(err);
+    // Class 42 (syntax/definition) and 22 (data): the schema asks for something PostgreSQL refuses.
+    if (code && (code.startsWith('42') || code.startsWith('22'))) {
+      throw schemaError([`PostgreSQL refused the table: ${(err as Error).message.split('\n')[0]!.replace(/^.* - /, '')}`], 'The table could not be created.');
     }
-    const ddl = createTableDdl(doc, {
-      schema, table: row.physical_table_name, provider: row.provider_type,
-      resolveTable: (resource) => (resource === row.name ? row.physical_table_name : targets.get(resource)!),
-    });
+    throw err;
+  }
+  return view(await tableRow(ctx.em, schema, row.id));
+}
+
+export async function dataTableStats(ctx: ServiceContext, appSlug: string): Promise<DataTableStats> {
+  const schema = siteSchema(ctx);
+  const app = await findApp(ctx.em, schema, appSlug);
+  const q = quotedSchema(schema);
+  const found = await rows<{ slug: string; name: string; provider_type: string; table_count: string; materialized_count: string }>(
+    ctx.em,
+    `SELECT d.slug, d.name, d.provider_type, count(t.id) AS table_count, count(t.id) FILTER (WHERE t.is_materialized) AS materialized_count
+       FROM ${q}.data_sources d LEFT JOIN ${q}.data_tables t ON t.data_source_id = d.id
+      WHERE d.app_id = ? GROUP BY d.id ORDER BY d.slug`,
+    [app.id],
+  );
+  const total = found.reduce((n, r) => n + Number(r.table_count), 0);
+  const materialized = found.reduce((n, r) => n + Number(r.materialized_count), 0);
+  return {
+    total_tables: total,
+    materialized_tables: materialized,
+    unmaterialized_tables: total - materialized,
+    datasource_count: found.length,
+    datasources: Object.fromEntries(found.map((r) => [r.slug, { name: r.name, provider_type: r.provider_type, table_count: Number(r.table_count), materialized_count: Number(r.materialized_count) }])),
+  };
+}
+
+/**
+ * POST …/datatables/import-reference/: one object → the reference (201); an array → each
+ * item on its own, {created, failed, references, errors: [{index, reference, error}]} (207).
+ */
+export async function importReference(ctx: ServiceContext, targetAppSlug: string, body: unknown): Promise<{ single: true; table: DataTableView } | { single: false; result: ImportReferenceResult }> {
+  const schema = requireSiteAdmin(ctx);
+  const target = await findApp(ctx.em, schema, targetAppSlug);
+  if (!Array.isArray(body)) return { single: true, table: await createReference(ctx, schema, target, body) };
+  const result: ImportReferenceResult = { created: 0, failed: 0, references: [], errors: [] };
+  for (const [index, item] of body.entries()) {
     try {
-      await ctx.em.transactional(async (tx) => {
-        await allowLongStatements(ctx, tx as EntityManager);
-        for (const statement of ddl) await tx.execute(statement);
-        await tx.execute(`UPDATE ${q}.data_tables SET is_materialized = true, updated_at = now(), modified_by = ? WHERE id = ?`, [actorUuid(ctx), row.id]);
-      });
+      result.references.push(await createReference(ctx, schema, target, item));
+      result.created++;
     } catch (err) {
-      const code = pgCode(err);
-      // Class 42 (syntax/definition) and 22 (data): the schema asks for something PostgreSQL refuses.
-      if (code && (code.startsWith('42') || code.startsWith('22'))) {
-        throw schemaError([`PostgreSQL refused the table: ${(err as Error).message.split('\n')[0]!.replace(/^.* - /, '')}`], 'The table could not be created.');
-      }
-      throw err;
+      if (!(err instanceof DomainError)) throw err;
+      result.failed++;
+      result.errors.push({ index, reference: item, error: err.errors ?? err.message });
     }
-    return view(await tableRow(ctx.em, schema, row.id));
-  },
-
-  async stats(ctx: ServiceContext, appSlug: string): Promise<DataTableStats> {
-    const schema = siteSchema(ctx);
-    const app = await findApp(ctx.em, schema, appSlug);
-    const q = quotedSchema(schema);
-    const found = await rows<{ slug: string; name: string; provider_type: string; table_count: string; materialized_count: string }>(
-      ctx.em,
-      `SELECT d.slug, d.name, d.provider_type, count(t.id) AS table_count, count(t.id) FILTER (WHERE t.is_materialized) AS materialized_count
-         FROM ${q}.data_sources d LEFT JOIN ${q}.data_tables t ON t.data_source_id = d.id
-        WHERE d.app_id = ? GROUP BY d.id ORDER BY d.slug`,
-      [app.id],
-    );
-    const total = found.reduce((n, r) => n + Number(r.table_count), 0);
-    const materialized = found.reduce((n, r) => n + Number(r.materialized_count), 0);
-    return {
-      total_tables: total,
-      materialized_tables: materialized,
-      unmaterialized_tables: total - materialized,
-      datasource_count: found.length,
-      datasources: Object.fromEntries(found.map((r) => [r.slug, { name: r.name, provider_type: r.provider_type, table_count: Number(r.table_count), materialized_count: Number(r.materialized_count) }])),
-    };
-  },
-
-  /**
-   * POST …/datatables/import-reference/: one object → the reference (201); an array → each
-   * item on its own, {created, failed, references, errors: [{index, reference, error}]} (207).
-   */
-  async importReference(ctx: ServiceContext, targetAppSlug: string, body: unknown): Promise<{ single: true; table: DataTableView } | { single: false; result: ImportReferenceResult }> {
-    const schema = requireSiteAdmin(ctx);
-    const target = await findApp(ctx.em, schema, targetAppSlug);
-    if (!Array.isArray(body)) return { single: true, table: await createReference(ctx, schema, target, body) };
-    const result: ImportReferenceResult = { created: 0, failed: 0, references: [], errors: [] };
-    for (const [index, item] of body.entries()) {
-      try {
-        result.references.push(await createReference(ctx, schema, target, item));
-        result.created++;
-      } catch (err) {
-        if (!(err instanceof DomainError)) throw err;
-        result.failed++;
-        result.errors.push({ index, reference: item, error: err.errors ?? err.message });
-      }
-    }
-    return { single: false, result };
-  },
-};
+  }
+  return { single: false, result };
+}
 
 export interface ImportReferenceResult {
   created: number;
