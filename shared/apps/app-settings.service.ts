@@ -1,5 +1,6 @@
 // App settings: one row per app ("<schema>".app_settings), created with the app, never
-// deleted. Reads: any signed-in user of the site; writes: the site's administrators.
+// deleted. Decided on the app (App subject): reads by any signed-in user of the site, writes
+// by the site's administrators.
 // The icon is checked by its content (magic bytes; SVG as sanitised-by-refusal XML text)
 // and stored under <dataDir>/icons/<schema>/<app id>.<ext>, written atomically.
 import { randomUUID } from 'node:crypto';
@@ -13,8 +14,9 @@ import type { ServiceContext } from '../context.ts';
 import { DomainError, fieldError } from '../errors.ts';
 import { iso, firstRow } from '../secrets/sql.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
-import { requireSiteAdmin, siteSchema } from '../tenancy/tenant-auth.ts';
+import { siteSchemaFor } from '../tenancy/site-access.ts';
 import { notifyAppSettingsChanged } from './app-limits.ts';
+import { activeAppOr404, appFor } from './lookup.ts';
 import { MAX_ICON_BYTES, SETTINGS_DEFAULTS, SettingsPatch, SettingsPatchBody, SettingsPut, type SettingsDetail, type SettingsLight, type SettingsView } from './app-settings.schemas.ts';
 
 export interface SettingsRow {
@@ -86,12 +88,6 @@ export async function insertSettings(tx: EntityManager, schema: string, appId: n
 
 export async function settingsOf(em: EntityManager, schema: string, appId: number): Promise<SettingsRow> {
   return (await firstRow<SettingsRow>(em, `SELECT * FROM ${quotedSchema(schema)}.app_settings WHERE app_id = ?`, [appId]))!;
-}
-
-async function activeApp(em: EntityManager, schema: string, slug: string): Promise<{ id: number; slug: string }> {
-  const app = await firstRow<{ id: number; slug: string }>(em, `SELECT id, slug FROM ${quotedSchema(schema)}.apps WHERE slug = ? AND is_active`, [slug]);
-  if (!app) throw new DomainError('NOT_FOUND', `App "${slug}" not found.`, { detail: 'Not found.' });
-  return app;
 }
 
 // ---------------------------------------------------------------- icons
@@ -166,8 +162,8 @@ async function removeIcons(root: string, schema: string, appId: number, keep?: s
 
 /** GET /api/apps/{slug}/settings/ (no id). */
 export async function getAppSettings(ctx: ServiceContext, slug: string, baseUrl = ''): Promise<SettingsView> {
-  const schema = siteSchema(ctx);
-  const app = await activeApp(ctx.em, schema, slug);
+  const schema = await siteSchemaFor(ctx, 'read', 'App');
+  const app = await appFor(ctx, schema, slug, 'read');
   return settingsView(await settingsOf(ctx.em, schema, app.id), app.slug, baseUrl);
 }
 
@@ -179,8 +175,8 @@ export async function updateAppSettings(
   raw: unknown,
   options: { put?: boolean; icon?: IconUpload; baseUrl?: string } = {},
 ): Promise<SettingsView> {
-  const schema = requireSiteAdmin(ctx);
-  const app = await activeApp(ctx.em, schema, slug);
+  const schema = await siteSchemaFor(ctx, 'update', 'App');
+  const app = await appFor(ctx, schema, slug, 'update');
   const body = options.put ? SettingsPut : SettingsPatchBody;
   const input = dropReadOnly(body, checkSettings(raw ?? {}, body), settingsView(await settingsOf(ctx.em, schema, app.id), app.slug, options.baseUrl ?? ''));
   const icon = options.icon ? checkIcon(options.icon) : undefined;
@@ -206,7 +202,7 @@ export async function updateAppSettings(
 
 /** The icon of an active app of the site (public within the site: no actor): its bytes and content type, or 404. */
 export async function appIcon(em: EntityManager, deps: SettingsDeps, schema: string, slug: string): Promise<{ bytes: Buffer; contentType: string; ext: string }> {
-  const app = await activeApp(em, schema, slug);
+  const app = await activeAppOr404(em, schema, slug);
   const row = await settingsOf(em, schema, app.id);
   const missing = new DomainError('NOT_FOUND', 'This app has no icon.', { detail: 'Not found.' });
   if (!row.icon_path || !row.icon_content_type) throw missing;

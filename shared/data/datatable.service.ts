@@ -1,6 +1,7 @@
 // Data tables of a site's apps ("<schema>".data_tables): definitions by Frictionless Table
 // Schema, materialization into a physical table of the site schema, reference tables onto
-// another app's table. Site admins write; every site user reads. docs/data-tables.md.
+// another app's table. Decided on the DataTable subject (its app and name): site admins write
+// (and materialize), every site user reads. docs/data-tables.md.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { pageOffset, parsePageRequest, resolvePage, type Page } from '../common/pagination.ts';
 import { uniqueViolation } from '../common/slug.ts';
@@ -11,7 +12,8 @@ import { allowLongStatements } from '../db/statement-timeout.ts';
 import { DomainError, fieldError } from '../errors.ts';
 import { countOf, firstRow, iso, pgCode, rows } from '../secrets/sql.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
-import { requireSiteAdmin, siteSchema } from '../tenancy/tenant-auth.ts';
+import { authorizeSiteSubject, siteSchemaFor } from '../tenancy/site-access.ts';
+import type { Action } from '../auth/actor.ts';
 import { createDataSource } from '../apps/datasource.service.ts';
 import { createTableDdl, dropTableDdl, physicalTableName, type ProviderType } from './ddl.ts';
 import {
@@ -163,6 +165,16 @@ export async function findTable(em: EntityManager, schema: string, scope: TableS
   return row;
 }
 
+/**
+ * The table named in the scope, if the actor may `action` it (the DataTable subject: its app and
+ * name): 404 when absent, 403 when denied. After siteSchemaFor, the check before the lookup.
+ */
+export async function tableFor(ctx: ServiceContext, schema: string, scope: TableScope, name: string, action: Action): Promise<TableRow> {
+  const row = await findTable(ctx.em, schema, scope, name);
+  await authorizeSiteSubject(ctx, action, 'DataTable', { schema, app: row.app_slug, name: row.name });
+  return row;
+}
+
 /** Other tables of the app (name → column names), the targets a foreign key may name. */
 async function appTables(em: EntityManager, schema: string, appId: number, except?: number): Promise<Map<string, string[]>> {
   const found = await rows<{ id: number; name: string; json_schema: TableSchema }>(em, `SELECT id, name, json_schema FROM ${quotedSchema(schema)}.data_tables WHERE app_id = ?`, [appId]);
@@ -238,10 +250,12 @@ async function createReference(ctx: ServiceContext, schema: string, target: AppR
   if (source.id === target.id) throw fieldError('source_app_slug', 'The source app must be another app than the target app.');
   const src = await firstRow<TableRow>(ctx.em, `${SELECT(quotedSchema(schema))} WHERE t.app_id = ? AND t.name = ?`, [source.id, input.source_table_name]);
   if (!src) throw new DomainError('NOT_FOUND', `Data table "${input.source_table_name}" not found in app "${source.slug}".`, { detail: 'Not found.' });
+  await authorizeSiteSubject(ctx, 'read', 'DataTable', { schema, app: source.slug, name: src.name });
   if (src.is_reference) throw fieldError('source_table_name', 'The source table is itself a reference; import the original table.');
   if (!src.is_materialized) throw fieldError('source_table_name', 'The source table is not materialized.');
   if (!(await physicalExists(ctx.em, schema, src.physical_table_name))) throw fieldError('source_table_name', 'The source table does not physically exist.');
   const name = input.reference_name ?? src.name;
+  await authorizeSiteSubject(ctx, 'create', 'DataTable', { schema, app: target.slug, name });
   if (await firstRow(ctx.em, `SELECT 1 FROM ${quotedSchema(schema)}.data_tables WHERE app_id = ? AND name = ?`, [target.id, name])) {
     throw fieldError('reference_name', `A data table named "${name}" already exists in app "${target.slug}".`);
   }
@@ -260,9 +274,10 @@ async function createReference(ctx: ServiceContext, schema: string, target: AppR
 }
 
 export async function listDataTables(ctx: ServiceContext, scope: TableScope, rawQuery: unknown = {}): Promise<Page<DataTableListItem>> {
-  const schema = siteSchema(ctx);
+  const schema = await siteSchemaFor(ctx, 'read', 'DataTable');
   const query = validate(DataTableListQuery, rawQuery, 'query');
   const app = await findApp(ctx.em, schema, scope.app_slug);
+  await authorizeSiteSubject(ctx, 'read', 'DataTable', { schema, app: app.slug });
   const where = ['t.app_id = ?'];
   const params: unknown[] = [app.id];
   const dsSlug = scope.ds ?? query.datasource;
@@ -278,19 +293,20 @@ export async function listDataTables(ctx: ServiceContext, scope: TableScope, raw
 }
 
 export async function createDataTable(ctx: ServiceContext, scope: Required<TableScope>, rawInput: unknown): Promise<DataTableView> {
-  const schema = requireSiteAdmin(ctx);
+  const schema = await siteSchemaFor(ctx, 'create', 'DataTable');
   const input = validate(DataTableCreate, rawInput);
   checkName('name', input.name);
   const app = await findApp(ctx.em, schema, scope.app_slug);
   const ds = await findSource(ctx.em, schema, app.id, scope.ds);
+  await authorizeSiteSubject(ctx, 'create', 'DataTable', { schema, app: app.slug, name: input.name });
   const doc = await checkedSchema(ctx.em, schema, app.id, input.name, input.json_schema);
   const id = await insertTable(ctx.em, schema, ctx, { appId: app.id, sourceId: ds.id, name: input.name, description: input.description ?? '', doc, materialized: false, sourceTableId: null });
   return view(await tableRow(ctx.em, schema, id));
 }
 
 export async function getDataTable(ctx: ServiceContext, scope: TableScope, name: string): Promise<DataTableView> {
-  const schema = siteSchema(ctx);
-  return view(await findTable(ctx.em, schema, scope, name));
+  const schema = await siteSchemaFor(ctx, 'read', 'DataTable');
+  return view(await tableFor(ctx, schema, scope, name, 'read'));
 }
 
 /**
@@ -299,9 +315,9 @@ export async function getDataTable(ctx: ServiceContext, scope: TableScope, name:
  * migrations feature exists. An identical schema (same hash) is never a change.
  */
 export async function updateDataTable(ctx: ServiceContext, scope: TableScope, name: string, rawInput: unknown): Promise<DataTableView> {
-  const schema = requireSiteAdmin(ctx);
+  const schema = await siteSchemaFor(ctx, 'update', 'DataTable');
   const input = validate(DataTableUpdate, rawInput);
-  const row = await findTable(ctx.em, schema, scope, name);
+  const row = await tableFor(ctx, schema, scope, name, 'update');
   dropReadOnly(DataTableUpdate, input, view(row));
   let doc: TableSchema | undefined;
   if (input.json_schema !== undefined && schemaHash(input.json_schema) !== row.schema_hash.trim()) {
@@ -321,8 +337,8 @@ export async function updateDataTable(ctx: ServiceContext, scope: TableScope, na
 
 /** Deletes the definition and drops the physical table (not a reference's source). 400 while another table references it. */
 export async function deleteDataTable(ctx: ServiceContext, scope: TableScope, name: string): Promise<void> {
-  const schema = requireSiteAdmin(ctx);
-  const row = await findTable(ctx.em, schema, scope, name);
+  const schema = await siteSchemaFor(ctx, 'delete', 'DataTable');
+  const row = await tableFor(ctx, schema, scope, name, 'delete');
   const referencing = await referencingTables(ctx.em, schema, row);
   if (referencing.length) throw new DomainError('BAD_REQUEST', `Data table "${name}" is referenced by a foreign key of: ${referencing.join(', ')}.`);
   const refs = await rows<{ name: string; app: string }>(
@@ -338,19 +354,21 @@ export async function deleteDataTable(ctx: ServiceContext, scope: TableScope, na
 }
 
 export async function dataTableSchema(ctx: ServiceContext, scope: TableScope, name: string): Promise<{ name: string; schema: TableSchema; schema_hash: string; field_count: number }> {
-  const t = view(await findTable(ctx.em, siteSchema(ctx), scope, name));
+  const schema = await siteSchemaFor(ctx, 'read', 'DataTable');
+  const t = view(await tableFor(ctx, schema, scope, name, 'read'));
   return { name: t.name, schema: t.json_schema as TableSchema, schema_hash: t.schema_hash, field_count: t.field_count };
 }
 
 export async function validateTableData(ctx: ServiceContext, scope: TableScope, name: string, records: unknown[]): Promise<RecordCheck> {
-  const row = await findTable(ctx.em, siteSchema(ctx), scope, name);
+  const schema = await siteSchemaFor(ctx, 'read', 'DataTable');
+  const row = await tableFor(ctx, schema, scope, name, 'read');
   return validateRecords(row.json_schema, records, row.schema_hash.trim());
 }
 
 /** Creates the physical table in one transaction; foreign-key targets must be materialized first. */
 export async function materializeDataTable(ctx: ServiceContext, scope: TableScope, name: string): Promise<DataTableView> {
-  const schema = requireSiteAdmin(ctx);
-  const row = await findTable(ctx.em, schema, scope, name);
+  const schema = await siteSchemaFor(ctx, 'materialize', 'DataTable');
+  const row = await tableFor(ctx, schema, scope, name, 'materialize');
   if (row.is_reference) throw new DomainError('BAD_REQUEST', 'A reference table is served by its source table and cannot be materialized.');
   if (row.is_materialized) throw new DomainError('BAD_REQUEST', `Data table "${name}" is already materialized.`);
   const doc = await checkedSchema(ctx.em, schema, row.app_id, row.name, row.json_schema, row.id);
@@ -387,8 +405,9 @@ export async function materializeDataTable(ctx: ServiceContext, scope: TableScop
 }
 
 export async function dataTableStats(ctx: ServiceContext, appSlug: string): Promise<DataTableStats> {
-  const schema = siteSchema(ctx);
+  const schema = await siteSchemaFor(ctx, 'read', 'DataTable');
   const app = await findApp(ctx.em, schema, appSlug);
+  await authorizeSiteSubject(ctx, 'read', 'DataTable', { schema, app: app.slug });
   const q = quotedSchema(schema);
   const found = await rows<{ slug: string; name: string; provider_type: string; table_count: string; materialized_count: string }>(
     ctx.em,
@@ -413,7 +432,7 @@ export async function dataTableStats(ctx: ServiceContext, appSlug: string): Prom
  * item on its own, {created, failed, references, errors: [{index, reference, error}]} (207).
  */
 export async function importReference(ctx: ServiceContext, targetAppSlug: string, body: unknown): Promise<{ single: true; table: DataTableView } | { single: false; result: ImportReferenceResult }> {
-  const schema = requireSiteAdmin(ctx);
+  const schema = await siteSchemaFor(ctx, 'create', 'DataTable');
   const target = await findApp(ctx.em, schema, targetAppSlug);
   if (!Array.isArray(body)) return { single: true, table: await createReference(ctx, schema, target, body) };
   const result: ImportReferenceResult = { created: 0, failed: 0, references: [], errors: [] };

@@ -2,8 +2,9 @@
 // with conditions (own fields, foreign keys, reverse foreign keys, many-to-many, document
 // paths), keyword search, sort, pages, populate and aggregates; get; create one or many (all
 // or nothing, set-based); upsert; patch one or many; delete by key, by ids or by filter.
-// Plain SQL with bound parameters; identifiers only from the stored schema, quoted. Site
-// admins write; every site user reads. docs/data-tables.md "Records API".
+// Plain SQL with bound parameters; identifiers only from the stored schema, quoted. Decided on
+// the Record subject (records/target.ts: openTarget): site admins write; every site user reads.
+// docs/data-tables.md "Records API".
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ServiceContext } from '../context.ts';
 import { DomainError, fieldError, validationError, type FieldErrors } from '../errors.ts';
@@ -64,7 +65,7 @@ async function patchOne(em: EntityManager, t: Target, key: string | unknown[], p
 }
 
 export async function listRecords(ctx: ServiceContext, scope: TableScope, name: string, query: Record<string, unknown>): Promise<RecordPage> {
-  const t = await openTarget(ctx, scope, name, false);
+  const t = await openTarget(ctx, scope, name, 'read');
   checkFormat(query);
   if (query._aggregate !== undefined) return guarded(t, () => aggregate(ctx.em, t, query));
   if (query._group_by !== undefined) throw fieldError('_group_by', '_group_by needs _aggregate.');
@@ -81,7 +82,7 @@ export async function listRecords(ctx: ServiceContext, scope: TableScope, name: 
 }
 
 export async function getRecord(ctx: ServiceContext, scope: TableScope, name: string, id: string, query: Record<string, unknown> = {}): Promise<RecordRow> {
-  const t = await openTarget(ctx, scope, name, false);
+  const t = await openTarget(ctx, scope, name, 'read');
   checkFormat(query);
   const row = (await findOne(ctx.em, t, id))?.row;
   if (!row) throw recordNotFound();
@@ -91,7 +92,7 @@ export async function getRecord(ctx: ServiceContext, scope: TableScope, name: st
 
 /** One record (an object) or many (an array, all or nothing, at most MAX_BULK_CREATE). */
 export async function createRecords(ctx: ServiceContext, scope: TableScope, name: string, body: unknown): Promise<RecordRow | RecordRow[]> {
-  const t = await openTarget(ctx, scope, name, true);
+  const t = await openTarget(ctx, scope, name, 'create');
   const many = Array.isArray(body);
   const records = many ? batchOf(body, MAX_BULK_CREATE) : [body];
   const errors: FieldErrors = {};
@@ -111,7 +112,7 @@ export async function createRecords(ctx: ServiceContext, scope: TableScope, name
 
 /** `upsert/?unique_fields=a,b`: updates the record with these values, else inserts it. */
 export async function upsertRecord(ctx: ServiceContext, scope: TableScope, name: string, body: unknown, query: Record<string, unknown>): Promise<{ data: RecordRow; created: boolean }> {
-  const t = await openTarget(ctx, scope, name, true);
+  const t = await openTarget(ctx, scope, name, 'create', 'update');
   if (typeof query.unique_fields !== 'string' || query.unique_fields === '') throw fieldError('unique_fields', 'Name the fields that identify the record: unique_fields=a,b.');
   const fields = [...new Set(query.unique_fields.split(','))];
   const columns = resolver(t);
@@ -136,7 +137,7 @@ export async function upsertRecord(ctx: ServiceContext, scope: TableScope, name:
 
 /** A partial update, validated as the whole record it produces. */
 export async function patchRecord(ctx: ServiceContext, scope: TableScope, name: string, id: string, body: unknown): Promise<RecordRow> {
-  const t = await openTarget(ctx, scope, name, true);
+  const t = await openTarget(ctx, scope, name, 'update');
   return ctx.em.transactional(async (tx) => {
     const errors: FieldErrors = {};
     const row = await patchOne(tx as EntityManager, t, id, body, '', errors);
@@ -147,7 +148,7 @@ export async function patchRecord(ctx: ServiceContext, scope: TableScope, name: 
 
 /** PATCH on the collection: an array of partial records each carrying its key; all or nothing. */
 export async function patchRecords(ctx: ServiceContext, scope: TableScope, name: string, body: unknown): Promise<RecordRow[]> {
-  const t = await openTarget(ctx, scope, name, true);
+  const t = await openTarget(ctx, scope, name, 'update');
   const items = batchOf(body, MAX_BULK_PATCH);
   return ctx.em.transactional(async (tx) => {
     const errors: FieldErrors = {};
@@ -173,7 +174,7 @@ export async function patchRecords(ctx: ServiceContext, scope: TableScope, name:
 }
 
 export async function deleteRecord(ctx: ServiceContext, scope: TableScope, name: string, id: string): Promise<void> {
-  const t = await openTarget(ctx, scope, name, true);
+  const t = await openTarget(ctx, scope, name, 'delete');
   const cond = keyFilter(t, id);
   if (!cond) throw recordNotFound();
   const where = compileOn(t, cond);
@@ -186,7 +187,7 @@ export async function deleteRecord(ctx: ServiceContext, scope: TableScope, name:
  * {deleted, ids}; `filter=<JSON conditions>` → {deleted}.
  */
 export async function deleteRecords(ctx: ServiceContext, scope: TableScope, name: string, query: Record<string, unknown>): Promise<{ deleted: number; ids?: unknown[] }> {
-  const t = await openTarget(ctx, scope, name, true);
+  const t = await openTarget(ctx, scope, name, 'delete');
   if (typeof query.ids === 'string' && query.filter === undefined) {
     let keys: unknown[];
     if (t.pk.length === 1) keys = query.ids.split(',').filter((x) => x !== '');

@@ -1,7 +1,9 @@
 // Secrets of a site ("<schema>".secrets): values encrypted at rest (crypto.ts), masked in
 // lists, decrypted only by GET of one secret. An app's secret overrides the tenant-wide one
 // of the same key; GET ?app= falls back to the tenant-wide one and says so. Every create,
-// update and delete is recorded in secret_history (who and when, never the value).
+// update and delete is recorded in secret_history (who and when, never the value). Decided on
+// the Secret subject (its app and key): the site's admins, and holders of the site permissions
+// view_/add_/change_/delete_secret (auth/actor.ts).
 // Module functions; the keyring (the key material) is an explicit argument of the calls that
 // seal or open values, never a global.
 import type { EntityManager } from '@mikro-orm/postgresql';
@@ -13,7 +15,8 @@ import { validate } from '../common/validation.ts';
 import type { ServiceContext } from '../context.ts';
 import { DomainError, fieldError } from '../errors.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
-import { actorLabel, requireSitePermission } from '../tenancy/tenant-auth.ts';
+import { authorizeSiteSubject, siteSchemaFor } from '../tenancy/site-access.ts';
+import { actorLabel } from '../tenancy/tenant-auth.ts';
 import { secretAad, type SecretKeyring } from './crypto.ts';
 import { checkValue, findSecretType, type SecretTypeRow } from './secret-type.service.ts';
 import {
@@ -87,7 +90,7 @@ const decrypt = (keyring: SecretKeyring, schema: string, row: SecretRow): unknow
   JSON.parse(keyring.open({ ciphertext: row.ciphertext!, key_version: Number(row.key_version) }, secretAad(schema, row.uuid)));
 
 export async function listSecrets(ctx: ServiceContext, rawQuery: unknown): Promise<Page<SecretListItem>> {
-  const schema = await requireSitePermission(ctx, 'view_secret');
+  const schema = await siteSchemaFor(ctx, 'read', 'Secret');
   const query = validate(SecretListQuery, rawQuery, 'query');
   const pageReq = parsePageRequest(query);
   const where: string[] = ['true'];
@@ -119,12 +122,13 @@ export async function listSecrets(ctx: ServiceContext, rawQuery: unknown): Promi
 
 /** Creates a secret; the response masks the value (GET the secret to read it). */
 export async function createSecret(ctx: ServiceContext, keyring: SecretKeyring, rawInput: unknown): Promise<SecretListItem> {
-  const schema = await requireSitePermission(ctx, 'add_secret');
+  const schema = await siteSchemaFor(ctx, 'create', 'Secret');
   const input = validate(SecretCreate, rawInput);
   const text = serialise(input.value);
   const type = input.secret_type ? await resolveType(ctx.em, schema, input.secret_type) : undefined;
   checkValue(type, input.value);
   const app = input.app ?? null;
+  await authorizeSiteSubject(ctx, 'create', 'Secret', { schema, app, key: input.key });
   if (app !== null && !(await firstRow(ctx.em, `SELECT 1 FROM ${quotedSchema(schema)}.apps WHERE slug = ?`, [app]))) {
     throw fieldError('app', `No app "${app}" in this site.`);
   }
@@ -152,7 +156,7 @@ export async function createSecret(ctx: ServiceContext, keyring: SecretKeyring, 
 
 /** The secret with its decrypted value; with `app`, the app's own or else the tenant-wide one. */
 export async function getSecret(ctx: ServiceContext, keyring: SecretKeyring, key: string, rawQuery: unknown = {}): Promise<SecretView> {
-  const schema = await requireSitePermission(ctx, 'view_secret');
+  const schema = await siteSchemaFor(ctx, 'read', 'Secret');
   const { app } = validate(SecretAppQuery, rawQuery, 'query');
   let row = app ? await exact(ctx.em, schema, key, app, true) : undefined;
   let inherited: 'tenant' | null = null;
@@ -161,17 +165,19 @@ export async function getSecret(ctx: ServiceContext, keyring: SecretKeyring, key
     if (row && app) inherited = 'tenant';
   }
   if (!row) throw secretNotFound(key, app ?? null);
+  await authorizeSiteSubject(ctx, 'read', 'Secret', { schema, app: row.app_slug, key: row.key });
   const { value: _masked, ...rest } = listItem(row);
   return { ...rest, value: decrypt(keyring, schema, row), inherited_from: inherited };
 }
 
 /** Updates the secret of exactly this key and app (an inherited one is not the app's: 404). */
 export async function updateSecret(ctx: ServiceContext, keyring: SecretKeyring, key: string, rawQuery: unknown, rawInput: unknown): Promise<SecretListItem> {
-  const schema = await requireSitePermission(ctx, 'change_secret');
+  const schema = await siteSchemaFor(ctx, 'update', 'Secret');
   const { app } = validate(SecretAppQuery, rawQuery, 'query');
   const input = validate(SecretUpdate, rawInput);
   const row = await exact(ctx.em, schema, key, app ?? null, true);
   if (!row) throw secretNotFound(key, app ?? null);
+  await authorizeSiteSubject(ctx, 'update', 'Secret', { schema, app: row.app_slug, key: row.key });
   dropReadOnly(SecretUpdate, input, { ...listItem(row), inherited_from: null });
   if (MASKS.includes(input.value)) delete input.value;
   const text = input.value !== undefined ? serialise(input.value) : undefined;
@@ -197,10 +203,11 @@ export async function updateSecret(ctx: ServiceContext, keyring: SecretKeyring, 
 }
 
 export async function deleteSecret(ctx: ServiceContext, key: string, rawQuery: unknown = {}): Promise<void> {
-  const schema = await requireSitePermission(ctx, 'delete_secret');
+  const schema = await siteSchemaFor(ctx, 'delete', 'Secret');
   const { app } = validate(SecretAppQuery, rawQuery, 'query');
   const row = await exact(ctx.em, schema, key, app ?? null);
   if (!row) throw secretNotFound(key, app ?? null);
+  await authorizeSiteSubject(ctx, 'delete', 'Secret', { schema, app: row.app_slug, key: row.key });
   await ctx.em.transactional(async (tx) => {
     await tx.execute(`DELETE FROM ${quotedSchema(schema)}.secrets WHERE uuid = ?`, [row.uuid]);
     await record(tx as EntityManager, schema, row, 'delete', actorLabel(ctx.actor));
@@ -209,9 +216,10 @@ export async function deleteSecret(ctx: ServiceContext, key: string, rawQuery: u
 
 /** Newest first; kept after the secret is deleted. 404 when the key (for that app) never existed. */
 export async function secretHistory(ctx: ServiceContext, key: string, rawQuery: unknown = {}): Promise<Page<SecretHistoryItem>> {
-  const schema = await requireSitePermission(ctx, 'view_secret');
+  const schema = await siteSchemaFor(ctx, 'read', 'Secret');
   const query = validate(SecretHistoryQuery, rawQuery, 'query');
   const app = query.app ?? null;
+  await authorizeSiteSubject(ctx, 'read', 'Secret', { schema, app, key });
   const pageReq = parsePageRequest(query);
   const where = `FROM ${quotedSchema(schema)}.secret_history WHERE key = ? AND ${app === null ? 'app_slug IS NULL' : 'app_slug = ?'}`;
   const params = app === null ? [key] : [key, app];

@@ -7,7 +7,8 @@ import type { ServiceContext } from '../../context.ts';
 import { DomainError, fieldError } from '../../errors.ts';
 import { rows } from '../../secrets/sql.ts';
 import { quotedSchema } from '../../tenancy/schema.ts';
-import { requireSiteAdmin, siteSchema } from '../../tenancy/tenant-auth.ts';
+import type { Action } from '../../auth/actor.ts';
+import { authorizeSiteSubject, siteSchemaFor } from '../../tenancy/site-access.ts';
 import { findTable, type TableRow, type TableScope } from '../datatable.service.ts';
 import { columnType, quoteLiteral, type ProviderType } from '../ddl.ts';
 import type { ColumnInfo, Columns } from '../query/filter.ts';
@@ -103,9 +104,17 @@ function tableView(name: string, provider: ProviderType, site: string, physical:
   };
 }
 
-export async function openTarget(ctx: ServiceContext, scope: TableScope, name: string, write: boolean): Promise<Target> {
-  const site = write ? requireSiteAdmin(ctx) : siteSchema(ctx);
+/**
+ * The table a records call works on, if the actor may do `actions` to its records (upsert: create
+ * and update): the check before the lookup (403 before 404), the table (404; 400 when not
+ * materialized) and the check on its Record subject.
+ */
+export async function openTarget(ctx: ServiceContext, scope: TableScope, name: string, ...actions: [Action, ...Action[]]): Promise<Target> {
+  let site = '';
+  for (const action of actions) site = await siteSchemaFor(ctx, action, 'Record');
   const row = await findTable(ctx.em, site, scope, name);
+  const records = { schema: site, app: row.app_slug, table: row.name };
+  for (const action of actions) await authorizeSiteSubject(ctx, action, 'Record', records);
   if (!row.is_materialized) throw new DomainError('BAD_REQUEST', `Data table "${name}" is not materialized.`);
   const view = tableView(row.name, row.provider_type, site, row.src_physical ?? row.physical_table_name, row.json_schema, row.schema_hash.trim());
   return { ...view, site, row };
