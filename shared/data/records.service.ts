@@ -3,8 +3,9 @@
 // paths), keyword search, sort, pages, populate and aggregates; get; create one or many (all
 // or nothing, set-based); upsert; patch one or many; delete by key, by ids or by filter.
 // Plain SQL with bound parameters; identifiers only from the stored schema, quoted. Decided on
-// the Record subject (records/target.ts: openTarget): site admins write; every site user reads.
-// docs/data-tables.md "Records API".
+// the Record subject (records/target.ts: openTarget) and, for reads, the rows allowed
+// (records/access.ts): site admins write; every site user reads. docs/data-tables.md
+// "Records API".
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ServiceContext } from '../context.ts';
 import { DomainError, fieldError, validationError, type FieldErrors } from '../errors.ts';
@@ -12,6 +13,7 @@ import { countOf, rows } from '../secrets/sql.ts';
 import type { TableScope } from './datatable.service.ts';
 import { parseQueryFilters, type Filter, type SqlFragment } from './query/filter.ts';
 import { aggregate, compileOn, listQuery, pageOf, populate, selectRecords } from './records/read.ts';
+import { withinAllowed } from './records/access.ts';
 import { loadRelations, openTarget, resolver, type RecordRow, type Target } from './records/target.ts';
 import { batchOf, failingRecord, guarded, insertRecords, keyFilter, recordErrors, recordNotFound, updateRecord, violation } from './records/write.ts';
 
@@ -36,12 +38,13 @@ function checkFormat(query: Record<string, unknown>): void {
   throw fieldError('format', 'Expected json, flat or csv.');
 }
 
-/** The record with this key and the condition that selects it; undefined when there is none. */
+/** The record with this key (among those the actor may read) and the condition that selects it; undefined when there is none. */
 async function findOne(em: EntityManager, t: Target, id: string | unknown[], lock = false): Promise<{ row: RecordRow; where: SqlFragment } | undefined> {
   const cond = keyFilter(t, id);
   if (!cond) return undefined;
   const where = compileOn(t, cond);
-  const [row] = await selectRecords(em, t, `SELECT ${t.recordSql('t')} AS r FROM ${t.table} t WHERE ${where.sql}${lock ? ' FOR UPDATE' : ''}`, where.params);
+  const visible = withinAllowed(t.readable, where);
+  const [row] = await selectRecords(em, t, `SELECT ${t.recordSql('t')} AS r FROM ${t.table} t WHERE ${visible.sql}${lock ? ' FOR UPDATE' : ''}`, visible.params);
   return row && { row, where };
 }
 
