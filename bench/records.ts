@@ -18,7 +18,7 @@
 //   listpk the same filter with _sort=id (a plan that stops after 20 matches): the reference that
 //          shows what the sort of `list` costs.
 //   get    GET …/data/{random id}/, the same two ways.
-//   service  recordsService.list / .get called in this process (MikroORM, pool of 4), sequentially:
+//   service  listRecords / getRecord called in this process (MikroORM, pool of 4), sequentially:
 //          the platform's own time for a request without HTTP, routing and authentication.
 //   sql    the records SQL alone, from this process over one pg connection (the database's
 //          share of list and get), with EXPLAIN (ANALYZE, BUFFERS) of each statement in the report.
@@ -43,7 +43,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { systemActor } from '../shared/auth/actor.ts';
 import { makeContext } from '../shared/context.ts';
-import { recordsService } from '../shared/data/records.service.ts';
+import { getRecord, listRecords } from '../shared/data/records.service.ts';
 import { createOrm } from '../shared/db/orm.ts';
 import { startChild, type Child } from './children.ts';
 import { openBenchDatabase, type BenchDatabase } from './database.ts';
@@ -277,9 +277,9 @@ async function serviceInProcess(url: string, site: string) {
     };
     return {
       iterations: SQL_ITERATIONS,
-      list: await timeIt(() => call((ctx) => recordsService.list(ctx, scope, TABLE, query(FILTER)))),
-      listByPk: await timeIt(() => call((ctx) => recordsService.list(ctx, scope, TABLE, query(FILTER_PK)))),
-      get: await timeIt(() => call((ctx) => recordsService.get(ctx, scope, TABLE, String(randomId())))),
+      list: await timeIt(() => call((ctx) => listRecords(ctx, scope, TABLE, query(FILTER)))),
+      listByPk: await timeIt(() => call((ctx) => listRecords(ctx, scope, TABLE, query(FILTER_PK)))),
+      get: await timeIt(() => call((ctx) => getRecord(ctx, scope, TABLE, String(randomId())))),
     };
   } finally {
     await orm.close(true);

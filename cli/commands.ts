@@ -15,7 +15,7 @@ import MigrateCommand from './commands/migrate.ts';
 import { ORG_COMMANDS } from './commands/org.ts';
 import PruneCommand from './commands/prune.ts';
 import { SECRET_COMMANDS } from './commands/secret.ts';
-import SecretRotateCommand from './commands/secret/rotate.ts';
+import SecretRotateCommand from './commands/secret-rotate.ts';
 import { SECRET_TYPE_COMMANDS } from './commands/secret-type.ts';
 import ServeCommand from './commands/serve.ts';
 import { SITE_COMMANDS } from './commands/site.ts';

@@ -9,8 +9,10 @@ export interface ServiceContext {
   ability: AppAbility;
   /** The site schema the call works in; null on the platform (control plane). */
   tenant: string | null;
-  /** Organization and site grants, once loaded (permissions/grants.ts: abilityWithGrants). */
+  /** A platform user's organization and site grants, once loaded (permissions/grants.ts: abilityWithGrants). */
   grants?: Grants;
+  /** A site user's permission codenames in its site, once loaded (the same abilityWithGrants). */
+  sitePermissions?: ReadonlySet<string>;
   /** A longer statement timeout for this call's long transaction (db/statement-timeout.ts); unset: the pool's. */
   statementTimeoutMs?: number;
 }

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { koaBody } from 'koa-body';
 import { Type } from '@sinclair/typebox';
 import { MAX_ICON_BYTES, SettingsPut, SettingsResponse, type SettingsView } from '../../shared/apps/app-settings.schemas.ts';
-import { settingsService, type IconUpload } from '../../shared/apps/app-settings.service.ts';
+import { appIcon, getAppSettings, updateAppSettings, type IconUpload } from '../../shared/apps/app-settings.service.ts';
 import { AppCreate, AppDetail, AppDetailBody, AppListBody, AppListQuery, AppRef, AppStats, AppUpdate } from '../../shared/apps/app.schemas.ts';
 import * as apps from '../../shared/apps/app.service.ts';
 import type { Config } from '../../shared/config.ts';
@@ -42,7 +42,7 @@ function multipartFields(raw: Record<string, unknown>): Record<string, unknown> 
 }
 
 export function appRoutes(config: Config): RouteDef[] {
-  const settings = settingsService(config.dataDir);
+  const files = { dataDir: config.dataDir };
   const tmpDir = path.join(config.dataDir, 'tmp');
   const base = { auth: 'user' as const, scope: 'tenant' as const, tags: ['apps'] };
   const settingsOk = (ctx: AppContext, message: string, data: SettingsView) => {
@@ -191,7 +191,7 @@ export function appRoutes(config: Config): RouteDef[] {
       params: AppRef,
       responses: { 200: SettingsResponse },
       async handler(ctx, { params }) {
-        settingsOk(ctx, APP_MESSAGES.settingsRetrieved, await settings.get(ctx.state.service(), params.app_slug, siteApiBase(ctx, config.publicUrl)));
+        settingsOk(ctx, APP_MESSAGES.settingsRetrieved, await getAppSettings(ctx.state.service(), params.app_slug, siteApiBase(ctx, config.publicUrl)));
       },
     }),
     ...(['put', 'post'] as const).map((method) =>
@@ -206,7 +206,7 @@ export function appRoutes(config: Config): RouteDef[] {
         body: SettingsPut,
         responses: { 200: SettingsResponse },
         async handler(ctx, { params, body }) {
-          settingsOk(ctx, APP_MESSAGES.settingsUpdated, await settings.update(ctx.state.service(), params.app_slug, body, { put: true, baseUrl: siteApiBase(ctx, config.publicUrl) }));
+          settingsOk(ctx, APP_MESSAGES.settingsUpdated, await updateAppSettings(ctx.state.service(), files, params.app_slug, body, { put: true, baseUrl: siteApiBase(ctx, config.publicUrl) }));
         },
       }),
     ),
@@ -230,7 +230,7 @@ export function appRoutes(config: Config): RouteDef[] {
         } else if (ctx.request.length && !ctx.is('application/json')) {
           throw new DomainError('UNSUPPORTED_MEDIA_TYPE', `Unsupported media type "${ctx.get('Content-Type')}": send application/json or multipart/form-data.`);
         }
-        settingsOk(ctx, APP_MESSAGES.settingsUpdated, await settings.update(service, params.app_slug, raw, { icon, baseUrl: siteApiBase(ctx, config.publicUrl) }));
+        settingsOk(ctx, APP_MESSAGES.settingsUpdated, await updateAppSettings(service, files, params.app_slug, raw, { icon, baseUrl: siteApiBase(ctx, config.publicUrl) }));
       },
     }),
     defineRoute({
@@ -257,7 +257,7 @@ export function appRoutes(config: Config): RouteDef[] {
       params: AppRef,
       responses: { 200: null },
       async handler(ctx, { params }) {
-        const icon = await settings.icon(ctx.state.em, ctx.state.tenant!, params.app_slug);
+        const icon = await appIcon(ctx.state.em, files, ctx.state.tenant!, params.app_slug);
         ctx.set('X-Content-Type-Options', 'nosniff');
         ctx.set('Cache-Control', 'private, max-age=300');
         if (icon.ext === 'svg') ctx.set('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'; sandbox");

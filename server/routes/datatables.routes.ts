@@ -6,7 +6,7 @@ import {
   AppParams, DATATABLE_MESSAGES, DataTableCreate, DataTableListItem, DataTableListQuery, DataTableStats, DataTableUpdate, DataTableView,
   ImportReferenceBody, ImportReferenceBulk, SchemaView, SourceParams, SourceTableParams, TableParams, ValidateDataBody, ValidateDataResult,
 } from '../../shared/data/datatable.schemas.ts';
-import { dataTableService as tables, type TableScope } from '../../shared/data/datatable.service.ts';
+import * as tables from '../../shared/data/datatable.service.ts';
 import { MessageBody, created, paginated, sendCreated, sendMessage, sendPage } from '../http/envelopes.ts';
 import { defineRoute, type Method, type RouteDef, type RouteInput } from '../http/registry.ts';
 import type { AppContext } from '../http/types.ts';
@@ -14,7 +14,7 @@ import type { AppContext } from '../http/types.ts';
 const WHO_WRITE = 'Site administrators (superusers and staff of the site) only.';
 const WHO_READ = 'Any user of the site.';
 
-export const scopeOf = (params: Record<string, string>): TableScope => ({ app_slug: params.app_slug!, ...(params.ds ? { ds: params.ds } : {}) });
+export const scopeOf = (params: Record<string, string>): tables.TableScope => ({ app_slug: params.app_slug!, ...(params.ds ? { ds: params.ds } : {}) });
 
 export interface TableRoute {
   method: Method;
@@ -57,7 +57,7 @@ export function dataTableRoutes(publicUrl: string | undefined): RouteDef[] {
       body: DataTableUpdate,
       responses: { 200: DataTableView },
       async handler(ctx, { params, body }) {
-        ctx.body = await tables.update(ctx.state.service(), scopeOf(params), params.name!, body);
+        ctx.body = await tables.updateDataTable(ctx.state.service(), scopeOf(params), params.name!, body);
       },
     });
   return [
@@ -73,7 +73,7 @@ export function dataTableRoutes(publicUrl: string | undefined): RouteDef[] {
       query: DataTableListQuery,
       responses: { 200: paginated(DataTableListItem) },
       async handler(ctx, { params, query }) {
-        sendPage(ctx, await tables.list(ctx.state.service(), scopeOf(params), query), publicUrl);
+        sendPage(ctx, await tables.listDataTables(ctx.state.service(), scopeOf(params), query), publicUrl);
       },
     }),
     defineRoute({
@@ -87,7 +87,7 @@ export function dataTableRoutes(publicUrl: string | undefined): RouteDef[] {
       body: DataTableCreate,
       responses: { 201: created(DataTableView) },
       async handler(ctx, { params, body }) {
-        sendCreated(ctx, DATATABLE_MESSAGES.created, await tables.create(ctx.state.service(), { app_slug: params.app_slug!, ds: params.ds! }, body));
+        sendCreated(ctx, DATATABLE_MESSAGES.created, await tables.createDataTable(ctx.state.service(), { app_slug: params.app_slug!, ds: params.ds! }, body));
       },
     }),
     defineRoute({
@@ -101,7 +101,7 @@ export function dataTableRoutes(publicUrl: string | undefined): RouteDef[] {
       query: DataTableListQuery,
       responses: { 200: paginated(DataTableListItem) },
       async handler(ctx, { params, query }) {
-        sendPage(ctx, await tables.list(ctx.state.service(), scopeOf(params), query), publicUrl);
+        sendPage(ctx, await tables.listDataTables(ctx.state.service(), scopeOf(params), query), publicUrl);
       },
     }),
     defineRoute({
@@ -114,7 +114,7 @@ export function dataTableRoutes(publicUrl: string | undefined): RouteDef[] {
       params: AppParams,
       responses: { 200: DataTableStats },
       async handler(ctx, { params }) {
-        ctx.body = await tables.stats(ctx.state.service(), params.app_slug!);
+        ctx.body = await tables.dataTableStats(ctx.state.service(), params.app_slug!);
       },
     }),
     defineRoute({
@@ -144,7 +144,7 @@ export function dataTableRoutes(publicUrl: string | undefined): RouteDef[] {
       description: WHO_READ,
       responses: { 200: DataTableView },
       async handler(ctx, { params }) {
-        ctx.body = await tables.get(ctx.state.service(), scopeOf(params), params.name!);
+        ctx.body = await tables.getDataTable(ctx.state.service(), scopeOf(params), params.name!);
       },
     }),
     ...update('put'),
@@ -157,7 +157,7 @@ export function dataTableRoutes(publicUrl: string | undefined): RouteDef[] {
       description: `Drops the physical table when materialized. 400 while another table's foreign key (or a reference table) points at it. ${WHO_WRITE}`,
       responses: { 200: MessageBody },
       async handler(ctx, { params }) {
-        await tables.delete(ctx.state.service(), scopeOf(params), params.name!);
+        await tables.deleteDataTable(ctx.state.service(), scopeOf(params), params.name!);
         sendMessage(ctx, DATATABLE_MESSAGES.deleted);
       },
     }),
@@ -169,7 +169,7 @@ export function dataTableRoutes(publicUrl: string | undefined): RouteDef[] {
       description: WHO_READ,
       responses: { 200: SchemaView },
       async handler(ctx, { params }) {
-        ctx.body = await tables.schema(ctx.state.service(), scopeOf(params), params.name!);
+        ctx.body = await tables.dataTableSchema(ctx.state.service(), scopeOf(params), params.name!);
       },
     }),
     ...perTable({
@@ -181,7 +181,7 @@ export function dataTableRoutes(publicUrl: string | undefined): RouteDef[] {
       body: ValidateDataBody,
       responses: { 200: ValidateDataResult },
       async handler(ctx, { params, body }) {
-        ctx.body = await tables.validateData(ctx.state.service(), scopeOf(params), params.name!, (body as { data: unknown[] }).data);
+        ctx.body = await tables.validateTableData(ctx.state.service(), scopeOf(params), params.name!, (body as { data: unknown[] }).data);
       },
     }),
     ...perTable({
@@ -193,7 +193,7 @@ export function dataTableRoutes(publicUrl: string | undefined): RouteDef[] {
       description: `In one transaction, in the site schema. Foreign-key targets must be materialized first (400 naming the key); a second call is 400. ${WHO_WRITE}`,
       responses: { 200: created(DataTableView) },
       async handler(ctx, { params }) {
-        const table = await tables.materialize(ctx.state.service(), scopeOf(params), params.name!);
+        const table = await tables.materializeDataTable(ctx.state.service(), scopeOf(params), params.name!);
         ctx.body = { status: 'success', message: DATATABLE_MESSAGES.materialized, data: table };
       },
     }),

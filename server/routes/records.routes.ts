@@ -3,7 +3,7 @@
 // /api/apps/{app_slug}/datasources/{ds}/datatables/{name}/data/. docs/data-tables.md.
 import { Type } from '@sinclair/typebox';
 import { MAX_IMPORT_BYTES, MAX_IMPORT_ROWS, MAX_REPORTED_ERRORS, csvImportOptions, exportCsv, importCsv } from '../../shared/data/records-csv.ts';
-import { MAX_BULK_CREATE, MAX_BULK_PATCH, recordsService as records } from '../../shared/data/records.service.ts';
+import * as records from '../../shared/data/records.service.ts';
 import { RecordKeyParam } from '../../shared/data/datatable.schemas.ts';
 import type { RouteDef } from '../http/registry.ts';
 import { perTable, scopeOf } from './datatables.routes.ts';
@@ -43,7 +43,7 @@ export function recordRoutes(): RouteDef[] {
           ctx.body = csv;
           return;
         }
-        ctx.body = await records.list(ctx.state.service(), scopeOf(params), params.name!, query);
+        ctx.body = await records.listRecords(ctx.state.service(), scopeOf(params), params.name!, query);
       },
     }, 'records'),
     ...perTable({
@@ -52,12 +52,12 @@ export function recordRoutes(): RouteDef[] {
       bodyLimit: 'data',
       operationId: 'records_create',
       summary: 'Create one record, or many (all or nothing)',
-      description: `An object → 201 {data}; an array (at most ${MAX_BULK_CREATE}) → 201 {data: [...]}, in one statement. Validation errors are keyed by field (\`{row}.{field}\` for arrays); unique/foreign-key violations name the field (409/400). ${WHO_WRITE}`,
+      description: `An object → 201 {data}; an array (at most ${records.MAX_BULK_CREATE}) → 201 {data: [...]}, in one statement. Validation errors are keyed by field (\`{row}.{field}\` for arrays); unique/foreign-key violations name the field (409/400). ${WHO_WRITE}`,
       body: Type.Unknown(),
       responses: { 201: Type.Object({ data: Type.Union([Record_, Type.Array(Record_)]) }) },
       async handler(ctx, { params, body }) {
         ctx.status = 201;
-        ctx.body = { data: await records.create(ctx.state.service(), scopeOf(params), params.name!, body) };
+        ctx.body = { data: await records.createRecords(ctx.state.service(), scopeOf(params), params.name!, body) };
       },
     }, 'records'),
     ...perTable({
@@ -84,7 +84,7 @@ export function recordRoutes(): RouteDef[] {
       body: Type.Unknown(),
       responses: { 200: Type.Object({ data: Record_, created: Type.Boolean() }), 201: Type.Object({ data: Record_, created: Type.Boolean() }) },
       async handler(ctx, { params, body, query }) {
-        const out = await records.upsert(ctx.state.service(), scopeOf(params), params.name!, body, query);
+        const out = await records.upsertRecord(ctx.state.service(), scopeOf(params), params.name!, body, query);
         ctx.status = out.created ? 201 : 200;
         ctx.body = out;
       },
@@ -95,11 +95,11 @@ export function recordRoutes(): RouteDef[] {
       bodyLimit: 'data',
       operationId: 'records_partial_update_many',
       summary: 'Update many records (all or nothing)',
-      description: `An array (at most ${MAX_BULK_PATCH}) of partial records, each carrying its primary key; each resulting record is validated; errors are keyed \`{index}.{field}\` and nothing is changed when one fails. ${WHO_WRITE}`,
+      description: `An array (at most ${records.MAX_BULK_PATCH}) of partial records, each carrying its primary key; each resulting record is validated; errors are keyed \`{index}.{field}\` and nothing is changed when one fails. ${WHO_WRITE}`,
       body: Type.Unknown(),
       responses: { 200: Type.Object({ data: Type.Array(Record_) }) },
       async handler(ctx, { params, body }) {
-        ctx.body = { data: await records.patchMany(ctx.state.service(), scopeOf(params), params.name!, body) };
+        ctx.body = { data: await records.patchRecords(ctx.state.service(), scopeOf(params), params.name!, body) };
       },
     }, 'records'),
     ...perTable({
@@ -111,7 +111,7 @@ export function recordRoutes(): RouteDef[] {
       description: `\`ids=a,b\` (composite keys: a JSON array of key arrays) → {deleted, ids}; \`filter=<JSON object of field conditions>\` (same operators as the list, e.g. {"age__gte":30}) → {deleted}; an empty filter is refused. ${WHO_WRITE}`,
       responses: { 200: Deleted },
       async handler(ctx, { params, query }) {
-        ctx.body = await records.removeMany(ctx.state.service(), scopeOf(params), params.name!, query);
+        ctx.body = await records.deleteRecords(ctx.state.service(), scopeOf(params), params.name!, query);
       },
     }, 'records'),
     ...perTable({
@@ -123,7 +123,7 @@ export function recordRoutes(): RouteDef[] {
       description: `The key's value; for a composite key the values in primaryKey order, comma-separated (\`1001,2\`) or as a JSON array. ${READ} ${WHO_READ}`,
       responses: { 200: RecordData },
       async handler(ctx, { params, query }) {
-        ctx.body = { data: await records.get(ctx.state.service(), scopeOf(params), params.name!, params.pk!, query) };
+        ctx.body = { data: await records.getRecord(ctx.state.service(), scopeOf(params), params.name!, params.pk!, query) };
       },
     }, 'records'),
     ...perTable({
@@ -136,7 +136,7 @@ export function recordRoutes(): RouteDef[] {
       body: Type.Unknown(),
       responses: { 200: RecordData },
       async handler(ctx, { params, body }) {
-        ctx.body = { data: await records.patch(ctx.state.service(), scopeOf(params), params.name!, params.pk!, body) };
+        ctx.body = { data: await records.patchRecord(ctx.state.service(), scopeOf(params), params.name!, params.pk!, body) };
       },
     }, 'records'),
     ...perTable({
@@ -148,7 +148,7 @@ export function recordRoutes(): RouteDef[] {
       description: WHO_WRITE,
       responses: { 204: null },
       async handler(ctx, { params }) {
-        await records.remove(ctx.state.service(), scopeOf(params), params.name!, params.pk!);
+        await records.deleteRecord(ctx.state.service(), scopeOf(params), params.name!, params.pk!);
         ctx.status = 204;
       },
     }, 'records'),

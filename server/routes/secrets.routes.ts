@@ -6,14 +6,13 @@ import * as types from '../../shared/secrets/secret-type.service.ts';
 import {
   SecretAppQuery, SecretCreate, SecretHistoryItem, SecretHistoryQuery, SecretListItem, SecretListQuery, SecretRef, SecretUpdate, SecretView,
 } from '../../shared/secrets/secret.schemas.ts';
-import { secretService } from '../../shared/secrets/secret.service.ts';
+import * as secrets from '../../shared/secrets/secret.service.ts';
 import { MessageBody, created, paginated, sendCreated, sendMessage, sendPage } from '../http/envelopes.ts';
 import { defineRoute, type RouteDef } from '../http/registry.ts';
 
 const WHO = 'Site administrators (superusers and staff of the site) and holders of the site\'s `*_secret` permissions.';
 
 export function secretRoutes(keyring: SecretKeyring, publicUrl: string | undefined): RouteDef[] {
-  const secrets = secretService(keyring);
   const base = { auth: 'user' as const, scope: 'tenant' as const };
   return [
     defineRoute({
@@ -97,7 +96,7 @@ export function secretRoutes(keyring: SecretKeyring, publicUrl: string | undefin
       query: SecretListQuery,
       responses: { 200: paginated(SecretListItem) },
       async handler(ctx, { query }) {
-        sendPage(ctx, await secrets.list(ctx.state.service(), query), publicUrl);
+        sendPage(ctx, await secrets.listSecrets(ctx.state.service(), query), publicUrl);
       },
     }),
     defineRoute({
@@ -111,7 +110,7 @@ export function secretRoutes(keyring: SecretKeyring, publicUrl: string | undefin
       body: SecretCreate,
       responses: { 201: created(SecretListItem) },
       async handler(ctx, { body }) {
-        sendCreated(ctx, SECRET_MESSAGES.created, await secrets.create(ctx.state.service(), body));
+        sendCreated(ctx, SECRET_MESSAGES.created, await secrets.createSecret(ctx.state.service(), keyring, body));
       },
     }),
     defineRoute({
@@ -126,7 +125,7 @@ export function secretRoutes(keyring: SecretKeyring, publicUrl: string | undefin
       query: SecretAppQuery,
       responses: { 200: SecretView },
       async handler(ctx, { params, query }) {
-        ctx.body = await secrets.get(ctx.state.service(), params.key, query);
+        ctx.body = await secrets.getSecret(ctx.state.service(), keyring, params.key, query);
       },
     }),
     defineRoute({
@@ -142,7 +141,7 @@ export function secretRoutes(keyring: SecretKeyring, publicUrl: string | undefin
       body: SecretUpdate,
       responses: { 200: SecretListItem },
       async handler(ctx, { params, query, body }) {
-        ctx.body = await secrets.update(ctx.state.service(), params.key, query, body);
+        ctx.body = await secrets.updateSecret(ctx.state.service(), keyring, params.key, query, body);
       },
     }),
     defineRoute({
@@ -156,7 +155,7 @@ export function secretRoutes(keyring: SecretKeyring, publicUrl: string | undefin
       query: SecretAppQuery,
       responses: { 200: MessageBody },
       async handler(ctx, { params, query }) {
-        await secrets.delete(ctx.state.service(), params.key, query);
+        await secrets.deleteSecret(ctx.state.service(), params.key, query);
         sendMessage(ctx, SECRET_MESSAGES.deleted);
       },
     }),
@@ -172,7 +171,7 @@ export function secretRoutes(keyring: SecretKeyring, publicUrl: string | undefin
       query: SecretHistoryQuery,
       responses: { 200: paginated(SecretHistoryItem) },
       async handler(ctx, { params, query }) {
-        sendPage(ctx, await secrets.history(ctx.state.service(), params.key, query), publicUrl);
+        sendPage(ctx, await secrets.secretHistory(ctx.state.service(), params.key, query), publicUrl);
       },
     }),
   ];

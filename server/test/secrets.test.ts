@@ -175,6 +175,27 @@ test('who may: site admins manage; view_secret holders read; other site users 40
   t.is((await s.api('GET', '/api/secrets/', { host: a.domain })).status, 401);
 });
 
+test('site permissions, through a group or held directly, each allow their own action only', async (t) => {
+  await onA('POST', '/api/secrets/', { key: 'GRANTED', value: 'granted-value' });
+  // `reader` holds view_secret through its group: it reads, and nothing more.
+  for (const [method, path, body] of [
+    ['POST', '/api/secrets/', { key: 'BY_READER', value: 'x' }], ['DELETE', '/api/secrets/GRANTED/'], ['POST', '/api/secret-types/', { name: 'By reader' }],
+  ] as [string, string, unknown?][]) t.is((await onA(method, path, body, 'reader')).status, 403, `reader ${method} ${path}`);
+  t.is((await onA('GET', '/api/secret-types/', undefined, 'reader')).status, 200);
+  t.is((await onA('GET', '/api/secrets/GRANTED/history/', undefined, 'reader')).status, 200);
+  // `adder` holds add_secret directly (user_permissions): it creates, and reads nothing.
+  const adder = await seedSiteUser(a, 'adder', false);
+  await sql(`INSERT INTO "${a.schema}".permissions (codename, name, model) VALUES ('add_secret', 'Can add secret', 'secret') ON CONFLICT (codename) DO NOTHING`);
+  await sql(`INSERT INTO "${a.schema}".user_permissions SELECT ?, id FROM "${a.schema}".permissions WHERE codename = 'add_secret'`, [adder]);
+  tok.adder = await siteToken(a, 'adder');
+  const created = await onA('POST', '/api/secrets/', { key: 'BY_ADDER', value: 'added' }, 'adder');
+  t.is(created.status, 201, created.text);
+  t.is((await onA('POST', '/api/secret-types/', { name: 'By adder' }, 'adder')).status, 201);
+  for (const path of ['/api/secrets/', '/api/secrets/BY_ADDER/', '/api/secret-types/']) t.is((await onA('GET', path, undefined, 'adder')).status, 403, `adder GET ${path}`);
+  t.is((await onA('PUT', '/api/secrets/BY_ADDER/', { value: 'changed' }, 'adder')).status, 403);
+  t.is((await onA('GET', '/api/secrets/BY_ADDER/')).body.value, 'added', 'stored as created, unchanged');
+});
+
 test('isolation: one site\'s secrets are invisible from another', async (t) => {
   await onA('POST', '/api/secrets/', { key: 'ONLY_IN_A', value: 'a-only-value' });
   const onB = (path: string) => s.api('GET', path, { host: b.domain, token: tok.adminB });

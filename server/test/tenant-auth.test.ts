@@ -4,6 +4,13 @@
 // and from the platform.
 import test from 'ava';
 import { hashPassword } from '../../shared/auth/passwords.ts';
+import type { UserActor } from '../../shared/auth/actor.ts';
+import { listApps } from '../../shared/apps/app.service.ts';
+import { makeContext } from '../../shared/context.ts';
+import { createOrganization, listOrganizations } from '../../shared/organizations/organization.service.ts';
+import { listSecrets } from '../../shared/secrets/secret.service.ts';
+import { listSiteUsers } from '../../shared/tenancy/tenant-users.service.ts';
+import { listUsers } from '../../shared/users/user.service.ts';
 import { createTestSite, type TestSite } from '../../shared/testing/sites.ts';
 import { startTestServer, type TestServer } from './helpers.ts';
 
@@ -247,6 +254,38 @@ test('site user administration: admins only, one site\'s users only', async (t) 
   t.is((await s.api('DELETE', '/api/users/gina/', { ...on(a), token: admin })).status, 200);
   t.is((await login(a, 'gina', 'Gina-pass-word-1')).status, 401);
   t.is((await s.api('GET', '/api/users/gina/', { ...on(a), token: admin })).body.is_deleted, true);
+});
+
+test('site staff administer ordinary site users, not superusers, and give no admin flags', async (t) => {
+  await sql(`INSERT INTO "${a.schema}".users (uuid, username, password, is_staff) VALUES (gen_random_uuid(), 'stan', ?, true)`, [await hashPassword(CAROL_A)]);
+  await seedSiteUser(a, { username: 'tim', password: CAROL_A });
+  const stan = (await tokens(a, 'stan', CAROL_A)).access;
+  const as = (method: string, path: string, body?: unknown) => s.api(method, path, { ...on(a), token: stan, body });
+  t.is((await as('GET', '/api/users/owner/')).status, 200, 'staff see superusers');
+  t.is((await as('PUT', '/api/users/owner/', { first_name: 'Nope' })).status, 403);
+  t.is((await as('DELETE', '/api/users/owner/')).status, 403);
+  t.is((await as('PUT', '/api/users/tim/', { is_staff: true })).status, 403);
+  t.is((await as('POST', '/api/users/', { username: 'sup', password: 'Some-pass-word-1', is_superuser: true })).status, 403);
+  t.is((await as('POST', '/api/users/', { username: 'stf', password: 'Some-pass-word-1', is_staff: true })).status, 403);
+  const renamed = await as('PUT', '/api/users/tim/', { first_name: 'Timothy' });
+  t.is(renamed.status, 200, renamed.text);
+  t.like(renamed.body, { first_name: 'Timothy', is_staff: false });
+  t.like((await as('GET', '/api/users/owner/')).body, { first_name: 'First', is_superuser: true });
+});
+
+test('a site superuser\'s actor reaches nothing on the platform nor in another site (services called directly)', async (t) => {
+  const [row] = await sql(`SELECT uuid FROM "${a.schema}".users WHERE username = 'owner'`);
+  const actor: UserActor = { kind: 'user', uuid: row.uuid, username: 'owner', is_superuser: true, is_staff: true, tenant: a.schema };
+  const em = () => s.handle.db.orm.em.fork();
+  const onPlatform = () => makeContext(em(), actor, null);
+  const denied = { code: 'PERMISSION_DENIED' } as const;
+  await t.throwsAsync(listUsers(onPlatform(), {}), denied);
+  await t.throwsAsync(createOrganization(onPlatform(), { name: 'Taken over' }, { organizationsPerUser: 0 }), denied);
+  t.is((await listOrganizations(onPlatform(), {})).count, 0);
+  for (const call of [listApps, listSecrets, listSiteUsers] as ((ctx: ReturnType<typeof makeContext>, q: unknown) => Promise<unknown>)[]) {
+    await t.throwsAsync(call(makeContext(em(), actor, b.schema), {}), denied, call.name);
+    await t.notThrowsAsync(call(makeContext(em(), actor, a.schema), {}), `${call.name} in its own site`);
+  }
 });
 
 test('the OpenAPI document shows site routes that share a platform path under /sites/{schema_name}', async (t) => {

@@ -1,5 +1,6 @@
 // App settings: one row per app ("<schema>".app_settings), created with the app, never
-// deleted. Reads: any signed-in user of the site; writes: the site's administrators.
+// deleted. Decided on the app (App subject): reads by any signed-in user of the site, writes
+// by the site's administrators.
 // The icon is checked by its content (magic bytes; SVG as sanitised-by-refusal XML text)
 // and stored under <dataDir>/icons/<schema>/<app id>.<ext>, written atomically.
 import { randomUUID } from 'node:crypto';
@@ -13,8 +14,9 @@ import type { ServiceContext } from '../context.ts';
 import { DomainError, fieldError } from '../errors.ts';
 import { iso, firstRow } from '../secrets/sql.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
-import { requireSiteAdmin, siteSchema } from '../tenancy/tenant-auth.ts';
+import { siteSchemaFor } from '../tenancy/site-access.ts';
 import { notifyAppSettingsChanged } from './app-limits.ts';
+import { activeAppOr404, appFor } from './lookup.ts';
 import { MAX_ICON_BYTES, SETTINGS_DEFAULTS, SettingsPatch, SettingsPatchBody, SettingsPut, type SettingsDetail, type SettingsLight, type SettingsView } from './app-settings.schemas.ts';
 
 export interface SettingsRow {
@@ -88,12 +90,6 @@ export async function settingsOf(em: EntityManager, schema: string, appId: numbe
   return (await firstRow<SettingsRow>(em, `SELECT * FROM ${quotedSchema(schema)}.app_settings WHERE app_id = ?`, [appId]))!;
 }
 
-async function activeApp(em: EntityManager, schema: string, slug: string): Promise<{ id: number; slug: string }> {
-  const app = await firstRow<{ id: number; slug: string }>(em, `SELECT id, slug FROM ${quotedSchema(schema)}.apps WHERE slug = ? AND is_active`, [slug]);
-  if (!app) throw new DomainError('NOT_FOUND', `App "${slug}" not found.`, { detail: 'Not found.' });
-  return app;
-}
-
 // ---------------------------------------------------------------- icons
 
 const ICON_TYPES: Record<string, string> = { png: 'image/png', jpg: 'image/jpeg', gif: 'image/gif', webp: 'image/webp', ico: 'image/x-icon', svg: 'image/svg+xml' };
@@ -141,75 +137,81 @@ export function checkIcon(upload: IconUpload): { ext: string; contentType: strin
   return { ext, contentType: ICON_TYPES[ext] };
 }
 
-export function settingsService(dataDir: string) {
-  const iconRoot = path.join(dataDir, 'icons');
-
-  async function storeIcon(schema: string, appId: number, bytes: Buffer, ext: string): Promise<string> {
-    const dir = path.join(iconRoot, schema);
-    await mkdir(dir, { recursive: true });
-    const name = `${appId}.${ext}`;
-    const tmp = path.join(dir, `.${name}.${randomUUID()}.tmp`);
-    await writeFile(tmp, bytes, { mode: 0o640 });
-    await rename(tmp, path.join(dir, name));
-    await removeIcons(schema, appId, ext);
-    return `${schema}/${name}`;
-  }
-
-  /** Removes the app's stored icon files (but the one of format `keep`). */
-  async function removeIcons(schema: string, appId: number, keep?: string): Promise<void> {
-    for (const ext of Object.keys(ICON_TYPES)) if (ext !== keep) await rm(path.join(iconRoot, schema, `${appId}.${ext}`), { force: true });
-  }
-
-  return {
-    /** GET /api/apps/{slug}/settings/ (no id). */
-    async get(ctx: ServiceContext, slug: string, baseUrl = ''): Promise<SettingsView> {
-      const schema = siteSchema(ctx);
-      const app = await activeApp(ctx.em, schema, slug);
-      return settingsView(await settingsOf(ctx.em, schema, app.id), app.slug, baseUrl);
-    },
-
-    /** PUT (`put`: display_name required) or PATCH; with `icon`, a new icon too. Nothing changes on any error. */
-    async update(ctx: ServiceContext, slug: string, raw: unknown, options: { put?: boolean; icon?: IconUpload; baseUrl?: string } = {}): Promise<SettingsView> {
-      const schema = requireSiteAdmin(ctx);
-      const app = await activeApp(ctx.em, schema, slug);
-      const body = options.put ? SettingsPut : SettingsPatchBody;
-      const input = dropReadOnly(body, checkSettings(raw ?? {}, body), settingsView(await settingsOf(ctx.em, schema, app.id), app.slug, options.baseUrl ?? ''));
-      const icon = options.icon ? checkIcon(options.icon) : undefined;
-      const sets: string[] = [];
-      const params: unknown[] = [];
-      for (const c of COLUMNS) {
-        if (input[c] === undefined) continue;
-        sets.push(`${c} = ?`);
-        params.push(input[c]);
-      }
-      if (icon) {
-        const stored = await storeIcon(schema, app.id, options.icon!.bytes, icon.ext);
-        sets.push('icon_path = ?', 'icon_content_type = ?');
-        params.push(stored, icon.contentType);
-      } else if (input.icon === null) {
-        await removeIcons(schema, app.id);
-        sets.push('icon_path = NULL', 'icon_content_type = NULL');
-      }
-      await ctx.em.execute(`UPDATE ${quotedSchema(schema)}.app_settings SET ${[...sets, 'updated_at = now()'].join(', ')} WHERE app_id = ?`, [...params, app.id] as never[]);
-      if (input.rate_limit_per_hour !== undefined) await notifyAppSettingsChanged(ctx.em, schema);
-      return settingsView(await settingsOf(ctx.em, schema, app.id), app.slug, options.baseUrl ?? '');
-    },
-
-    /** The icon of an active app of the site: its bytes and content type, or 404. */
-    async icon(em: EntityManager, schema: string, slug: string): Promise<{ bytes: Buffer; contentType: string; ext: string }> {
-      const app = await activeApp(em, schema, slug);
-      const row = await settingsOf(em, schema, app.id);
-      const missing = new DomainError('NOT_FOUND', 'This app has no icon.', { detail: 'Not found.' });
-      if (!row.icon_path || !row.icon_content_type) throw missing;
-      const file = path.resolve(iconRoot, row.icon_path);
-      if (!file.startsWith(iconRoot + path.sep)) throw missing;
-      try {
-        return { bytes: await readFile(file), contentType: row.icon_content_type, ext: path.extname(file).slice(1) };
-      } catch {
-        throw missing;
-      }
-    },
-  };
+/** Where settings keep their files: icons under <dataDir>/icons/<schema>/. */
+export interface SettingsDeps {
+  dataDir: string;
 }
 
-export type SettingsService = ReturnType<typeof settingsService>;
+const iconRoot = (deps: SettingsDeps): string => path.join(deps.dataDir, 'icons');
+
+async function storeIcon(root: string, schema: string, appId: number, bytes: Buffer, ext: string): Promise<string> {
+  const dir = path.join(root, schema);
+  await mkdir(dir, { recursive: true });
+  const name = `${appId}.${ext}`;
+  const tmp = path.join(dir, `.${name}.${randomUUID()}.tmp`);
+  await writeFile(tmp, bytes, { mode: 0o640 });
+  await rename(tmp, path.join(dir, name));
+  await removeIcons(root, schema, appId, ext);
+  return `${schema}/${name}`;
+}
+
+/** Removes the app's stored icon files (but the one of format `keep`). */
+async function removeIcons(root: string, schema: string, appId: number, keep?: string): Promise<void> {
+  for (const ext of Object.keys(ICON_TYPES)) if (ext !== keep) await rm(path.join(root, schema, `${appId}.${ext}`), { force: true });
+}
+
+/** GET /api/apps/{slug}/settings/ (no id). */
+export async function getAppSettings(ctx: ServiceContext, slug: string, baseUrl = ''): Promise<SettingsView> {
+  const schema = await siteSchemaFor(ctx, 'read', 'App');
+  const app = await appFor(ctx, schema, slug, 'read');
+  return settingsView(await settingsOf(ctx.em, schema, app.id), app.slug, baseUrl);
+}
+
+/** PUT (`put`: display_name required) or PATCH; with `icon`, a new icon too. Nothing changes on any error. */
+export async function updateAppSettings(
+  ctx: ServiceContext,
+  deps: SettingsDeps,
+  slug: string,
+  raw: unknown,
+  options: { put?: boolean; icon?: IconUpload; baseUrl?: string } = {},
+): Promise<SettingsView> {
+  const schema = await siteSchemaFor(ctx, 'update', 'App');
+  const app = await appFor(ctx, schema, slug, 'update');
+  const body = options.put ? SettingsPut : SettingsPatchBody;
+  const input = dropReadOnly(body, checkSettings(raw ?? {}, body), settingsView(await settingsOf(ctx.em, schema, app.id), app.slug, options.baseUrl ?? ''));
+  const icon = options.icon ? checkIcon(options.icon) : undefined;
+  const sets: string[] = [];
+  const params: unknown[] = [];
+  for (const c of COLUMNS) {
+    if (input[c] === undefined) continue;
+    sets.push(`${c} = ?`);
+    params.push(input[c]);
+  }
+  if (icon) {
+    const stored = await storeIcon(iconRoot(deps), schema, app.id, options.icon!.bytes, icon.ext);
+    sets.push('icon_path = ?', 'icon_content_type = ?');
+    params.push(stored, icon.contentType);
+  } else if (input.icon === null) {
+    await removeIcons(iconRoot(deps), schema, app.id);
+    sets.push('icon_path = NULL', 'icon_content_type = NULL');
+  }
+  await ctx.em.execute(`UPDATE ${quotedSchema(schema)}.app_settings SET ${[...sets, 'updated_at = now()'].join(', ')} WHERE app_id = ?`, [...params, app.id] as never[]);
+  if (input.rate_limit_per_hour !== undefined) await notifyAppSettingsChanged(ctx.em, schema);
+  return settingsView(await settingsOf(ctx.em, schema, app.id), app.slug, options.baseUrl ?? '');
+}
+
+/** The icon of an active app of the site (public within the site: no actor): its bytes and content type, or 404. */
+export async function appIcon(em: EntityManager, deps: SettingsDeps, schema: string, slug: string): Promise<{ bytes: Buffer; contentType: string; ext: string }> {
+  const app = await activeAppOr404(em, schema, slug);
+  const row = await settingsOf(em, schema, app.id);
+  const missing = new DomainError('NOT_FOUND', 'This app has no icon.', { detail: 'Not found.' });
+  if (!row.icon_path || !row.icon_content_type) throw missing;
+  const root = iconRoot(deps);
+  const file = path.resolve(root, row.icon_path);
+  if (!file.startsWith(root + path.sep)) throw missing;
+  try {
+    return { bytes: await readFile(file), contentType: row.icon_content_type, ext: path.extname(file).slice(1) };
+  } catch {
+    throw missing;
+  }
+}

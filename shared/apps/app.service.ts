@@ -1,54 +1,21 @@
-// Apps of a site ("<schema>".apps) with their settings, data sources and tables. Reads: any
-// signed-in user of the site; writes: the site's administrators (superusers, staff, the CLI's
-// system actor). Inactive (soft-deleted) apps answer 404 everywhere but the list
-// (?is_active=false) and restore. Created_by/modified_by are site user UUIDs (null for the CLI).
+// Apps of a site ("<schema>".apps) with their settings, data sources and tables. Decided on
+// the App subject (auth/actor.ts): reads by any signed-in user of the site, writes by its
+// administrators (superusers, staff, the CLI's system actor). Inactive (soft-deleted) apps
+// answer 404 everywhere but the list (?is_active=false) and restore. Created_by/modified_by are site user UUIDs (null for the CLI).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { insertWithUniqueSlug, slugify } from '../common/slug.ts';
 import { dropReadOnly } from '../common/read-only.ts';
 import { validate } from '../common/validation.ts';
 import type { ServiceContext } from '../context.ts';
-import { DomainError } from '../errors.ts';
-import { countOf, firstRow, iso, rows } from '../secrets/sql.ts';
+import { countOf, iso, rows } from '../secrets/sql.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
-import { requireSiteAdmin, siteSchema } from '../tenancy/tenant-auth.ts';
+import { siteSchemaFor } from '../tenancy/site-access.ts';
 import { checkSettings, insertSettings, settingsDetail, settingsLight, settingsOf } from './app-settings.service.ts';
+import { appFor, appSelect, findApp, type AppRow } from './lookup.ts';
 import { AppCreate, AppListQuery, AppUpdate, type AppDetail, type AppListItem, type AppStats } from './app.schemas.ts';
-
-export interface AppRow {
-  id: number;
-  name: string;
-  slug: string;
-  description: string;
-  is_active: boolean;
-  created_at: Date | string;
-  updated_at: Date | string;
-  created_by: string | null;
-  modified_by: string | null;
-  table_count: string | number;
-  datasource_count: string | number;
-}
 
 /** The acting site user's UUID, or null for a system actor. */
 export const actorUuid = (ctx: ServiceContext): string | null => (ctx.actor.kind === 'user' ? ctx.actor.uuid : null);
-
-export const appNotFound = (slug: string) => new DomainError('NOT_FOUND', `App "${slug}" not found.`, { detail: 'Not found.' });
-
-const appSelect = (q: string) => `
-  SELECT a.id, a.name, a.slug, a.description, a.is_active, a.created_at, a.updated_at, a.created_by, a.modified_by,
-         (SELECT count(*) FROM ${q}.data_tables t WHERE t.app_id = a.id AND t.is_active) AS table_count,
-         (SELECT count(*) FROM ${q}.data_sources d WHERE d.app_id = a.id AND d.is_active) AS datasource_count
-    FROM ${q}.apps a`;
-
-/** An app by slug; only an active one unless `any`. */
-export async function findApp(em: EntityManager, schema: string, slug: string, any = false): Promise<AppRow | undefined> {
-  return firstRow<AppRow>(em, `${appSelect(quotedSchema(schema))} WHERE a.slug = ?${any ? '' : ' AND a.is_active'}`, [slug]);
-}
-
-export async function activeAppOr404(em: EntityManager, schema: string, slug: string): Promise<AppRow> {
-  const app = await findApp(em, schema, slug);
-  if (!app) throw appNotFound(slug);
-  return app;
-}
 
 const base = (r: AppRow) => ({
   id: Number(r.id),
@@ -88,7 +55,7 @@ async function detail(em: EntityManager, schema: string, app: AppRow, baseUrl: s
 }
 
 export async function listApps(ctx: ServiceContext, rawQuery: unknown = {}, baseUrl = ''): Promise<{ data: AppListItem[]; total: number }> {
-  const schema = siteSchema(ctx);
+  const schema = await siteSchemaFor(ctx, 'read', 'App');
   const { is_active = 'true' } = validate(AppListQuery, rawQuery, 'query');
   const q = quotedSchema(schema);
   const where = is_active === 'all' || is_active === '*' ? '' : is_active === 'true' || is_active === '1' ? ' WHERE a.is_active' : ' WHERE NOT a.is_active';
@@ -100,7 +67,7 @@ export async function listApps(ctx: ServiceContext, rawQuery: unknown = {}, base
 }
 
 export async function createApp(ctx: ServiceContext, rawInput: unknown, baseUrl = ''): Promise<AppDetail> {
-  const schema = requireSiteAdmin(ctx);
+  const schema = await siteSchemaFor(ctx, 'create', 'App');
   const input = validate(AppCreate, rawInput);
   const settings = checkSettings(input.settings ?? {});
   const q = quotedSchema(schema);
@@ -123,14 +90,14 @@ export async function createApp(ctx: ServiceContext, rawInput: unknown, baseUrl 
 }
 
 export async function getApp(ctx: ServiceContext, slug: string, baseUrl = ''): Promise<AppDetail> {
-  const schema = siteSchema(ctx);
-  return detail(ctx.em, schema, await activeAppOr404(ctx.em, schema, slug), baseUrl);
+  const schema = await siteSchemaFor(ctx, 'read', 'App');
+  return detail(ctx.em, schema, await appFor(ctx, schema, slug, 'read'), baseUrl);
 }
 
 export async function updateApp(ctx: ServiceContext, slug: string, rawInput: unknown, baseUrl = ''): Promise<AppDetail> {
-  const schema = requireSiteAdmin(ctx);
+  const schema = await siteSchemaFor(ctx, 'update', 'App');
   const input = validate(AppUpdate, rawInput);
-  const app = await activeAppOr404(ctx.em, schema, slug);
+  const app = await appFor(ctx, schema, slug, 'update');
   dropReadOnly(AppUpdate, input, await detail(ctx.em, schema, app, baseUrl));
   await ctx.em.execute(
     `UPDATE ${quotedSchema(schema)}.apps SET name = coalesce(?, name), description = coalesce(?, description), modified_by = ?, updated_at = now() WHERE id = ?`,
@@ -141,16 +108,15 @@ export async function updateApp(ctx: ServiceContext, slug: string, rawInput: unk
 
 /** Soft delete: the app, its data sources and its tables become inactive (one transaction). */
 export async function deleteApp(ctx: ServiceContext, slug: string): Promise<void> {
-  const schema = requireSiteAdmin(ctx);
-  const app = await activeAppOr404(ctx.em, schema, slug);
+  const schema = await siteSchemaFor(ctx, 'delete', 'App');
+  const app = await appFor(ctx, schema, slug, 'delete');
   await setActive(ctx, schema, app.id, false);
 }
 
 /** Reactivates an app (active or not) with the data sources and tables its delete deactivated. */
 export async function restoreApp(ctx: ServiceContext, slug: string): Promise<void> {
-  const schema = requireSiteAdmin(ctx);
-  const app = await findApp(ctx.em, schema, slug, true);
-  if (!app) throw appNotFound(slug);
+  const schema = await siteSchemaFor(ctx, 'update', 'App');
+  const app = await appFor(ctx, schema, slug, 'update', { any: true });
   await setActive(ctx, schema, app.id, true);
 }
 
@@ -171,8 +137,8 @@ async function setActive(ctx: ServiceContext, schema: string, appId: number, act
 }
 
 export async function appStats(ctx: ServiceContext, slug: string): Promise<AppStats> {
-  const schema = siteSchema(ctx);
-  const app = await activeAppOr404(ctx.em, schema, slug);
+  const schema = await siteSchemaFor(ctx, 'read', 'App');
+  const app = await appFor(ctx, schema, slug, 'read');
   const q = quotedSchema(schema);
   const sources = await rows<{ name: string; slug: string; provider_type: string; total_tables: string; materialized_tables: string }>(
     ctx.em,

@@ -1,5 +1,6 @@
-// Data sources of an app ("<schema>".data_sources): how its tables are stored. Reads: any
-// signed-in user of the site; writes: its administrators. `{ds}` is a slug or an id. A data
+// Data sources of an app ("<schema>".data_sources): how its tables are stored. Decided on the
+// DataSource subject (with its app): reads by any signed-in user of the site, writes by its
+// administrators. `{ds}` is a slug or an id. A data
 // source with tables (active or not) cannot be deleted (400); deletion is permanent.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { insertWithUniqueSlug, slugify, uniqueViolation } from '../common/slug.ts';
@@ -9,8 +10,10 @@ import type { ServiceContext } from '../context.ts';
 import { DomainError, fieldError } from '../errors.ts';
 import { countOf, firstRow, iso, rows } from '../secrets/sql.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
-import { requireSiteAdmin, siteSchema } from '../tenancy/tenant-auth.ts';
-import { activeAppOr404, actorUuid, type AppRow } from './app.service.ts';
+import { authorizeSiteSubject, siteSchemaFor } from '../tenancy/site-access.ts';
+import type { Action } from '../auth/actor.ts';
+import { actorUuid } from './app.service.ts';
+import { activeAppOr404, type AppRow } from './lookup.ts';
 import { DataSourceCreate, DataSourceUpdate, type DataSourceStats, type DataSourceView } from './datasource.schemas.ts';
 
 interface DsRow {
@@ -67,19 +70,29 @@ export async function findDataSource(em: EntityManager, schema: string, app: Pic
   return row;
 }
 
+/** The data source `ref` of the app `appSlug`, if the actor may `action` it: 404 when either is absent, 403 when denied. */
+async function dataSourceFor(ctx: ServiceContext, schema: string, appSlug: string, ref: string, action: Action): Promise<{ app: AppRow; ds: DsRow }> {
+  const app = await activeAppOr404(ctx.em, schema, appSlug);
+  const ds = await findDataSource(ctx.em, schema, app, ref);
+  await authorizeSiteSubject(ctx, action, 'DataSource', { schema, app: app.slug, slug: ds.slug });
+  return { app, ds };
+}
+
 const slugTaken = () => fieldError('slug', 'A data source with this slug already exists in this app.');
 
 export async function listDataSources(ctx: ServiceContext, appSlug: string): Promise<{ data: DataSourceView[]; total: number }> {
-  const schema = siteSchema(ctx);
+  const schema = await siteSchemaFor(ctx, 'read', 'DataSource');
   const app = await activeAppOr404(ctx.em, schema, appSlug);
+  await authorizeSiteSubject(ctx, 'read', 'DataSource', { schema, app: app.slug });
   const found = await rows<DsRow>(ctx.em, `${select(quotedSchema(schema))} WHERE d.app_id = ? AND d.is_active ORDER BY d.slug`, [app.id]);
   return { data: found.map(view), total: found.length };
 }
 
 export async function createDataSource(ctx: ServiceContext, appSlug: string, rawInput: unknown): Promise<DataSourceView> {
-  const schema = requireSiteAdmin(ctx);
+  const schema = await siteSchemaFor(ctx, 'create', 'DataSource');
   const input = validate(DataSourceCreate, rawInput);
   const app = await activeAppOr404(ctx.em, schema, appSlug);
+  await authorizeSiteSubject(ctx, 'create', 'DataSource', { schema, app: app.slug, ...(input.slug ? { slug: input.slug } : {}) });
   const q = quotedSchema(schema);
   const who = actorUuid(ctx);
   const insert = async (slug: string) =>
@@ -106,16 +119,14 @@ export async function createDataSource(ctx: ServiceContext, appSlug: string, raw
 }
 
 export async function getDataSource(ctx: ServiceContext, appSlug: string, ref: string): Promise<DataSourceView> {
-  const schema = siteSchema(ctx);
-  const app = await activeAppOr404(ctx.em, schema, appSlug);
-  return view(await findDataSource(ctx.em, schema, app, ref));
+  const schema = await siteSchemaFor(ctx, 'read', 'DataSource');
+  return view((await dataSourceFor(ctx, schema, appSlug, ref, 'read')).ds);
 }
 
 export async function updateDataSource(ctx: ServiceContext, appSlug: string, ref: string, rawInput: unknown): Promise<DataSourceView> {
-  const schema = requireSiteAdmin(ctx);
+  const schema = await siteSchemaFor(ctx, 'update', 'DataSource');
   const input = validate(DataSourceUpdate, rawInput);
-  const app = await activeAppOr404(ctx.em, schema, appSlug);
-  const ds = await findDataSource(ctx.em, schema, app, ref);
+  const { app, ds } = await dataSourceFor(ctx, schema, appSlug, ref, 'update');
   dropReadOnly(DataSourceUpdate, input, view(ds));
   try {
     await ctx.em.execute(
@@ -134,9 +145,8 @@ export async function updateDataSource(ctx: ServiceContext, appSlug: string, ref
 }
 
 export async function deleteDataSource(ctx: ServiceContext, appSlug: string, ref: string): Promise<void> {
-  const schema = requireSiteAdmin(ctx);
-  const app = await activeAppOr404(ctx.em, schema, appSlug);
-  const ds = await findDataSource(ctx.em, schema, app, ref);
+  const schema = await siteSchemaFor(ctx, 'delete', 'DataSource');
+  const { ds } = await dataSourceFor(ctx, schema, appSlug, ref, 'delete');
   const q = quotedSchema(schema);
   const tables = await countOf(ctx.em, `SELECT count(*) AS n FROM ${q}.data_tables WHERE data_source_id = ?`, [ds.id]);
   if (tables) throw new DomainError('BAD_REQUEST', `Data source "${ds.slug}" still has ${tables} table(s): delete them first.`, { detail: 'Data source has tables.' });
@@ -150,9 +160,8 @@ export async function deleteDataSource(ctx: ServiceContext, appSlug: string, ref
 }
 
 export async function dataSourceStats(ctx: ServiceContext, appSlug: string, ref: string): Promise<DataSourceStats> {
-  const schema = siteSchema(ctx);
-  const app = await activeAppOr404(ctx.em, schema, appSlug);
-  const ds = await findDataSource(ctx.em, schema, app, ref);
+  const schema = await siteSchemaFor(ctx, 'read', 'DataSource');
+  const { ds } = await dataSourceFor(ctx, schema, appSlug, ref, 'read');
   const total = Number(ds.table_count);
   const materialized = Number(ds.materialized_count);
   return { total_tables: total, materialized_tables: materialized, unmaterialized_tables: total - materialized, provider_type: ds.provider_type, is_active: ds.is_active };

@@ -23,18 +23,86 @@ export interface SystemActor {
 }
 export type Actor = UserActor | SystemActor;
 
-export type Action = 'manage' | 'read' | 'create' | 'update' | 'delete' | ObjectPermissionName;
-export type Subject = 'User' | 'Organization' | 'Site' | 'Group' | 'all';
+/**
+ * Actions. CRUD on every subject; `materialize` (data tables) and `rotate` (secret keys, the
+ * operators' only) as the spec names them; the platform's object permissions by codename.
+ */
+export type Action = 'manage' | 'read' | 'create' | 'update' | 'delete' | 'materialize' | 'rotate' | ObjectPermissionName;
+
+/** Control-plane subjects: a platform user's rules reach these only. */
+export type PlatformSubject = 'User' | 'Organization' | 'Site' | 'Group';
+/** Subjects inside one site: a site user's rules reach these only, and only in its own site. */
+export type SiteSubject = keyof SiteSubjects;
+export type Subject = PlatformSubject | SiteSubject | 'all';
+
+/**
+ * What a decision sees of each site subject: every one names its site (`schema`); the rest is
+ * what a per-app policy will match on (the app's slug, the table's name). A check before the
+ * lookup passes only the attributes it knows (`{ schema }`, or `{ schema, app }` for a list).
+ */
+export interface SiteSubjects {
+  /** The site itself, as its users see it (its directory of public profiles). */
+  Tenant: { schema: string };
+  App: { schema: string; slug: string };
+  DataSource: { schema: string; app: string; slug: string };
+  DataTable: { schema: string; app: string; name: string };
+  /** The records of one table (per-row conditions: records/access.ts). */
+  Record: { schema: string; app: string; table: string };
+  /** `app` null: a tenant-wide secret. */
+  Secret: { schema: string; app: string | null; key: string };
+  SecretType: { schema: string; slug: string };
+  SiteUser: { schema: string; uuid: string; is_superuser: boolean };
+}
+
 export type AppAbility = MongoAbility<[Action, Subject | Record<string, unknown>]>;
 
 /** Explicit elevation for operator commands and start-up work (migrate, bootstrap, CLI direct mode). */
 export const systemActor = (name: string): SystemActor => ({ kind: 'system', name });
 
-export function defineAbility(actor: Actor, grants?: Grants): AppAbility {
-  const { can, cannot, build } = new AbilityBuilder<AppAbility>(createMongoAbility);
-  if (actor.kind === 'system' || actor.is_superuser) {
-    can('manage', 'all');
-    return build();
+/** The grants a user holds beyond the flags of its account, loaded on first need (permissions/grants.ts). */
+export interface HeldGrants {
+  /** A platform user's organization and site grants. */
+  platform?: Grants;
+  /** A site user's permission codenames in its site (directly and through the site's groups). */
+  site?: ReadonlySet<string>;
+}
+
+const PLATFORM_SUBJECTS: PlatformSubject[] = ['User', 'Organization', 'Site', 'Group'];
+const SITE_SUBJECTS: SiteSubject[] = ['Tenant', 'App', 'DataSource', 'DataTable', 'Record', 'Secret', 'SecretType', 'SiteUser'];
+/** What a user may change of their own account (platform profile, site profile). */
+const PROFILE_FIELDS = ['username', 'email', 'first_name', 'last_name', 'password'];
+/** Admin flags: superusers' to give (staff neither give nor take them). */
+const ADMIN_FIELDS = ['is_superuser', 'is_staff', 'is_deleted'];
+
+/** Site permissions (codenames of "<schema>".permissions) that become rules, and what they allow. */
+const SITE_PERMISSION_RULES: [codename: string, action: Action, subjects: SiteSubject[]][] = [
+  ['view_secret', 'read', ['Secret', 'SecretType']],
+  ['add_secret', 'create', ['Secret', 'SecretType']],
+  ['change_secret', 'update', ['Secret', 'SecretType']],
+  ['delete_secret', 'delete', ['Secret', 'SecretType']],
+];
+/** The site subjects whose rules depend on the site's stored permissions (loaded only for them). */
+export const SITE_GRANT_SUBJECTS: ReadonlySet<SiteSubject> = new Set(SITE_PERMISSION_RULES.flatMap(([, , subjects]) => subjects));
+
+type Builder = AbilityBuilder<AppAbility>;
+
+/**
+ * The one ability of a request. The system actor may do everything; a platform user's rules
+ * reach platform subjects only, a site user's the subjects of its own site only (conditioned on
+ * `schema`), whatever their admin flags.
+ */
+export function defineAbility(actor: Actor, grants: HeldGrants = {}): AppAbility {
+  const builder = new AbilityBuilder<AppAbility>(createMongoAbility);
+  if (actor.kind === 'system') builder.can('manage', 'all');
+  else if (actor.tenant) siteRules(builder, actor, actor.tenant, grants.site);
+  else platformRules(builder, actor, grants.platform);
+  return builder.build();
+}
+
+function platformRules({ can, cannot }: Builder, actor: UserActor, grants: Grants | undefined): void {
+  if (actor.is_superuser) {
+    can('manage', PLATFORM_SUBJECTS);
+    return;
   }
   // Object grants: one rule per permission over the objects that hold it.
   for (const [type, subjectType] of [['organization', 'Organization'], ['site', 'Site']] as const) {
@@ -51,12 +119,32 @@ export function defineAbility(actor: Actor, grants?: Grants): AppAbility {
     can('read', 'User');
     can(['create', 'update', 'delete'], 'User', { is_superuser: false });
     can(['create', 'update', 'delete'], 'Group');
-    cannot(['create', 'update'], 'User', ['is_superuser', 'is_staff', 'is_deleted']);
+    cannot(['create', 'update'], 'User', ADMIN_FIELDS);
   } else {
     can('read', 'User', { uuid: actor.uuid });
-    can('update', 'User', ['username', 'email', 'first_name', 'last_name', 'password'], { uuid: actor.uuid });
+    can('update', 'User', PROFILE_FIELDS, { uuid: actor.uuid });
   }
-  return build();
+}
+
+/**
+ * A site user in its site: every user enters it and reads its apps, data sources, tables and
+ * records, and reads and edits their own profile; secrets follow the site permissions held;
+ * superusers and staff administer everything of the site, but staff neither touch superusers
+ * nor give the admin flags. Key rotation stays with operators.
+ */
+function siteRules({ can, cannot }: Builder, actor: UserActor, schema: string, permissions: ReadonlySet<string> | undefined): void {
+  const site = { schema };
+  const self = { schema, uuid: actor.uuid };
+  can('read', ['Tenant', 'App', 'DataSource', 'DataTable', 'Record'], site);
+  can('read', 'SiteUser', self);
+  can('update', 'SiteUser', PROFILE_FIELDS, self);
+  for (const [codename, action, subjects] of SITE_PERMISSION_RULES) if (permissions?.has(codename)) can(action, subjects, site);
+  if (actor.is_superuser || actor.is_staff) can('manage', SITE_SUBJECTS, site);
+  if (actor.is_staff && !actor.is_superuser) {
+    cannot(['create', 'update', 'delete'], 'SiteUser', { is_superuser: true });
+    cannot(['create', 'update'], 'SiteUser', ADMIN_FIELDS);
+  }
+  cannot('rotate', 'Secret');
 }
 
 /** Whether the ability allows `action` on this object (no throw: for "hide it as 404" checks). */

@@ -1,6 +1,7 @@
 // Data tables of a site's apps ("<schema>".data_tables): definitions by Frictionless Table
 // Schema, materialization into a physical table of the site schema, reference tables onto
-// another app's table. Site admins write; every site user reads. docs/data-tables.md.
+// another app's table. Decided on the DataTable subject (its app and name): site admins write
+// (and materialize), every site user reads. docs/data-tables.md.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { pageOffset, parsePageRequest, resolvePage, type Page } from '../common/pagination.ts';
 import { uniqueViolation } from '../common/slug.ts';
@@ -11,7 +12,8 @@ import { allowLongStatements } from '../db/statement-timeout.ts';
 import { DomainError, fieldError } from '../errors.ts';
 import { countOf, firstRow, iso, pgCode, rows } from '../secrets/sql.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
-import { requireSiteAdmin, siteSchema } from '../tenancy/tenant-auth.ts';
+import { authorizeSiteSubject, siteSchemaFor } from '../tenancy/site-access.ts';
+import type { Action } from '../auth/actor.ts';
 import { createDataSource } from '../apps/datasource.service.ts';
 import { createTableDdl, dropTableDdl, physicalTableName, type ProviderType } from './ddl.ts';
 import {
@@ -163,6 +165,16 @@ export async function findTable(em: EntityManager, schema: string, scope: TableS
   return row;
 }
 
+/**
+ * The table named in the scope, if the actor may `action` it (the DataTable subject: its app and
+ * name): 404 when absent, 403 when denied. After siteSchemaFor, the check before the lookup.
+ */
+export async function tableFor(ctx: ServiceContext, schema: string, scope: TableScope, name: string, action: Action): Promise<TableRow> {
+  const row = await findTable(ctx.em, schema, scope, name);
+  await authorizeSiteSubject(ctx, action, 'DataTable', { schema, app: row.app_slug, name: row.name });
+  return row;
+}
+
 /** Other tables of the app (name → column names), the targets a foreign key may name. */
 async function appTables(em: EntityManager, schema: string, appId: number, except?: number): Promise<Map<string, string[]>> {
   const found = await rows<{ id: number; name: string; json_schema: TableSchema }>(em, `SELECT id, name, json_schema FROM ${quotedSchema(schema)}.data_tables WHERE app_id = ?`, [appId]);
@@ -238,10 +250,12 @@ async function createReference(ctx: ServiceContext, schema: string, target: AppR
   if (source.id === target.id) throw fieldError('source_app_slug', 'The source app must be another app than the target app.');
   const src = await firstRow<TableRow>(ctx.em, `${SELECT(quotedSchema(schema))} WHERE t.app_id = ? AND t.name = ?`, [source.id, input.source_table_name]);
   if (!src) throw new DomainError('NOT_FOUND', `Data table "${input.source_table_name}" not found in app "${source.slug}".`, { detail: 'Not found.' });
+  await authorizeSiteSubject(ctx, 'read', 'DataTable', { schema, app: source.slug, name: src.name });
   if (src.is_reference) throw fieldError('source_table_name', 'The source table is itself a reference; import the original table.');
   if (!src.is_materialized) throw fieldError('source_table_name', 'The source table is not materialized.');
   if (!(await physicalExists(ctx.em, schema, src.physical_table_name))) throw fieldError('source_table_name', 'The source table does not physically exist.');
   const name = input.reference_name ?? src.name;
+  await authorizeSiteSubject(ctx, 'create', 'DataTable', { schema, app: target.slug, name });
   if (await firstRow(ctx.em, `SELECT 1 FROM ${quotedSchema(schema)}.data_tables WHERE app_id = ? AND name = ?`, [target.id, name])) {
     throw fieldError('reference_name', `A data table named "${name}" already exists in app "${target.slug}".`);
   }
@@ -259,178 +273,181 @@ async function createReference(ctx: ServiceContext, schema: string, target: AppR
   return view(await tableRow(ctx.em, schema, id));
 }
 
-export const dataTableService = {
-  async list(ctx: ServiceContext, scope: TableScope, rawQuery: unknown = {}): Promise<Page<DataTableListItem>> {
-    const schema = siteSchema(ctx);
-    const query = validate(DataTableListQuery, rawQuery, 'query');
-    const app = await findApp(ctx.em, schema, scope.app_slug);
-    const where = ['t.app_id = ?'];
-    const params: unknown[] = [app.id];
-    const dsSlug = scope.ds ?? query.datasource;
-    if (scope.ds) await findSource(ctx.em, schema, app.id, scope.ds);
-    if (dsSlug) { where.push('d.slug = ?'); params.push(dsSlug); }
-    if (query.is_materialized !== undefined) { where.push('t.is_materialized = ?'); params.push(query.is_materialized); }
-    const q = quotedSchema(schema);
-    const cond = where.join(' AND ');
-    const count = await countOf(ctx.em, `SELECT count(*) AS n FROM ${q}.data_tables t JOIN ${q}.data_sources d ON d.id = t.data_source_id WHERE ${cond}`, params);
-    const page = resolvePage(parsePageRequest(query), count);
-    const found = await rows<TableRow>(ctx.em, `${SELECT(q)} WHERE ${cond} ORDER BY t.name, t.id LIMIT ? OFFSET ?`, [...params, page.pageSize, pageOffset(page)]);
-    return { ...page, count, results: found.map(listItem) };
-  },
+export async function listDataTables(ctx: ServiceContext, scope: TableScope, rawQuery: unknown = {}): Promise<Page<DataTableListItem>> {
+  const schema = await siteSchemaFor(ctx, 'read', 'DataTable');
+  const query = validate(DataTableListQuery, rawQuery, 'query');
+  const app = await findApp(ctx.em, schema, scope.app_slug);
+  await authorizeSiteSubject(ctx, 'read', 'DataTable', { schema, app: app.slug });
+  const where = ['t.app_id = ?'];
+  const params: unknown[] = [app.id];
+  const dsSlug = scope.ds ?? query.datasource;
+  if (scope.ds) await findSource(ctx.em, schema, app.id, scope.ds);
+  if (dsSlug) { where.push('d.slug = ?'); params.push(dsSlug); }
+  if (query.is_materialized !== undefined) { where.push('t.is_materialized = ?'); params.push(query.is_materialized); }
+  const q = quotedSchema(schema);
+  const cond = where.join(' AND ');
+  const count = await countOf(ctx.em, `SELECT count(*) AS n FROM ${q}.data_tables t JOIN ${q}.data_sources d ON d.id = t.data_source_id WHERE ${cond}`, params);
+  const page = resolvePage(parsePageRequest(query), count);
+  const found = await rows<TableRow>(ctx.em, `${SELECT(q)} WHERE ${cond} ORDER BY t.name, t.id LIMIT ? OFFSET ?`, [...params, page.pageSize, pageOffset(page)]);
+  return { ...page, count, results: found.map(listItem) };
+}
 
-  async create(ctx: ServiceContext, scope: Required<TableScope>, rawInput: unknown): Promise<DataTableView> {
-    const schema = requireSiteAdmin(ctx);
-    const input = validate(DataTableCreate, rawInput);
-    checkName('name', input.name);
-    const app = await findApp(ctx.em, schema, scope.app_slug);
-    const ds = await findSource(ctx.em, schema, app.id, scope.ds);
-    const doc = await checkedSchema(ctx.em, schema, app.id, input.name, input.json_schema);
-    const id = await insertTable(ctx.em, schema, ctx, { appId: app.id, sourceId: ds.id, name: input.name, description: input.description ?? '', doc, materialized: false, sourceTableId: null });
-    return view(await tableRow(ctx.em, schema, id));
-  },
+export async function createDataTable(ctx: ServiceContext, scope: Required<TableScope>, rawInput: unknown): Promise<DataTableView> {
+  const schema = await siteSchemaFor(ctx, 'create', 'DataTable');
+  const input = validate(DataTableCreate, rawInput);
+  checkName('name', input.name);
+  const app = await findApp(ctx.em, schema, scope.app_slug);
+  const ds = await findSource(ctx.em, schema, app.id, scope.ds);
+  await authorizeSiteSubject(ctx, 'create', 'DataTable', { schema, app: app.slug, name: input.name });
+  const doc = await checkedSchema(ctx.em, schema, app.id, input.name, input.json_schema);
+  const id = await insertTable(ctx.em, schema, ctx, { appId: app.id, sourceId: ds.id, name: input.name, description: input.description ?? '', doc, materialized: false, sourceTableId: null });
+  return view(await tableRow(ctx.em, schema, id));
+}
 
-  async get(ctx: ServiceContext, scope: TableScope, name: string): Promise<DataTableView> {
-    const schema = siteSchema(ctx);
-    return view(await findTable(ctx.em, schema, scope, name));
-  },
+export async function getDataTable(ctx: ServiceContext, scope: TableScope, name: string): Promise<DataTableView> {
+  const schema = await siteSchemaFor(ctx, 'read', 'DataTable');
+  return view(await tableFor(ctx, schema, scope, name, 'read'));
+}
 
-  /**
-   * PUT and PATCH: description and json_schema. A changed schema is accepted while the table
-   * is not materialized (the hash is recomputed); once materialized it is 409 until the
-   * migrations feature exists. An identical schema (same hash) is never a change.
-   */
-  async update(ctx: ServiceContext, scope: TableScope, name: string, rawInput: unknown): Promise<DataTableView> {
-    const schema = requireSiteAdmin(ctx);
-    const input = validate(DataTableUpdate, rawInput);
-    const row = await findTable(ctx.em, schema, scope, name);
-    dropReadOnly(DataTableUpdate, input, view(row));
-    let doc: TableSchema | undefined;
-    if (input.json_schema !== undefined && schemaHash(input.json_schema) !== row.schema_hash.trim()) {
-      if (row.is_reference) throw new DomainError('CONFLICT', 'A reference table takes its schema from the source table.');
-      if (row.is_materialized) throw new DomainError('CONFLICT', 'The table is materialized: schema migrations arrive with the migrations feature.');
-      doc = await checkedSchema(ctx.em, schema, row.app_id, row.name, input.json_schema, row.id);
+/**
+ * PUT and PATCH: description and json_schema. A changed schema is accepted while the table
+ * is not materialized (the hash is recomputed); once materialized it is 409 until the
+ * migrations feature exists. An identical schema (same hash) is never a change.
+ */
+export async function updateDataTable(ctx: ServiceContext, scope: TableScope, name: string, rawInput: unknown): Promise<DataTableView> {
+  const schema = await siteSchemaFor(ctx, 'update', 'DataTable');
+  const input = validate(DataTableUpdate, rawInput);
+  const row = await tableFor(ctx, schema, scope, name, 'update');
+  dropReadOnly(DataTableUpdate, input, view(row));
+  let doc: TableSchema | undefined;
+  if (input.json_schema !== undefined && schemaHash(input.json_schema) !== row.schema_hash.trim()) {
+    if (row.is_reference) throw new DomainError('CONFLICT', 'A reference table takes its schema from the source table.');
+    if (row.is_materialized) throw new DomainError('CONFLICT', 'The table is materialized: schema migrations arrive with the migrations feature.');
+    doc = await checkedSchema(ctx.em, schema, row.app_id, row.name, input.json_schema, row.id);
+  }
+  await ctx.em.execute(
+    `UPDATE ${quotedSchema(schema)}.data_tables
+        SET description = coalesce(?, description), json_schema = coalesce(?::jsonb, json_schema), schema_hash = coalesce(?, schema_hash),
+            updated_at = now(), modified_by = ?
+      WHERE id = ?`,
+    [input.description ?? null, doc ? JSON.stringify(doc) : null, doc ? schemaHash(doc) : null, actorUuid(ctx), row.id],
+  );
+  return view(await tableRow(ctx.em, schema, row.id));
+}
+
+/** Deletes the definition and drops the physical table (not a reference's source). 400 while another table references it. */
+export async function deleteDataTable(ctx: ServiceContext, scope: TableScope, name: string): Promise<void> {
+  const schema = await siteSchemaFor(ctx, 'delete', 'DataTable');
+  const row = await tableFor(ctx, schema, scope, name, 'delete');
+  const referencing = await referencingTables(ctx.em, schema, row);
+  if (referencing.length) throw new DomainError('BAD_REQUEST', `Data table "${name}" is referenced by a foreign key of: ${referencing.join(', ')}.`);
+  const refs = await rows<{ name: string; app: string }>(
+    ctx.em,
+    `SELECT t.name, a.slug AS app FROM ${quotedSchema(schema)}.data_tables t JOIN ${quotedSchema(schema)}.apps a ON a.id = t.app_id WHERE t.source_table_id = ?`,
+    [row.id],
+  );
+  if (refs.length) throw new DomainError('BAD_REQUEST', `Data table "${name}" is the source of reference tables: ${refs.map((r) => `${r.app}.${r.name}`).join(', ')}.`);
+  await ctx.em.transactional(async (tx) => {
+    if (row.is_materialized && !row.is_reference) await tx.execute(dropTableDdl(schema, row.physical_table_name));
+    await tx.execute(`DELETE FROM ${quotedSchema(schema)}.data_tables WHERE id = ?`, [row.id]);
+  });
+}
+
+export async function dataTableSchema(ctx: ServiceContext, scope: TableScope, name: string): Promise<{ name: string; schema: TableSchema; schema_hash: string; field_count: number }> {
+  const schema = await siteSchemaFor(ctx, 'read', 'DataTable');
+  const t = view(await tableFor(ctx, schema, scope, name, 'read'));
+  return { name: t.name, schema: t.json_schema as TableSchema, schema_hash: t.schema_hash, field_count: t.field_count };
+}
+
+export async function validateTableData(ctx: ServiceContext, scope: TableScope, name: string, records: unknown[]): Promise<RecordCheck> {
+  const schema = await siteSchemaFor(ctx, 'read', 'DataTable');
+  const row = await tableFor(ctx, schema, scope, name, 'read');
+  return validateRecords(row.json_schema, records, row.schema_hash.trim());
+}
+
+/** Creates the physical table in one transaction; foreign-key targets must be materialized first. */
+export async function materializeDataTable(ctx: ServiceContext, scope: TableScope, name: string): Promise<DataTableView> {
+  const schema = await siteSchemaFor(ctx, 'materialize', 'DataTable');
+  const row = await tableFor(ctx, schema, scope, name, 'materialize');
+  if (row.is_reference) throw new DomainError('BAD_REQUEST', 'A reference table is served by its source table and cannot be materialized.');
+  if (row.is_materialized) throw new DomainError('BAD_REQUEST', `Data table "${name}" is already materialized.`);
+  const doc = await checkedSchema(ctx.em, schema, row.app_id, row.name, row.json_schema, row.id);
+  const q = quotedSchema(schema);
+  const targets = new Map<string, string>();
+  for (const [i, fk] of foreignKeysOf(doc).entries()) {
+    const resource = fk.reference.resource;
+    if (resource === '' || resource === row.name) continue;
+    const t = await firstRow<TableRow>(ctx.em, `${SELECT(q)} WHERE t.app_id = ? AND t.name = ?`, [row.app_id, resource]);
+    if (!t?.is_materialized) {
+      throw schemaError([`foreignKeys[${i}] (${fk.fields.join(', ')} → ${resource}): the referenced table "${resource}" is not materialized; materialize it first.`], 'Foreign key target not materialized.');
     }
-    await ctx.em.execute(
-      `UPDATE ${quotedSchema(schema)}.data_tables
-          SET description = coalesce(?, description), json_schema = coalesce(?::jsonb, json_schema), schema_hash = coalesce(?, schema_hash),
-              updated_at = now(), modified_by = ?
-        WHERE id = ?`,
-      [input.description ?? null, doc ? JSON.stringify(doc) : null, doc ? schemaHash(doc) : null, actorUuid(ctx), row.id],
-    );
-    return view(await tableRow(ctx.em, schema, row.id));
-  },
-
-  /** Deletes the definition and drops the physical table (not a reference's source). 400 while another table references it. */
-  async delete(ctx: ServiceContext, scope: TableScope, name: string): Promise<void> {
-    const schema = requireSiteAdmin(ctx);
-    const row = await findTable(ctx.em, schema, scope, name);
-    const referencing = await referencingTables(ctx.em, schema, row);
-    if (referencing.length) throw new DomainError('BAD_REQUEST', `Data table "${name}" is referenced by a foreign key of: ${referencing.join(', ')}.`);
-    const refs = await rows<{ name: string; app: string }>(
-      ctx.em,
-      `SELECT t.name, a.slug AS app FROM ${quotedSchema(schema)}.data_tables t JOIN ${quotedSchema(schema)}.apps a ON a.id = t.app_id WHERE t.source_table_id = ?`,
-      [row.id],
-    );
-    if (refs.length) throw new DomainError('BAD_REQUEST', `Data table "${name}" is the source of reference tables: ${refs.map((r) => `${r.app}.${r.name}`).join(', ')}.`);
+    targets.set(resource, t.src_physical ?? t.physical_table_name);
+  }
+  const ddl = createTableDdl(doc, {
+    schema, table: row.physical_table_name, provider: row.provider_type,
+    resolveTable: (resource) => (resource === row.name ? row.physical_table_name : targets.get(resource)!),
+  });
+  try {
     await ctx.em.transactional(async (tx) => {
-      if (row.is_materialized && !row.is_reference) await tx.execute(dropTableDdl(schema, row.physical_table_name));
-      await tx.execute(`DELETE FROM ${quotedSchema(schema)}.data_tables WHERE id = ?`, [row.id]);
+      await allowLongStatements(ctx, tx as EntityManager);
+      for (const statement of ddl) await tx.execute(statement);
+      await tx.execute(`UPDATE ${q}.data_tables SET is_materialized = true, updated_at = now(), modified_by = ? WHERE id = ?`, [actorUuid(ctx), row.id]);
     });
-  },
-
-  async schema(ctx: ServiceContext, scope: TableScope, name: string): Promise<{ name: string; schema: TableSchema; schema_hash: string; field_count: number }> {
-    const t = view(await findTable(ctx.em, siteSchema(ctx), scope, name));
-    return { name: t.name, schema: t.json_schema as TableSchema, schema_hash: t.schema_hash, field_count: t.field_count };
-  },
-
-  async validateData(ctx: ServiceContext, scope: TableScope, name: string, records: unknown[]): Promise<RecordCheck> {
-    const row = await findTable(ctx.em, siteSchema(ctx), scope, name);
-    return validateRecords(row.json_schema, records, row.schema_hash.trim());
-  },
-
-  /** Creates the physical table in one transaction; foreign-key targets must be materialized first. */
-  async materialize(ctx: ServiceContext, scope: TableScope, name: string): Promise<DataTableView> {
-    const schema = requireSiteAdmin(ctx);
-    const row = await findTable(ctx.em, schema, scope, name);
-    if (row.is_reference) throw new DomainError('BAD_REQUEST', 'A reference table is served by its source table and cannot be materialized.');
-    if (row.is_materialized) throw new DomainError('BAD_REQUEST', `Data table "${name}" is already materialized.`);
-    const doc = await checkedSchema(ctx.em, schema, row.app_id, row.name, row.json_schema, row.id);
-    const q = quotedSchema(schema);
-    const targets = new Map<string, string>();
-    for (const [i, fk] of foreignKeysOf(doc).entries()) {
-      const resource = fk.reference.resource;
-      if (resource === '' || resource === row.name) continue;
-      const t = await firstRow<TableRow>(ctx.em, `${SELECT(q)} WHERE t.app_id = ? AND t.name = ?`, [row.app_id, resource]);
-      if (!t?.is_materialized) {
-        throw schemaError([`foreignKeys[${i}] (${fk.fields.join(', ')} → ${resource}): the referenced table "${resource}" is not materialized; materialize it first.`], 'Foreign key target not materialized.');
-      }
-      targets.set(resource, t.src_physical ?? t.physical_table_name);
+  } catch (err) {
+    const code = pgCode(err);
+    // Class 42 (syntax/definition) and 22 (data): the schema asks for something PostgreSQL refuses.
+    if (code && (code.startsWith('42') || code.startsWith('22'))) {
+      throw schemaError([`PostgreSQL refused the table: ${(err as Error).message.split('\n')[0]!.replace(/^.* - /, '')}`], 'The table could not be created.');
     }
-    const ddl = createTableDdl(doc, {
-      schema, table: row.physical_table_name, provider: row.provider_type,
-      resolveTable: (resource) => (resource === row.name ? row.physical_table_name : targets.get(resource)!),
-    });
+    throw err;
+  }
+  return view(await tableRow(ctx.em, schema, row.id));
+}
+
+export async function dataTableStats(ctx: ServiceContext, appSlug: string): Promise<DataTableStats> {
+  const schema = await siteSchemaFor(ctx, 'read', 'DataTable');
+  const app = await findApp(ctx.em, schema, appSlug);
+  await authorizeSiteSubject(ctx, 'read', 'DataTable', { schema, app: app.slug });
+  const q = quotedSchema(schema);
+  const found = await rows<{ slug: string; name: string; provider_type: string; table_count: string; materialized_count: string }>(
+    ctx.em,
+    `SELECT d.slug, d.name, d.provider_type, count(t.id) AS table_count, count(t.id) FILTER (WHERE t.is_materialized) AS materialized_count
+       FROM ${q}.data_sources d LEFT JOIN ${q}.data_tables t ON t.data_source_id = d.id
+      WHERE d.app_id = ? GROUP BY d.id ORDER BY d.slug`,
+    [app.id],
+  );
+  const total = found.reduce((n, r) => n + Number(r.table_count), 0);
+  const materialized = found.reduce((n, r) => n + Number(r.materialized_count), 0);
+  return {
+    total_tables: total,
+    materialized_tables: materialized,
+    unmaterialized_tables: total - materialized,
+    datasource_count: found.length,
+    datasources: Object.fromEntries(found.map((r) => [r.slug, { name: r.name, provider_type: r.provider_type, table_count: Number(r.table_count), materialized_count: Number(r.materialized_count) }])),
+  };
+}
+
+/**
+ * POST …/datatables/import-reference/: one object → the reference (201); an array → each
+ * item on its own, {created, failed, references, errors: [{index, reference, error}]} (207).
+ */
+export async function importReference(ctx: ServiceContext, targetAppSlug: string, body: unknown): Promise<{ single: true; table: DataTableView } | { single: false; result: ImportReferenceResult }> {
+  const schema = await siteSchemaFor(ctx, 'create', 'DataTable');
+  const target = await findApp(ctx.em, schema, targetAppSlug);
+  if (!Array.isArray(body)) return { single: true, table: await createReference(ctx, schema, target, body) };
+  const result: ImportReferenceResult = { created: 0, failed: 0, references: [], errors: [] };
+  for (const [index, item] of body.entries()) {
     try {
-      await ctx.em.transactional(async (tx) => {
-        await allowLongStatements(ctx, tx as EntityManager);
-        for (const statement of ddl) await tx.execute(statement);
-        await tx.execute(`UPDATE ${q}.data_tables SET is_materialized = true, updated_at = now(), modified_by = ? WHERE id = ?`, [actorUuid(ctx), row.id]);
-      });
+      result.references.push(await createReference(ctx, schema, target, item));
+      result.created++;
     } catch (err) {
-      const code = pgCode(err);
-      // Class 42 (syntax/definition) and 22 (data): the schema asks for something PostgreSQL refuses.
-      if (code && (code.startsWith('42') || code.startsWith('22'))) {
-        throw schemaError([`PostgreSQL refused the table: ${(err as Error).message.split('\n')[0]!.replace(/^.* - /, '')}`], 'The table could not be created.');
-      }
-      throw err;
+      if (!(err instanceof DomainError)) throw err;
+      result.failed++;
+      result.errors.push({ index, reference: item, error: err.errors ?? err.message });
     }
-    return view(await tableRow(ctx.em, schema, row.id));
-  },
-
-  async stats(ctx: ServiceContext, appSlug: string): Promise<DataTableStats> {
-    const schema = siteSchema(ctx);
-    const app = await findApp(ctx.em, schema, appSlug);
-    const q = quotedSchema(schema);
-    const found = await rows<{ slug: string; name: string; provider_type: string; table_count: string; materialized_count: string }>(
-      ctx.em,
-      `SELECT d.slug, d.name, d.provider_type, count(t.id) AS table_count, count(t.id) FILTER (WHERE t.is_materialized) AS materialized_count
-         FROM ${q}.data_sources d LEFT JOIN ${q}.data_tables t ON t.data_source_id = d.id
-        WHERE d.app_id = ? GROUP BY d.id ORDER BY d.slug`,
-      [app.id],
-    );
-    const total = found.reduce((n, r) => n + Number(r.table_count), 0);
-    const materialized = found.reduce((n, r) => n + Number(r.materialized_count), 0);
-    return {
-      total_tables: total,
-      materialized_tables: materialized,
-      unmaterialized_tables: total - materialized,
-      datasource_count: found.length,
-      datasources: Object.fromEntries(found.map((r) => [r.slug, { name: r.name, provider_type: r.provider_type, table_count: Number(r.table_count), materialized_count: Number(r.materialized_count) }])),
-    };
-  },
-
-  /**
-   * POST …/datatables/import-reference/: one object → the reference (201); an array → each
-   * item on its own, {created, failed, references, errors: [{index, reference, error}]} (207).
-   */
-  async importReference(ctx: ServiceContext, targetAppSlug: string, body: unknown): Promise<{ single: true; table: DataTableView } | { single: false; result: ImportReferenceResult }> {
-    const schema = requireSiteAdmin(ctx);
-    const target = await findApp(ctx.em, schema, targetAppSlug);
-    if (!Array.isArray(body)) return { single: true, table: await createReference(ctx, schema, target, body) };
-    const result: ImportReferenceResult = { created: 0, failed: 0, references: [], errors: [] };
-    for (const [index, item] of body.entries()) {
-      try {
-        result.references.push(await createReference(ctx, schema, target, item));
-        result.created++;
-      } catch (err) {
-        if (!(err instanceof DomainError)) throw err;
-        result.failed++;
-        result.errors.push({ index, reference: item, error: err.errors ?? err.message });
-      }
-    }
-    return { single: false, result };
-  },
-};
+  }
+  return { single: false, result };
+}
 
 export interface ImportReferenceResult {
   created: number;

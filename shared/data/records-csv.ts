@@ -71,7 +71,7 @@ function cell(value: unknown): string {
  * connection is released when the stream ends, fails or is destroyed (client gone).
  */
 export async function exportCsv(ctx: ServiceContext, scope: TableScope, name: string, query: Record<string, unknown>): Promise<Readable> {
-  const t = await openTarget(ctx, scope, name, false);
+  const t = await openTarget(ctx, scope, name, 'read');
   if (query._aggregate !== undefined || query._group_by !== undefined) throw fieldError('format', 'format=csv exports records; it does not apply to _aggregate/_group_by.');
   if (query.populate !== undefined) throw fieldError('populate', 'populate does not apply to format=csv.');
   const { where, orderBy } = await listQuery(ctx.em, t, query);
@@ -220,7 +220,7 @@ const ROLLBACK = Symbol('rollback');
  * on the row that caused it (found by replaying its batch row by row in a savepoint).
  */
 export async function importCsv(ctx: ServiceContext, scope: TableScope, name: string, input: Readable, options: CsvImportOptions = {}): Promise<CsvImportReport> {
-  const t = await openTarget(ctx, scope, name, true);
+  const t = await openTarget(ctx, scope, name, 'create');
   const maxRows = Math.min(options.maxRows ?? MAX_IMPORT_ROWS, MAX_IMPORT_ROWS);
   const maxBytes = Math.min(options.maxBytes ?? MAX_IMPORT_BYTES, MAX_IMPORT_BYTES);
   if ((options.declaredBytes ?? 0) > maxBytes) throw tooLarge(`more than ${maxBytes} bytes`);

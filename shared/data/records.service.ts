@@ -2,8 +2,10 @@
 // with conditions (own fields, foreign keys, reverse foreign keys, many-to-many, document
 // paths), keyword search, sort, pages, populate and aggregates; get; create one or many (all
 // or nothing, set-based); upsert; patch one or many; delete by key, by ids or by filter.
-// Plain SQL with bound parameters; identifiers only from the stored schema, quoted. Site
-// admins write; every site user reads. docs/data-tables.md "Records API".
+// Plain SQL with bound parameters; identifiers only from the stored schema, quoted. Decided on
+// the Record subject (records/target.ts: openTarget) and, for reads, the rows allowed
+// (records/access.ts): site admins write; every site user reads. docs/data-tables.md
+// "Records API".
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ServiceContext } from '../context.ts';
 import { DomainError, fieldError, validationError, type FieldErrors } from '../errors.ts';
@@ -11,6 +13,7 @@ import { countOf, rows } from '../secrets/sql.ts';
 import type { TableScope } from './datatable.service.ts';
 import { parseQueryFilters, type Filter, type SqlFragment } from './query/filter.ts';
 import { aggregate, compileOn, listQuery, pageOf, populate, selectRecords } from './records/read.ts';
+import { withinAllowed } from './records/access.ts';
 import { loadRelations, openTarget, resolver, type RecordRow, type Target } from './records/target.ts';
 import { batchOf, failingRecord, guarded, insertRecords, keyFilter, recordErrors, recordNotFound, updateRecord, violation } from './records/write.ts';
 
@@ -35,12 +38,13 @@ function checkFormat(query: Record<string, unknown>): void {
   throw fieldError('format', 'Expected json, flat or csv.');
 }
 
-/** The record with this key and the condition that selects it; undefined when there is none. */
+/** The record with this key (among those the actor may read) and the condition that selects it; undefined when there is none. */
 async function findOne(em: EntityManager, t: Target, id: string | unknown[], lock = false): Promise<{ row: RecordRow; where: SqlFragment } | undefined> {
   const cond = keyFilter(t, id);
   if (!cond) return undefined;
   const where = compileOn(t, cond);
-  const [row] = await selectRecords(em, t, `SELECT ${t.recordSql('t')} AS r FROM ${t.table} t WHERE ${where.sql}${lock ? ' FOR UPDATE' : ''}`, where.params);
+  const visible = withinAllowed(t.readable, where);
+  const [row] = await selectRecords(em, t, `SELECT ${t.recordSql('t')} AS r FROM ${t.table} t WHERE ${visible.sql}${lock ? ' FOR UPDATE' : ''}`, visible.params);
   return row && { row, where };
 }
 
@@ -63,170 +67,168 @@ async function patchOne(em: EntityManager, t: Target, key: string | unknown[], p
   return guarded(t, async () => (await updateRecord(em, t, found.where, rec, merged)) ?? found.row, prefix);
 }
 
-export const recordsService = {
-  async list(ctx: ServiceContext, scope: TableScope, name: string, query: Record<string, unknown>): Promise<RecordPage> {
-    const t = await openTarget(ctx, scope, name, false);
-    checkFormat(query);
-    if (query._aggregate !== undefined) return guarded(t, () => aggregate(ctx.em, t, query));
-    if (query._group_by !== undefined) throw fieldError('_group_by', '_group_by needs _aggregate.');
-    const { where, orderBy } = await listQuery(ctx.em, t, query);
-    const p = pageOf(query);
-    // The count and the page are independent statements: run side by side (two pooled
-    // connections), the page costs the slower of the two instead of their sum.
-    const [total, data] = await guarded(t, () => Promise.all([
-      countOf(ctx.em, `SELECT count(*) AS n FROM ${t.table} t WHERE ${where.sql}`, where.params),
-      selectRecords(ctx.em, t, `SELECT ${t.recordSql('t')} AS r FROM ${t.table} t WHERE ${where.sql} ORDER BY ${orderBy} LIMIT ? OFFSET ?`, [...where.params, p.limit, p.offset]),
-    ]));
-    if (query.populate !== undefined && data.length) await populate(ctx.em, t, data, query.populate);
-    return { data, total, page: p.page, page_size: p.pageSize };
-  },
+export async function listRecords(ctx: ServiceContext, scope: TableScope, name: string, query: Record<string, unknown>): Promise<RecordPage> {
+  const t = await openTarget(ctx, scope, name, 'read');
+  checkFormat(query);
+  if (query._aggregate !== undefined) return guarded(t, () => aggregate(ctx.em, t, query));
+  if (query._group_by !== undefined) throw fieldError('_group_by', '_group_by needs _aggregate.');
+  const { where, orderBy } = await listQuery(ctx.em, t, query);
+  const p = pageOf(query);
+  // The count and the page are independent statements: run side by side (two pooled
+  // connections), the page costs the slower of the two instead of their sum.
+  const [total, data] = await guarded(t, () => Promise.all([
+    countOf(ctx.em, `SELECT count(*) AS n FROM ${t.table} t WHERE ${where.sql}`, where.params),
+    selectRecords(ctx.em, t, `SELECT ${t.recordSql('t')} AS r FROM ${t.table} t WHERE ${where.sql} ORDER BY ${orderBy} LIMIT ? OFFSET ?`, [...where.params, p.limit, p.offset]),
+  ]));
+  if (query.populate !== undefined && data.length) await populate(ctx.em, t, data, query.populate);
+  return { data, total, page: p.page, page_size: p.pageSize };
+}
 
-  async get(ctx: ServiceContext, scope: TableScope, name: string, id: string, query: Record<string, unknown> = {}): Promise<RecordRow> {
-    const t = await openTarget(ctx, scope, name, false);
-    checkFormat(query);
-    const row = (await findOne(ctx.em, t, id))?.row;
-    if (!row) throw recordNotFound();
-    if (query.populate !== undefined) await populate(ctx.em, t, [row], query.populate);
+export async function getRecord(ctx: ServiceContext, scope: TableScope, name: string, id: string, query: Record<string, unknown> = {}): Promise<RecordRow> {
+  const t = await openTarget(ctx, scope, name, 'read');
+  checkFormat(query);
+  const row = (await findOne(ctx.em, t, id))?.row;
+  if (!row) throw recordNotFound();
+  if (query.populate !== undefined) await populate(ctx.em, t, [row], query.populate);
+  return row;
+}
+
+/** One record (an object) or many (an array, all or nothing, at most MAX_BULK_CREATE). */
+export async function createRecords(ctx: ServiceContext, scope: TableScope, name: string, body: unknown): Promise<RecordRow | RecordRow[]> {
+  const t = await openTarget(ctx, scope, name, 'create');
+  const many = Array.isArray(body);
+  const records = many ? batchOf(body, MAX_BULK_CREATE) : [body];
+  const errors: FieldErrors = {};
+  const valid = records.map((r, i) => recordErrors(t, r, many ? `${i}.` : '', errors));
+  if (Object.keys(errors).length) throw validationError(errors, many ? 'Invalid records: nothing was stored.' : 'Invalid record.');
+  const ok = valid as RecordRow[];
+  try {
+    const created = await ctx.em.transactional((tx) => insertRecords(tx as EntityManager, t, ok));
+    return many ? created : created[0]!;
+  } catch (err) {
+    const error = violation(t, err);
+    if (!error || !many) throw error ?? err;
+    const found = await failingRecord(ctx.em, t, ok);
+    throw (found && violation(t, found.error, `${found.index}.`)) ?? error;
+  }
+}
+
+/** `upsert/?unique_fields=a,b`: updates the record with these values, else inserts it. */
+export async function upsertRecord(ctx: ServiceContext, scope: TableScope, name: string, body: unknown, query: Record<string, unknown>): Promise<{ data: RecordRow; created: boolean }> {
+  const t = await openTarget(ctx, scope, name, 'create', 'update');
+  if (typeof query.unique_fields !== 'string' || query.unique_fields === '') throw fieldError('unique_fields', 'Name the fields that identify the record: unique_fields=a,b.');
+  const fields = [...new Set(query.unique_fields.split(','))];
+  const columns = resolver(t);
+  for (const f of fields) if (!columns.get(f) || columns.get(f)!.wrap) throw fieldError('unique_fields', `Unknown field "${f}".`);
+  const errors: FieldErrors = {};
+  const rec = recordErrors(t, body, '', errors);
+  if (!rec) throw validationError(errors, 'Invalid record.');
+  for (const f of fields) if (rec[f] === undefined || rec[f] === null) errors[f] = ['A value is required: it identifies the record.'];
+  if (Object.keys(errors).length) throw validationError(errors, 'Invalid record.');
+  return ctx.em.transactional(async (tx) => {
+    const em = tx as EntityManager;
+    const where = compileOn(t, { op: 'and', args: fields.map((field) => ({ op: 'eq' as const, field, value: rec[field] })) });
+    // One writer per identifying value set: two racing upserts of one record cannot both insert.
+    await rows(em, 'SELECT pg_advisory_xact_lock(hashtext(?))', [`${t.table}:${JSON.stringify(fields.map((f) => rec[f]))}`]);
+    const [current, second] = await selectRecords(em, t, `SELECT ${t.recordSql('t')} AS r FROM ${t.table} t WHERE ${where.sql} LIMIT 2 FOR UPDATE`, where.params);
+    if (second) throw new DomainError('CONFLICT', 'Several records have these values: unique_fields must identify one record.', { errors: { unique_fields: ['Several records have these values.'] } });
+    if (!current) return { data: (await guarded(t, () => insertRecords(em, t, [rec])))[0]!, created: true };
+    const data = await guarded(t, async () => (await updateRecord(em, t, where, rec, { ...current, ...rec })) ?? current);
+    return { data, created: false };
+  });
+}
+
+/** A partial update, validated as the whole record it produces. */
+export async function patchRecord(ctx: ServiceContext, scope: TableScope, name: string, id: string, body: unknown): Promise<RecordRow> {
+  const t = await openTarget(ctx, scope, name, 'update');
+  return ctx.em.transactional(async (tx) => {
+    const errors: FieldErrors = {};
+    const row = await patchOne(tx as EntityManager, t, id, body, '', errors);
+    if (!row) throw validationError(errors, 'Invalid record.');
     return row;
-  },
+  });
+}
 
-  /** One record (an object) or many (an array, all or nothing, at most MAX_BULK_CREATE). */
-  async create(ctx: ServiceContext, scope: TableScope, name: string, body: unknown): Promise<RecordRow | RecordRow[]> {
-    const t = await openTarget(ctx, scope, name, true);
-    const many = Array.isArray(body);
-    const records = many ? batchOf(body, MAX_BULK_CREATE) : [body];
+/** PATCH on the collection: an array of partial records each carrying its key; all or nothing. */
+export async function patchRecords(ctx: ServiceContext, scope: TableScope, name: string, body: unknown): Promise<RecordRow[]> {
+  const t = await openTarget(ctx, scope, name, 'update');
+  const items = batchOf(body, MAX_BULK_PATCH);
+  return ctx.em.transactional(async (tx) => {
     const errors: FieldErrors = {};
-    const valid = records.map((r, i) => recordErrors(t, r, many ? `${i}.` : '', errors));
-    if (Object.keys(errors).length) throw validationError(errors, many ? 'Invalid records: nothing was stored.' : 'Invalid record.');
-    const ok = valid as RecordRow[];
-    try {
-      const created = await ctx.em.transactional((tx) => insertRecords(tx as EntityManager, t, ok));
-      return many ? created : created[0]!;
-    } catch (err) {
-      const error = violation(t, err);
-      if (!error || !many) throw error ?? err;
-      const found = await failingRecord(ctx.em, t, ok);
-      throw (found && violation(t, found.error, `${found.index}.`)) ?? error;
+    const out: RecordRow[] = [];
+    for (const [i, item] of items.entries()) {
+      const prefix = `${i}.`;
+      if (typeof item !== 'object' || item === null || Array.isArray(item)) {
+        errors[`${i}`] = ['Expected an object of field values.'];
+        continue;
+      }
+      const rec = item as RecordRow;
+      const missing = t.pk.filter((k) => rec[k] === undefined || rec[k] === null);
+      if (missing.length) {
+        for (const k of missing) errors[`${prefix}${k}`] = ['The key is required to find the record.'];
+        continue;
+      }
+      const row = await patchOne(tx as EntityManager, t, t.pk.map((k) => rec[k]), rec, prefix, errors);
+      if (row) out.push(row);
     }
-  },
+    if (Object.keys(errors).length) throw validationError(errors, 'Invalid records: nothing was changed.');
+    return out;
+  });
+}
 
-  /** `upsert/?unique_fields=a,b`: updates the record with these values, else inserts it. */
-  async upsert(ctx: ServiceContext, scope: TableScope, name: string, body: unknown, query: Record<string, unknown>): Promise<{ data: RecordRow; created: boolean }> {
-    const t = await openTarget(ctx, scope, name, true);
-    if (typeof query.unique_fields !== 'string' || query.unique_fields === '') throw fieldError('unique_fields', 'Name the fields that identify the record: unique_fields=a,b.');
-    const fields = [...new Set(query.unique_fields.split(','))];
-    const columns = resolver(t);
-    for (const f of fields) if (!columns.get(f) || columns.get(f)!.wrap) throw fieldError('unique_fields', `Unknown field "${f}".`);
-    const errors: FieldErrors = {};
-    const rec = recordErrors(t, body, '', errors);
-    if (!rec) throw validationError(errors, 'Invalid record.');
-    for (const f of fields) if (rec[f] === undefined || rec[f] === null) errors[f] = ['A value is required: it identifies the record.'];
-    if (Object.keys(errors).length) throw validationError(errors, 'Invalid record.');
-    return ctx.em.transactional(async (tx) => {
-      const em = tx as EntityManager;
-      const where = compileOn(t, { op: 'and', args: fields.map((field) => ({ op: 'eq' as const, field, value: rec[field] })) });
-      // One writer per identifying value set: two racing upserts of one record cannot both insert.
-      await rows(em, 'SELECT pg_advisory_xact_lock(hashtext(?))', [`${t.table}:${JSON.stringify(fields.map((f) => rec[f]))}`]);
-      const [current, second] = await selectRecords(em, t, `SELECT ${t.recordSql('t')} AS r FROM ${t.table} t WHERE ${where.sql} LIMIT 2 FOR UPDATE`, where.params);
-      if (second) throw new DomainError('CONFLICT', 'Several records have these values: unique_fields must identify one record.', { errors: { unique_fields: ['Several records have these values.'] } });
-      if (!current) return { data: (await guarded(t, () => insertRecords(em, t, [rec])))[0]!, created: true };
-      const data = await guarded(t, async () => (await updateRecord(em, t, where, rec, { ...current, ...rec })) ?? current);
-      return { data, created: false };
-    });
-  },
+export async function deleteRecord(ctx: ServiceContext, scope: TableScope, name: string, id: string): Promise<void> {
+  const t = await openTarget(ctx, scope, name, 'delete');
+  const cond = keyFilter(t, id);
+  if (!cond) throw recordNotFound();
+  const where = compileOn(t, cond);
+  const gone = await guarded(t, () => rows(ctx.em, `DELETE FROM ${t.table} t WHERE ${where.sql} RETURNING 1`, where.params));
+  if (!gone.length) throw recordNotFound();
+}
 
-  /** A partial update, validated as the whole record it produces. */
-  async patch(ctx: ServiceContext, scope: TableScope, name: string, id: string, body: unknown): Promise<RecordRow> {
-    const t = await openTarget(ctx, scope, name, true);
-    return ctx.em.transactional(async (tx) => {
-      const errors: FieldErrors = {};
-      const row = await patchOne(tx as EntityManager, t, id, body, '', errors);
-      if (!row) throw validationError(errors, 'Invalid record.');
-      return row;
-    });
-  },
-
-  /** PATCH on the collection: an array of partial records each carrying its key; all or nothing. */
-  async patchMany(ctx: ServiceContext, scope: TableScope, name: string, body: unknown): Promise<RecordRow[]> {
-    const t = await openTarget(ctx, scope, name, true);
-    const items = batchOf(body, MAX_BULK_PATCH);
-    return ctx.em.transactional(async (tx) => {
-      const errors: FieldErrors = {};
-      const out: RecordRow[] = [];
-      for (const [i, item] of items.entries()) {
-        const prefix = `${i}.`;
-        if (typeof item !== 'object' || item === null || Array.isArray(item)) {
-          errors[`${i}`] = ['Expected an object of field values.'];
-          continue;
-        }
-        const rec = item as RecordRow;
-        const missing = t.pk.filter((k) => rec[k] === undefined || rec[k] === null);
-        if (missing.length) {
-          for (const k of missing) errors[`${prefix}${k}`] = ['The key is required to find the record.'];
-          continue;
-        }
-        const row = await patchOne(tx as EntityManager, t, t.pk.map((k) => rec[k]), rec, prefix, errors);
-        if (row) out.push(row);
-      }
-      if (Object.keys(errors).length) throw validationError(errors, 'Invalid records: nothing was changed.');
-      return out;
-    });
-  },
-
-  async remove(ctx: ServiceContext, scope: TableScope, name: string, id: string): Promise<void> {
-    const t = await openTarget(ctx, scope, name, true);
-    const cond = keyFilter(t, id);
-    if (!cond) throw recordNotFound();
-    const where = compileOn(t, cond);
-    const gone = await guarded(t, () => rows(ctx.em, `DELETE FROM ${t.table} t WHERE ${where.sql} RETURNING 1`, where.params));
-    if (!gone.length) throw recordNotFound();
-  },
-
-  /**
-   * DELETE on the collection: `ids=a,b` (composite keys: a JSON array of key arrays) →
-   * {deleted, ids}; `filter=<JSON conditions>` → {deleted}.
-   */
-  async removeMany(ctx: ServiceContext, scope: TableScope, name: string, query: Record<string, unknown>): Promise<{ deleted: number; ids?: unknown[] }> {
-    const t = await openTarget(ctx, scope, name, true);
-    if (typeof query.ids === 'string' && query.filter === undefined) {
-      let keys: unknown[];
-      if (t.pk.length === 1) keys = query.ids.split(',').filter((x) => x !== '');
-      else {
-        try {
-          keys = JSON.parse(query.ids) as unknown[];
-        } catch {
-          keys = [];
-        }
-        if (!Array.isArray(keys) || !keys.every(Array.isArray)) throw fieldError('ids', `Composite keys: a JSON array of [${t.pk.join(', ')}] arrays.`);
-      }
-      if (!keys.length) throw fieldError('ids', 'Give at least one id.');
-      if (keys.length > MAX_BULK_PATCH) throw fieldError('ids', `At most ${MAX_BULK_PATCH} ids per request.`);
-      const conds: Filter[] = [];
-      for (const k of keys) {
-        const cond = keyFilter(t, k as string | unknown[]);
-        if (!cond) throw fieldError('ids', 'Every id must be a valid key of the table.');
-        conds.push(cond);
-      }
-      const where = compileOn(t, { op: 'or', args: conds });
-      const keySql = t.pk.length === 1 ? t.columns.get(t.pk[0]!)!.sql! : `jsonb_build_array(${t.pk.map((k) => t.columns.get(k)!.sql).join(', ')})`;
-      const gone = await guarded(t, () => rows<{ k: unknown }>(ctx.em, `DELETE FROM ${t.table} t WHERE ${where.sql} RETURNING to_jsonb(${keySql}) AS k`, where.params));
-      return { deleted: gone.length, ids: gone.map((g) => g.k) };
-    }
-    if (typeof query.filter === 'string' && query.ids === undefined) {
-      let parsed: unknown;
+/**
+ * DELETE on the collection: `ids=a,b` (composite keys: a JSON array of key arrays) →
+ * {deleted, ids}; `filter=<JSON conditions>` → {deleted}.
+ */
+export async function deleteRecords(ctx: ServiceContext, scope: TableScope, name: string, query: Record<string, unknown>): Promise<{ deleted: number; ids?: unknown[] }> {
+  const t = await openTarget(ctx, scope, name, 'delete');
+  if (typeof query.ids === 'string' && query.filter === undefined) {
+    let keys: unknown[];
+    if (t.pk.length === 1) keys = query.ids.split(',').filter((x) => x !== '');
+    else {
       try {
-        parsed = JSON.parse(query.filter);
+        keys = JSON.parse(query.ids) as unknown[];
       } catch {
-        throw fieldError('filter', 'Expected a JSON object of field conditions.');
+        keys = [];
       }
-      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw fieldError('filter', 'Expected a JSON object of field conditions.');
-      if (!Object.keys(parsed).length) throw fieldError('filter', 'An empty filter would delete every record: refused.');
-      const conditions = parsed as Record<string, unknown>;
-      if (Object.keys(conditions).some((k) => k.includes('.'))) await loadRelations(ctx.em, t);
-      const where = compileOn(t, parseQueryFilters(conditions, resolver(t), false));
-      const gone = await guarded(t, () => rows(ctx.em, `DELETE FROM ${t.table} t WHERE ${where.sql} RETURNING 1`, where.params));
-      return { deleted: gone.length };
+      if (!Array.isArray(keys) || !keys.every(Array.isArray)) throw fieldError('ids', `Composite keys: a JSON array of [${t.pk.join(', ')}] arrays.`);
     }
-    throw fieldError('non_field_errors', 'Give either ids=a,b or filter=<JSON conditions> (not both).');
-  },
-};
+    if (!keys.length) throw fieldError('ids', 'Give at least one id.');
+    if (keys.length > MAX_BULK_PATCH) throw fieldError('ids', `At most ${MAX_BULK_PATCH} ids per request.`);
+    const conds: Filter[] = [];
+    for (const k of keys) {
+      const cond = keyFilter(t, k as string | unknown[]);
+      if (!cond) throw fieldError('ids', 'Every id must be a valid key of the table.');
+      conds.push(cond);
+    }
+    const where = compileOn(t, { op: 'or', args: conds });
+    const keySql = t.pk.length === 1 ? t.columns.get(t.pk[0]!)!.sql! : `jsonb_build_array(${t.pk.map((k) => t.columns.get(k)!.sql).join(', ')})`;
+    const gone = await guarded(t, () => rows<{ k: unknown }>(ctx.em, `DELETE FROM ${t.table} t WHERE ${where.sql} RETURNING to_jsonb(${keySql}) AS k`, where.params));
+    return { deleted: gone.length, ids: gone.map((g) => g.k) };
+  }
+  if (typeof query.filter === 'string' && query.ids === undefined) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(query.filter);
+    } catch {
+      throw fieldError('filter', 'Expected a JSON object of field conditions.');
+    }
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw fieldError('filter', 'Expected a JSON object of field conditions.');
+    if (!Object.keys(parsed).length) throw fieldError('filter', 'An empty filter would delete every record: refused.');
+    const conditions = parsed as Record<string, unknown>;
+    if (Object.keys(conditions).some((k) => k.includes('.'))) await loadRelations(ctx.em, t);
+    const where = compileOn(t, parseQueryFilters(conditions, resolver(t), false));
+    const gone = await guarded(t, () => rows(ctx.em, `DELETE FROM ${t.table} t WHERE ${where.sql} RETURNING 1`, where.params));
+    return { deleted: gone.length };
+  }
+  throw fieldError('non_field_errors', 'Give either ids=a,b or filter=<JSON conditions> (not both).');
+}

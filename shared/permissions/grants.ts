@@ -1,9 +1,11 @@
 // Object-level permissions on organizations and sites, gathered in one query from the
 // user's memberships (owner, admin), direct grants, and the grants of their groups, then
-// turned into rules of the request's one CASL ability.
+// turned into rules of the request's one CASL ability; a site user's permissions in its site
+// likewise (tenancy/site-grants.ts).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ServiceContext } from '../context.ts';
 import { defineAbility, type AppAbility } from '../auth/actor.ts';
+import { loadSitePermissions } from '../tenancy/site-grants.ts';
 
 export const ORGANIZATION_PERMISSIONS = ['view_organization', 'change_organization', 'delete_organization', 'manage_organization', 'invite_members'] as const;
 export const SITE_PERMISSIONS = ['view_site', 'change_site', 'delete_site', 'access_site', 'manage_site', 'manage_site_users', 'admin_site'] as const;
@@ -65,13 +67,24 @@ export async function loadGrants(em: EntityManager, userUuid: string): Promise<G
 }
 
 /**
- * The request's ability including its organization and site grants (loaded once per
- * context, on first need). Services on organizations and sites call this before deciding.
+ * The request's ability including the grants its user holds (loaded once per context, on
+ * first need): a platform user's organization and site grants, or a site user's permissions
+ * in its own site (tenancy/site-grants.ts). Superusers (and site staff) need none; a site user
+ * outside its own site gets nothing from them, so nothing is loaded. Services on
+ * organizations, sites, secrets and secret types call this before deciding.
  */
 export async function abilityWithGrants(ctx: ServiceContext): Promise<AppAbility> {
-  if (ctx.grants || ctx.actor.kind !== 'user' || ctx.actor.is_superuser) return ctx.ability;
-  ctx.grants = await loadGrants(ctx.em, ctx.actor.uuid);
-  ctx.ability = defineAbility(ctx.actor, ctx.grants);
+  const actor = ctx.actor;
+  if (actor.kind !== 'user' || actor.is_superuser) return ctx.ability;
+  if (actor.tenant) {
+    if (ctx.sitePermissions || actor.is_staff || actor.tenant !== ctx.tenant) return ctx.ability;
+    ctx.sitePermissions = await loadSitePermissions(ctx.em, actor.tenant, actor.uuid);
+    ctx.ability = defineAbility(actor, { site: ctx.sitePermissions });
+    return ctx.ability;
+  }
+  if (ctx.grants) return ctx.ability;
+  ctx.grants = await loadGrants(ctx.em, actor.uuid);
+  ctx.ability = defineAbility(actor, { platform: ctx.grants });
   return ctx.ability;
 }
 

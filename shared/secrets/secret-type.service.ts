@@ -1,5 +1,6 @@
 // Secret types of a site ("<schema>".secret_types): a name, a slug, a JSON Schema for values.
-// Managed by the site's administrators (and holders of the site's *_secret permissions).
+// Decided on the SecretType subject: the site's administrators and holders of the site's
+// *_secret permissions (auth/actor.ts).
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { EntityManager } from '@mikro-orm/postgresql';
@@ -12,7 +13,8 @@ import { validate } from '../common/validation.ts';
 import type { ServiceContext } from '../context.ts';
 import { DomainError, fieldError, notFound } from '../errors.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
-import { requireSitePermission } from '../tenancy/tenant-auth.ts';
+import type { Action } from '../auth/actor.ts';
+import { authorizeSiteSubject, siteSchemaFor } from '../tenancy/site-access.ts';
 import { SecretTypeCreate, SecretTypeListQuery, SecretTypeUpdate, type SecretTypeView } from './secret-type.schemas.ts';
 import { countOf, firstRow, iso, pgCode, rows } from './sql.ts';
 
@@ -96,14 +98,16 @@ export async function findSecretType(em: EntityManager, schema: string, ref: str
   return firstRow<SecretTypeRow>(em, `SELECT ${COLUMNS} FROM ${quotedSchema(schema)}.secret_types WHERE ${where}`, [ref.toLowerCase()]);
 }
 
-async function typeOr404(em: EntityManager, schema: string, ref: string): Promise<SecretTypeRow> {
-  const type = await findSecretType(em, schema, ref);
+/** The type `ref` (slug or UUID), if the actor may `action` it: 404 when absent, 403 when denied. */
+async function typeFor(ctx: ServiceContext, schema: string, ref: string, action: Action): Promise<SecretTypeRow> {
+  const type = await findSecretType(ctx.em, schema, ref);
   if (!type) throw notFound('Secret type');
+  await authorizeSiteSubject(ctx, action, 'SecretType', { schema, slug: type.slug });
   return type;
 }
 
 export async function listSecretTypes(ctx: ServiceContext, rawQuery: unknown): Promise<Page<SecretTypeView>> {
-  const schema = await requireSitePermission(ctx, 'view_secret');
+  const schema = await siteSchemaFor(ctx, 'read', 'SecretType');
   const query = validate(SecretTypeListQuery, rawQuery, 'query');
   const pageReq = parsePageRequest(query);
   const params: unknown[] = [];
@@ -121,7 +125,7 @@ export async function listSecretTypes(ctx: ServiceContext, rawQuery: unknown): P
 }
 
 export async function createSecretType(ctx: ServiceContext, rawInput: unknown): Promise<SecretTypeView> {
-  const schema = await requireSitePermission(ctx, 'add_secret');
+  const schema = await siteSchemaFor(ctx, 'create', 'SecretType');
   const input = validate(SecretTypeCreate, rawInput);
   const jsonSchema = input.json_schema ?? {};
   compileJsonSchema(jsonSchema);
@@ -145,14 +149,14 @@ export async function createSecretType(ctx: ServiceContext, rawInput: unknown): 
 }
 
 export async function getSecretType(ctx: ServiceContext, ref: string): Promise<SecretTypeView> {
-  const schema = await requireSitePermission(ctx, 'view_secret');
-  return view(await typeOr404(ctx.em, schema, ref));
+  const schema = await siteSchemaFor(ctx, 'read', 'SecretType');
+  return view(await typeFor(ctx, schema, ref, 'read'));
 }
 
 export async function updateSecretType(ctx: ServiceContext, ref: string, rawInput: unknown): Promise<SecretTypeView> {
-  const schema = await requireSitePermission(ctx, 'change_secret');
+  const schema = await siteSchemaFor(ctx, 'update', 'SecretType');
   const input = validate(SecretTypeUpdate, rawInput);
-  const type = await typeOr404(ctx.em, schema, ref);
+  const type = await typeFor(ctx, schema, ref, 'update');
   dropReadOnly(SecretTypeUpdate, input, view(type));
   if (input.json_schema !== undefined) compileJsonSchema(input.json_schema);
   const updated = await firstRow<SecretTypeRow>(
@@ -169,8 +173,8 @@ const IN_USE = (n: number) => `This secret type is used by ${n} secret${n === 1 
 
 /** Refused (400) while secrets use the type. */
 export async function deleteSecretType(ctx: ServiceContext, ref: string): Promise<void> {
-  const schema = await requireSitePermission(ctx, 'delete_secret');
-  const type = await typeOr404(ctx.em, schema, ref);
+  const schema = await siteSchemaFor(ctx, 'delete', 'SecretType');
+  const type = await typeFor(ctx, schema, ref, 'delete');
   const q = quotedSchema(schema);
   const used = await countOf(ctx.em, `SELECT count(*) AS n FROM ${q}.secrets WHERE secret_type_uuid = ?`, [type.uuid]);
   if (used) throw new DomainError('BAD_REQUEST', IN_USE(used));

@@ -1,4 +1,5 @@
-// Site users' tokens (spec Part 1 §5 on a site host) and who may do what inside a site.
+// Site users' tokens (spec Part 1 §5 on a site host). Who may do what inside a site is the
+// request's ability (auth/actor.ts, tenancy/site-access.ts).
 //
 // A site's users live in "<schema>".users. One with `platform_user_uuid` (the organization
 // owners and admins seeded at site creation) signs in with the CURRENT password of that
@@ -12,11 +13,10 @@ import { RefreshRequest, TokenRequest, type TokenPair } from '../auth/auth.servi
 import { verifyPassword } from '../auth/passwords.ts';
 import { signToken, verifyToken, type TokenSettings } from '../auth/tokens.ts';
 import { validate } from '../common/validation.ts';
-import type { ServiceContext } from '../context.ts';
-import { DomainError, invalidToken, notAuthenticated, permissionDenied } from '../errors.ts';
+import { invalidToken, notAuthenticated } from '../errors.ts';
 import { selectUserRow } from '../users/user.queries.ts';
 import { LINKED_STANDING_SQL } from './linked-users.ts';
-import { assertSchemaName, quotedSchema } from './schema.ts';
+import { quotedSchema } from './schema.ts';
 
 const BAD_CREDENTIALS = 'No active account found with the given credentials.';
 
@@ -81,48 +81,6 @@ export async function blacklistTenantRefresh(em: EntityManager, settings: TokenS
     `INSERT INTO ${q}.token_blacklist (jti, user_uuid, expires_at) SELECT ?, uuid, ? FROM ${q}.users WHERE uuid = ? ON CONFLICT (jti) DO NOTHING`,
     [claims.jti, new Date(claims.exp * 1000), claims.sub],
   );
-}
-
-/**
- * The site schema a tenant service works in: ctx.tenant (host routing or the CLI's --site),
- * never a name from the request. A user actor must be a user of that very site.
- */
-export function siteSchema(ctx: ServiceContext): string {
-  if (ctx.tenant === null) throw new DomainError('NOT_FOUND', 'Only available on a site host.', { detail: 'Not found.' });
-  if (ctx.actor.kind === 'user' && ctx.actor.tenant !== ctx.tenant) throw permissionDenied();
-  return assertSchemaName(ctx.tenant);
-}
-
-/** Site administrators: the site's superusers and staff (and the CLI's system actor). */
-export function isSiteAdmin(actor: Actor): boolean {
-  return actor.kind === 'system' || actor.is_superuser || actor.is_staff;
-}
-
-/** The schema, if the caller administers this site; 403 otherwise. */
-export function requireSiteAdmin(ctx: ServiceContext): string {
-  const schema = siteSchema(ctx);
-  if (!isSiteAdmin(ctx.actor)) throw permissionDenied();
-  return schema;
-}
-
-// Whether a site user holds a permission (`view_secret`, …) directly or through a group.
-const permissionSql = (q: string) => `
-  SELECT 1 FROM ${q}.permissions p
-   WHERE p.codename = ?
-     AND (EXISTS (SELECT 1 FROM ${q}.user_permissions up WHERE up.permission_id = p.id AND up.user_uuid = ?)
-       OR EXISTS (SELECT 1 FROM ${q}.user_groups ug JOIN ${q}.group_permissions gp ON gp.group_id = ug.group_id
-                   WHERE gp.permission_id = p.id AND ug.user_uuid = ?))`;
-
-/**
- * The schema, if the caller administers this site or holds `codename` there (directly or
- * through one of the site's groups, e.g. the seeded Editors hold the secret permissions); 403 otherwise.
- */
-export async function requireSitePermission(ctx: ServiceContext, codename: string): Promise<string> {
-  const schema = siteSchema(ctx);
-  if (isSiteAdmin(ctx.actor) || ctx.actor.kind !== 'user') return schema;
-  const held = await ctx.em.getConnection().execute(permissionSql(quotedSchema(schema)), [codename, ctx.actor.uuid, ctx.actor.uuid], 'get');
-  if (!held) throw permissionDenied();
-  return schema;
 }
 
 /** How an actor is named in audit records. */

@@ -1,9 +1,9 @@
 // A site's own users ("<schema>".users): administration by the site's superusers and staff,
-// the signed-in user's profile and password, and public profiles. Parameterised SQL on the
-// schema of ctx.tenant (validated, quoted); the rules are the platform's (user.service.ts):
-// staff cannot touch superusers nor grant the admin flags; DELETE is soft.
+// the signed-in user's profile and password, and public profiles. Decided on the SiteUser
+// subject (public profiles: on the Tenant, what every user of the site sees) with the
+// platform's rules (auth/actor.ts): staff cannot touch superusers nor grant the admin flags.
+// Parameterised SQL on the schema of ctx.tenant (validated, quoted); DELETE is soft.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { authorize } from '../auth/actor.ts';
 import { checkPasswordStrength, hashPassword, verifyPassword } from '../auth/passwords.ts';
 import { boolFilter, likeEscape } from '../common/filters.ts';
 import { pageOffset, parsePageRequest, resolvePage, type Page } from '../common/pagination.ts';
@@ -13,7 +13,7 @@ import type { ServiceContext } from '../context.ts';
 import { DomainError, fieldError, notFound } from '../errors.ts';
 import { toUserView, type UserRow } from '../users/user.queries.ts';
 import { quotedSchema } from './schema.ts';
-import { requireSiteAdmin, siteSchema } from './tenant-auth.ts';
+import { authorizeSiteSubject, siteSchemaFor, tenantSchema } from './site-access.ts';
 import { dropReadOnly, withoutUnchanged } from '../common/read-only.ts';
 import { ChangePassword, SiteProfileUpdate, SiteUserCreate, SiteUserListQuery, SiteUserUpdate, type PublicProfile, type SiteUserView } from './tenant-users.schemas.ts';
 
@@ -53,7 +53,7 @@ const ORDERING: Record<string, string> = {
 };
 
 export async function listSiteUsers(ctx: ServiceContext, rawQuery: unknown): Promise<Page<SiteUserView>> {
-  const schema = requireSiteAdmin(ctx);
+  const schema = await siteSchemaFor(ctx, 'read', 'SiteUser');
   const query = validate(SiteUserListQuery, rawQuery, 'query');
   const pageReq = parsePageRequest(query);
   const where: string[] = ['true'];
@@ -87,11 +87,12 @@ function duplicateError(err: unknown): DomainError | undefined {
 }
 
 export async function createSiteUser(ctx: ServiceContext, rawInput: unknown): Promise<SiteUserView> {
-  const schema = requireSiteAdmin(ctx);
+  const schema = await siteSchemaFor(ctx, 'create', 'SiteUser');
   const input = validate(SiteUserCreate, rawInput);
-  authorize(ctx.ability, 'create', 'User', { is_superuser: input.is_superuser ?? false });
-  if (input.is_superuser !== undefined) authorize(ctx.ability, 'create', 'User', { is_superuser: input.is_superuser }, 'is_superuser');
-  if (input.is_staff !== undefined) authorize(ctx.ability, 'create', 'User', { is_superuser: input.is_superuser ?? false }, 'is_staff');
+  const created = { schema, is_superuser: input.is_superuser ?? false };
+  await authorizeSiteSubject(ctx, 'create', 'SiteUser', created);
+  if (input.is_superuser !== undefined) await authorizeSiteSubject(ctx, 'create', 'SiteUser', { schema, is_superuser: input.is_superuser }, 'is_superuser');
+  if (input.is_staff !== undefined) await authorizeSiteSubject(ctx, 'create', 'SiteUser', created, 'is_staff');
   const email = input.email?.trim() ?? '';
   checkPasswordStrength(input.password, 'password', { username: input.username, email });
   const password = await hashPassword(input.password);
@@ -116,7 +117,10 @@ export async function createSiteUser(ctx: ServiceContext, rawInput: unknown): Pr
 }
 
 export async function getSiteUser(ctx: ServiceContext, ref: string): Promise<SiteUserView> {
-  return view(await findRow(ctx.em, requireSiteAdmin(ctx), ref));
+  const schema = await siteSchemaFor(ctx, 'read', 'SiteUser');
+  const user = await findRow(ctx.em, schema, ref);
+  await authorizeSiteSubject(ctx, 'read', 'SiteUser', { schema, uuid: user.uuid, is_superuser: user.is_superuser });
+  return view(user);
 }
 
 const UPDATABLE = ['username', 'email', 'first_name', 'last_name', 'is_active', 'is_staff', 'is_superuser'] as const;
@@ -145,13 +149,13 @@ async function writeUser(ctx: ServiceContext, schema: string, user: Row, input: 
 
 /** PUT: a body sent back from GET works (read-only and unchanged fields are ignored); own password needs the old one. */
 export async function updateSiteUser(ctx: ServiceContext, ref: string, rawInput: unknown): Promise<SiteUserView> {
-  const schema = requireSiteAdmin(ctx);
+  const schema = await siteSchemaFor(ctx, 'update', 'SiteUser');
   const input = validate(SiteUserUpdate, rawInput);
   const user = await findRow(ctx.em, schema, ref, { withPassword: true });
   withoutUnchanged(dropReadOnly(SiteUserUpdate, input, view(user)), view(user), ['password', 'old_password']);
-  const current = { uuid: user.uuid, is_superuser: user.is_superuser };
-  authorize(ctx.ability, 'update', 'User', current);
-  for (const field of Object.keys(input)) if (field !== 'old_password') authorize(ctx.ability, 'update', 'User', current, field);
+  const current = { schema, uuid: user.uuid, is_superuser: user.is_superuser };
+  await authorizeSiteSubject(ctx, 'update', 'SiteUser', current);
+  for (const field of Object.keys(input)) if (field !== 'old_password') await authorizeSiteSubject(ctx, 'update', 'SiteUser', current, field);
   if (input.password !== undefined && user.platform_user_uuid) throw fieldError('password', LINKED_PASSWORD_MESSAGE);
   if (input.old_password !== undefined && input.password === undefined) throw fieldError('old_password', 'Send it with `password`, the new one.');
   const resetsOthers = ctx.actor.kind === 'system' || (ctx.actor.is_superuser && ctx.actor.uuid !== user.uuid);
@@ -164,9 +168,9 @@ export async function updateSiteUser(ctx: ServiceContext, ref: string, rawInput:
 
 /** Soft delete: the user can no longer sign in or refresh; history and references stay. */
 export async function deleteSiteUser(ctx: ServiceContext, ref: string): Promise<void> {
-  const schema = requireSiteAdmin(ctx);
+  const schema = await siteSchemaFor(ctx, 'delete', 'SiteUser');
   const user = await findRow(ctx.em, schema, ref);
-  authorize(ctx.ability, 'delete', 'User', { uuid: user.uuid, is_superuser: user.is_superuser });
+  await authorizeSiteSubject(ctx, 'delete', 'SiteUser', { schema, uuid: user.uuid, is_superuser: user.is_superuser });
   if (ctx.actor.kind === 'user' && ctx.actor.uuid === user.uuid) throw new DomainError('BUSINESS_LOGIC_ERROR', 'You cannot delete your own account.');
   if (user.is_deleted) return;
   await ctx.em
@@ -179,21 +183,35 @@ function ownUuid(ctx: ServiceContext): string {
   return ctx.actor.uuid;
 }
 
+/**
+ * The own-profile routes: the schema, if the caller may `action` their own row of this site's
+ * users (a user of another site or of the platform: 403). The system actor passes here and is
+ * told afterwards that it has no profile.
+ */
+async function ownProfileSchema(ctx: ServiceContext, action: 'read' | 'update', field?: string): Promise<string> {
+  const schema = tenantSchema(ctx);
+  await authorizeSiteSubject(ctx, action, 'SiteUser', { schema, ...(ctx.actor.kind === 'user' ? { uuid: ctx.actor.uuid } : {}) }, field);
+  return schema;
+}
+
 export async function getSiteProfile(ctx: ServiceContext): Promise<SiteUserView> {
-  const schema = siteSchema(ctx);
+  const schema = await ownProfileSchema(ctx, 'read');
   return view(await findRow(ctx.em, schema, ownUuid(ctx)));
 }
 
 export async function updateSiteProfile(ctx: ServiceContext, rawInput: unknown): Promise<SiteUserView> {
-  const schema = siteSchema(ctx);
+  const schema = await ownProfileSchema(ctx, 'update');
   const input = validate(SiteProfileUpdate, rawInput);
   const user = await findRow(ctx.em, schema, ownUuid(ctx));
-  return writeUser(ctx, schema, user, dropReadOnly(SiteProfileUpdate, input, view(user)), false);
+  const changes = dropReadOnly(SiteProfileUpdate, input, view(user));
+  const self = { schema, uuid: user.uuid, is_superuser: user.is_superuser };
+  for (const field of Object.keys(changes)) await authorizeSiteSubject(ctx, 'update', 'SiteUser', self, field);
+  return writeUser(ctx, schema, user, changes, false);
 }
 
 /** Own-password users only; a linked user's password is the platform account's. Revokes every earlier token. */
 export async function changeSitePassword(ctx: ServiceContext, rawInput: unknown): Promise<void> {
-  const schema = siteSchema(ctx);
+  const schema = await ownProfileSchema(ctx, 'update', 'password');
   const input = validate(ChangePassword, rawInput);
   const user = await findRow(ctx.em, schema, ownUuid(ctx), { withPassword: true });
   if (user.platform_user_uuid) throw new DomainError('BAD_REQUEST', LINKED_PASSWORD_MESSAGE);
@@ -207,6 +225,7 @@ export async function changeSitePassword(ctx: ServiceContext, rawInput: unknown)
 
 /** GET /api/users/{user}/profile/: public fields of a (not deleted) user of the same site. */
 export async function getPublicProfile(ctx: ServiceContext, ref: string): Promise<PublicProfile> {
-  const user = await findRow(ctx.em, siteSchema(ctx), ref, { activeOnly: true });
+  const schema = await siteSchemaFor(ctx, 'read', 'Tenant');
+  const user = await findRow(ctx.em, schema, ref, { activeOnly: true });
   return { uuid: user.uuid, username: user.username, first_name: user.first_name, last_name: user.last_name };
 }

@@ -8,6 +8,7 @@ import { searchVector } from '../ddl.ts';
 import { fromStored } from '../field-types.ts';
 import { compileFilter, parseQueryFilters, type ColumnInfo, type Filter, type SqlFragment } from '../query/filter.ts';
 import { quoteIdent, type Field, type TableSchema } from '../table-schema.ts';
+import { withinAllowed } from './access.ts';
 import { fieldSql, loadRelations, needsRelations, resolver, sortExpression, type RecordRow, type Relation, type Target, type TableView } from './target.ts';
 
 const DEFAULT_PAGE_SIZE = 20;
@@ -81,12 +82,12 @@ function searchCondition(t: Target, raw: unknown): SqlFragment | undefined {
   return { sql: `${vector} @@ to_tsquery('simple', ?)`, params: [words.map((w) => `${w}:*`).join(' & ')] };
 }
 
-/** The WHERE fragment of a query: its field conditions and keyword search. */
+/** The WHERE fragment of a query: its field conditions and keyword search, within the rows the actor may read. */
 async function whereOf(em: EntityManager, t: Target, query: Record<string, unknown>, reserved = true): Promise<SqlFragment> {
   if (needsRelations(query)) await loadRelations(em, t);
   const where = compileFilter(parseQueryFilters(query, resolver(t), reserved), resolver(t));
   const search = reserved ? searchCondition(t, query.search) : undefined;
-  return search ? { sql: `${where.sql} AND ${search.sql}`, params: [...where.params, ...search.params] } : where;
+  return withinAllowed(t.readable, search ? { sql: `${where.sql} AND ${search.sql}`, params: [...where.params, ...search.params] } : where);
 }
 
 export const compileOn = (t: Target, tree: Filter): SqlFragment => compileFilter(tree, resolver(t));

@@ -7,10 +7,12 @@ import type { ServiceContext } from '../../context.ts';
 import { DomainError, fieldError } from '../../errors.ts';
 import { rows } from '../../secrets/sql.ts';
 import { quotedSchema } from '../../tenancy/schema.ts';
-import { requireSiteAdmin, siteSchema } from '../../tenancy/tenant-auth.ts';
+import type { Action } from '../../auth/actor.ts';
+import { authorizeSiteSubject, siteSchemaFor } from '../../tenancy/site-access.ts';
 import { findTable, type TableRow, type TableScope } from '../datatable.service.ts';
 import { columnType, quoteLiteral, type ProviderType } from '../ddl.ts';
-import type { ColumnInfo, Columns } from '../query/filter.ts';
+import type { ColumnInfo, Columns, SqlFragment } from '../query/filter.ts';
+import { rowsAllowed } from './access.ts';
 import { GENERATED_KEY, declaredKey, foreignKeysOf, primaryKeyOf, quoteIdent, type TableSchema } from '../table-schema.ts';
 
 export type RecordRow = Record<string, unknown>;
@@ -38,6 +40,8 @@ export interface Target extends TableView {
   row: TableRow;
   /** Relations to other tables of the app (loaded once per request when a path or populate needs them). */
   relations?: Map<string, Relation>;
+  /** The rows the actor may read, over alias `t` (access.ts): read queries AND it into their WHERE. */
+  readable: SqlFragment;
 }
 
 export interface Relation {
@@ -103,12 +107,20 @@ function tableView(name: string, provider: ProviderType, site: string, physical:
   };
 }
 
-export async function openTarget(ctx: ServiceContext, scope: TableScope, name: string, write: boolean): Promise<Target> {
-  const site = write ? requireSiteAdmin(ctx) : siteSchema(ctx);
+/**
+ * The table a records call works on, if the actor may do `actions` to its records (upsert: create
+ * and update): the check before the lookup (403 before 404), the table (404; 400 when not
+ * materialized), the check on its Record subject, and the rows the actor may read.
+ */
+export async function openTarget(ctx: ServiceContext, scope: TableScope, name: string, ...actions: [Action, ...Action[]]): Promise<Target> {
+  let site = '';
+  for (const action of actions) site = await siteSchemaFor(ctx, action, 'Record');
   const row = await findTable(ctx.em, site, scope, name);
+  const records = { schema: site, app: row.app_slug, table: row.name };
+  for (const action of actions) await authorizeSiteSubject(ctx, action, 'Record', records);
   if (!row.is_materialized) throw new DomainError('BAD_REQUEST', `Data table "${name}" is not materialized.`);
   const view = tableView(row.name, row.provider_type, site, row.src_physical ?? row.physical_table_name, row.json_schema, row.schema_hash.trim());
-  return { ...view, site, row };
+  return { ...view, site, row, readable: await rowsAllowed(ctx, 'read', records) };
 }
 
 /** A document path (`address.city`) of a docstore table: text, read as a number for ordered comparisons. */

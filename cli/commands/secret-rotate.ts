@@ -1,0 +1,43 @@
+import { Flags } from '@oclif/core';
+import { DomainError } from '../../shared/errors.ts';
+import { BaseCommand } from '../base.ts';
+
+export default class SecretRotateCommand extends BaseCommand<typeof SecretRotateCommand> {
+  static override summary = 'Re-encrypt secret values with the current key version (SECRETS_KEY_VERSION).';
+  static override description =
+    'Works on the database directly, as `platform migrate` does. Every value of every site (or of --site) not written with the current key version is decrypted and encrypted again; values, `modified` and the history stay. After replacing PLATFORM_SECRET_KEY itself, raise SECRETS_KEY_VERSION and name the variable holding the old key with --previous-key-env: older versions are then read with keys derived from it. Running it again is harmless. See docs/api-conventions.md.';
+  static override examples = [
+    'SECRETS_KEY_VERSION=2 <%= config.bin %> secret rotate',
+    'OLD_KEY=… PLATFORM_SECRET_KEY=… SECRETS_KEY_VERSION=3 <%= config.bin %> secret rotate --previous-key-env OLD_KEY',
+  ];
+  static override flags = {
+    site: Flags.string({ summary: 'Only this site (its schema name).' }),
+    'previous-key-env': Flags.string({ summary: 'The environment variable holding the previous PLATFORM_SECRET_KEY (for older key versions).' }),
+  };
+
+  async run() {
+    const config = this.platformConfig();
+    const envName = this.flags['previous-key-env'];
+    const previous = envName === undefined ? undefined : process.env[envName];
+    if (envName !== undefined && !previous) throw new DomainError('BAD_REQUEST', `The environment variable ${envName} (--previous-key-env) is not set.`);
+    // Loaded here, not at the top: every command start imports this module (cli/commands.ts).
+    const { openCommandDatabase } = await import('../../shared/db/database.ts');
+    const { rotateAllSites } = await import('../../shared/secrets/secret-rotation.ts');
+    const { resolveSecretKey } = await import('../../shared/common/secret-key.ts');
+    const { SecretKeyring } = await import('../../shared/secrets/crypto.ts');
+    const keyring = new SecretKeyring(resolveSecretKey(config), config.secretsKeyVersion, previous); // as `platform serve` derives it
+    const db = await openCommandDatabase(config, (line) => this.info(line));
+    try {
+      const report = await rotateAllSites(db.orm.em, keyring, {
+        site: this.flags.site,
+        onProgress: (step) => this.info('error' in step ? `  ${step.schema}: FAILED ${step.error}` : `  ${step.schema}: ${step.rotated} value(s) re-encrypted`),
+      });
+      const { failed, sites, rotated } = report;
+      if (failed.length) throw new Error(`${failed.length} site(s) failed (${failed.map((f) => f.schema).join(', ')}); fix and run again.`);
+      this.log(`Re-encrypted ${rotated} secret value(s) in ${sites.length} site(s) with key version ${report.key_version}.`);
+      return { status: 'success' as const, key_version: report.key_version, rotated, sites };
+    } finally {
+      await db.close();
+    }
+  }
+}

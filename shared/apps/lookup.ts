@@ -1,0 +1,54 @@
+// Resolving `{app_slug}` in a site, with the check on the app, in one place for every service
+// that works on an app or inside one (settings, data sources).
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { Action } from '../auth/actor.ts';
+import type { ServiceContext } from '../context.ts';
+import { DomainError } from '../errors.ts';
+import { firstRow } from '../secrets/sql.ts';
+import { quotedSchema } from '../tenancy/schema.ts';
+import { authorizeSiteSubject } from '../tenancy/site-access.ts';
+
+export interface AppRow {
+  id: number;
+  name: string;
+  slug: string;
+  description: string;
+  is_active: boolean;
+  created_at: Date | string;
+  updated_at: Date | string;
+  created_by: string | null;
+  modified_by: string | null;
+  table_count: string | number;
+  datasource_count: string | number;
+}
+
+export const appNotFound = (slug: string) => new DomainError('NOT_FOUND', `App "${slug}" not found.`, { detail: 'Not found.' });
+
+export const appSelect = (q: string) => `
+  SELECT a.id, a.name, a.slug, a.description, a.is_active, a.created_at, a.updated_at, a.created_by, a.modified_by,
+         (SELECT count(*) FROM ${q}.data_tables t WHERE t.app_id = a.id AND t.is_active) AS table_count,
+         (SELECT count(*) FROM ${q}.data_sources d WHERE d.app_id = a.id AND d.is_active) AS datasource_count
+    FROM ${q}.apps a`;
+
+/** An app by slug; only an active one unless `any`. */
+export async function findApp(em: EntityManager, schema: string, slug: string, any = false): Promise<AppRow | undefined> {
+  return firstRow<AppRow>(em, `${appSelect(quotedSchema(schema))} WHERE a.slug = ?${any ? '' : ' AND a.is_active'}`, [slug]);
+}
+
+/** The active app (inactive apps answer 404 everywhere but the list and restore). */
+export async function activeAppOr404(em: EntityManager, schema: string, slug: string): Promise<AppRow> {
+  const app = await findApp(em, schema, slug);
+  if (!app) throw appNotFound(slug);
+  return app;
+}
+
+/**
+ * The app of the site named by `slug` (an active one unless `any`), if the actor may `action`
+ * it: 404 when there is none, 403 when denied. After siteSchemaFor, the check before the lookup.
+ */
+export async function appFor(ctx: ServiceContext, schema: string, slug: string, action: Action, options: { any?: boolean } = {}): Promise<AppRow> {
+  const app = await findApp(ctx.em, schema, slug, options.any);
+  if (!app) throw appNotFound(slug);
+  await authorizeSiteSubject(ctx, action, 'App', { schema, slug: app.slug });
+  return app;
+}
