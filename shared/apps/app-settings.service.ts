@@ -11,7 +11,7 @@ import { dropReadOnly } from '../common/read-only.ts';
 import { validate } from '../common/validation.ts';
 import type { ServiceContext } from '../context.ts';
 import { DomainError, fieldError } from '../errors.ts';
-import { iso, firstRow } from '../secrets/sql.ts';
+import { iso, firstRow } from '../db/sql.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { requireSiteAdmin, siteSchema } from '../tenancy/tenant-auth.ts';
 import { notifyAppSettingsChanged } from './app-limits.ts';

@@ -9,7 +9,7 @@ import { validate } from '../common/validation.ts';
 import type { ServiceContext } from '../context.ts';
 import { allowLongStatements } from '../db/statement-timeout.ts';
 import { DomainError, fieldError } from '../errors.ts';
-import { countOf, firstRow, iso, pgCode, rows } from '../secrets/sql.ts';
+import { countOf, firstRow, iso, pgCode, rows } from '../db/sql.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { requireSiteAdmin, siteSchema } from '../tenancy/tenant-auth.ts';
 import { createDataSource } from '../apps/datasource.service.ts';

@@ -7,7 +7,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ServiceContext } from '../context.ts';
 import { DomainError, fieldError, validationError, type FieldErrors } from '../errors.ts';
-import { countOf, rows } from '../secrets/sql.ts';
+import { countOf, rows } from '../db/sql.ts';
 import type { TableScope } from './datatable.service.ts';
 import { parseQueryFilters, type Filter, type SqlFragment } from './query/filter.ts';
 import { aggregate, compileOn, listQuery, pageOf, populate, selectRecords } from './records/read.ts';

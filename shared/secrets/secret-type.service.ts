@@ -14,7 +14,7 @@ import { DomainError, fieldError, notFound } from '../errors.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { requireSitePermission } from '../tenancy/tenant-auth.ts';
 import { SecretTypeCreate, SecretTypeListQuery, SecretTypeUpdate, type SecretTypeView } from './secret-type.schemas.ts';
-import { countOf, firstRow, iso, pgCode, rows } from './sql.ts';
+import { countOf, firstRow, iso, pgCode, rows } from '../db/sql.ts';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 

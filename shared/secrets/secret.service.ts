@@ -19,7 +19,7 @@ import {
   MASK, MASKS, MAX_VALUE_BYTES, SecretAppQuery, SecretCreate, SecretHistoryQuery, SecretListQuery, SecretUpdate,
   type SecretHistoryItem, type SecretListItem, type SecretView,
 } from './secret.schemas.ts';
-import { countOf, firstRow, iso, rows } from './sql.ts';
+import { countOf, firstRow, iso, rows } from '../db/sql.ts';
 
 interface SecretRow {
   uuid: string;

@@ -3,7 +3,7 @@
 // target.ts. docs/data-tables.md "Records API".
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { fieldError } from '../../errors.ts';
-import { countOf, rows } from '../../secrets/sql.ts';
+import { countOf, rows } from '../../db/sql.ts';
 import { searchVector } from '../ddl.ts';
 import { fromStored } from '../field-types.ts';
 import { compileFilter, parseQueryFilters, type ColumnInfo, type Filter, type SqlFragment } from '../query/filter.ts';

@@ -5,7 +5,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ServiceContext } from '../../context.ts';
 import { DomainError, fieldError } from '../../errors.ts';
-import { rows } from '../../secrets/sql.ts';
+import { rows } from '../../db/sql.ts';
 import { quotedSchema } from '../../tenancy/schema.ts';
 import { requireSiteAdmin, siteSchema } from '../../tenancy/tenant-auth.ts';
 import { findTable, type TableRow, type TableScope } from '../datatable.service.ts';

@@ -1,4 +1,4 @@
-// Small helpers of the secrets module's parameterised SQL (rows of one site schema).
+// Helpers of the parameterised SQL every module sends (rows of the platform or of a site schema).
 import type { EntityManager } from '@mikro-orm/postgresql';
 
 /** PostgreSQL's text form (`2026-11-21 20:40:59.772+00`) or a Date, as ISO 8601. */
