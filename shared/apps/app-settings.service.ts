@@ -15,6 +15,7 @@ import { iso, firstRow } from '../db/sql.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { requireSiteAdmin, siteSchema } from '../tenancy/tenant-auth.ts';
 import { notifyAppSettingsChanged } from './app-limits.ts';
+import { activeApp } from './lookup.ts';
 import { MAX_ICON_BYTES, SETTINGS_DEFAULTS, SettingsPatch, SettingsPatchBody, SettingsPut, type SettingsDetail, type SettingsLight, type SettingsView } from './app-settings.schemas.ts';
 
 export interface SettingsRow {
@@ -86,12 +87,6 @@ export async function insertSettings(tx: EntityManager, schema: string, appId: n
 
 export async function settingsOf(em: EntityManager, schema: string, appId: number): Promise<SettingsRow> {
   return (await firstRow<SettingsRow>(em, `SELECT * FROM ${quotedSchema(schema)}.app_settings WHERE app_id = ?`, [appId]))!;
-}
-
-async function activeApp(em: EntityManager, schema: string, slug: string): Promise<{ id: number; slug: string }> {
-  const app = await firstRow<{ id: number; slug: string }>(em, `SELECT id, slug FROM ${quotedSchema(schema)}.apps WHERE slug = ? AND is_active`, [slug]);
-  if (!app) throw new DomainError('NOT_FOUND', `App "${slug}" not found.`, { detail: 'Not found.' });
-  return app;
 }
 
 // ---------------------------------------------------------------- icons

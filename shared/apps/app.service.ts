@@ -6,12 +6,12 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { insertWithUniqueSlug, slugify } from '../common/slug.ts';
 import { dropReadOnly } from '../common/read-only.ts';
 import { validate } from '../common/validation.ts';
-import type { ServiceContext } from '../context.ts';
-import { DomainError } from '../errors.ts';
+import { actorUuid, type ServiceContext } from '../context.ts';
 import { countOf, firstRow, iso, rows } from '../db/sql.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { requireSiteAdmin, siteSchema } from '../tenancy/tenant-auth.ts';
 import { checkSettings, insertSettings, settingsDetail, settingsLight, settingsOf } from './app-settings.service.ts';
+import { appNotFound } from './lookup.ts';
 import { AppCreate, AppListQuery, AppUpdate, type AppDetail, type AppListItem, type AppStats } from './app.schemas.ts';
 
 export interface AppRow {
@@ -27,11 +27,6 @@ export interface AppRow {
   table_count: string | number;
   datasource_count: string | number;
 }
-
-/** The acting site user's UUID, or null for a system actor. */
-export const actorUuid = (ctx: ServiceContext): string | null => (ctx.actor.kind === 'user' ? ctx.actor.uuid : null);
-
-export const appNotFound = (slug: string) => new DomainError('NOT_FOUND', `App "${slug}" not found.`, { detail: 'Not found.' });
 
 const appSelect = (q: string) => `
   SELECT a.id, a.name, a.slug, a.description, a.is_active, a.created_at, a.updated_at, a.created_by, a.modified_by,

@@ -5,12 +5,12 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { insertWithUniqueSlug, slugify, uniqueViolation } from '../common/slug.ts';
 import { dropReadOnly } from '../common/read-only.ts';
 import { validate } from '../common/validation.ts';
-import type { ServiceContext } from '../context.ts';
+import { actorUuid, type ServiceContext } from '../context.ts';
 import { DomainError, fieldError } from '../errors.ts';
 import { countOf, firstRow, iso, rows } from '../db/sql.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { requireSiteAdmin, siteSchema } from '../tenancy/tenant-auth.ts';
-import { activeAppOr404, actorUuid, type AppRow } from './app.service.ts';
+import { activeAppOr404, type AppRow } from './app.service.ts';
 import { DataSourceCreate, DataSourceUpdate, type DataSourceStats, type DataSourceView } from './datasource.schemas.ts';
 
 interface DsRow {

@@ -6,13 +6,14 @@ import { pageOffset, parsePageRequest, resolvePage, type Page } from '../common/
 import { uniqueViolation } from '../common/slug.ts';
 import { dropReadOnly } from '../common/read-only.ts';
 import { validate } from '../common/validation.ts';
-import type { ServiceContext } from '../context.ts';
+import { actorUuid, type ServiceContext } from '../context.ts';
 import { allowLongStatements } from '../db/statement-timeout.ts';
 import { DomainError, fieldError } from '../errors.ts';
 import { countOf, firstRow, iso, pgCode, rows } from '../db/sql.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { requireSiteAdmin, siteSchema } from '../tenancy/tenant-auth.ts';
 import { createDataSource } from '../apps/datasource.service.ts';
+import { activeApp, type ActiveApp } from '../apps/lookup.ts';
 import { createTableDdl, dropTableDdl, physicalTableName, type ProviderType } from './ddl.ts';
 import {
   DataTableCreate, DataTableListQuery, DataTableUpdate, ImportReference,
@@ -21,7 +22,6 @@ import {
 import { validateRecords, type RecordCheck } from './record-validator.ts';
 import { fieldNamesOf, foreignKeysOf, primaryKeyOf, schemaHash, validateTableSchema, type TableSchema } from './table-schema.ts';
 
-interface AppRow { id: number; name: string; slug: string }
 interface SourceRow { id: number; name: string; slug: string; provider_type: ProviderType; is_active: boolean }
 export interface TableRow {
   id: number;
@@ -68,8 +68,6 @@ const SELECT = (q: string) => `
     JOIN ${q}.apps a ON a.id = t.app_id
     LEFT JOIN ${q}.data_tables s ON s.id = t.source_table_id
     LEFT JOIN ${q}.apps sa ON sa.id = s.app_id`;
-
-const actorUuid = (ctx: ServiceContext): string | null => (ctx.actor.kind === 'user' ? ctx.actor.uuid : null);
 
 function listItem(r: TableRow): DataTableListItem {
   return {
@@ -135,13 +133,6 @@ function checkName(field: 'name' | 'reference_name', name: string | undefined): 
   if (name !== undefined && RESERVED_NAMES.has(name)) throw fieldError(field, `"${name}" is reserved: /api/apps/{app_slug}/datatables/${name}/ is a route of its own.`);
 }
 
-/** An active app (soft-deleted apps answer 404, as in the apps API). */
-async function findApp(em: EntityManager, schema: string, slug: string): Promise<AppRow> {
-  const app = await firstRow<AppRow>(em, `SELECT id, name, slug FROM ${quotedSchema(schema)}.apps WHERE slug = ? AND is_active`, [slug]);
-  if (!app) throw new DomainError('NOT_FOUND', `App "${slug}" not found.`, { detail: 'Not found.' });
-  return app;
-}
-
 async function findSource(em: EntityManager, schema: string, appId: number, slug: string): Promise<SourceRow> {
   const ds = await firstRow<SourceRow>(em, `SELECT id, name, slug, provider_type, is_active FROM ${quotedSchema(schema)}.data_sources WHERE app_id = ? AND slug = ?`, [appId, slug]);
   if (!ds) throw new DomainError('NOT_FOUND', `Data source "${slug}" not found.`, { detail: 'Not found.' });
@@ -154,7 +145,7 @@ async function tableRow(em: EntityManager, schema: string, id: number): Promise<
 
 /** The table named in the scope (through the data source when the path names one); 404 otherwise. */
 export async function findTable(em: EntityManager, schema: string, scope: TableScope, name: string): Promise<TableRow> {
-  const app = await findApp(em, schema, scope.app_slug);
+  const app = await activeApp(em, schema, scope.app_slug);
   const ds = scope.ds ? await findSource(em, schema, app.id, scope.ds) : undefined;
   const row = await firstRow<TableRow>(em, `${SELECT(quotedSchema(schema))} WHERE t.app_id = ? AND t.name = ?${ds ? ' AND t.data_source_id = ?' : ''}`, [
     app.id, name, ...(ds ? [ds.id] : []),
@@ -231,10 +222,10 @@ async function insertTable(
 }
 
 /** Creates one reference (the import-reference rules of spec §4); errors are DomainErrors. */
-async function createReference(ctx: ServiceContext, schema: string, target: AppRow, raw: unknown): Promise<DataTableView> {
+async function createReference(ctx: ServiceContext, schema: string, target: ActiveApp, raw: unknown): Promise<DataTableView> {
   const input = validate(ImportReference, raw);
   checkName('reference_name', input.reference_name);
-  const source = await findApp(ctx.em, schema, input.source_app_slug);
+  const source = await activeApp(ctx.em, schema, input.source_app_slug);
   if (source.id === target.id) throw fieldError('source_app_slug', 'The source app must be another app than the target app.');
   const src = await firstRow<TableRow>(ctx.em, `${SELECT(quotedSchema(schema))} WHERE t.app_id = ? AND t.name = ?`, [source.id, input.source_table_name]);
   if (!src) throw new DomainError('NOT_FOUND', `Data table "${input.source_table_name}" not found in app "${source.slug}".`, { detail: 'Not found.' });
@@ -263,7 +254,7 @@ export const dataTableService = {
   async list(ctx: ServiceContext, scope: TableScope, rawQuery: unknown = {}): Promise<Page<DataTableListItem>> {
     const schema = siteSchema(ctx);
     const query = validate(DataTableListQuery, rawQuery, 'query');
-    const app = await findApp(ctx.em, schema, scope.app_slug);
+    const app = await activeApp(ctx.em, schema, scope.app_slug);
     const where = ['t.app_id = ?'];
     const params: unknown[] = [app.id];
     const dsSlug = scope.ds ?? query.datasource;
@@ -282,7 +273,7 @@ export const dataTableService = {
     const schema = requireSiteAdmin(ctx);
     const input = validate(DataTableCreate, rawInput);
     checkName('name', input.name);
-    const app = await findApp(ctx.em, schema, scope.app_slug);
+    const app = await activeApp(ctx.em, schema, scope.app_slug);
     const ds = await findSource(ctx.em, schema, app.id, scope.ds);
     const doc = await checkedSchema(ctx.em, schema, app.id, input.name, input.json_schema);
     const id = await insertTable(ctx.em, schema, ctx, { appId: app.id, sourceId: ds.id, name: input.name, description: input.description ?? '', doc, materialized: false, sourceTableId: null });
@@ -389,7 +380,7 @@ export const dataTableService = {
 
   async stats(ctx: ServiceContext, appSlug: string): Promise<DataTableStats> {
     const schema = siteSchema(ctx);
-    const app = await findApp(ctx.em, schema, appSlug);
+    const app = await activeApp(ctx.em, schema, appSlug);
     const q = quotedSchema(schema);
     const found = await rows<{ slug: string; name: string; provider_type: string; table_count: string; materialized_count: string }>(
       ctx.em,
@@ -415,7 +406,7 @@ export const dataTableService = {
    */
   async importReference(ctx: ServiceContext, targetAppSlug: string, body: unknown): Promise<{ single: true; table: DataTableView } | { single: false; result: ImportReferenceResult }> {
     const schema = requireSiteAdmin(ctx);
-    const target = await findApp(ctx.em, schema, targetAppSlug);
+    const target = await activeApp(ctx.em, schema, targetAppSlug);
     if (!Array.isArray(body)) return { single: true, table: await createReference(ctx, schema, target, body) };
     const result: ImportReferenceResult = { created: 0, failed: 0, references: [], errors: [] };
     for (const [index, item] of body.entries()) {

@@ -1,8 +1,11 @@
 // Helpers of the parameterised SQL every module sends (rows of the platform or of a site schema).
 import type { EntityManager } from '@mikro-orm/postgresql';
 
+/** A timestamp as a row holds it: a Date, or PostgreSQL's text form. */
+export type Timestamp = Date | string;
+
 /** PostgreSQL's text form (`2026-11-21 20:40:59.772+00`) or a Date, as ISO 8601. */
-export function iso(value: Date | string): string {
+export function iso(value: Timestamp): string {
   if (value instanceof Date) return value.toISOString();
   return new Date(value.replace(' ', 'T').replace(/([+-]\d\d)$/, '$1:00')).toISOString();
 }
