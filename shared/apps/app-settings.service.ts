@@ -10,7 +10,7 @@ import type { TObject } from '@sinclair/typebox';
 import { dropReadOnly } from '../common/read-only.ts';
 import { validate } from '../common/validation.ts';
 import type { ServiceContext } from '../context.ts';
-import { DomainError, fieldError } from '../errors.ts';
+import { DomainError, fieldError, notFound } from '../errors.ts';
 import { iso, firstRow } from '../db/sql.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { requireSiteAdmin, siteSchema } from '../tenancy/tenant-auth.ts';
@@ -194,7 +194,7 @@ export function settingsService(dataDir: string) {
     async icon(em: EntityManager, schema: string, slug: string): Promise<{ bytes: Buffer; contentType: string; ext: string }> {
       const app = await activeApp(em, schema, slug);
       const row = await settingsOf(em, schema, app.id);
-      const missing = new DomainError('NOT_FOUND', 'This app has no icon.', { detail: 'Not found.' });
+      const missing = notFound({ message: 'This app has no icon.' });
       if (!row.icon_path || !row.icon_content_type) throw missing;
       const file = path.resolve(iconRoot, row.icon_path);
       if (!file.startsWith(iconRoot + path.sep)) throw missing;

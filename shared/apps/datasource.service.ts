@@ -6,7 +6,7 @@ import { insertWithUniqueSlug, slugify, uniqueViolation } from '../common/slug.t
 import { dropReadOnly } from '../common/read-only.ts';
 import { validate } from '../common/validation.ts';
 import { actorUuid, type ServiceContext } from '../context.ts';
-import { DomainError, fieldError } from '../errors.ts';
+import { DomainError, fieldError, notFound } from '../errors.ts';
 import { countOf, firstRow, iso, rows } from '../db/sql.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { requireSiteAdmin, siteSchema } from '../tenancy/tenant-auth.ts';
@@ -63,7 +63,7 @@ const view = (r: DsRow): DataSourceView => ({
 export async function findDataSource(em: EntityManager, schema: string, app: Pick<AppRow, 'id'>, ref: string): Promise<DsRow> {
   const byId = /^\d{1,9}$/.test(ref);
   const row = await firstRow<DsRow>(em, `${select(quotedSchema(schema))} WHERE d.app_id = ? AND ${byId ? 'd.id = ?' : 'd.slug = ?'}`, [app.id, byId ? Number(ref) : ref]);
-  if (!row) throw new DomainError('NOT_FOUND', `Data source "${ref}" not found.`, { detail: 'Not found.' });
+  if (!row) throw notFound(`Data source "${ref}"`);
   return row;
 }
 

@@ -8,7 +8,7 @@ import { dropReadOnly } from '../common/read-only.ts';
 import { validate } from '../common/validation.ts';
 import { actorUuid, type ServiceContext } from '../context.ts';
 import { allowLongStatements } from '../db/statement-timeout.ts';
-import { DomainError, fieldError } from '../errors.ts';
+import { DomainError, fieldError, notFound } from '../errors.ts';
 import { countOf, firstRow, iso, pgCode, rows } from '../db/sql.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { requireSiteAdmin, siteSchema } from '../tenancy/tenant-auth.ts';
@@ -135,7 +135,7 @@ function checkName(field: 'name' | 'reference_name', name: string | undefined): 
 
 async function findSource(em: EntityManager, schema: string, appId: number, slug: string): Promise<SourceRow> {
   const ds = await firstRow<SourceRow>(em, `SELECT id, name, slug, provider_type, is_active FROM ${quotedSchema(schema)}.data_sources WHERE app_id = ? AND slug = ?`, [appId, slug]);
-  if (!ds) throw new DomainError('NOT_FOUND', `Data source "${slug}" not found.`, { detail: 'Not found.' });
+  if (!ds) throw notFound(`Data source "${slug}"`);
   return ds;
 }
 
@@ -150,7 +150,7 @@ export async function findTable(em: EntityManager, schema: string, scope: TableS
   const row = await firstRow<TableRow>(em, `${SELECT(quotedSchema(schema))} WHERE t.app_id = ? AND t.name = ?${ds ? ' AND t.data_source_id = ?' : ''}`, [
     app.id, name, ...(ds ? [ds.id] : []),
   ]);
-  if (!row) throw new DomainError('NOT_FOUND', `Data table "${name}" not found.`, { detail: 'Not found.' });
+  if (!row) throw notFound(`Data table "${name}"`);
   return row;
 }
 
@@ -228,7 +228,7 @@ async function createReference(ctx: ServiceContext, schema: string, target: Acti
   const source = await activeApp(ctx.em, schema, input.source_app_slug);
   if (source.id === target.id) throw fieldError('source_app_slug', 'The source app must be another app than the target app.');
   const src = await firstRow<TableRow>(ctx.em, `${SELECT(quotedSchema(schema))} WHERE t.app_id = ? AND t.name = ?`, [source.id, input.source_table_name]);
-  if (!src) throw new DomainError('NOT_FOUND', `Data table "${input.source_table_name}" not found in app "${source.slug}".`, { detail: 'Not found.' });
+  if (!src) throw notFound({ message: `Data table "${input.source_table_name}" not found in app "${source.slug}".` });
   if (src.is_reference) throw fieldError('source_table_name', 'The source table is itself a reference; import the original table.');
   if (!src.is_materialized) throw fieldError('source_table_name', 'The source table is not materialized.');
   if (!(await physicalExists(ctx.em, schema, src.physical_table_name))) throw fieldError('source_table_name', 'The source table does not physically exist.');

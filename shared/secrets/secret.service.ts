@@ -10,7 +10,7 @@ import { uniqueViolation } from '../common/slug.ts';
 import { dropReadOnly } from '../common/read-only.ts';
 import { validate } from '../common/validation.ts';
 import type { ServiceContext } from '../context.ts';
-import { DomainError, fieldError, notFound, permissionDenied } from '../errors.ts';
+import { fieldError, notFound, permissionDenied } from '../errors.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { actorLabel, requireSitePermission, siteSchema } from '../tenancy/tenant-auth.ts';
 import { secretAad, type SecretKeyring } from './crypto.ts';
@@ -68,7 +68,7 @@ async function exact(em: EntityManager, schema: string, key: string, app: string
 }
 
 const secretNotFound = (key: string, app: string | null) =>
-  new DomainError('NOT_FOUND', app === null ? `Secret "${key}" not found.` : `Secret "${key}" not found for app "${app}".`, { detail: 'Not found.' });
+  notFound({ message: app === null ? `Secret "${key}" not found.` : `Secret "${key}" not found for app "${app}".` });
 
 async function resolveType(em: EntityManager, schema: string, ref: string): Promise<SecretTypeRow> {
   const type = await findSecretType(em, schema, ref);

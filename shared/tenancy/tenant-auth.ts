@@ -13,7 +13,7 @@ import { verifyPassword } from '../auth/passwords.ts';
 import { signToken, verifyToken, type TokenSettings } from '../auth/tokens.ts';
 import { validate } from '../common/validation.ts';
 import type { ServiceContext } from '../context.ts';
-import { DomainError, invalidToken, notAuthenticated, permissionDenied } from '../errors.ts';
+import { invalidToken, notAuthenticated, notFound, permissionDenied } from '../errors.ts';
 import { selectUserRow } from '../users/user.queries.ts';
 import { LINKED_STANDING_SQL } from './linked-users.ts';
 import { assertSchemaName, quotedSchema } from './schema.ts';
@@ -88,7 +88,7 @@ export async function blacklistTenantRefresh(em: EntityManager, settings: TokenS
  * never a name from the request. A user actor must be a user of that very site.
  */
 export function siteSchema(ctx: ServiceContext): string {
-  if (ctx.tenant === null) throw new DomainError('NOT_FOUND', 'Only available on a site host.', { detail: 'Not found.' });
+  if (ctx.tenant === null) throw notFound({ message: 'Only available on a site host.' });
   if (ctx.actor.kind === 'user' && ctx.actor.tenant !== ctx.tenant) throw permissionDenied();
   return assertSchemaName(ctx.tenant);
 }
