@@ -16,6 +16,7 @@ import type { TableScope } from './datatable.service.ts';
 import { castCell, type Cast } from './field-types.ts';
 import { listQuery, plain } from './records/read.ts';
 import { openTarget, type RecordRow, type Target } from './records/target.ts';
+import type { CsvImportReport } from './records.schemas.ts';
 import { failingRecord, insertRecords, recordErrors, violation } from './records/write.ts';
 
 /** Rows fetched per cursor read of an export. */
@@ -39,18 +40,6 @@ export interface CsvImportOptions {
   /** Lower limits than MAX_IMPORT_ROWS / MAX_IMPORT_BYTES (tests, callers with their own caps). */
   maxRows?: number;
   maxBytes?: number;
-}
-
-export interface CsvImportReport {
-  dry_run: boolean;
-  /** Data rows read (the header not counted). */
-  total_rows: number;
-  /** Records written (dry run: that would be written); 0 when any row failed. */
-  created: number;
-  /** Rows that failed validation or a database constraint. */
-  failed: number;
-  /** The first MAX_REPORTED_ERRORS failing rows: 1-based data row number, errors by field. */
-  errors: { row: number; errors: FieldErrors }[];
 }
 
 // --- export ----------------------------------------------------------------------------------

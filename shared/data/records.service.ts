@@ -13,14 +13,9 @@ import { parseQueryFilters, type Filter, type SqlFragment } from './query/filter
 import { aggregate, compileOn, listQuery, pageOf, populate, selectRecords } from './records/read.ts';
 import { loadRelations, openTarget, resolver, type RecordRow, type Target } from './records/target.ts';
 import { batchOf, failingRecord, guarded, insertRecords, keyFilter, recordErrors, recordNotFound, updateRecord, violation } from './records/write.ts';
+import type { RecordPage } from './records.schemas.ts';
 
 export type { RecordRow } from './records/target.ts';
-export interface RecordPage {
-  data: RecordRow[];
-  total: number;
-  page: number;
-  page_size: number;
-}
 
 /** Records per bulk create (one set-based statement per request). */
 export const MAX_BULK_CREATE = 10_000;
