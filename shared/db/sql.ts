@@ -32,3 +32,9 @@ export function pgCode(err: unknown): string | undefined {
   }
   return undefined;
 }
+
+/** A PostgreSQL identifier, double-quoted (names are validated identifiers already; this refuses others). */
+export function quoteIdent(name: string): string {
+  if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(name)) throw new Error(`Invalid identifier ${JSON.stringify(name)}.`);
+  return `"${name}"`;
+}

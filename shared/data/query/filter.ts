@@ -3,9 +3,10 @@
 // its compilation to a parameterised WHERE fragment. Field names come only from the table's
 // stored schema and are quoted; every value is coerced to the field's type and bound (`?`).
 import { likeEscape } from '../../common/filters.ts';
+import { quoteIdent } from '../../db/sql.ts';
 import { fieldError } from '../../errors.ts';
 import { columnType } from '../ddl.ts';
-import { GENERATED_KEY, declaredKey, quoteIdent, type TableSchema } from '../table-schema.ts';
+import { GENERATED_KEY, declaredKey, type TableSchema } from '../table-schema.ts';
 
 export type CompareOp = 'eq' | 'ne' | 'lt' | 'le' | 'gt' | 'ge';
 export type TextOp = 'contains' | 'icontains' | 'startswith' | 'istartswith' | 'endswith' | 'iendswith';

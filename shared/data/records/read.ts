@@ -3,12 +3,12 @@
 // target.ts. docs/data-tables.md "Records API".
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { fieldError } from '../../errors.ts';
-import { countOf, rows } from '../../db/sql.ts';
+import { countOf, quoteIdent, rows } from '../../db/sql.ts';
 import { searchVector } from '../ddl.ts';
 import { fromStored } from '../field-types.ts';
 import { compileFilter, parseQueryFilters, type ColumnInfo, type Filter, type SqlFragment } from '../query/filter.ts';
 import type { RecordPage } from '../records.schemas.ts';
-import { quoteIdent, type Field, type TableSchema } from '../table-schema.ts';
+import type { Field, TableSchema } from '../table-schema.ts';
 import { fieldSql, loadRelations, needsRelations, resolver, sortExpression, type RecordRow, type Relation, type Target, type TableView } from './target.ts';
 
 const DEFAULT_PAGE_SIZE = 20;

@@ -5,13 +5,13 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ServiceContext } from '../../context.ts';
 import { DomainError, fieldError } from '../../errors.ts';
-import { rows } from '../../db/sql.ts';
+import { quoteIdent, rows } from '../../db/sql.ts';
 import { quotedSchema } from '../../tenancy/schema.ts';
 import { requireSiteAdmin, siteSchema } from '../../tenancy/tenant-auth.ts';
 import { findTable, type TableRow, type TableScope } from '../datatable.service.ts';
 import { columnType, quoteLiteral, type ProviderType } from '../ddl.ts';
 import type { ColumnInfo, Columns } from '../query/filter.ts';
-import { GENERATED_KEY, declaredKey, foreignKeysOf, primaryKeyOf, quoteIdent, type TableSchema } from '../table-schema.ts';
+import { GENERATED_KEY, declaredKey, foreignKeysOf, primaryKeyOf, type TableSchema } from '../table-schema.ts';
 
 export type RecordRow = Record<string, unknown>;
 
