@@ -8,7 +8,7 @@ import { DomainError, fieldError } from '../../errors.ts';
 import { quoteIdent, rows } from '../../db/sql.ts';
 import { quotedSchema } from '../../tenancy/schema.ts';
 import { requireSiteAdmin, siteSchema } from '../../tenancy/tenant-auth.ts';
-import { findTable, type TableRow, type TableScope } from '../datatable.service.ts';
+import { findTable, type TableRow, type TableScope } from '../datatable.queries.ts';
 import { columnType, quoteLiteral, type ProviderType } from '../ddl.ts';
 import type { ColumnInfo, Columns } from '../query/filter.ts';
 import { GENERATED_KEY, declaredKey, foreignKeysOf, primaryKeyOf, type TableSchema } from '../table-schema.ts';
