@@ -442,14 +442,24 @@ interface Target {
   ok: boolean | null;
 }
 
-async function main(): Promise<number> {
-  const timestamp = new Date().toISOString();
-  const machine = machineInfo();
-  db = await openBenchDatabase(log);
-  log(`database: ${db.source} (${db.version.split(',')[0]})`);
+interface BulkResult {
+  big: BulkAttempt[];
+  bigMedianMs: number | null;
+  small: BulkAttempt[];
+  smallMedianMs: number | null;
+}
+
+interface CsvRuns {
+  csv: CsvResult | undefined;
+  csvRuns: CsvResult[];
+  csvRepeatGrowth: number | null;
+}
+
+/** The platform child and the baseline child on the bench database. */
+async function startServers(url: string): Promise<{ platform: Child; baseline: Child }> {
   const env = {
     PATH: process.env.PATH ?? '',
-    DATABASE_URL: db.url,
+    DATABASE_URL: url,
     PLATFORM_SECRET_KEY: SECRET,
     PLATFORM_ADMIN_USERNAME: ADMIN.username,
     PLATFORM_ADMIN_PASSWORD: ADMIN.password,
@@ -463,16 +473,11 @@ async function main(): Promise<number> {
   const baseline = await startChild('baseline', 'baseline.ts', { env });
   children.push(baseline);
   log(`platform pid ${platform.pid} at ${platform.url}; baseline pid ${baseline.pid} at ${baseline.url}`);
+  return { platform, baseline };
+}
 
-  const { site, token, physical } = await setupTable(platform.url);
-  const table = `"${site}"."${physical}"`;
-  const prefix = `/sites/${site}/api/apps/${APP}/datatables/${TABLE}/data/`;
-  log(`site ${site}, table ${table}; seeding ${ROWS.toLocaleString('en')} rows…`);
-  const seed = await seedRows(db.url, table);
-  log(`seeded ${seed.rows.toLocaleString('en')} rows in ${seed.seconds} s (table ${seed.tableMiB} MiB, indexes ${seed.indexesMiB} MiB)`);
-  await checkEquivalence(platform.url, baseline.url, prefix, token);
-  log('both servers answer the list page and records alike; measuring');
-
+/** The HTTP scenarios (list, listpk, get) of BENCH_ONLY, each with 1 connection and with BENCH_CONNECTIONS. */
+function httpLoads(prefix: string, token: string) {
   const auth = { authorization: `Bearer ${token}` };
   const loads: { id: string; title: string; request: Request; connections: number; durationSec: number }[] = [];
   const list: Request = { method: 'GET', path: `${prefix}?${FILTER}`, headers: auth };
@@ -490,11 +495,15 @@ async function main(): Promise<number> {
     loads.push({ id: 'get-1', title: 'get by random id (1 conn)', request: get, connections: 1, durationSec: SEQ_DURATION });
     loads.push({ id: 'get-n', title: `get by random id (${settings.connections} conn)`, request: get, connections: settings.connections, durationSec: settings.durationSec });
   }
+  return loads;
+}
 
+const ratio = (x: number | null, y: number | null) => (x && y ? r2(x / y) : null);
+
+/** Each HTTP scenario against both servers (alternating rounds); failed requests are problems of the run. */
+async function runLoads(platform: Child, baseline: Child, prefix: string, token: string, problems: string[]): Promise<ScenarioResult[]> {
   const results: ScenarioResult[] = [];
-  const problems: string[] = [];
-  const ratio = (x: number | null, y: number | null) => (x && y ? r2(x / y) : null);
-  for (const l of loads) {
+  for (const l of httpLoads(prefix, token)) {
     log(`${l.title}…`);
     const { platform: p, baseline: b, roundRatios } = await compare(platform, baseline, l.request, { ...settings, connections: l.connections, durationSec: l.durationSec });
     for (const [who, m] of [['platform', p], ['baseline', b]] as const) {
@@ -511,74 +520,59 @@ async function main(): Promise<number> {
       cpuRatio: ratio(p.serverCpuUsPerRequest, b.serverCpuUsPerRequest),
     });
   }
+  return results;
+}
 
-  let service: Awaited<ReturnType<typeof serviceInProcess>> | undefined;
-  if (wanted('service')) {
-    log(`the records service in process, ${SQL_ITERATIONS} calls each…`);
-    service = await serviceInProcess(db.url, site);
+/** BENCH_BULK records in one request, then 1,000, BENCH_BULK_REPEAT times each; new ids after the seeded rows. */
+async function runBulk(url: string, token: string, countRows: () => Promise<number>): Promise<BulkResult> {
+  let nextId = ROWS + 1;
+  const big: BulkAttempt[] = [];
+  const small: BulkAttempt[] = [];
+  for (let i = 0; i < BULK_REPEAT; i++) {
+    log(`bulk create: ${BULK.toLocaleString('en')} records in one request (${i + 1}/${BULK_REPEAT})…`);
+    const a = await bulkOnce(url, token, nextId, BULK, countRows);
+    if (a.stored) nextId += BULK;
+    log(`  → ${a.status} in ${a.ms} ms${a.error ? `: ${a.error}` : ''}`);
+    big.push(a);
   }
-  let sql: Awaited<ReturnType<typeof sqlAlone>> | undefined;
-  if (wanted('sql')) {
-    log(`the records SQL alone, ${SQL_ITERATIONS} times each over one connection…`);
-    sql = await sqlAlone(db.url, table);
+  for (let i = 0; i < BULK_REPEAT; i++) {
+    log(`bulk create: 1,000 records in one request (${i + 1}/${BULK_REPEAT})…`);
+    const a = await bulkOnce(url, token, nextId, 1000, countRows);
+    if (a.stored) nextId += 1000;
+    log(`  → ${a.status} in ${a.ms} ms${a.error ? `: ${a.error}` : ''}`);
+    small.push(a);
   }
+  const med = (xs: BulkAttempt[]) => (xs.every((x) => x.stored) ? median(xs.map((x) => x.ms)) : null);
+  return { big, bigMedianMs: med(big), small, smallMedianMs: med(small) };
+}
 
-  const countRows = async () => {
-    const client = new pg.Client({ connectionString: db!.url });
-    await client.connect();
-    try {
-      return (await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n;
-    } finally {
-      await client.end();
-    }
-  };
-  let bulk: { big: BulkAttempt[]; bigMedianMs: number | null; small: BulkAttempt[]; smallMedianMs: number | null } | undefined;
-  if (wanted('bulk')) {
-    let nextId = ROWS + 1;
-    const big: BulkAttempt[] = [];
-    const small: BulkAttempt[] = [];
-    for (let i = 0; i < BULK_REPEAT; i++) {
-      log(`bulk create: ${BULK.toLocaleString('en')} records in one request (${i + 1}/${BULK_REPEAT})…`);
-      const a = await bulkOnce(platform.url + prefix, token, nextId, BULK, countRows);
-      if (a.stored) nextId += BULK;
-      log(`  → ${a.status} in ${a.ms} ms${a.error ? `: ${a.error}` : ''}`);
-      big.push(a);
-    }
-    for (let i = 0; i < BULK_REPEAT; i++) {
-      log(`bulk create: 1,000 records in one request (${i + 1}/${BULK_REPEAT})…`);
-      const a = await bulkOnce(platform.url + prefix, token, nextId, 1000, countRows);
-      if (a.stored) nextId += 1000;
-      log(`  → ${a.status} in ${a.ms} ms${a.error ? `: ${a.error}` : ''}`);
-      small.push(a);
-    }
-    const med = (xs: BulkAttempt[]) => (xs.every((x) => x.stored) ? median(xs.map((x) => x.ms)) : null);
-    bulk = { big, bigMedianMs: med(big), small, smallMedianMs: med(small) };
-  }
-
-  let csv: CsvResult | undefined;
+/** The CSV export, BENCH_CSV_REPEAT times, with the platform's RSS; `flat` when memory stays bounded. */
+async function runCsv(url: string, token: string, pid: number, countRows: () => Promise<number>, problems: string[]): Promise<CsvRuns> {
   const csvRuns: CsvResult[] = [];
   let csvRepeatGrowth: number | null = null;
-  if (wanted('csv')) {
-    const expected = await countRows();
-    for (let i = 0; i < CSV_REPEAT; i++) {
-      log(`CSV export of ${expected.toLocaleString('en')} rows (${i + 1}/${CSV_REPEAT}; platform RSS sampled every 100 ms)…`);
-      await new Promise((r) => setTimeout(r, settings.settleMs));
-      const run = await streamCsv(platform.url + `${prefix}?format=csv`, token, platform.pid, expected);
-      csvRuns.push(run);
-      if (run.skipped) {
-        log(`  skipped: ${run.skipped}`);
-        break;
-      }
-      log(`  → ${run.rows?.toLocaleString('en')} rows in ${run.seconds} s (${run.rowsPerSec?.toLocaleString('en')} rows/s); RSS MiB ${JSON.stringify(run.rssMiB)}`);
-      if (run.rows !== run.expectedRows) problems.push(`csv: ${run.rows} rows streamed, ${run.expectedRows} in the table`);
+  const expected = await countRows();
+  for (let i = 0; i < CSV_REPEAT; i++) {
+    log(`CSV export of ${expected.toLocaleString('en')} rows (${i + 1}/${CSV_REPEAT}; platform RSS sampled every 100 ms)…`);
+    await new Promise((r) => setTimeout(r, settings.settleMs));
+    const run = await streamCsv(url, token, pid, expected);
+    csvRuns.push(run);
+    if (run.skipped) {
+      log(`  skipped: ${run.skipped}`);
+      break;
     }
-    csv = csvRuns[0];
-    const done = csvRuns.filter((r) => !r.skipped);
-    // A repeated export of the same rows must not climb higher: memory bounded, not retained per row.
-    if (done.length > 1) csvRepeatGrowth = r2(done.at(-1)!.rssMiB!.peak - done[0]!.rssMiB!.peak);
-    if (csv && !csv.skipped) csv.flat = done.every((r) => r.flat) && (csvRepeatGrowth === null || csvRepeatGrowth <= 16);
+    log(`  → ${run.rows?.toLocaleString('en')} rows in ${run.seconds} s (${run.rowsPerSec?.toLocaleString('en')} rows/s); RSS MiB ${JSON.stringify(run.rssMiB)}`);
+    if (run.rows !== run.expectedRows) problems.push(`csv: ${run.rows} rows streamed, ${run.expectedRows} in the table`);
   }
+  const csv = csvRuns[0];
+  const done = csvRuns.filter((r) => !r.skipped);
+  // A repeated export of the same rows must not climb higher: memory bounded, not retained per row.
+  if (done.length > 1) csvRepeatGrowth = r2(done.at(-1)!.rssMiB!.peak - done[0]!.rssMiB!.peak);
+  if (csv && !csv.skipped) csv.flat = done.every((r) => r.flat) && (csvRepeatGrowth === null || csvRepeatGrowth <= 16);
+  return { csv, csvRuns, csvRepeatGrowth };
+}
 
+/** The issue's targets, for what was measured. */
+function verdicts(results: ScenarioResult[], bulk: BulkResult | undefined, runs: CsvRuns | undefined): Record<string, Target> {
   const byId = (id: string) => results.find((r) => r.id === id);
   const targets: Record<string, Target> = {};
   const put = (key: string, description: string, value: number | string | null, pass: boolean | null) => (targets[key] = { description, value, ok: pass });
@@ -592,7 +586,9 @@ async function main(): Promise<number> {
     const refused = bulk.big.find((a) => !a.stored);
     put('bulk', `${BULK.toLocaleString('en')} records in one request < ${BULK_MS} ms (median of ${BULK_REPEAT})`, bulk.bigMedianMs ?? `refused: ${refused?.status} ${refused?.error ?? ''}`.trim(), bulk.bigMedianMs === null ? false : bulk.bigMedianMs < BULK_MS);
   }
-  if (csv) {
+  const csv = runs?.csv;
+  if (runs && csv) {
+    const { csvRuns, csvRepeatGrowth } = runs;
     const value = csv.skipped
       ? `skipped: ${csv.skipped.slice(0, 120)}`
       : `${csvRuns.filter((r) => !r.skipped).map((r) => `+${r.rssMiB?.growthAfterFirstQuarter}`).join(' / ')} MiB after the first quarter; peak of the last export ${csvRepeatGrowth === null ? 'n/a' : `${csvRepeatGrowth >= 0 ? '+' : ''}${csvRepeatGrowth} MiB`} vs the first`;
@@ -600,26 +596,19 @@ async function main(): Promise<number> {
   }
   if (ln) put('listRatio', `list overhead ratio ≤ ${RATIO_LIMIT} (${settings.connections} conn, baseline ÷ platform req/s)`, ln.overheadRatio, ln.overheadRatio <= RATIO_LIMIT);
   if (gn) put('getRatio', `get overhead ratio ≤ ${RATIO_LIMIT} (${settings.connections} conn, baseline ÷ platform req/s)`, gn.overheadRatio, gn.overheadRatio <= RATIO_LIMIT);
-  const p50Ratios = Object.fromEntries(results.map((r) => [r.id, ratio(r.platform.p50Ms, r.baseline.p50Ms)]));
+  return targets;
+}
 
-  const report = {
-    timestamp,
-    machine: { ...machine, loadAverageAtEnd: os.loadavg().map(r2) },
-    database: { source: db.source, version: db.version, rows: seed.rows, seedSeconds: seed.seconds, tableMiB: seed.tableMiB, indexesMiB: seed.indexesMiB },
-    settings: { ...settings, seqDurationSec: SEQ_DURATION, rows: ROWS, bulk: BULK, bulkRepeat: BULK_REPEAT, sqlIterations: SQL_ITERATIONS, filter: FILTER, loadGenerator: 'autocannon 8 (in the bench process)' },
-    scenarios: results,
-    p50Ratios,
-    serviceInProcess: service,
-    sqlAlone: sql,
-    bulk,
-    csv,
-    csvRuns,
-    csvRepeatGrowthMiB: csvRepeatGrowth,
-    targets,
-    valid: problems.length === 0,
-    problems,
-  };
+type ServiceTimes = Awaited<ReturnType<typeof serviceInProcess>>;
+type SqlTimes = Awaited<ReturnType<typeof sqlAlone>>;
 
+/** The text summary printed at the end: the scenario table, then a paragraph per measurement, then the verdicts. */
+function summary(
+  m: { results: ScenarioResult[]; p50Ratios: Record<string, number | null>; service?: ServiceTimes; sql?: SqlTimes; bulk?: BulkResult; runs?: CsvRuns },
+  targets: Record<string, Target>,
+  problems: string[],
+): string {
+  const { results, p50Ratios, service, sql, bulk } = m;
   const out: string[] = [];
   if (results.length) {
     out.push(formatTable({ scenarios: results, targets: {}, problems: [] } as unknown as Report).trimEnd());
@@ -640,11 +629,12 @@ async function main(): Promise<number> {
     if (bulk.big.some((a) => a.error)) out.push(`  refused: ${bulk.big.find((a) => a.error)!.error}`);
     out.push(`bulk create 1,000: ${bulk.small.map(line).join(', ')}; median ${bulk.smallMedianMs ?? '–'} ms`);
   }
+  const csv = m.runs?.csv;
   if (csv) {
     out.push('');
     if (csv.skipped) out.push(`CSV export: SKIPPED — ${csv.skipped}`);
     else
-      for (const [i, c] of csvRuns.entries()) {
+      for (const [i, c] of m.runs!.csvRuns.entries()) {
         out.push(
           `CSV export ${i + 1}: ${c.rows?.toLocaleString('en')} rows, ${((c.bytes ?? 0) / 2 ** 20).toFixed(1)} MiB in ${c.seconds} s = ${c.rowsPerSec?.toLocaleString('en')} rows/s (first byte ${c.firstByteMs} ms); ` +
             `platform RSS MiB start ${c.rssMiB?.start}, at 25/50/75 % ${c.rssMiB?.atQuarter}/${c.rssMiB?.atHalf}/${c.rssMiB?.atThreeQuarters}, peak ${c.rssMiB?.peak}, end ${c.rssMiB?.end}`,
@@ -654,14 +644,81 @@ async function main(): Promise<number> {
   out.push('');
   for (const t of Object.values(targets)) out.push(`${t.ok === null ? 'SKIP' : t.ok ? 'PASS' : 'MISS'}  ${t.description}: ${t.value}`);
   for (const p of problems) out.push(`INVALID  ${p}`);
-  console.log(`\n${out.join('\n')}\n`);
+  return out.join('\n');
+}
 
+/** bench/results/records-latest.json and a timestamped copy. */
+function writeResults(report: unknown, timestamp: string): void {
   const dir = path.join(import.meta.dirname, 'results');
   fs.mkdirSync(dir, { recursive: true });
   const json = `${JSON.stringify(report, null, 2)}\n`;
   const files = [path.join(dir, 'records-latest.json'), path.join(dir, `records-${timestamp.replace(/:/g, '-')}.json`)];
   for (const f of files) fs.writeFileSync(f, json);
   log(`written: ${files.map((f) => path.relative(process.cwd(), f)).join(', ')}`);
+}
+
+async function main(): Promise<number> {
+  const timestamp = new Date().toISOString();
+  const machine = machineInfo();
+  db = await openBenchDatabase(log);
+  const dbUrl = db.url;
+  log(`database: ${db.source} (${db.version.split(',')[0]})`);
+  const { platform, baseline } = await startServers(dbUrl);
+
+  const { site, token, physical } = await setupTable(platform.url);
+  const table = `"${site}"."${physical}"`;
+  const prefix = `/sites/${site}/api/apps/${APP}/datatables/${TABLE}/data/`;
+  log(`site ${site}, table ${table}; seeding ${ROWS.toLocaleString('en')} rows…`);
+  const seed = await seedRows(dbUrl, table);
+  log(`seeded ${seed.rows.toLocaleString('en')} rows in ${seed.seconds} s (table ${seed.tableMiB} MiB, indexes ${seed.indexesMiB} MiB)`);
+  await checkEquivalence(platform.url, baseline.url, prefix, token);
+  log('both servers answer the list page and records alike; measuring');
+
+  const problems: string[] = [];
+  const results = await runLoads(platform, baseline, prefix, token, problems);
+  let service: ServiceTimes | undefined;
+  if (wanted('service')) {
+    log(`the records service in process, ${SQL_ITERATIONS} calls each…`);
+    service = await serviceInProcess(dbUrl, site);
+  }
+  let sql: SqlTimes | undefined;
+  if (wanted('sql')) {
+    log(`the records SQL alone, ${SQL_ITERATIONS} times each over one connection…`);
+    sql = await sqlAlone(dbUrl, table);
+  }
+  const countRows = async () => {
+    const client = new pg.Client({ connectionString: dbUrl });
+    await client.connect();
+    try {
+      return (await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n;
+    } finally {
+      await client.end();
+    }
+  };
+  const bulk = wanted('bulk') ? await runBulk(platform.url + prefix, token, countRows) : undefined;
+  const runs = wanted('csv') ? await runCsv(platform.url + `${prefix}?format=csv`, token, platform.pid, countRows, problems) : undefined;
+
+  const targets = verdicts(results, bulk, runs);
+  const p50Ratios = Object.fromEntries(results.map((r) => [r.id, ratio(r.platform.p50Ms, r.baseline.p50Ms)]));
+  const report = {
+    timestamp,
+    machine: { ...machine, loadAverageAtEnd: os.loadavg().map(r2) },
+    database: { source: db.source, version: db.version, rows: seed.rows, seedSeconds: seed.seconds, tableMiB: seed.tableMiB, indexesMiB: seed.indexesMiB },
+    settings: { ...settings, seqDurationSec: SEQ_DURATION, rows: ROWS, bulk: BULK, bulkRepeat: BULK_REPEAT, sqlIterations: SQL_ITERATIONS, filter: FILTER, loadGenerator: 'autocannon 8 (in the bench process)' },
+    scenarios: results,
+    p50Ratios,
+    serviceInProcess: service,
+    sqlAlone: sql,
+    bulk,
+    csv: runs?.csv,
+    csvRuns: runs?.csvRuns ?? [],
+    csvRepeatGrowthMiB: runs?.csvRepeatGrowth ?? null,
+    targets,
+    valid: problems.length === 0,
+    problems,
+  };
+  console.log(`\n${summary({ results, p50Ratios, service, sql, bulk, runs }, targets, problems)}\n`);
+  writeResults(report, timestamp);
   if (!report.valid) return 1;
   const missed = Object.values(targets).some((t) => t.ok === false);
   return missed && process.env.BENCH_STRICT === '1' ? 1 : 0;

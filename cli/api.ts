@@ -4,7 +4,7 @@
 // server's own Koa application in this process, cli/direct.ts). Both answer with the server's
 // own status and body, so validation, errors, permissions and output are the server's in both.
 import type { Readable } from 'node:stream';
-import { DomainError } from '../shared/errors.ts';
+import { DomainError, notFound } from '../shared/errors.ts';
 import { isValidSchemaName } from '../shared/tenancy/schema.ts';
 
 export type Mode = 'remote' | 'direct';
@@ -57,11 +57,9 @@ export function path(strings: TemplateStringsArray, ...values: string[]): string
   return strings.reduce((out, s, i) => out + s + (i < values.length ? encodeURIComponent(values[i]!) : ''), '');
 }
 
-export const siteNotFound = (): DomainError => new DomainError('NOT_FOUND', 'Site not found.', { detail: 'Not found.' });
-
 /** The request's path and query string as the server sees them (site routes in their `/sites/<schema>` form). */
 export function target(req: ApiRequest): string {
-  if (req.site !== undefined && !isValidSchemaName(req.site)) throw siteNotFound();
+  if (req.site !== undefined && !isValidSchemaName(req.site)) throw notFound('Site');
   const params = new URLSearchParams();
   for (const [key, value] of Object.entries(req.query ?? {})) {
     if (value === undefined) continue;

@@ -72,6 +72,73 @@ export function tokenSettings(config: Config): TokenSettings {
   return { secretKey: resolveSecretKey(config), accessTtlSeconds: config.accessTokenTtlSeconds, refreshTtlSeconds: config.refreshTokenTtlSeconds };
 }
 
+/** Platform migrations, then every site schema's (a site schema that fails is logged: `platform migrate` resumes it). */
+async function migrate(db: Database, log: Logger): Promise<void> {
+  const report = await migratePlatform(db.orm, db.url);
+  if (report.applied.length) log.info({ applied: report.applied }, 'platform migrations applied');
+  const tenants = await migrateAllTenants(db.orm.em.fork(), (done, total, r) => log.info({ done, total, ...r }, 'site schema migrated'));
+  if (tenants.failed.length) log.error({ failed: tenants.failed }, 'site schemas failed to migrate; run `platform migrate`');
+}
+
+/** The first superuser, when there is none yet; a generated password is shown once, on the terminal only. */
+async function bootstrap(db: Database, config: Config, log: Logger, announce: (text: string) => void): Promise<void> {
+  const boot = await bootstrapAdmin(makeContext(db.orm.em.fork(), systemActor('bootstrap')), config.admin);
+  if (!boot.created) return;
+  log.info({ username: boot.username }, 'first superuser created');
+  if (boot.generatedPassword) {
+    // Shown once, on the terminal only: never through the structured log.
+    announce(
+      `\n  First superuser created.\n    username: ${boot.username}\n    password: ${boot.generatedPassword}\n  Store it now: it is not shown again (change it with \`platform login\` then the profile API).\n\n`,
+    );
+  }
+}
+
+/** Redis for the shared rate-limit counters (REDIS_URL); unreachable at start, the limits count in process memory. */
+async function connectRedis(redisUrl: string, log: Logger): Promise<Redis> {
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: true });
+  redis.on('error', (err) => log.warn({ err: err.message }, 'redis error'));
+  await redis.connect().catch((err) => log.warn({ err: err.message }, 'redis unreachable; rate limits fall back to process memory'));
+  return redis;
+}
+
+/** The per-process caches (host → site, app rate limits) and the listener that drops their entries when a change commits. */
+function processCaches(db: Database): { hosts: HostResolver; appLimits: AppRateLimits; changes: ChangeListener } {
+  const hosts = new HostResolver(db.orm);
+  const appLimits = new AppRateLimits(db.orm);
+  const changes = new ChangeListener().on('routing', () => hosts.invalidate()).on('app-settings', (schema) => appLimits.invalidate(schema));
+  return { hosts, appLimits, changes };
+}
+
+/** Listens on HOST:PORT; the URL to reach it (0.0.0.0 is reached at 127.0.0.1). */
+async function listen(srv: http.Server, config: Config): Promise<{ url: string; port: number }> {
+  await new Promise<void>((resolve, reject) => {
+    srv.once('error', reject);
+    srv.listen(config.port, config.host, () => resolve());
+  });
+  const { port } = srv.address() as AddressInfo;
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  return { url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`, port };
+}
+
+/** Stops accepting and waits for the requests in flight: at most `timeoutMs`, then the remaining connections are closed. */
+function stopAccepting(srv: http.Server, timeoutMs: number, log: Logger): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(() => {
+      log.warn('shutdown timeout: closing remaining connections');
+      srv.closeAllConnections();
+    }, timeoutMs);
+    // close() stops accepting and closes the connections idle now; a keep-alive
+    // connection whose request is still running turns idle later (answers sent during
+    // shutdown say `Connection: close`; a stream already under way could not): sweep.
+    const sweep = setInterval(() => srv.closeIdleConnections(), 50);
+    srv.close(() => {
+      clearTimeout(timer);
+      clearInterval(sweep);
+      resolve();
+    });
+  });
+}
+
 export async function startServer(config: Config, options: StartOptions = {}): Promise<ServerHandle> {
   const log = options.log ?? createLogger(config.logLevel);
   const db = await openDatabase(config, { info: (m) => log.info(m), error: (m) => log.error(m) });
@@ -79,31 +146,12 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   let server: http.Server | undefined;
   let changes: ChangeListener | undefined;
   try {
-    if (options.migrate !== false) {
-      const report = await migratePlatform(db.orm, db.url);
-      if (report.applied.length) log.info({ applied: report.applied }, 'platform migrations applied');
-      const tenants = await migrateAllTenants(db.orm.em.fork(), (done, total, r) => log.info({ done, total, ...r }, 'site schema migrated'));
-      if (tenants.failed.length) log.error({ failed: tenants.failed }, 'site schemas failed to migrate; run `platform migrate`');
-    }
+    if (options.migrate !== false) await migrate(db, log);
     const tokens = tokenSettings(config);
-    const boot = await bootstrapAdmin(makeContext(db.orm.em.fork(), systemActor('bootstrap')), config.admin);
-    if (boot.created) {
-      log.info({ username: boot.username }, 'first superuser created');
-      if (boot.generatedPassword) {
-        // Shown once, on the terminal only: never through the structured log.
-        (options.announce ?? ((t: string) => process.stderr.write(t)))(
-          `\n  First superuser created.\n    username: ${boot.username}\n    password: ${boot.generatedPassword}\n  Store it now: it is not shown again (change it with \`platform login\` then the profile API).\n\n`,
-        );
-      }
-    }
-    if (config.redisUrl) {
-      redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: true });
-      redis.on('error', (err) => log.warn({ err: err.message }, 'redis error'));
-      await redis.connect().catch((err) => log.warn({ err: err.message }, 'redis unreachable; rate limits fall back to process memory'));
-    }
-    const hosts = new HostResolver(db.orm);
-    const appLimits = new AppRateLimits(db.orm);
-    changes = new ChangeListener().on('routing', () => hosts.invalidate()).on('app-settings', (schema) => appLimits.invalidate(schema));
+    await bootstrap(db, config, log, options.announce ?? ((t: string) => process.stderr.write(t)));
+    if (config.redisUrl) redis = await connectRedis(config.redisUrl, log);
+    const { hosts, appLimits, changes: listener } = processCaches(db);
+    changes = listener;
     await changes.listen(db.url, (err) => log.warn({ err: err.message }, 'change listener error'));
     let shuttingDown = false;
     const mailer = createMailer(config, log);
@@ -112,13 +160,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const srv = http.createServer(app.callback());
     server = srv;
     srv.keepAliveTimeout = 65_000;
-    await new Promise<void>((resolve, reject) => {
-      srv.once('error', reject);
-      srv.listen(config.port, config.host, () => resolve());
-    });
-    const { port } = srv.address() as AddressInfo;
-    const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-    const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
+    const { url, port } = await listen(srv, config);
     log.info({ url, database: db.embedded ? 'embedded' : 'external', environment: config.environment }, 'platform listening');
     const pruner = config.blacklistPruneIntervalMs ? schedulePruning(db, log, config.blacklistPruneIntervalMs) : undefined;
     let closing: Promise<void> | undefined;
@@ -131,21 +173,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       close() {
         closing ??= (async () => {
           shuttingDown = true;
-          await new Promise<void>((resolve) => {
-            const timer = setTimeout(() => {
-              log.warn('shutdown timeout: closing remaining connections');
-              srv.closeAllConnections();
-            }, config.shutdownTimeoutMs);
-            // close() stops accepting and closes the connections idle now; a keep-alive
-            // connection whose request is still running turns idle later (answers sent during
-            // shutdown say `Connection: close`; a stream already under way could not): sweep.
-            const sweep = setInterval(() => srv.closeIdleConnections(), 50);
-            srv.close(() => {
-              clearTimeout(timer);
-              clearInterval(sweep);
-              resolve();
-            });
-          });
+          await stopAccepting(srv, config.shutdownTimeoutMs, log);
           await pruner?.stop();
           await redis?.quit().catch(() => undefined);
           await changes?.close();

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { defineAbility, type Actor, type AppAbility } from './auth/actor.ts';
+import { DomainError } from './errors.ts';
 import type { Grants } from './permissions/grants.ts';
 
 /** What every service call receives: its unit of work, who acts, what they may do, and the tenant. */
@@ -19,4 +20,13 @@ export interface ServiceContext {
 
 export function makeContext(em: EntityManager, actor: Actor, tenant: string | null = null): ServiceContext {
   return { em, actor, ability: defineAbility(actor), tenant };
+}
+
+/** The acting user's UUID (what created_by / modified_by record); null for a system actor. */
+export const actorUuid = (ctx: ServiceContext): string | null => (ctx.actor.kind === 'user' ? ctx.actor.uuid : null);
+
+/** The signed-in user whose profile the call works on: the system actor has none (400). */
+export function ownUuid(ctx: ServiceContext): string {
+  if (ctx.actor.kind !== 'user') throw new DomainError('BAD_REQUEST', 'The profile belongs to a signed-in user; the system actor has none.');
+  return ctx.actor.uuid;
 }

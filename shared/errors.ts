@@ -103,8 +103,9 @@ export const validationError = (errors: FieldErrors, message = 'Invalid input.')
 
 export const fieldError = (field: string, text: string): DomainError => validationError({ [field]: [text] });
 
-export const notFound = (what = 'Resource'): DomainError =>
-  new DomainError('NOT_FOUND', `${what} not found.`, { detail: 'Not found.' });
+/** 404 with the standard detail: the message `<what> not found.`, or a whole message of its own (`{ message }`). */
+export const notFound = (what: string | { message: string } = 'Resource'): DomainError =>
+  new DomainError('NOT_FOUND', typeof what === 'string' ? `${what} not found.` : what.message, { detail: 'Not found.' });
 
 export const notAuthenticated = (message: string = NOT_AUTHENTICATED_DETAIL): DomainError =>
   new DomainError('AUTHENTICATION_FAILED', message, { detail: NOT_AUTHENTICATED_DETAIL });

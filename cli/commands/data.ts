@@ -5,7 +5,7 @@ import { Transform, pipeline as pipe, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Args, Flags } from '@oclif/core';
 import { messageBody, type MessageBody } from '../../shared/common/envelopes.ts';
-import type { CsvImportReport } from '../../shared/data/records-csv.ts';
+import type { CsvImportReport } from '../../shared/data/records.schemas.ts';
 import { DomainError, fieldError } from '../../shared/errors.ts';
 import { path as apiPath, type Api } from '../api.ts';
 import { ApiCommand, operation } from '../base.ts';

@@ -5,7 +5,7 @@ import type { AppDetail, AppListItem } from '../../shared/apps/app.schemas.ts';
 import type { DataSourceView } from '../../shared/apps/datasource.schemas.ts';
 import type { PageEnvelope } from '../../shared/common/pagination.ts';
 import type { DataTableListItem, DataTableView } from '../../shared/data/datatable.schemas.ts';
-import type { CsvImportReport } from '../../shared/data/records-csv.ts';
+import type { CsvImportReport } from '../../shared/data/records.schemas.ts';
 import { DomainError } from '../../shared/errors.ts';
 import { path as apiPath, type ApiRequest } from '../api.ts';
 import { ApiCommand } from '../base.ts';

@@ -1,7 +1,7 @@
 // The one place where anything thrown becomes an HTTP response in the standard envelope.
 import type { Next } from 'koa';
 import { isStatementTimeout } from '../../shared/db/statement-timeout.ts';
-import { DomainError } from '../../shared/errors.ts';
+import { DomainError, notFound } from '../../shared/errors.ts';
 import type { Logger } from '../../shared/common/logger.ts';
 import { redactPath } from './redact.ts';
 import type { AppContext } from './types.ts';
@@ -19,7 +19,7 @@ function toDomainError(err: unknown): DomainError | undefined {
   if (status === 415) return new DomainError('UNSUPPORTED_MEDIA_TYPE', e.message ?? 'Unsupported media type.');
   if (status === 405) return new DomainError('METHOD_NOT_ALLOWED', 'Method not allowed.', { detail: 'Method not allowed.' });
   if (status === 400 && e.expose) return new DomainError('BAD_REQUEST', e.message ?? 'Bad request.');
-  if (status === 404) return new DomainError('NOT_FOUND', 'Not found.', { detail: 'Not found.' });
+  if (status === 404) return notFound({ message: 'Not found.' });
   if (isStatementTimeout(err)) {
     return new DomainError('GATEWAY_TIMEOUT', 'The database did not answer in time.', { detail: 'The request took too long; try again, or narrow it down.' });
   }
@@ -31,7 +31,7 @@ export function errorMiddleware(log: Logger) {
     try {
       await next();
       if (ctx.body === undefined || ctx.body === null) {
-        if (ctx.status === 404) throw new DomainError('NOT_FOUND', `No route matches ${ctx.method} ${ctx.path}.`, { detail: 'Not found.' });
+        if (ctx.status === 404) throw notFound({ message: `No route matches ${ctx.method} ${ctx.path}.` });
         // The router answered 405 (with Allow) or 501 for an unknown method: add the envelope.
         if (ctx.status === 405 || ctx.status === 501) {
           const text = `Method "${ctx.method}" not allowed.`;

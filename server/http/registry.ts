@@ -4,7 +4,7 @@
 import Router from '@koa/router';
 import type { TSchema } from '@sinclair/typebox';
 import { validate } from '../../shared/common/validation.ts';
-import { DomainError, notAuthenticated } from '../../shared/errors.ts';
+import { DomainError, notAuthenticated, notFound } from '../../shared/errors.ts';
 import type { AppContext } from './types.ts';
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -129,7 +129,7 @@ export class RouteRegistry {
         mounted.set(key, candidates);
         router[def.method](path, async (ctx: AppContext) => {
           const chosen = candidates.find((d) => servesHost(d, ctx.state.tenant));
-          if (!chosen) throw new DomainError('NOT_FOUND', `No route matches ${ctx.method} ${ctx.path} on this host.`, { detail: 'Not found.' });
+          if (!chosen) throw notFound({ message: `No route matches ${ctx.method} ${ctx.path} on this host.` });
           await run(ctx, chosen);
         });
       }

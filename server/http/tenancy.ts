@@ -3,7 +3,7 @@
 // that site's API too. Unknown hosts get 404 in the standard envelope.
 import type { Next } from 'koa';
 import type { Config } from '../../shared/config.ts';
-import { DomainError } from '../../shared/errors.ts';
+import { notFound } from '../../shared/errors.ts';
 import type { HostResolver } from '../../shared/tenancy/host-resolver.ts';
 import type { AppContext } from './types.ts';
 
@@ -17,17 +17,17 @@ export function hostRouting(config: Config, resolver: HostResolver) {
       const m = SITE_PREFIX.exec(ctx.path);
       if (m) {
         const site = await resolver.resolveSchema(m[1]);
-        if (!site) throw new DomainError('NOT_FOUND', 'Site not found.', { detail: 'Not found.' });
+        if (!site) throw notFound('Site');
         ctx.state.tenant = site.schema;
         ctx.state.site = site;
         ctx.path = m[2];
       } else if (ctx.path.startsWith('/sites/')) {
-        throw new DomainError('NOT_FOUND', 'Site not found.', { detail: 'Not found.' });
+        throw notFound('Site');
       }
       return next();
     }
     const site = await resolver.resolveHost(host);
-    if (!site) throw new DomainError('NOT_FOUND', `Unknown host "${host}".`, { detail: 'Not found.' });
+    if (!site) throw notFound({ message: `Unknown host "${host}".` });
     ctx.state.tenant = site.schema;
     ctx.state.site = site;
     return next();

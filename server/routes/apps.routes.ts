@@ -1,10 +1,7 @@
 // Apps and app settings of a site (scope 'tenant': a site host or /sites/{schema}/…).
 // Reads: any signed-in user of the site; writes: its administrators (superusers, staff).
 import { APP_MESSAGES } from '../../shared/apps/app.messages.ts';
-import { randomUUID } from 'node:crypto';
-import { mkdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { koaBody } from 'koa-body';
 import { Type } from '@sinclair/typebox';
 import { MAX_ICON_BYTES, SettingsPut, SettingsResponse, type SettingsView } from '../../shared/apps/app-settings.schemas.ts';
 import { appIcon, getAppSettings, updateAppSettings, type IconUpload } from '../../shared/apps/app-settings.service.ts';
@@ -13,6 +10,7 @@ import * as apps from '../../shared/apps/app.service.ts';
 import type { Config } from '../../shared/config.ts';
 import { DomainError } from '../../shared/errors.ts';
 import { MessageBody, created, requestUrl, sendCreated, sendMessage } from '../http/envelopes.ts';
+import { parseMultipart } from '../http/multipart.ts';
 import { defineRoute, type RouteDef } from '../http/registry.ts';
 import type { AppContext } from '../http/types.ts';
 
@@ -26,20 +24,20 @@ export function siteApiBase(ctx: AppContext, publicUrl: string | undefined): str
   return url.origin + (at > 0 ? url.pathname.slice(0, at) : '');
 }
 
-const first = (v: unknown): unknown => (Array.isArray(v) ? v[0] : v);
 const INTEGER_FIELDS = new Set(['max_functions', 'max_datatables', 'rate_limit_per_hour']);
 
-/** Multipart fields arrive as strings: integers become numbers, `null` (or empty) for the worker null. */
-function multipartFields(raw: Record<string, unknown>): Record<string, unknown> {
+/** Settings sent as form fields arrive as strings: integers become numbers, `null` (or empty) for the worker null. */
+function settingsFields(raw: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(raw)) {
-    const v = first(value);
+  for (const [key, v] of Object.entries(raw)) {
     if (INTEGER_FIELDS.has(key) && typeof v === 'string' && /^-?\d+$/.test(v)) out[key] = Number(v);
     else if (key === 'default_frontend_worker' && (v === '' || v === 'null')) out[key] = null;
     else out[key] = v;
   }
   return out;
 }
+
+const iconTooLarge = () => new DomainError('PAYLOAD_TOO_LARGE', 'The icon is larger than 5 MB.', { errors: { icon: ['Ensure the file is at most 5 MB.'] } });
 
 export function appRoutes(config: Config): RouteDef[] {
   const files = { dataDir: config.dataDir };
@@ -48,39 +46,10 @@ export function appRoutes(config: Config): RouteDef[] {
   const settingsOk = (ctx: AppContext, message: string, data: SettingsView) => {
     ctx.body = { success: true, message, data };
   };
-  /**
-   * Parses a multipart PATCH: the fields and the `icon` file. Each request uploads into a
-   * directory of its own under <dataDir>/tmp, removed afterwards (a refused oversized upload too).
-   */
-  async function parseMultipart(ctx: AppContext): Promise<{ fields: Record<string, unknown>; icon?: IconUpload }> {
-    const uploadDir = path.join(tmpDir, randomUUID());
-    await mkdir(uploadDir, { recursive: true });
-    try {
-      try {
-        await koaBody({
-          multipart: true,
-          json: false,
-          urlencoded: false,
-          text: false,
-          parsedMethods: ['PATCH'] as never,
-          formidable: { maxFileSize: MAX_ICON_BYTES, maxFiles: 1, uploadDir, keepExtensions: false },
-        })(ctx as never, async () => {});
-      } catch (err) {
-        const e = err as { httpCode?: number; status?: number; message?: string };
-        if (e.httpCode === 413 || e.status === 413 || /maxFileSize|maxTotalFileSize|exceeded/i.test(String(e.message))) {
-          throw new DomainError('PAYLOAD_TOO_LARGE', 'The icon is larger than 5 MB.', { errors: { icon: ['Ensure the file is at most 5 MB.'] } });
-        }
-        throw new DomainError('BAD_REQUEST', 'Malformed multipart body.');
-      }
-      const files = (ctx.request as { files?: Record<string, unknown> }).files ?? {};
-      const unknown = Object.keys(files).filter((k) => k !== 'icon');
-      if (unknown.length) throw new DomainError('VALIDATION_ERROR', 'Invalid input.', { errors: Object.fromEntries(unknown.map((k) => [k, ['Unknown file field.']])) });
-      const file = first(files.icon) as { filepath: string; originalFilename?: string | null } | undefined;
-      const fields = multipartFields(((ctx.request as { body?: Record<string, unknown> }).body ?? {}) as Record<string, unknown>);
-      return { fields, icon: file ? { bytes: await readFile(file.filepath), filename: file.originalFilename ?? '' } : undefined };
-    } finally {
-      await rm(uploadDir, { recursive: true, force: true });
-    }
+  /** A multipart PATCH of the settings: the fields and the `icon` file (uploaded under <dataDir>/tmp, removed afterwards). */
+  async function settingsUpload(ctx: AppContext): Promise<{ fields: Record<string, unknown>; icon?: IconUpload }> {
+    const { fields, file } = await parseMultipart(ctx, { tmpDir, fileField: 'icon', maxFileSize: MAX_ICON_BYTES, tooLarge: iconTooLarge });
+    return { fields: settingsFields(fields), icon: file };
   }
 
   return [
@@ -226,7 +195,7 @@ export function appRoutes(config: Config): RouteDef[] {
         let raw: unknown = (ctx.request as { body?: unknown }).body ?? {};
         let icon: IconUpload | undefined;
         if (ctx.is('multipart')) {
-          ({ fields: raw, icon } = await parseMultipart(ctx));
+          ({ fields: raw, icon } = await settingsUpload(ctx));
         } else if (ctx.request.length && !ctx.is('application/json')) {
           throw new DomainError('UNSUPPORTED_MEDIA_TYPE', `Unsupported media type "${ctx.get('Content-Type')}": send application/json or multipart/form-data.`);
         }

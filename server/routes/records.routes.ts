@@ -5,6 +5,7 @@ import { Type } from '@sinclair/typebox';
 import { MAX_IMPORT_BYTES, MAX_IMPORT_ROWS, MAX_REPORTED_ERRORS, csvImportOptions, exportCsv, importCsv } from '../../shared/data/records-csv.ts';
 import * as records from '../../shared/data/records.service.ts';
 import { RecordKeyParam } from '../../shared/data/datatable.schemas.ts';
+import { CsvImportReport, RecordData, RecordPage, RecordsCreated, RecordsDeleted, RecordsPatched, RecordUpserted } from '../../shared/data/records.schemas.ts';
 import type { RouteDef } from '../http/registry.ts';
 import { perTable, scopeOf } from './datatables.routes.ts';
 
@@ -12,18 +13,6 @@ const WHO_WRITE = 'Site administrators (superusers and staff of the site) only.'
 const WHO_READ = 'Any user of the site.';
 const FILTERS = 'Conditions `field=value` or `field__op=value` with op one of eq, ne, gt, gte, lt, lte, in, nin (comma lists), contains, icontains, startswith, istartswith, endswith, iendswith, isnull (true/false), between (low,high); all must hold. `field` may be `fk_field.related_field` (through a foreign key), `relation.field` (a reverse foreign key or a many-to-many relation, named by the other table), or a dotted document path on docstore tables.';
 const READ = '`populate`: comma list of relations or `*` (a foreign key becomes the referenced record; reverse and many-to-many relations are arrays of records).';
-
-const Record_ = Type.Record(Type.String(), Type.Unknown());
-const RecordData = Type.Object({ data: Record_ });
-const RecordPage = Type.Object({ data: Type.Array(Record_), total: Type.Integer(), page: Type.Integer(), page_size: Type.Integer() });
-const Deleted = Type.Object({ deleted: Type.Integer(), ids: Type.Optional(Type.Array(Type.Unknown())) });
-const CsvImportReport = Type.Object({
-  dry_run: Type.Boolean(),
-  total_rows: Type.Integer(),
-  created: Type.Integer(),
-  failed: Type.Integer(),
-  errors: Type.Array(Type.Object({ row: Type.Integer(), errors: Type.Record(Type.String(), Type.Array(Type.String())) })),
-});
 
 export function recordRoutes(): RouteDef[] {
   return [
@@ -54,7 +43,7 @@ export function recordRoutes(): RouteDef[] {
       summary: 'Create one record, or many (all or nothing)',
       description: `An object → 201 {data}; an array (at most ${records.MAX_BULK_CREATE}) → 201 {data: [...]}, in one statement. Validation errors are keyed by field (\`{row}.{field}\` for arrays); unique/foreign-key violations name the field (409/400). ${WHO_WRITE}`,
       body: Type.Unknown(),
-      responses: { 201: Type.Object({ data: Type.Union([Record_, Type.Array(Record_)]) }) },
+      responses: { 201: RecordsCreated },
       async handler(ctx, { params, body }) {
         ctx.status = 201;
         ctx.body = { data: await records.createRecords(ctx.state.service(), scopeOf(params), params.name!, body) };
@@ -82,7 +71,7 @@ export function recordRoutes(): RouteDef[] {
       summary: 'Update the record with these unique values, else create it',
       description: `Query \`unique_fields=a,b\` names the fields whose values identify the record; the body is the whole record. 200 {data, created: false} when it existed (fields replaced), 201 {data, created: true} when inserted. ${WHO_WRITE}`,
       body: Type.Unknown(),
-      responses: { 200: Type.Object({ data: Record_, created: Type.Boolean() }), 201: Type.Object({ data: Record_, created: Type.Boolean() }) },
+      responses: { 200: RecordUpserted, 201: RecordUpserted },
       async handler(ctx, { params, body, query }) {
         const out = await records.upsertRecord(ctx.state.service(), scopeOf(params), params.name!, body, query);
         ctx.status = out.created ? 201 : 200;
@@ -97,7 +86,7 @@ export function recordRoutes(): RouteDef[] {
       summary: 'Update many records (all or nothing)',
       description: `An array (at most ${records.MAX_BULK_PATCH}) of partial records, each carrying its primary key; each resulting record is validated; errors are keyed \`{index}.{field}\` and nothing is changed when one fails. ${WHO_WRITE}`,
       body: Type.Unknown(),
-      responses: { 200: Type.Object({ data: Type.Array(Record_) }) },
+      responses: { 200: RecordsPatched },
       async handler(ctx, { params, body }) {
         ctx.body = { data: await records.patchRecords(ctx.state.service(), scopeOf(params), params.name!, body) };
       },
@@ -109,7 +98,7 @@ export function recordRoutes(): RouteDef[] {
       operationId: 'records_destroy_many',
       summary: 'Delete records by ids or by filter',
       description: `\`ids=a,b\` (composite keys: a JSON array of key arrays) → {deleted, ids}; \`filter=<JSON object of field conditions>\` (same operators as the list, e.g. {"age__gte":30}) → {deleted}; an empty filter is refused. ${WHO_WRITE}`,
-      responses: { 200: Deleted },
+      responses: { 200: RecordsDeleted },
       async handler(ctx, { params, query }) {
         ctx.body = await records.deleteRecords(ctx.state.service(), scopeOf(params), params.name!, query);
       },

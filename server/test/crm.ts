@@ -1,7 +1,7 @@
 // The records suites' common setup: the fixture schemas and CSV rows, a `crm` app with data
 // sources seeded straight into site schemas, and tables created and materialized through the API.
 import { readFileSync } from 'node:fs';
-import { csvRecords } from '../../shared/data/fixtures-csv.ts';
+import { csvRecords } from '../../shared/testing/fixtures-csv.ts';
 import type { ProviderType } from '../../shared/data/ddl.ts';
 import type { TableSchema } from '../../shared/data/table-schema.ts';
 import type { TestSite } from '../../shared/testing/sites.ts';

@@ -1,6 +1,6 @@
 import http from 'node:http';
-import net from 'node:net';
 import { Writable } from 'node:stream';
+import { Redis } from 'ioredis';
 // Black-box HTTP test harness: a real server listening on a real socket, on a database of
 // its own. `api()` is a small fetch wrapper returning status, headers and parsed body.
 import { createLogger, type Logger } from '../../shared/common/logger.ts';
@@ -82,17 +82,31 @@ export async function request(base: string, method: string, path: string, option
   return { status, headers: responseHeaders, body: parsed, text };
 }
 
-/** Redis for the tests that share counters: TEST_REDIS_URL, else 127.0.0.1:6379 when it answers, else none. */
-export async function testRedisUrl(): Promise<string | undefined> {
-  if (process.env.TEST_REDIS_URL) return process.env.TEST_REDIS_URL;
-  const reachable = await new Promise<boolean>((resolve) => {
-    const sock = net.connect(6379, '127.0.0.1', () => {
-      sock.end();
-      resolve(true);
-    });
-    sock.on('error', () => resolve(false));
-  });
-  return reachable ? 'redis://127.0.0.1:6379' : undefined;
+/**
+ * CI provides Redis (.ci/run starts it, exports TEST_REDIS_URL and CI=true): there a test that
+ * needs Redis fails when it does not answer. Elsewhere such a test may skip, saying why.
+ */
+export const REDIS_REQUIRED = Boolean(process.env.CI) && process.env.CI !== 'false';
+
+/**
+ * Redis for the tests that share counters: TEST_REDIS_URL, else redis://127.0.0.1:6379, when it
+ * answers PING; otherwise `missing` says why.
+ */
+export async function testRedis(): Promise<{ url: string; missing?: undefined } | { url?: undefined; missing: string }> {
+  const url = process.env.TEST_REDIS_URL || 'redis://127.0.0.1:6379';
+  const redis = new Redis(url, { lazyConnect: true, connectTimeout: 2000, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+  let cause: Error | undefined;
+  redis.on('error', (err: Error) => (cause ??= err));
+  try {
+    await redis.connect();
+    await redis.ping();
+    return { url };
+  } catch (err) {
+    const why = (cause ?? (err as Error)).message.replace(/\.$/, '');
+    return { missing: `no Redis answers at ${url} (${why})${process.env.TEST_REDIS_URL ? '' : '; set TEST_REDIS_URL'}` };
+  } finally {
+    redis.disconnect();
+  }
 }
 
 /** Starts a server on a fresh database. `env` overrides the test defaults (rate limits off). */

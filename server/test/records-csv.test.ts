@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { csvRecords, parseCsv } from '../../shared/data/fixtures-csv.ts';
+import { csvRecords, parseCsv } from '../../shared/testing/fixtures-csv.ts';
 import type { TableSchema } from '../../shared/data/table-schema.ts';
 import type { TestSite } from '../../shared/testing/sites.ts';
 import { createTables, fixture, fixtureRows, seedCrm, type Row } from './crm.ts';

@@ -11,12 +11,12 @@ import type { TObject } from '@sinclair/typebox';
 import { dropReadOnly } from '../common/read-only.ts';
 import { validate } from '../common/validation.ts';
 import type { ServiceContext } from '../context.ts';
-import { DomainError, fieldError } from '../errors.ts';
-import { iso, firstRow } from '../secrets/sql.ts';
+import { DomainError, fieldError, notFound } from '../errors.ts';
+import { iso, firstRow } from '../db/sql.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { siteSchemaFor } from '../tenancy/site-access.ts';
 import { notifyAppSettingsChanged } from './app-limits.ts';
-import { activeAppOr404, appFor } from './lookup.ts';
+import { activeApp, appFor } from './lookup.ts';
 import { MAX_ICON_BYTES, SETTINGS_DEFAULTS, SettingsPatch, SettingsPatchBody, SettingsPut, type SettingsDetail, type SettingsLight, type SettingsView } from './app-settings.schemas.ts';
 
 export interface SettingsRow {
@@ -202,9 +202,9 @@ export async function updateAppSettings(
 
 /** The icon of an active app of the site (public within the site: no actor): its bytes and content type, or 404. */
 export async function appIcon(em: EntityManager, deps: SettingsDeps, schema: string, slug: string): Promise<{ bytes: Buffer; contentType: string; ext: string }> {
-  const app = await activeAppOr404(em, schema, slug);
+  const app = await activeApp(em, schema, slug);
   const row = await settingsOf(em, schema, app.id);
-  const missing = new DomainError('NOT_FOUND', 'This app has no icon.', { detail: 'Not found.' });
+  const missing = notFound({ message: 'This app has no icon.' });
   if (!row.icon_path || !row.icon_content_type) throw missing;
   const root = iconRoot(deps);
   const file = path.resolve(root, row.icon_path);

@@ -1,6 +1,7 @@
 // Apps of a site (spec Part 2 §2 App): containers of data sources and data tables.
 import { Type, type Static } from '@sinclair/typebox';
 import { readOnlyProps } from '../common/read-only.ts';
+import { BOOL_PARAM_VALUES } from '../common/filters.ts';
 import { StringEnum } from '../common/validation.ts';
 import { SettingsDetail, SettingsLight, SettingsPatch } from './app-settings.schemas.ts';
 
@@ -61,7 +62,7 @@ export const AppUpdate = Type.Object(
 export type AppUpdate = Static<typeof AppUpdate>;
 
 export const AppListQuery = Type.Object({
-  is_active: Type.Optional(StringEnum(['true', '1', 'false', '0', 'all', '*'], { description: 'Default true; all or * for both' })),
+  is_active: Type.Optional(StringEnum(BOOL_PARAM_VALUES, { description: 'Default true; all or * for both' })),
 });
 export type AppListQuery = Static<typeof AppListQuery>;
 

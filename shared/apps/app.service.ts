@@ -6,16 +6,13 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { insertWithUniqueSlug, slugify } from '../common/slug.ts';
 import { dropReadOnly } from '../common/read-only.ts';
 import { validate } from '../common/validation.ts';
-import type { ServiceContext } from '../context.ts';
-import { countOf, iso, rows } from '../secrets/sql.ts';
+import { actorUuid, type ServiceContext } from '../context.ts';
+import { countOf, iso, rows } from '../db/sql.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { siteSchemaFor } from '../tenancy/site-access.ts';
 import { checkSettings, insertSettings, settingsDetail, settingsLight, settingsOf } from './app-settings.service.ts';
 import { appFor, appSelect, findApp, type AppRow } from './lookup.ts';
 import { AppCreate, AppListQuery, AppUpdate, type AppDetail, type AppListItem, type AppStats } from './app.schemas.ts';
-
-/** The acting site user's UUID, or null for a system actor. */
-export const actorUuid = (ctx: ServiceContext): string | null => (ctx.actor.kind === 'user' ? ctx.actor.uuid : null);
 
 const base = (r: AppRow) => ({
   id: Number(r.id),

@@ -6,13 +6,12 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { insertWithUniqueSlug, slugify, uniqueViolation } from '../common/slug.ts';
 import { dropReadOnly } from '../common/read-only.ts';
 import { validate } from '../common/validation.ts';
-import type { ServiceContext } from '../context.ts';
-import { DomainError, fieldError } from '../errors.ts';
-import { countOf, firstRow, iso, rows } from '../secrets/sql.ts';
+import { actorUuid, type ServiceContext } from '../context.ts';
+import { DomainError, fieldError, notFound } from '../errors.ts';
+import { countOf, firstRow, iso, rows } from '../db/sql.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { authorizeSiteSubject, siteSchemaFor } from '../tenancy/site-access.ts';
 import type { Action } from '../auth/actor.ts';
-import { actorUuid } from './app.service.ts';
 import { activeAppOr404, type AppRow } from './lookup.ts';
 import { DataSourceCreate, DataSourceUpdate, type DataSourceStats, type DataSourceView } from './datasource.schemas.ts';
 
@@ -66,7 +65,7 @@ const view = (r: DsRow): DataSourceView => ({
 export async function findDataSource(em: EntityManager, schema: string, app: Pick<AppRow, 'id'>, ref: string): Promise<DsRow> {
   const byId = /^\d{1,9}$/.test(ref);
   const row = await firstRow<DsRow>(em, `${select(quotedSchema(schema))} WHERE d.app_id = ? AND ${byId ? 'd.id = ?' : 'd.slug = ?'}`, [app.id, byId ? Number(ref) : ref]);
-  if (!row) throw new DomainError('NOT_FOUND', `Data source "${ref}" not found.`, { detail: 'Not found.' });
+  if (!row) throw notFound(`Data source "${ref}"`);
   return row;
 }
 

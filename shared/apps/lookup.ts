@@ -1,10 +1,11 @@
-// Resolving `{app_slug}` in a site, with the check on the app, in one place for every service
-// that works on an app or inside one (settings, data sources).
+// Resolving the `{app_slug}` of a path in one place: the app with the check on it (settings,
+// data sources), and the light lookup of an active app (id, name, slug: no counts) that data
+// tables and records need, with the 404 of the apps API.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Action } from '../auth/actor.ts';
 import type { ServiceContext } from '../context.ts';
-import { DomainError } from '../errors.ts';
-import { firstRow } from '../secrets/sql.ts';
+import { firstRow } from '../db/sql.ts';
+import { notFound } from '../errors.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { authorizeSiteSubject } from '../tenancy/site-access.ts';
 
@@ -22,7 +23,7 @@ export interface AppRow {
   datasource_count: string | number;
 }
 
-export const appNotFound = (slug: string) => new DomainError('NOT_FOUND', `App "${slug}" not found.`, { detail: 'Not found.' });
+export const appNotFound = (slug: string) => notFound(`App "${slug}"`);
 
 export const appSelect = (q: string) => `
   SELECT a.id, a.name, a.slug, a.description, a.is_active, a.created_at, a.updated_at, a.created_by, a.modified_by,
@@ -50,5 +51,19 @@ export async function appFor(ctx: ServiceContext, schema: string, slug: string, 
   const app = await findApp(ctx.em, schema, slug, options.any);
   if (!app) throw appNotFound(slug);
   await authorizeSiteSubject(ctx, action, 'App', { schema, slug: app.slug });
+  return app;
+}
+
+/** An app as other modules address it. */
+export interface ActiveApp {
+  id: number;
+  name: string;
+  slug: string;
+}
+
+/** The active app with this slug; 404 for an unknown or soft-deleted one (as in the apps API). */
+export async function activeApp(em: EntityManager, schema: string, slug: string): Promise<ActiveApp> {
+  const app = await firstRow<ActiveApp>(em, `SELECT id, name, slug FROM ${quotedSchema(schema)}.apps WHERE slug = ? AND is_active`, [slug]);
+  if (!app) throw appNotFound(slug);
   return app;
 }

@@ -1,5 +1,12 @@
 import { fieldError } from '../errors.ts';
+import { StringEnum } from './validation.ts';
 // Small helpers for list filters shared by every resource.
+
+/** The values of a boolean list filter: `true`/`1`, `false`/`0`, `all`/`*` (read by boolFilter). */
+export const BOOL_PARAM_VALUES = ['true', '1', 'false', '0', 'all', '*'] as const;
+
+/** A boolean query parameter of a list (boolFilter reads it). */
+export const BoolParam = StringEnum(BOOL_PARAM_VALUES);
 
 /** `true`/`1` → true, `false`/`0` → false, `all`/`*` → undefined (no filter); absent → the default. */
 export function boolFilter(value: string | undefined, def: boolean | undefined): boolean | undefined {
@@ -9,7 +16,7 @@ export function boolFilter(value: string | undefined, def: boolean | undefined):
   return undefined;
 }
 
-/** Escapes LIKE/ILIKE wildcards so user text matches literally. */
+/** Escapes LIKE/ILIKE wildcards so user text matches literally (backslash: PostgreSQL's default ESCAPE character). */
 export const likeEscape = (text: string): string => text.replace(/[\\%_]/g, (c) => `\\${c}`);
 
 /**

@@ -4,123 +4,30 @@
 // (and materialize), every site user reads. docs/data-tables.md.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { pageOffset, parsePageRequest, resolvePage, type Page } from '../common/pagination.ts';
-import { uniqueViolation } from '../common/slug.ts';
 import { dropReadOnly } from '../common/read-only.ts';
 import { validate } from '../common/validation.ts';
-import type { ServiceContext } from '../context.ts';
+import { actorUuid, type ServiceContext } from '../context.ts';
 import { allowLongStatements } from '../db/statement-timeout.ts';
-import { DomainError, fieldError } from '../errors.ts';
-import { countOf, firstRow, iso, pgCode, rows } from '../secrets/sql.ts';
+import { DomainError, fieldError, notFound } from '../errors.ts';
+import { countOf, firstRow, pgCode, rows } from '../db/sql.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { authorizeSiteSubject, siteSchemaFor } from '../tenancy/site-access.ts';
 import type { Action } from '../auth/actor.ts';
 import { createDataSource } from '../apps/datasource.service.ts';
-import { createTableDdl, dropTableDdl, physicalTableName, type ProviderType } from './ddl.ts';
+import { activeApp, type ActiveApp } from '../apps/lookup.ts';
+import { createTableDdl, dropTableDdl } from './ddl.ts';
 import {
   DataTableCreate, DataTableListQuery, DataTableUpdate, ImportReference,
   type DataTableListItem, type DataTableStats, type DataTableView,
 } from './datatable.schemas.ts';
+import {
+  SELECT, appTables, findSource, findTable, insertTable, listItem, physicalExists, referencingTables, tableRow, view,
+  type TableRow, type TableScope,
+} from './datatable.queries.ts';
 import { validateRecords, type RecordCheck } from './record-validator.ts';
-import { fieldNamesOf, foreignKeysOf, primaryKeyOf, schemaHash, validateTableSchema, type TableSchema } from './table-schema.ts';
+import { foreignKeysOf, schemaHash, validateTableSchema, type TableSchema } from './table-schema.ts';
 
-interface AppRow { id: number; name: string; slug: string }
-interface SourceRow { id: number; name: string; slug: string; provider_type: ProviderType; is_active: boolean }
-export interface TableRow {
-  id: number;
-  app_id: number;
-  data_source_id: number;
-  datasource_name: string;
-  datasource_slug: string;
-  provider_type: ProviderType;
-  app_name: string;
-  app_slug: string;
-  name: string;
-  description: string;
-  json_schema: TableSchema;
-  schema_hash: string;
-  physical_table_name: string;
-  is_materialized: boolean;
-  is_active: boolean;
-  is_reference: boolean;
-  source_table_id: number | null;
-  src_id: number | null;
-  src_app: string | null;
-  src_name: string | null;
-  src_physical: string | null;
-  created_at: Date | string;
-  updated_at: Date | string;
-  created_by: string | null;
-  modified_by: string | null;
-}
-
-/** Where a table is addressed: an app, optionally through one of its data sources. */
-export interface TableScope {
-  app_slug: string;
-  ds?: string;
-}
-
-const SELECT = (q: string) => `
-  SELECT t.id, t.app_id, t.data_source_id, d.name AS datasource_name, d.slug AS datasource_slug, d.provider_type,
-         a.name AS app_name, a.slug AS app_slug, t.name, t.description, t.json_schema, t.schema_hash, t.physical_table_name,
-         t.is_materialized, t.is_active, t.is_reference, t.source_table_id,
-         s.id AS src_id, sa.slug AS src_app, s.name AS src_name, s.physical_table_name AS src_physical,
-         t.created_at, t.updated_at, t.created_by, t.modified_by
-    FROM ${q}.data_tables t
-    JOIN ${q}.data_sources d ON d.id = t.data_source_id
-    JOIN ${q}.apps a ON a.id = t.app_id
-    LEFT JOIN ${q}.data_tables s ON s.id = t.source_table_id
-    LEFT JOIN ${q}.apps sa ON sa.id = s.app_id`;
-
-const actorUuid = (ctx: ServiceContext): string | null => (ctx.actor.kind === 'user' ? ctx.actor.uuid : null);
-
-function listItem(r: TableRow): DataTableListItem {
-  return {
-    id: r.id,
-    name: r.name,
-    datasource_name: r.datasource_name,
-    datasource_slug: r.datasource_slug,
-    app_name: r.app_name,
-    app_slug: r.app_slug,
-    physical_table_name: r.src_physical ?? r.physical_table_name,
-    is_materialized: r.is_materialized,
-    is_active: r.is_active,
-    field_count: fieldNamesOf(r.json_schema).length,
-    created_at: iso(r.created_at),
-    updated_at: iso(r.updated_at),
-  };
-}
-
-function view(r: TableRow): DataTableView {
-  const names = fieldNamesOf(r.json_schema);
-  return {
-    id: r.id,
-    data_source: r.data_source_id,
-    datasource_name: r.datasource_name,
-    datasource_slug: r.datasource_slug,
-    app_name: r.app_name,
-    app_slug: r.app_slug,
-    name: r.name,
-    description: r.description,
-    json_schema: r.json_schema,
-    physical_table_name: r.src_physical ?? r.physical_table_name,
-    is_materialized: r.is_materialized,
-    is_active: r.is_active,
-    schema_hash: r.schema_hash.trim(),
-    field_count: names.length,
-    field_names: names,
-    primary_key: primaryKeyOf(r.json_schema),
-    provider_type: r.provider_type,
-    schema_format: 'frictionless',
-    is_reference: r.is_reference,
-    source_info: r.is_reference && r.src_id !== null
-      ? { id: r.src_id, app: r.src_app!, table: r.src_name!, physical_table_name: r.src_physical! }
-      : null,
-    created_at: iso(r.created_at),
-    updated_at: iso(r.updated_at),
-    created_by: r.created_by,
-    modified_by: r.modified_by,
-  };
-}
+export type { TableScope } from './datatable.queries.ts';
 
 const DEFAULT_SOURCE_DESCRIPTION = 'Created to hold reference tables imported into this app.';
 
@@ -137,34 +44,6 @@ function checkName(field: 'name' | 'reference_name', name: string | undefined): 
   if (name !== undefined && RESERVED_NAMES.has(name)) throw fieldError(field, `"${name}" is reserved: /api/apps/{app_slug}/datatables/${name}/ is a route of its own.`);
 }
 
-/** An active app (soft-deleted apps answer 404, as in the apps API). */
-async function findApp(em: EntityManager, schema: string, slug: string): Promise<AppRow> {
-  const app = await firstRow<AppRow>(em, `SELECT id, name, slug FROM ${quotedSchema(schema)}.apps WHERE slug = ? AND is_active`, [slug]);
-  if (!app) throw new DomainError('NOT_FOUND', `App "${slug}" not found.`, { detail: 'Not found.' });
-  return app;
-}
-
-async function findSource(em: EntityManager, schema: string, appId: number, slug: string): Promise<SourceRow> {
-  const ds = await firstRow<SourceRow>(em, `SELECT id, name, slug, provider_type, is_active FROM ${quotedSchema(schema)}.data_sources WHERE app_id = ? AND slug = ?`, [appId, slug]);
-  if (!ds) throw new DomainError('NOT_FOUND', `Data source "${slug}" not found.`, { detail: 'Not found.' });
-  return ds;
-}
-
-async function tableRow(em: EntityManager, schema: string, id: number): Promise<TableRow> {
-  return (await firstRow<TableRow>(em, `${SELECT(quotedSchema(schema))} WHERE t.id = ?`, [id]))!;
-}
-
-/** The table named in the scope (through the data source when the path names one); 404 otherwise. */
-export async function findTable(em: EntityManager, schema: string, scope: TableScope, name: string): Promise<TableRow> {
-  const app = await findApp(em, schema, scope.app_slug);
-  const ds = scope.ds ? await findSource(em, schema, app.id, scope.ds) : undefined;
-  const row = await firstRow<TableRow>(em, `${SELECT(quotedSchema(schema))} WHERE t.app_id = ? AND t.name = ?${ds ? ' AND t.data_source_id = ?' : ''}`, [
-    app.id, name, ...(ds ? [ds.id] : []),
-  ]);
-  if (!row) throw new DomainError('NOT_FOUND', `Data table "${name}" not found.`, { detail: 'Not found.' });
-  return row;
-}
-
 /**
  * The table named in the scope, if the actor may `action` it (the DataTable subject: its app and
  * name): 404 when absent, 403 when denied. After siteSchemaFor, the check before the lookup.
@@ -175,81 +54,20 @@ export async function tableFor(ctx: ServiceContext, schema: string, scope: Table
   return row;
 }
 
-/** Other tables of the app (name → column names), the targets a foreign key may name. */
-async function appTables(em: EntityManager, schema: string, appId: number, except?: number): Promise<Map<string, string[]>> {
-  const found = await rows<{ id: number; name: string; json_schema: TableSchema }>(em, `SELECT id, name, json_schema FROM ${quotedSchema(schema)}.data_tables WHERE app_id = ?`, [appId]);
-  return new Map(found.filter((r) => r.id !== except).map((r) => [r.name, fieldNamesOf(r.json_schema)]));
-}
-
 async function checkedSchema(em: EntityManager, schema: string, appId: number, name: string, doc: unknown, except?: number): Promise<TableSchema> {
   const problems = validateTableSchema(doc, await appTables(em, schema, appId, except), name);
   if (problems.length) throw schemaError(problems);
   return doc as TableSchema;
 }
 
-async function physicalExists(em: EntityManager, schema: string, table: string): Promise<boolean> {
-  // Any relation (table, view, index, sequence) holds the name in the schema's namespace.
-  return !!(await firstRow(em, 'SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = ? AND c.relname = ?', [schema, table]));
-}
-
-/** `a{app_id}_{name}`, with a suffix while another table (row or physical) has it. */
-async function freePhysicalName(em: EntityManager, schema: string, appId: number, name: string): Promise<string> {
-  for (let i = 1; ; i++) {
-    const candidate = physicalTableName(appId, name, i);
-    const taken = await firstRow(em, `SELECT 1 FROM ${quotedSchema(schema)}.data_tables WHERE physical_table_name = ?`, [candidate]);
-    if (!taken && !(await physicalExists(em, schema, candidate))) return candidate;
-  }
-}
-
-/** Tables of the app whose foreign keys name `name` (other than itself). */
-async function referencingTables(em: EntityManager, schema: string, table: TableRow): Promise<string[]> {
-  const found = await rows<{ name: string; json_schema: TableSchema }>(em, `SELECT name, json_schema FROM ${quotedSchema(schema)}.data_tables WHERE app_id = ? AND id <> ?`, [table.app_id, table.id]);
-  return found.filter((r) => foreignKeysOf(r.json_schema).some((fk) => fk.reference.resource === table.name)).map((r) => r.name);
-}
-
-/** App settings' max_datatables (spec §8, default 50): 400 when the app already has that many tables. */
-async function checkTableLimit(em: EntityManager, schema: string, appId: number): Promise<void> {
-  const q = quotedSchema(schema);
-  const row = await firstRow<{ max: number | null; n: string | number }>(
-    em,
-    `SELECT (SELECT max_datatables FROM ${q}.app_settings WHERE app_id = ?) AS max, (SELECT count(*) FROM ${q}.data_tables WHERE app_id = ?) AS n`,
-    [appId, appId],
-  );
-  if (row?.max !== null && row?.max !== undefined && Number(row.n) >= row.max) {
-    throw fieldError('non_field_errors', `The app has reached its limit of ${row.max} data tables (settings: max_datatables).`);
-  }
-}
-
-async function insertTable(
-  em: EntityManager, schema: string, ctx: ServiceContext,
-  v: { appId: number; sourceId: number; name: string; description: string; doc: TableSchema; materialized: boolean; sourceTableId: number | null },
-): Promise<number> {
-  const q = quotedSchema(schema);
-  await checkTableLimit(em, schema, v.appId);
-  const physical = await freePhysicalName(em, schema, v.appId, v.name);
-  try {
-    const [row] = await rows<{ id: number }>(
-      em,
-      `INSERT INTO ${q}.data_tables (app_id, data_source_id, name, description, json_schema, schema_hash, physical_table_name, is_materialized, is_reference, source_table_id, created_by, modified_by)
-       VALUES (?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-      [v.appId, v.sourceId, v.name, v.description, JSON.stringify(v.doc), schemaHash(v.doc), physical, v.materialized, v.sourceTableId !== null, v.sourceTableId, actorUuid(ctx), actorUuid(ctx)],
-    );
-    return row!.id;
-  } catch (err) {
-    const constraint = uniqueViolation(err);
-    if (constraint === 'data_tables_app_name_key') throw fieldError('name', `A data table named "${v.name}" already exists in this app.`);
-    throw err;
-  }
-}
-
 /** Creates one reference (the import-reference rules of spec §4); errors are DomainErrors. */
-async function createReference(ctx: ServiceContext, schema: string, target: AppRow, raw: unknown): Promise<DataTableView> {
+async function createReference(ctx: ServiceContext, schema: string, target: ActiveApp, raw: unknown): Promise<DataTableView> {
   const input = validate(ImportReference, raw);
   checkName('reference_name', input.reference_name);
-  const source = await findApp(ctx.em, schema, input.source_app_slug);
+  const source = await activeApp(ctx.em, schema, input.source_app_slug);
   if (source.id === target.id) throw fieldError('source_app_slug', 'The source app must be another app than the target app.');
   const src = await firstRow<TableRow>(ctx.em, `${SELECT(quotedSchema(schema))} WHERE t.app_id = ? AND t.name = ?`, [source.id, input.source_table_name]);
-  if (!src) throw new DomainError('NOT_FOUND', `Data table "${input.source_table_name}" not found in app "${source.slug}".`, { detail: 'Not found.' });
+  if (!src) throw notFound({ message: `Data table "${input.source_table_name}" not found in app "${source.slug}".` });
   await authorizeSiteSubject(ctx, 'read', 'DataTable', { schema, app: source.slug, name: src.name });
   if (src.is_reference) throw fieldError('source_table_name', 'The source table is itself a reference; import the original table.');
   if (!src.is_materialized) throw fieldError('source_table_name', 'The source table is not materialized.');
@@ -276,7 +94,7 @@ async function createReference(ctx: ServiceContext, schema: string, target: AppR
 export async function listDataTables(ctx: ServiceContext, scope: TableScope, rawQuery: unknown = {}): Promise<Page<DataTableListItem>> {
   const schema = await siteSchemaFor(ctx, 'read', 'DataTable');
   const query = validate(DataTableListQuery, rawQuery, 'query');
-  const app = await findApp(ctx.em, schema, scope.app_slug);
+  const app = await activeApp(ctx.em, schema, scope.app_slug);
   await authorizeSiteSubject(ctx, 'read', 'DataTable', { schema, app: app.slug });
   const where = ['t.app_id = ?'];
   const params: unknown[] = [app.id];
@@ -296,7 +114,7 @@ export async function createDataTable(ctx: ServiceContext, scope: Required<Table
   const schema = await siteSchemaFor(ctx, 'create', 'DataTable');
   const input = validate(DataTableCreate, rawInput);
   checkName('name', input.name);
-  const app = await findApp(ctx.em, schema, scope.app_slug);
+  const app = await activeApp(ctx.em, schema, scope.app_slug);
   const ds = await findSource(ctx.em, schema, app.id, scope.ds);
   await authorizeSiteSubject(ctx, 'create', 'DataTable', { schema, app: app.slug, name: input.name });
   const doc = await checkedSchema(ctx.em, schema, app.id, input.name, input.json_schema);
@@ -406,7 +224,7 @@ export async function materializeDataTable(ctx: ServiceContext, scope: TableScop
 
 export async function dataTableStats(ctx: ServiceContext, appSlug: string): Promise<DataTableStats> {
   const schema = await siteSchemaFor(ctx, 'read', 'DataTable');
-  const app = await findApp(ctx.em, schema, appSlug);
+  const app = await activeApp(ctx.em, schema, appSlug);
   await authorizeSiteSubject(ctx, 'read', 'DataTable', { schema, app: app.slug });
   const q = quotedSchema(schema);
   const found = await rows<{ slug: string; name: string; provider_type: string; table_count: string; materialized_count: string }>(
@@ -433,7 +251,7 @@ export async function dataTableStats(ctx: ServiceContext, appSlug: string): Prom
  */
 export async function importReference(ctx: ServiceContext, targetAppSlug: string, body: unknown): Promise<{ single: true; table: DataTableView } | { single: false; result: ImportReferenceResult }> {
   const schema = await siteSchemaFor(ctx, 'create', 'DataTable');
-  const target = await findApp(ctx.em, schema, targetAppSlug);
+  const target = await activeApp(ctx.em, schema, targetAppSlug);
   if (!Array.isArray(body)) return { single: true, table: await createReference(ctx, schema, target, body) };
   const result: ImportReferenceResult = { created: 0, failed: 0, references: [], errors: [] };
   for (const [index, item] of body.entries()) {

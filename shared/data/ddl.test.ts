@@ -6,7 +6,7 @@ import test from 'ava';
 import pg from 'pg';
 import { createTestDatabase, type TestDatabase } from '../testing/database.ts';
 import { createTableDdl, physicalTableName, quoteLiteral } from './ddl.ts';
-import { csvRecords } from './fixtures-csv.ts';
+import { csvRecords } from '../testing/fixtures-csv.ts';
 import { validateTableSchema, type TableSchema } from './table-schema.ts';
 
 const fixture = (name: string): TableSchema => JSON.parse(readFileSync(new URL(`../../fixtures/schemas/${name}`, import.meta.url), 'utf8'));

@@ -2,9 +2,11 @@
 // create the physical table in a site schema. Identifiers go through quoteIdent only;
 // literals through quoteLiteral only (quotes doubled, NUL refused); index fragments through
 // the grammar of compileFragment. Nothing from the document is interpolated raw.
+import { quoteIdent } from '../db/sql.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
+import { compileFragment } from './index-expression.ts';
 import {
-  GENERATED_KEY, anchored, compileFragment, declaredKey, fieldNamesOf, foreignKeysOf, primaryKeyOf, quoteIdent,
+  GENERATED_KEY, anchored, declaredKey, fieldNamesOf, foreignKeysOf, primaryKeyOf,
   type Field, type TableSchema,
 } from './table-schema.ts';
 

@@ -2,7 +2,7 @@
 // null for optional fields, caching by hash; the CSV fixtures are valid records.
 import { readFileSync } from 'node:fs';
 import test from 'ava';
-import { csvRecords } from './fixtures-csv.ts';
+import { csvRecords } from '../testing/fixtures-csv.ts';
 import { CACHE_LIMIT, compiledSchemaCount, recordValidator, validateRecords } from './record-validator.ts';
 import { schemaHash, type TableSchema } from './table-schema.ts';
 

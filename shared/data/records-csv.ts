@@ -16,6 +16,7 @@ import type { TableScope } from './datatable.service.ts';
 import { castCell, type Cast } from './field-types.ts';
 import { listQuery, plain } from './records/read.ts';
 import { openTarget, type RecordRow, type Target } from './records/target.ts';
+import type { CsvImportReport } from './records.schemas.ts';
 import { failingRecord, insertRecords, recordErrors, violation } from './records/write.ts';
 
 /** Rows fetched per cursor read of an export. */
@@ -39,18 +40,6 @@ export interface CsvImportOptions {
   /** Lower limits than MAX_IMPORT_ROWS / MAX_IMPORT_BYTES (tests, callers with their own caps). */
   maxRows?: number;
   maxBytes?: number;
-}
-
-export interface CsvImportReport {
-  dry_run: boolean;
-  /** Data rows read (the header not counted). */
-  total_rows: number;
-  /** Records written (dry run: that would be written); 0 when any row failed. */
-  created: number;
-  /** Rows that failed validation or a database constraint. */
-  failed: number;
-  /** The first MAX_REPORTED_ERRORS failing rows: 1-based data row number, errors by field. */
-  errors: { row: number; errors: FieldErrors }[];
 }
 
 // --- export ----------------------------------------------------------------------------------
@@ -212,25 +201,31 @@ function headerFields(t: Target, header: string[], mapping: Record<string, strin
 const tooLarge = (what: string) => new DomainError('PAYLOAD_TOO_LARGE', `CSV import too large: ${what}.`, { detail: 'Request body is too large.' });
 const ROLLBACK = Symbol('rollback');
 
+/** A valid data row: its 1-based number and the record it gives. */
+interface CheckedRow {
+  row: number;
+  rec: RecordRow;
+}
+
+/** A failing row: counted, and listed while the report has room. */
+function reject(report: CsvImportReport, row: number, errors: FieldErrors): void {
+  report.failed++;
+  if (report.errors.length < MAX_REPORTED_ERRORS) report.errors.push({ row, errors });
+}
+
 /**
- * Imports a CSV stream into a table: all or nothing. Rows are parsed, coerced and validated
- * one by one; valid rows are inserted IMPORT_BATCH at a time in one transaction (opened once
- * the first batch is valid), which is committed only when every row passed validation and
- * the database constraints (dry run: always rolled back). A constraint violation is reported
- * on the row that caused it (found by replaying its batch row by row in a savepoint).
+ * The CSV's data rows, checked one at a time: the bytes counted (413 beyond maxBytes), parsed
+ * by fast-csv, the header matched to the table's fields (400 before any row is read), each row
+ * coerced to the field types and validated like a bulk create's records. `next()` gives a valid
+ * row, null for a failing one (added to the report), undefined at the end of the CSV. `close()`
+ * stops parsing; whatever the client still sends is read and dropped, so the answer gets through.
  */
-export async function importCsv(ctx: ServiceContext, scope: TableScope, name: string, input: Readable, options: CsvImportOptions = {}): Promise<CsvImportReport> {
-  const t = await openTarget(ctx, scope, name, 'create');
-  const maxRows = Math.min(options.maxRows ?? MAX_IMPORT_ROWS, MAX_IMPORT_ROWS);
-  const maxBytes = Math.min(options.maxBytes ?? MAX_IMPORT_BYTES, MAX_IMPORT_BYTES);
-  if ((options.declaredBytes ?? 0) > maxBytes) throw tooLarge(`more than ${maxBytes} bytes`);
-  const dryRun = options.dry_run === true;
-  const report: CsvImportReport = { dry_run: dryRun, total_rows: 0, created: 0, failed: 0, errors: [] };
+function csvRowSource(t: Target, input: Readable, limits: { maxRows: number; maxBytes: number }, report: CsvImportReport) {
   let bytes = 0;
   const counter = new Transform({
     transform(chunk: Buffer, _enc, cb) {
       bytes += chunk.length;
-      if (bytes > maxBytes) cb(tooLarge(`more than ${maxBytes} bytes`));
+      if (bytes > limits.maxBytes) cb(tooLarge(`more than ${limits.maxBytes} bytes`));
       else cb(null, chunk);
     },
   });
@@ -240,42 +235,38 @@ export async function importCsv(ctx: ServiceContext, scope: TableScope, name: st
   counter.on('error', fail);
   input.pipe(counter).pipe(parser);
   const iterator = parser[Symbol.asyncIterator]() as AsyncIterator<string[]>;
-  const rows = {
-    async next(): Promise<IteratorResult<string[]>> {
-      try {
-        return await iterator.next();
-      } catch (err) {
-        // fast-csv's own errors ("Parse Error: missing closing '"'…") are the client's: 400.
-        if (err instanceof Error && err.message.startsWith('Parse Error')) throw new DomainError('BAD_REQUEST', `Malformed CSV after data row ${report.total_rows}: ${err.message}`);
-        throw err;
-      }
+  const read = async (): Promise<IteratorResult<string[]>> => {
+    try {
+      return await iterator.next();
+    } catch (err) {
+      // fast-csv's own errors ("Parse Error: missing closing '"'…") are the client's: 400.
+      if (err instanceof Error && err.message.startsWith('Parse Error')) throw new DomainError('BAD_REQUEST', `Malformed CSV after data row ${report.total_rows}: ${err.message}`);
+      throw err;
+    }
+  };
+  let fields: string[] = [];
+  let coerce: ((text: string) => Cast)[] = [];
+
+  return {
+    /** Reads the header row: column index → field (400 when the columns do not match the table). */
+    async header(mapping?: Record<string, string>): Promise<void> {
+      const head = await read();
+      if (head.done) throw fieldError('header', 'The CSV is empty: expected a header row of field names.');
+      const names = head.value.map((h, i) => (i === 0 ? h.replace(/^\uFEFF/, '') : h).trim());
+      fields = headerFields(t, names, mapping);
+      coerce = fields.map((f) => coercerFor(t, f));
     },
-  };
 
-  const reject = (row: number, errors: FieldErrors) => {
-    report.failed++;
-    if (report.errors.length < MAX_REPORTED_ERRORS) report.errors.push({ row, errors });
-  };
-  let batch: { row: number; rec: RecordRow }[] = [];
-  let done = false;
-
-  try {
-    const head = await rows.next();
-    if (head.done) throw fieldError('header', 'The CSV is empty: expected a header row of field names.');
-    const header = head.value.map((h, i) => (i === 0 ? h.replace(/^\uFEFF/, '') : h).trim());
-    const fields = headerFields(t, header, options.mapping);
-    const coerce = fields.map((f) => coercerFor(t, f));
-
-    /** Reads, coerces and validates one row; false at the end of the CSV. */
-    const step = async (): Promise<boolean> => {
-      const next = await rows.next();
-      if (next.done) return false;
+    /** Reads, coerces and validates one row. */
+    async next(): Promise<CheckedRow | null | undefined> {
+      const next = await read();
+      if (next.done) return undefined;
       const n = ++report.total_rows;
-      if (n > maxRows) throw tooLarge(`more than ${maxRows} rows`);
+      if (n > limits.maxRows) throw tooLarge(`more than ${limits.maxRows} rows`);
       const cells = next.value;
       if (cells.length !== fields.length) {
-        reject(n, { non_field_errors: [`Expected ${fields.length} cells (one per header column), got ${cells.length}.`] });
-        return true;
+        reject(report, n, { non_field_errors: [`Expected ${fields.length} cells (one per header column), got ${cells.length}.`] });
+        return null;
       }
       const rec: RecordRow = {};
       const bad: FieldErrors = {};
@@ -288,58 +279,90 @@ export async function importCsv(ctx: ServiceContext, scope: TableScope, name: st
       const errors: FieldErrors = {};
       recordErrors(t, rec, '', errors);
       Object.assign(errors, bad);
-      if (Object.keys(errors).length) reject(n, errors);
-      else if (!report.failed) batch.push({ row: n, rec });
-      return true;
-    };
-    /** Reads until a batch is full, a row failed or the CSV ends. */
-    const fill = async () => {
-      while (!done && !report.failed && batch.length < IMPORT_BATCH) done = !(await step());
-    };
-    /** Inserts the batch in a savepoint; a constraint violation names its row. */
-    const flush = async (tx: EntityManager) => {
-      const items = batch;
-      batch = [];
-      try {
-        await tx.transactional((sp) => insertRecords(sp as EntityManager, t, items.map((x) => x.rec)));
-        report.created += items.length;
-      } catch (err) {
-        const error = violation(t, err);
-        if (!error) throw err;
-        const found = await failingRecord(tx, t, items.map((x) => x.rec));
-        const named = found ? violation(t, found.error)! : error;
-        reject(items[found?.index ?? 0]!.row, named.errors ?? { non_field_errors: ['The row violates a constraint of the table.'] });
+      if (Object.keys(errors).length) {
+        reject(report, n, errors);
+        return null;
       }
-    };
+      return { row: n, rec };
+    },
 
-    await fill();
+    close(): void {
+      input.unpipe(counter);
+      input.off('error', fail);
+      if (!input.readableEnded) input.resume();
+      counter.destroy();
+      parser.destroy();
+    },
+  };
+}
+
+/**
+ * Inserts a batch of checked rows in a savepoint of the import's transaction. A constraint
+ * violation is reported on the row that caused it (found by replaying the batch row by row).
+ */
+async function writeBatch(tx: EntityManager, t: Target, items: CheckedRow[], report: CsvImportReport): Promise<void> {
+  try {
+    await tx.transactional((sp) => insertRecords(sp as EntityManager, t, items.map((x) => x.rec)));
+    report.created += items.length;
+  } catch (err) {
+    const error = violation(t, err);
+    if (!error) throw err;
+    const found = await failingRecord(tx, t, items.map((x) => x.rec));
+    const named = found ? violation(t, found.error)! : error;
+    reject(report, items[found?.index ?? 0]!.row, named.errors ?? { non_field_errors: ['The row violates a constraint of the table.'] });
+  }
+}
+
+/**
+ * Imports a CSV stream into a table: all or nothing. Rows are parsed, coerced and validated
+ * one by one (csvRowSource); valid rows are inserted IMPORT_BATCH at a time in one transaction
+ * (opened once the first batch is valid; writeBatch), which is committed only when every row
+ * passed validation and the database constraints (dry run: always rolled back).
+ */
+export async function importCsv(ctx: ServiceContext, scope: TableScope, name: string, input: Readable, options: CsvImportOptions = {}): Promise<CsvImportReport> {
+  const t = await openTarget(ctx, scope, name, 'create');
+  const maxRows = Math.min(options.maxRows ?? MAX_IMPORT_ROWS, MAX_IMPORT_ROWS);
+  const maxBytes = Math.min(options.maxBytes ?? MAX_IMPORT_BYTES, MAX_IMPORT_BYTES);
+  if ((options.declaredBytes ?? 0) > maxBytes) throw tooLarge(`more than ${maxBytes} bytes`);
+  const report: CsvImportReport = { dry_run: options.dry_run === true, total_rows: 0, created: 0, failed: 0, errors: [] };
+  const source = csvRowSource(t, input, { maxRows, maxBytes }, report);
+  let done = false;
+  /** Reads until a batch is full, a row failed or the CSV ends. */
+  const nextBatch = async (): Promise<CheckedRow[]> => {
+    const batch: CheckedRow[] = [];
+    while (!done && !report.failed && batch.length < IMPORT_BATCH) {
+      const row = await source.next();
+      if (row === undefined) done = true;
+      else if (row) batch.push(row);
+    }
+    return batch;
+  };
+
+  try {
+    await source.header(options.mapping);
+    let batch = await nextBatch();
     if (!report.failed && batch.length) {
       await ctx.em
         .transactional(async (tx) => {
           const em = tx as EntityManager;
           await allowLongStatements(ctx, em);
           while (!report.failed) {
-            if (batch.length) await flush(em);
+            if (batch.length) await writeBatch(em, t, batch, report);
             if (done || report.failed) break;
-            await fill();
+            batch = await nextBatch();
           }
-          if (report.failed || dryRun) throw ROLLBACK;
+          if (report.failed || report.dry_run) throw ROLLBACK;
         })
         .catch((err: unknown) => {
           if (err !== ROLLBACK) throw err;
         });
     }
     // After a failure: read the rest to count and report the other failing rows.
-    while (!done) done = !(await step());
+    while (!done) done = (await source.next()) === undefined;
   } catch (err) {
     throw violation(t, err) ?? err;
   } finally {
-    // Stop parsing; whatever the client still sends is read and dropped, so the answer gets through.
-    input.unpipe(counter);
-    input.off('error', fail);
-    if (!input.readableEnded) input.resume();
-    counter.destroy();
-    parser.destroy();
+    source.close();
   }
   if (report.failed) report.created = 0;
   return report;

@@ -9,21 +9,16 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ServiceContext } from '../context.ts';
 import { DomainError, fieldError, validationError, type FieldErrors } from '../errors.ts';
-import { countOf, rows } from '../secrets/sql.ts';
+import { countOf, rows } from '../db/sql.ts';
 import type { TableScope } from './datatable.service.ts';
 import { parseQueryFilters, type Filter, type SqlFragment } from './query/filter.ts';
 import { aggregate, compileOn, listQuery, pageOf, populate, selectRecords } from './records/read.ts';
 import { withinAllowed } from './records/access.ts';
 import { loadRelations, openTarget, resolver, type RecordRow, type Target } from './records/target.ts';
 import { batchOf, failingRecord, guarded, insertRecords, keyFilter, recordErrors, recordNotFound, updateRecord, violation } from './records/write.ts';
+import type { RecordPage } from './records.schemas.ts';
 
 export type { RecordRow } from './records/target.ts';
-export interface RecordPage {
-  data: RecordRow[];
-  total: number;
-  page: number;
-  page_size: number;
-}
 
 /** Records per bulk create (one set-based statement per request). */
 export const MAX_BULK_CREATE = 10_000;

@@ -2,7 +2,8 @@
 // grammar of index expressions/where refuses anything outside it, canonical form and hash.
 import { readFileSync } from 'node:fs';
 import test from 'ava';
-import { FIELD_TYPES, canonicalSchema, compileFragment, fieldNamesOf, primaryKeyOf, schemaHash, validateTableSchema } from './table-schema.ts';
+import { compileFragment } from './index-expression.ts';
+import { FIELD_TYPES, canonicalSchema, fieldNamesOf, primaryKeyOf, schemaHash, validateTableSchema } from './table-schema.ts';
 
 const fixture = (name: string) => JSON.parse(readFileSync(new URL(`../../fixtures/schemas/${name}`, import.meta.url), 'utf8'));
 const ok = (doc: unknown, tables = new Map<string, string[]>()) => validateTableSchema(doc, tables, 'self_table');

@@ -3,6 +3,7 @@
 // and the derived facts (field names, primary key). See docs/data-tables.md for the choices.
 import { createHash } from 'node:crypto';
 import { patternProblem } from '../common/linear-regexp.ts';
+import { compileFragment } from './index-expression.ts';
 import { TYPE_FORMATS, TYPE_PROPERTIES } from './field-types.ts';
 
 export const IDENT_RE = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -93,103 +94,6 @@ const isStrArray = (v: unknown): v is string[] => Array.isArray(v) && v.every((x
 const asList = (v: unknown): unknown => (typeof v === 'string' ? [v] : v);
 const show = (v: unknown) => JSON.stringify(v);
 
-// ---------------------------------------------------------------------------------------
-// The SQL fragment grammar of index `expression` and `where` (docs/data-tables.md):
-//   expr    := and ( OR and )*
-//   and     := not ( AND not )*
-//   not     := NOT not | cmp
-//   cmp     := operand [ ( = | <> | != | < | > | <= | >= ) operand | IS [NOT] NULL ]
-//   operand := field | literal | ( lower | upper | coalesce ) '(' expr { ',' expr } ')' | '(' expr ')'
-//   literal := number | 'text' ('' doubles a quote) | TRUE | FALSE | NULL
-// Anything else is refused. The fragment is re-emitted from its tokens with every field
-// name quoted, so what reaches PostgreSQL is exactly what the grammar allows.
-
-interface Tok { kind: 'ident' | 'num' | 'str' | 'op' | 'punct'; text: string }
-const FUNCS = new Set(['lower', 'upper', 'coalesce']);
-const KEYWORDS = new Set(['and', 'or', 'not', 'is', 'null', 'true', 'false']);
-
-function tokenize(src: string): Tok[] {
-  const out: Tok[] = [];
-  let i = 0;
-  while (i < src.length) {
-    const c = src[i]!;
-    if (/\s/.test(c)) { i++; continue; }
-    const rest = src.slice(i);
-    let m: RegExpMatchArray | null;
-    if ((m = rest.match(/^[A-Za-z_][A-Za-z0-9_]*/))) out.push({ kind: 'ident', text: m[0] });
-    else if ((m = rest.match(/^\d+(?:\.\d+)?/))) out.push({ kind: 'num', text: m[0] });
-    else if ((m = rest.match(/^'(?:[^'\0\\]|'')*'/))) out.push({ kind: 'str', text: m[0] });
-    else if ((m = rest.match(/^(?:<=|>=|<>|!=|=|<|>)/))) out.push({ kind: 'op', text: m[0] });
-    else if (c === '(' || c === ')' || c === ',') out.push({ kind: 'punct', text: c });
-    else throw new Error(`unexpected character ${show(c)} at position ${i}`);
-    i += m ? m[0].length : 1;
-  }
-  return out;
-}
-
-/** Parses a fragment of the grammar above; returns its SQL with field names quoted, or throws. */
-export function compileFragment(src: string, fields: ReadonlySet<string>): string {
-  if (src.length > 1000) throw new Error('is longer than 1000 characters');
-  const toks = tokenize(src);
-  let p = 0;
-  const peek = () => toks[p];
-  const word = (t: Tok | undefined, w: string) => t?.kind === 'ident' && t.text.toLowerCase() === w;
-  const expect = (text: string) => {
-    if (peek()?.text !== text) throw new Error(`expected ${show(text)}${peek() ? ` before ${show(peek()!.text)}` : ' at the end'}`);
-    p++;
-  };
-  const operand = (): string => {
-    const t = toks[p++];
-    if (!t) throw new Error('ends unexpectedly');
-    if (t.kind === 'num' || t.kind === 'str') return t.text;
-    if (t.kind === 'punct' && t.text === '(') { const e = expr(); expect(')'); return `(${e})`; }
-    if (t.kind === 'ident') {
-      const lower = t.text.toLowerCase();
-      if (lower === 'true' || lower === 'false' || lower === 'null') return lower.toUpperCase();
-      if (FUNCS.has(lower) && peek()?.text === '(') {
-        p++;
-        const args = [expr()];
-        while (peek()?.text === ',') { p++; args.push(expr()); }
-        expect(')');
-        return `${lower}(${args.join(', ')})`;
-      }
-      if (KEYWORDS.has(lower)) throw new Error(`unexpected ${show(t.text)}`);
-      if (!fields.has(t.text)) throw new Error(`${show(t.text)} is not a field of the table (allowed functions: lower, upper, coalesce)`);
-      return quoteIdent(t.text);
-    }
-    throw new Error(`unexpected ${show(t.text)}`);
-  };
-  const cmp = (): string => {
-    const left = operand();
-    const t = peek();
-    if (t?.kind === 'op') { p++; return `${left} ${t.text === '!=' ? '<>' : t.text} ${operand()}`; }
-    if (word(t, 'is')) {
-      p++;
-      let not = '';
-      if (word(peek(), 'not')) { p++; not = ' NOT'; }
-      if (!word(peek(), 'null')) throw new Error('IS must be followed by [NOT] NULL');
-      p++;
-      return `${left} IS${not} NULL`;
-    }
-    return left;
-  };
-  const not = (): string => (word(peek(), 'not') ? (p++, `NOT ${not()}`) : cmp());
-  const and = (): string => { let s = not(); while (word(peek(), 'and')) { p++; s = `${s} AND ${not()}`; } return s; };
-  function expr(): string { let s = and(); while (word(peek(), 'or')) { p++; s = `${s} OR ${and()}`; } return s; }
-  if (!toks.length) throw new Error('is empty');
-  const sql = expr();
-  if (p < toks.length) throw new Error(`unexpected ${show(toks[p]!.text)}`);
-  return sql;
-}
-
-/** A PostgreSQL identifier, double-quoted (names are validated identifiers already; this refuses others). */
-export function quoteIdent(name: string): string {
-  if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(name)) throw new Error(`Invalid identifier ${show(name)}.`);
-  return `"${name}"`;
-}
-
-// ---------------------------------------------------------------------------------------
-
 function checkField(raw: unknown, i: number, errors: string[]): void {
   if (!isObj(raw)) { errors.push(`fields[${i}]: must be an object.`); return; }
   const label = typeof raw.name === 'string' ? `Field '${raw.name}'` : `fields[${i}]`;
@@ -254,6 +158,91 @@ function checkField(raw: unknown, i: number, errors: string[]): void {
   }
 }
 
+/** What the checks of keys and indexes need to know of the fields. */
+interface FieldFacts {
+  /** The declared field names. */
+  names: Set<string>;
+  /** The columns: the fields, and the generated key when no primaryKey is declared. */
+  columns: Set<string>;
+  byName: Map<string, Record<string, unknown>>;
+}
+
+/** primaryKey's problems; returns the key's fields (empty when none is declared or it is invalid). */
+function checkPrimaryKey(doc: Record<string, unknown>, fields: FieldFacts, errors: string[]): string[] {
+  if (doc.primaryKey === undefined) {
+    if (fields.names.has(GENERATED_KEY)) {
+      errors.push(`Field '${GENERATED_KEY}' is reserved for the generated primary key when no primaryKey is declared; declare primaryKey to use your own '${GENERATED_KEY}'.`);
+    }
+    return [];
+  }
+  const list = asList(doc.primaryKey);
+  if (!isStrArray(list) || list.length === 0) {
+    errors.push('primaryKey must be a field name or a non-empty array of field names.');
+    return [];
+  }
+  for (const n of list) if (!fields.names.has(n)) errors.push(`primaryKey: field '${n}' does not exist.`);
+  if (new Set(list).size !== list.length) errors.push('primaryKey lists a field more than once.');
+  return list;
+}
+
+/** One foreign key's problems: its fields, the referenced table and fields, its onDelete action. */
+function checkForeignKey(
+  fk: unknown, at: string, fields: FieldFacts, pk: string[], target: { tables: ReadonlyMap<string, readonly string[]>; selfName: string }, errors: string[],
+): void {
+  if (!isObj(fk)) { errors.push(`${at}: must be an object.`); return; }
+  const local = asList(fk.fields);
+  if (!isStrArray(local) || local.length === 0) { errors.push(`${at}: fields must be a field name or a non-empty array.`); return; }
+  for (const n of local) if (!fields.names.has(n)) errors.push(`${at}: field '${n}' does not exist.`);
+  const ref = fk.reference;
+  if (!isObj(ref) || typeof ref.resource !== 'string') { errors.push(`${at}: reference {resource, fields} is required.`); return; }
+  const remote = asList(ref.fields);
+  if (!isStrArray(remote) || remote.length === 0) { errors.push(`${at}: reference.fields must be a field name or a non-empty array.`); return; }
+  if (remote.length !== local.length) errors.push(`${at}: ${local.length} local field(s) but ${remote.length} referenced field(s).`);
+  const self = ref.resource === '' || ref.resource === target.selfName;
+  const columns = self ? [...fields.columns] : target.tables.get(ref.resource);
+  if (!columns) errors.push(`${at}: reference.resource '${ref.resource}' is not a table of this app.`);
+  else for (const n of remote) if (!columns.includes(n)) errors.push(`${at}: referenced field '${n}' does not exist in '${self ? target.selfName || 'this table' : ref.resource}'.`);
+  const actions = fk['x-actions'];
+  if (actions === undefined) return;
+  if (!isObj(actions)) { errors.push(`${at}: x-actions must be an object.`); return; }
+  const od = actions.onDelete;
+  if (od === undefined) return;
+  if (!(ON_DELETE as readonly unknown[]).includes(od)) errors.push(`${at}: onDelete ${show(od)} is not one of ${ON_DELETE.join(', ')}.`);
+  const required = (n: string) => isObj(fields.byName.get(n)?.constraints) && (fields.byName.get(n)!.constraints as Constraints).required === true;
+  if (od === 'SET NULL') {
+    for (const n of local) if (required(n) || pk.includes(n)) errors.push(`${at}: onDelete SET NULL needs field '${n}' to be nullable (not required, not in the primary key).`);
+  }
+  if (od === 'SET DEFAULT') {
+    for (const n of local) if (fields.byName.get(n)?.default === undefined) errors.push(`${at}: onDelete SET DEFAULT needs field '${n}' to define a default.`);
+  }
+}
+
+/** One index's problems: name, fields or expression (the grammar of index-expression.ts), options. */
+function checkIndex(ix: unknown, i: number, columns: Set<string>, seen: Set<string>, errors: string[]): void {
+  const at = isObj(ix) && typeof ix.name === 'string' ? `Index '${ix.name}'` : `indexes[${i}]`;
+  if (!isObj(ix)) { errors.push(`${at}: must be an object.`); return; }
+  for (const k of Object.keys(ix)) if (!INDEX_KEYS.includes(k)) errors.push(`${at}: unknown property '${k}'.`);
+  if (typeof ix.name !== 'string' || !IDENT_RE.test(ix.name)) errors.push(`${at}: name ${show(ix.name)} must match ^[a-z_][a-z0-9_]{0,62}$.`);
+  else if (RESERVED_INDEX.test(ix.name)) errors.push(`${at}: the name is reserved for the table's own indexes and constraints (pkey, fk<n>, _search, data_gin, doc_gin, _u_…).`);
+  else if (seen.has(ix.name)) errors.push(`${at}: index name is used more than once.`);
+  else seen.add(ix.name);
+  const hasFields = ix.fields !== undefined;
+  if (!hasFields && ix.expression === undefined) errors.push(`${at}: needs fields or expression.`);
+  if (hasFields && ix.expression !== undefined) errors.push(`${at}: give fields or expression, not both.`);
+  if (hasFields) {
+    if (!isStrArray(ix.fields) || ix.fields.length === 0) errors.push(`${at}: fields must be a non-empty array of field names.`);
+    else for (const n of ix.fields) if (!columns.has(n)) errors.push(`${at}: field '${n}' does not exist.`);
+  }
+  for (const k of ['expression', 'where'] as const) {
+    if (ix[k] === undefined) continue;
+    if (typeof ix[k] !== 'string') { errors.push(`${at}: ${k} must be a string.`); continue; }
+    try { compileFragment(ix[k], columns); } catch (err) { errors.push(`${at}: ${k} is not allowed: ${(err as Error).message}.`); }
+  }
+  if (ix.unique !== undefined && typeof ix.unique !== 'boolean') errors.push(`${at}: unique must be a boolean.`);
+  if (ix.method !== undefined && !(INDEX_METHODS as readonly unknown[]).includes(ix.method)) errors.push(`${at}: method ${show(ix.method)} is not one of ${INDEX_METHODS.join(', ')}.`);
+  if (ix.comment !== undefined && typeof ix.comment !== 'string') errors.push(`${at}: comment must be a string.`);
+}
+
 /**
  * Every problem of a json_schema document, as messages (empty when valid). `tables` are the
  * other tables of the same app (name → field names) for foreign keys; `selfName` is this table.
@@ -264,87 +253,26 @@ export function validateTableSchema(doc: unknown, tables: ReadonlyMap<string, re
   for (const k of Object.keys(doc)) if (!TOP_KEYS.includes(k)) errors.push(`Unknown top-level property '${k}'.`);
   if (!Array.isArray(doc.fields) || doc.fields.length === 0) return [...errors, "'fields' is required and must be a non-empty array."];
   doc.fields.forEach((f, i) => checkField(f, i, errors));
-  const names = doc.fields.map((f) => (isObj(f) && typeof f.name === 'string' ? f.name : ''));
-  const fieldSet = new Set(names.filter(Boolean));
-  const dupes = [...new Set(names.filter((n, i) => n && names.indexOf(n) !== i))];
+  const list = doc.fields.map((f) => (isObj(f) && typeof f.name === 'string' ? f.name : ''));
+  const names = new Set(list.filter(Boolean));
+  const dupes = [...new Set(list.filter((n, i) => n && list.indexOf(n) !== i))];
   for (const d of dupes) errors.push(`Field name '${d}' is used more than once.`);
-  const byName = new Map(doc.fields.filter(isObj).map((f) => [f.name as string, f]));
-  const required = (n: string) => isObj(byName.get(n)?.constraints) && (byName.get(n)!.constraints as Constraints).required === true;
+  const fields: FieldFacts = {
+    names,
+    columns: new Set([...names, ...(doc.primaryKey === undefined ? [GENERATED_KEY] : [])]),
+    byName: new Map(doc.fields.filter(isObj).map((f) => [f.name as string, f])),
+  };
 
-  let pk: string[] = [];
-  if (doc.primaryKey !== undefined) {
-    const list = asList(doc.primaryKey);
-    if (!isStrArray(list) || list.length === 0) errors.push('primaryKey must be a field name or a non-empty array of field names.');
-    else {
-      pk = list;
-      for (const n of list) if (!fieldSet.has(n)) errors.push(`primaryKey: field '${n}' does not exist.`);
-      if (new Set(list).size !== list.length) errors.push('primaryKey lists a field more than once.');
-    }
-  } else if (fieldSet.has(GENERATED_KEY)) {
-    errors.push(`Field '${GENERATED_KEY}' is reserved for the generated primary key when no primaryKey is declared; declare primaryKey to use your own '${GENERATED_KEY}'.`);
-  }
-
+  const pk = checkPrimaryKey(doc, fields, errors);
   if (doc.foreignKeys !== undefined) {
     if (!Array.isArray(doc.foreignKeys)) errors.push('foreignKeys must be an array.');
-    else doc.foreignKeys.forEach((fk, i) => {
-      const at = `foreignKeys[${i}]`;
-      if (!isObj(fk)) { errors.push(`${at}: must be an object.`); return; }
-      const local = asList(fk.fields);
-      if (!isStrArray(local) || local.length === 0) { errors.push(`${at}: fields must be a field name or a non-empty array.`); return; }
-      for (const n of local) if (!fieldSet.has(n)) errors.push(`${at}: field '${n}' does not exist.`);
-      const ref = fk.reference;
-      if (!isObj(ref) || typeof ref.resource !== 'string') { errors.push(`${at}: reference {resource, fields} is required.`); return; }
-      const remote = asList(ref.fields);
-      if (!isStrArray(remote) || remote.length === 0) { errors.push(`${at}: reference.fields must be a field name or a non-empty array.`); return; }
-      if (remote.length !== local.length) errors.push(`${at}: ${local.length} local field(s) but ${remote.length} referenced field(s).`);
-      const self = ref.resource === '' || ref.resource === selfName;
-      const target = self ? [...fieldSet, ...(doc.primaryKey === undefined ? [GENERATED_KEY] : [])] : tables.get(ref.resource);
-      if (!target) errors.push(`${at}: reference.resource '${ref.resource}' is not a table of this app.`);
-      else for (const n of remote) if (!target.includes(n)) errors.push(`${at}: referenced field '${n}' does not exist in '${self ? selfName || 'this table' : ref.resource}'.`);
-      const actions = fk['x-actions'];
-      if (actions === undefined) return;
-      if (!isObj(actions)) { errors.push(`${at}: x-actions must be an object.`); return; }
-      const od = actions.onDelete;
-      if (od === undefined) return;
-      if (!(ON_DELETE as readonly unknown[]).includes(od)) errors.push(`${at}: onDelete ${show(od)} is not one of ${ON_DELETE.join(', ')}.`);
-      if (od === 'SET NULL') {
-        for (const n of local) if (required(n) || pk.includes(n)) errors.push(`${at}: onDelete SET NULL needs field '${n}' to be nullable (not required, not in the primary key).`);
-      }
-      if (od === 'SET DEFAULT') {
-        for (const n of local) if (byName.get(n)?.default === undefined) errors.push(`${at}: onDelete SET DEFAULT needs field '${n}' to define a default.`);
-      }
-    });
+    else doc.foreignKeys.forEach((fk, i) => checkForeignKey(fk, `foreignKeys[${i}]`, fields, pk, { tables, selfName }, errors));
   }
-
   if (doc.indexes !== undefined) {
     if (!Array.isArray(doc.indexes)) errors.push('indexes must be an array.');
     else {
       const seen = new Set<string>();
-      const allCols = new Set([...fieldSet, ...(doc.primaryKey === undefined ? [GENERATED_KEY] : [])]);
-      doc.indexes.forEach((ix, i) => {
-        const at = isObj(ix) && typeof ix.name === 'string' ? `Index '${ix.name}'` : `indexes[${i}]`;
-        if (!isObj(ix)) { errors.push(`${at}: must be an object.`); return; }
-        for (const k of Object.keys(ix)) if (!INDEX_KEYS.includes(k)) errors.push(`${at}: unknown property '${k}'.`);
-        if (typeof ix.name !== 'string' || !IDENT_RE.test(ix.name)) errors.push(`${at}: name ${show(ix.name)} must match ^[a-z_][a-z0-9_]{0,62}$.`);
-        else if (RESERVED_INDEX.test(ix.name)) errors.push(`${at}: the name is reserved for the table's own indexes and constraints (pkey, fk<n>, _search, data_gin, doc_gin, _u_…).`);
-        else if (seen.has(ix.name)) errors.push(`${at}: index name is used more than once.`);
-        else seen.add(ix.name);
-        const hasFields = ix.fields !== undefined;
-        if (!hasFields && ix.expression === undefined) errors.push(`${at}: needs fields or expression.`);
-        if (hasFields && ix.expression !== undefined) errors.push(`${at}: give fields or expression, not both.`);
-        if (hasFields) {
-          if (!isStrArray(ix.fields) || ix.fields.length === 0) errors.push(`${at}: fields must be a non-empty array of field names.`);
-          else for (const n of ix.fields) if (!allCols.has(n)) errors.push(`${at}: field '${n}' does not exist.`);
-        }
-        for (const k of ['expression', 'where'] as const) {
-          if (ix[k] === undefined) continue;
-          if (typeof ix[k] !== 'string') { errors.push(`${at}: ${k} must be a string.`); continue; }
-          try { compileFragment(ix[k], allCols); } catch (err) { errors.push(`${at}: ${k} is not allowed: ${(err as Error).message}.`); }
-        }
-        if (ix.unique !== undefined && typeof ix.unique !== 'boolean') errors.push(`${at}: unique must be a boolean.`);
-        if (ix.method !== undefined && !(INDEX_METHODS as readonly unknown[]).includes(ix.method)) errors.push(`${at}: method ${show(ix.method)} is not one of ${INDEX_METHODS.join(', ')}.`);
-        if (ix.comment !== undefined && typeof ix.comment !== 'string') errors.push(`${at}: comment must be a string.`);
-      });
+      doc.indexes.forEach((ix, i) => checkIndex(ix, i, fields.columns, seen, errors));
     }
   }
   for (const k of ['title', 'description'] as const) if (doc[k] !== undefined && typeof doc[k] !== 'string') errors.push(`${k} must be a string.`);

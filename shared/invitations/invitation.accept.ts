@@ -15,10 +15,11 @@ import { systemActor, type Actor } from '../auth/actor.ts';
 import { verifyPassword } from '../auth/passwords.ts';
 import { validate } from '../common/validation.ts';
 import { makeContext } from '../context.ts';
+import { iso } from '../db/sql.ts';
 import { DomainError, notAuthenticated, notFound, permissionDenied, validationError } from '../errors.ts';
 import { createUser } from '../users/user.service.ts';
 import { applyInvitationGrants, marks } from './invitation.grants.ts';
-import { iso, json, STATE_SQL } from './invitation.queries.ts';
+import { json, STATE_SQL } from './invitation.queries.ts';
 import {
   AcceptInput,
   InvitationToken,

@@ -1,6 +1,7 @@
 // Reads of invitations as plain rows (one query with the organization slug and the usernames),
 // and the state derived from the timestamps in one SQL expression.
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { iso, type Timestamp } from '../db/sql.ts';
 import { notFound } from '../errors.ts';
 import type { InvitationState, InvitationView, StoredInvitationConfig } from './invitation.schemas.ts';
 
@@ -16,8 +17,6 @@ SELECT i.id, i.uuid, i.invitee_identifier, i.permissions, i.invitation_config, $
   JOIN public.organizations o ON o.uuid = i.organization_uuid
   LEFT JOIN public.users ib ON ib.uuid = i.invited_by_uuid
   LEFT JOIN public.users ab ON ab.uuid = i.accepted_by_uuid`;
-
-type Timestamp = Date | string;
 
 interface ViewRow {
   id: number;
@@ -35,12 +34,6 @@ interface ViewRow {
   cancelled_at: Timestamp | null;
   last_sent_at: Timestamp | null;
   sent_count: number;
-}
-
-/** PostgreSQL's text form (`2026-11-21 20:40:59.772+00`) or a Date, as ISO 8601. */
-export function iso(value: Timestamp): string {
-  if (value instanceof Date) return value.toISOString();
-  return new Date(value.replace(' ', 'T').replace(/([+-]\d\d)$/, '$1:00')).toISOString();
 }
 
 const isoOrNull = (value: Timestamp | null): string | null => (value === null ? null : iso(value));

@@ -5,13 +5,14 @@ import { randomUUID } from 'node:crypto';
 import { likeEscape } from '../common/filters.ts';
 import { pageOffset, parsePageRequest, resolvePage, type Page } from '../common/pagination.ts';
 import { validate } from '../common/validation.ts';
-import type { ServiceContext } from '../context.ts';
+import { actorUuid, type ServiceContext } from '../context.ts';
+import { iso } from '../db/sql.ts';
 import { DomainError, fieldError, notFound } from '../errors.ts';
 import { organizationFor } from '../organizations/lookup.ts';
 import type { OrganizationEntity } from '../organizations/organization.entity.ts';
 import { resolveInvitationGrants } from './invitation.grants.ts';
 import { sendInvitationMail, type InvitationDeps } from './invitation.mail.ts';
-import { iso, refWhere, selectView, selectViews, STATE_SQL } from './invitation.queries.ts';
+import { refWhere, selectView, selectViews, STATE_SQL } from './invitation.queries.ts';
 import { InvitationCreate, InvitationListQuery, type InvitationView } from './invitation.schemas.ts';
 
 const manage = (ctx: ServiceContext, orgRef: string): Promise<OrganizationEntity> => organizationFor(ctx, orgRef, 'invite_members');
@@ -62,7 +63,7 @@ export async function createInvitation(ctx: ServiceContext, orgRef: string, rawI
        VALUES (?, ?, ?, ?, ?::jsonb, ?::jsonb, ?, now() + make_interval(days => ?::int), 1, now())
        RETURNING id, token, expires_at`,
       [randomUUID(), randomUUID(), org.uuid, email, JSON.stringify(grants.permissions), JSON.stringify(grants.config),
-        ctx.actor.kind === 'user' ? ctx.actor.uuid : null, deps.ttlDays],
+        actorUuid(ctx), deps.ttlDays],
     )) as { id: number; token: string; expires_at: Date | string }[];
     await sendInvitationMail(deps, {
       to: email,

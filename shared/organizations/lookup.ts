@@ -3,12 +3,12 @@
 import type { ServiceContext } from '../context.ts';
 import { allows } from '../auth/actor.ts';
 import { isUuid } from '../common/slug.ts';
-import { DomainError, notFound, permissionDenied } from '../errors.ts';
+import { notFound, permissionDenied } from '../errors.ts';
 import { abilityWithGrants, type OrganizationPermission } from '../permissions/grants.ts';
 import { Organization, type OrganizationEntity } from './organization.entity.ts';
 
 export function assertPlatform(ctx: ServiceContext): void {
-  if (ctx.tenant !== null) throw new DomainError('NOT_FOUND', 'Not available on a site host.', { detail: 'Not found.' });
+  if (ctx.tenant !== null) throw notFound({ message: 'Not available on a site host.' });
 }
 
 /**

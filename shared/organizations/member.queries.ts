@@ -3,7 +3,7 @@
 // entity hydration, no per-row queries.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { isUuid } from '../common/slug.ts';
-import { DomainError } from '../errors.ts';
+import { DomainError, notFound } from '../errors.ts';
 import type { MemberView } from './member.schemas.ts';
 
 export interface MemberRow {
@@ -34,7 +34,7 @@ export async function findMemberRow(em: EntityManager, orgUuid: string, ref: str
 
 export async function memberRow(em: EntityManager, orgUuid: string, ref: string): Promise<MemberRow> {
   const row = await findMemberRow(em, orgUuid, ref);
-  if (!row) throw new DomainError('NOT_FOUND', 'Member not found.', { detail: 'Not found.' });
+  if (!row) throw notFound('Member');
   return row;
 }
 

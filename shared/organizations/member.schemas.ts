@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { readOnlyProps } from '../common/read-only.ts';
-import { BoolParam } from './organization.schemas.ts';
+import { BoolParam } from '../common/filters.ts';
 
 /** `/organizations/{org}/members/{member}/`: the member's username, user UUID or membership UUID. */
 export const MemberRef = Type.Object({

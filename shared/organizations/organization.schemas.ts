@@ -1,15 +1,12 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { readOnlyProps } from '../common/read-only.ts';
-import { StringEnum } from '../common/validation.ts';
+import { BoolParam } from '../common/filters.ts';
 
 /** A slug given by the client: lowercase letters and digits in words joined by single hyphens. */
 export const SLUG_PATTERN = '^[a-z0-9]+(?:-[a-z0-9]+)*$';
 
 const Name = Type.String({ minLength: 1, maxLength: 255 });
 const Slug = Type.String({ minLength: 1, maxLength: 100, pattern: SLUG_PATTERN, description: 'Lowercase letters and digits, words joined by hyphens' });
-
-/** `true`/`1`, `false`/`0`, `all`/`*` (shared/common/filters.ts boolFilter). */
-export const BoolParam = StringEnum(['true', '1', 'false', '0', 'all', '*']);
 
 /** The path parameter naming one organization: a slug or a UUID. */
 export const OrganizationRef = Type.Object({ org: Type.String({ minLength: 1, maxLength: 100, description: 'Organization slug or UUID' }) });

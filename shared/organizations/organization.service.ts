@@ -8,7 +8,7 @@ import { pageOffset, parsePageRequest, resolvePage, type Page } from '../common/
 import { insertWithUniqueSlug, isUuid, slugify, uniqueViolation } from '../common/slug.ts';
 import { validate } from '../common/validation.ts';
 import type { QuotaConfig } from '../config.ts';
-import type { ServiceContext } from '../context.ts';
+import { actorUuid, type ServiceContext } from '../context.ts';
 import { checkQuota, exemptFromQuotas } from '../common/quota.ts';
 import { dropReadOnly } from '../common/read-only.ts';
 import { fieldError } from '../errors.ts';
@@ -67,7 +67,7 @@ export async function createOrganization(ctx: ServiceContext, rawInput: unknown,
   authorize(ctx.ability, 'create', 'Organization');
   const name = input.name.trim();
   if (!name) throw fieldError('name', 'This field may not be blank.');
-  const ownerUuid = ctx.actor.kind === 'user' ? ctx.actor.uuid : null;
+  const ownerUuid = actorUuid(ctx);
   const limited = !exemptFromQuotas(ctx.actor);
   // Organization and owner membership commit together; a failed attempt leaves nothing.
   const insert = (slug: string) =>
@@ -140,7 +140,6 @@ export async function updateOrganization(ctx: ServiceContext, ref: string, rawIn
  */
 export async function deleteOrganization(ctx: ServiceContext, ref: string): Promise<void> {
   const org = await organizationFor(ctx, ref, 'delete_organization');
-  const actorUuid = ctx.actor.kind === 'user' ? ctx.actor.uuid : null;
   await ctx.em.transactional(async (tx) => {
     const em = tx as EntityManager;
     // Lock the organization: a concurrent site create or member add waits, then finds it gone.
@@ -157,7 +156,7 @@ export async function deleteOrganization(ctx: ServiceContext, ref: string): Prom
         WHERE u.uuid IN (SELECT m.user_uuid FROM public.organization_members m WHERE m.organization_uuid = ?)
           AND NOT EXISTS (SELECT 1 FROM public.organization_members o WHERE o.user_uuid = u.uuid AND o.organization_uuid <> ?)
           AND NOT u.is_superuser AND NOT u.is_deleted AND u.uuid IS DISTINCT FROM ?`,
-      [org.uuid, org.uuid, actorUuid],
+      [org.uuid, org.uuid, actorUuid(ctx)],
     );
     await em.execute('DELETE FROM public.organizations WHERE uuid = ?', [org.uuid]);
   });

@@ -8,7 +8,7 @@ import { notFound } from '../errors.ts';
 import { quotedSchema, tenantEm } from '../tenancy/schema.ts';
 import { siteSchemaFor } from '../tenancy/site-access.ts';
 import { secretAad, type SecretKeyring } from './crypto.ts';
-import { rows } from './sql.ts';
+import { rows } from '../db/sql.ts';
 
 /** Re-encrypts the stale values of the context's site. */
 export async function rotateSiteSecrets(ctx: ServiceContext, keyring: SecretKeyring): Promise<{ schema: string; rotated: number }> {

@@ -16,7 +16,7 @@ import { quotedSchema } from '../tenancy/schema.ts';
 import type { Action } from '../auth/actor.ts';
 import { authorizeSiteSubject, siteSchemaFor } from '../tenancy/site-access.ts';
 import { SecretTypeCreate, SecretTypeListQuery, SecretTypeUpdate, type SecretTypeView } from './secret-type.schemas.ts';
-import { countOf, firstRow, iso, pgCode, rows } from './sql.ts';
+import { countOf, firstRow, iso, pgCode, rows } from '../db/sql.ts';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 

@@ -13,7 +13,7 @@ import { uniqueViolation } from '../common/slug.ts';
 import { dropReadOnly } from '../common/read-only.ts';
 import { validate } from '../common/validation.ts';
 import type { ServiceContext } from '../context.ts';
-import { DomainError, fieldError } from '../errors.ts';
+import { fieldError, notFound } from '../errors.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { authorizeSiteSubject, siteSchemaFor } from '../tenancy/site-access.ts';
 import { actorLabel } from '../tenancy/tenant-auth.ts';
@@ -23,7 +23,7 @@ import {
   MASK, MASKS, MAX_VALUE_BYTES, SecretAppQuery, SecretCreate, SecretHistoryQuery, SecretListQuery, SecretUpdate,
   type SecretHistoryItem, type SecretListItem, type SecretView,
 } from './secret.schemas.ts';
-import { countOf, firstRow, iso, rows } from './sql.ts';
+import { countOf, firstRow, iso, rows } from '../db/sql.ts';
 
 interface SecretRow {
   uuid: string;
@@ -72,7 +72,7 @@ async function exact(em: EntityManager, schema: string, key: string, app: string
 }
 
 const secretNotFound = (key: string, app: string | null) =>
-  new DomainError('NOT_FOUND', app === null ? `Secret "${key}" not found.` : `Secret "${key}" not found for app "${app}".`, { detail: 'Not found.' });
+  notFound({ message: app === null ? `Secret "${key}" not found.` : `Secret "${key}" not found for app "${app}".` });
 
 async function resolveType(em: EntityManager, schema: string, ref: string): Promise<SecretTypeRow> {
   const type = await findSecretType(em, schema, ref);

@@ -1,8 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { readOnlyProps } from '../common/read-only.ts';
-import { StringEnum } from '../common/validation.ts';
+import { BoolParam } from '../common/filters.ts';
 
-const BoolParam = StringEnum(['true', '1', 'false', '0', 'all', '*']);
 const Host = Type.String({ minLength: 1, maxLength: 253, description: 'Host name (RFC 1123, lowercase; no scheme, port or trailing dot)' });
 
 /** `/api/cloud/sites/:site/domains/:domain/`: the domain's slug, host name or UUID. */

@@ -1,16 +1,9 @@
 // Reads of sites and domains as the API shows them: plain rows (one query for a page of
 // sites, with the organization slug and the primary domain), mapped to views.
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { iso, type Timestamp } from '../db/sql.ts';
 import type { SiteView } from './site.schemas.ts';
 import type { DomainView } from './domain.schemas.ts';
-
-type Timestamp = Date | string;
-
-/** PostgreSQL's text form (`2026-11-21 20:40:59.772+00`) or a Date, as ISO 8601. */
-export function iso(value: Timestamp): string {
-  if (value instanceof Date) return value.toISOString();
-  return new Date(value.replace(' ', 'T').replace(/([+-]\d\d)$/, '$1:00')).toISOString();
-}
 
 const SITE_SELECT = `
 SELECT s.uuid, s.slug, s.name, s.description, s.schema_name, s.environment, s.is_active, s.site_settings,

@@ -1,9 +1,9 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { readOnlyProps } from '../common/read-only.ts';
+import { BoolParam } from '../common/filters.ts';
 import { StringEnum } from '../common/validation.ts';
 import { SITE_ENVIRONMENTS } from './site.entity.ts';
 
-const BoolParam = StringEnum(['true', '1', 'false', '0', 'all', '*']);
 const Environment = StringEnum(SITE_ENVIRONMENTS);
 const Settings = Type.Record(Type.String(), Type.Unknown(), { description: 'Free-form JSON configuration' });
 

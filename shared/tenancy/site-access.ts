@@ -4,7 +4,7 @@
 // attributes a per-app policy will match on). docs/architecture.md "How authorization is decided".
 import { authorize, SITE_GRANT_SUBJECTS, type Action, type AppAbility, type SiteSubject, type SiteSubjects } from '../auth/actor.ts';
 import type { ServiceContext } from '../context.ts';
-import { DomainError } from '../errors.ts';
+import { notFound } from '../errors.ts';
 import { abilityWithGrants } from '../permissions/grants.ts';
 import { assertSchemaName } from './schema.ts';
 
@@ -13,7 +13,7 @@ import { assertSchemaName } from './schema.ts';
  * never a name from the request; 404 on the platform host. It decides nothing.
  */
 export function tenantSchema(ctx: ServiceContext): string {
-  if (ctx.tenant === null) throw new DomainError('NOT_FOUND', 'Only available on a site host.', { detail: 'Not found.' });
+  if (ctx.tenant === null) throw notFound({ message: 'Only available on a site host.' });
   return assertSchemaName(ctx.tenant);
 }
 

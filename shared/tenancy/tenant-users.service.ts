@@ -9,7 +9,7 @@ import { boolFilter, likeEscape } from '../common/filters.ts';
 import { pageOffset, parsePageRequest, resolvePage, type Page } from '../common/pagination.ts';
 import { insertWithUniqueSlug, isUuid, slugify, uniqueViolation } from '../common/slug.ts';
 import { validate } from '../common/validation.ts';
-import type { ServiceContext } from '../context.ts';
+import { ownUuid, type ServiceContext } from '../context.ts';
 import { DomainError, fieldError, notFound } from '../errors.ts';
 import { toUserView, type UserRow } from '../users/user.queries.ts';
 import { quotedSchema } from './schema.ts';
@@ -176,11 +176,6 @@ export async function deleteSiteUser(ctx: ServiceContext, ref: string): Promise<
   await ctx.em
     .getConnection()
     .execute(`UPDATE ${quotedSchema(schema)}.users SET is_deleted = true, is_active = false, token_generation = token_generation + 1, modified = now() WHERE uuid = ?`, [user.uuid]);
-}
-
-function ownUuid(ctx: ServiceContext): string {
-  if (ctx.actor.kind !== 'user') throw new DomainError('BAD_REQUEST', 'The profile belongs to a signed-in user; the system actor has none.');
-  return ctx.actor.uuid;
 }
 
 /**

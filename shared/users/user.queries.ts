@@ -3,6 +3,7 @@
 // costs about half of an authenticated request; see docs/benchmarks.md).
 import { raw } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { iso, type Timestamp } from '../db/sql.ts';
 import { LINKED_STANDING_SQL } from '../tenancy/linked-users.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import type { UserEntity } from './user.entity.ts';
@@ -13,7 +14,6 @@ export const USER_COLUMNS = [
   'is_staff', 'is_superuser', 'date_joined', 'modified', 'last_login',
 ] as const;
 
-type Timestamp = Date | string;
 export type UserRow = Omit<UserView, 'date_joined' | 'modified' | 'last_login'> & {
   date_joined: Timestamp;
   modified: Timestamp;
@@ -21,12 +21,6 @@ export type UserRow = Omit<UserView, 'date_joined' | 'modified' | 'last_login'> 
   token_generation?: number;
   pending_email?: string;
 };
-
-/** PostgreSQL's text form (`2026-11-21 20:40:59.772+00`) or a Date, as ISO 8601. */
-function iso(value: Timestamp): string {
-  if (value instanceof Date) return value.toISOString();
-  return new Date(value.replace(' ', 'T').replace(/([+-]\d\d)$/, '$1:00')).toISOString();
-}
 
 export function toUserView(u: UserRow | UserEntity): UserView {
   return {

@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { readOnlyProps } from '../common/read-only.ts';
+import { BoolParam } from '../common/filters.ts';
 import { StringEnum } from '../common/validation.ts';
 
 // Letters, digits and . @ + - _, but not `.` or `..` alone (they are not addressable in a URL path).
@@ -70,7 +71,6 @@ export const UserUpdate = Type.Object(
 );
 export type UserUpdate = Static<typeof UserUpdate>;
 
-const BoolParam = StringEnum(['true', '1', 'false', '0', 'all', '*']);
 
 export const UserListQuery = Type.Object({
   search: Type.Optional(Type.String({ maxLength: 200, description: 'Matches username, e-mail, first or last name' })),

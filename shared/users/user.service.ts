@@ -9,7 +9,7 @@ import { pageOffset, parsePageRequest, resolvePage, type Page } from '../common/
 import { dropReadOnly, withoutUnchanged } from '../common/read-only.ts';
 import { isUuid, nextSlug, slugify, uniqueViolation } from '../common/slug.ts';
 import { validate } from '../common/validation.ts';
-import type { ServiceContext } from '../context.ts';
+import { ownUuid, type ServiceContext } from '../context.ts';
 import { DomainError, fieldError, notFound, permissionDenied } from '../errors.ts';
 import type { MailLinks } from '../mail/mailer.ts';
 import { emailInUse, emailTaken, requestEmailChange } from './email-change.ts';
@@ -244,27 +244,22 @@ export async function deleteUser(ctx: ServiceContext, ref: string): Promise<void
   await ctx.em.flush();
 }
 
-function actorUuid(ctx: ServiceContext): string {
-  if (ctx.actor.kind !== 'user') throw new DomainError('BAD_REQUEST', 'The profile belongs to a signed-in user; the system actor has none.');
-  return ctx.actor.uuid;
-}
-
 export async function getProfile(ctx: ServiceContext): Promise<UserView> {
   // Authentication read the user's row for this request already: no second query.
   if (ctx.actor.kind === 'user' && ctx.actor.user) return ctx.actor.user;
-  return toUserView(await findUserByRef(ctx.em, actorUuid(ctx)));
+  return toUserView(await findUserByRef(ctx.em, ownUuid(ctx)));
 }
 
 export async function updateProfile(ctx: ServiceContext, rawInput: unknown, mail?: MailLinks): Promise<UserView> {
   const input = validate(ProfileUpdate, rawInput);
-  const user = await findUserByRef(ctx.em, actorUuid(ctx));
+  const user = await findUserByRef(ctx.em, ownUuid(ctx));
   return applyUpdate(ctx, user, dropReadOnly(ProfileUpdate, input, toUserView(user)), mail);
 }
 
 /** Changes the caller's password and revokes every token issued before (refresh tokens included). */
 export async function changePassword(ctx: ServiceContext, rawInput: unknown): Promise<void> {
   const input = validate(ChangePassword, rawInput);
-  const user = await findUserByRef(ctx.em, actorUuid(ctx), { withPassword: true });
+  const user = await findUserByRef(ctx.em, ownUuid(ctx), { withPassword: true });
   if (!(await verifyPassword(user.password, input.old_password))) {
     throw fieldError('old_password', 'Your old password was entered incorrectly.');
   }

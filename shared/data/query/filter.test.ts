@@ -3,7 +3,8 @@
 import test from 'ava';
 import { DomainError } from '../../errors.ts';
 import type { TableSchema } from '../table-schema.ts';
-import { columnsOf, compileFilter, escapeLike, parseQueryFilters, type Filter } from './filter.ts';
+import { likeEscape } from '../../common/filters.ts';
+import { columnsOf, compileFilter, parseQueryFilters, type Filter } from './filter.ts';
 
 const schema: TableSchema = {
   fields: [
@@ -62,7 +63,7 @@ test('compileFilter: every operator, values bound and cast', (t) => {
   t.deepEqual(params, ['Ada', 3, 10, 1.5, 1, 2, 'x', '2000-01-01', '2000-12-31', '%50\\%\\_off\\\\%', 'A%', '%z', true]);
   t.is(compileFilter({ op: 'and', args: [] }, cols).sql, 'TRUE');
   t.is(compileFilter({ op: 'or', args: [] }, cols).sql, 'FALSE');
-  t.is(escapeLike('a%b_c\\'), 'a\\%b\\_c\\\\');
+  t.is(likeEscape('a%b_c\\'), 'a\\%b\\_c\\\\');
 });
 
 test('compileFilter: bad values and operators → 400 naming the field', (t) => {

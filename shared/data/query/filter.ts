@@ -2,9 +2,11 @@
 // tree over record fields, the shape Cerbos query plans (CERBOS-NOTES §6) compile into, and
 // its compilation to a parameterised WHERE fragment. Field names come only from the table's
 // stored schema and are quoted; every value is coerced to the field's type and bound (`?`).
+import { likeEscape } from '../../common/filters.ts';
+import { quoteIdent } from '../../db/sql.ts';
 import { fieldError } from '../../errors.ts';
 import { columnType } from '../ddl.ts';
-import { GENERATED_KEY, declaredKey, quoteIdent, type TableSchema } from '../table-schema.ts';
+import { GENERATED_KEY, declaredKey, type TableSchema } from '../table-schema.ts';
 
 export type CompareOp = 'eq' | 'ne' | 'lt' | 'le' | 'gt' | 'ge';
 export type TextOp = 'contains' | 'icontains' | 'startswith' | 'istartswith' | 'endswith' | 'iendswith';
@@ -114,9 +116,6 @@ export function coerceValue(field: string, info: ColumnInfo, value: unknown): un
   }
 }
 
-/** LIKE metacharacters escaped (the pattern is used with ESCAPE '\'). */
-export const escapeLike = (s: string): string => s.replace(/[\\%_]/g, (c) => `\\${c}`);
-
 /** Compiles a filter tree to a WHERE fragment with `?` placeholders; 400 naming the field on a bad field or value. */
 export function compileFilter(tree: Filter, columns: Columns): SqlFragment {
   const params: unknown[] = [];
@@ -186,7 +185,7 @@ export function compileFilter(tree: Filter, columns: Columns): SqlFragment {
       if (!TEXT_TYPES.has(info.pgType)) throw fieldError(field, `Operator "${node.op}" applies to text fields only.`);
       const v = (node as { value: unknown }).value;
       if (typeof v !== 'string' && typeof v !== 'number') throw fieldError(field, `"${node.op}" needs a text value.`);
-      const text = escapeLike(String(coerceValue(field, info, String(v))));
+      const text = likeEscape(String(coerceValue(field, info, String(v))));
       const base = node.op.replace(/^i/, '');
       params.push(base === 'contains' ? `%${text}%` : base === 'startswith' ? `${text}%` : `%${text}`);
       return `${col} ${node.op.startsWith('i') ? 'ILIKE' : 'LIKE'} ? ESCAPE '\\'`;

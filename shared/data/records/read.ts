@@ -3,11 +3,12 @@
 // target.ts. docs/data-tables.md "Records API".
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { fieldError } from '../../errors.ts';
-import { countOf, rows } from '../../secrets/sql.ts';
+import { countOf, quoteIdent, rows } from '../../db/sql.ts';
 import { searchVector } from '../ddl.ts';
 import { fromStored } from '../field-types.ts';
 import { compileFilter, parseQueryFilters, type ColumnInfo, type Filter, type SqlFragment } from '../query/filter.ts';
-import { quoteIdent, type Field, type TableSchema } from '../table-schema.ts';
+import type { RecordPage } from '../records.schemas.ts';
+import type { Field, TableSchema } from '../table-schema.ts';
 import { withinAllowed } from './access.ts';
 import { fieldSql, loadRelations, needsRelations, resolver, sortExpression, type RecordRow, type Relation, type Target, type TableView } from './target.ts';
 
@@ -187,7 +188,7 @@ const ORDERED = new Set(['text', 'uuid', 'bigint', 'integer', 'double precision'
  * same conditions as the list, groups in pages ordered by `_sort` (group fields or aggregate
  * names) then by the group fields.
  */
-export async function aggregate(em: EntityManager, t: Target, query: Record<string, unknown>): Promise<{ data: RecordRow[]; total: number; page: number; page_size: number }> {
+export async function aggregate(em: EntityManager, t: Target, query: Record<string, unknown>): Promise<RecordPage> {
   if (typeof query._aggregate !== 'string' || query._aggregate === '') throw fieldError('_aggregate', 'Expected a comma list such as count,sum(price).');
   if (query.populate !== undefined) throw fieldError('populate', 'populate does not apply to aggregates.');
   const where = await whereOf(em, t, query);

@@ -5,15 +5,15 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ServiceContext } from '../../context.ts';
 import { DomainError, fieldError } from '../../errors.ts';
-import { rows } from '../../secrets/sql.ts';
+import { quoteIdent, rows } from '../../db/sql.ts';
 import { quotedSchema } from '../../tenancy/schema.ts';
 import type { Action } from '../../auth/actor.ts';
 import { authorizeSiteSubject, siteSchemaFor } from '../../tenancy/site-access.ts';
-import { findTable, type TableRow, type TableScope } from '../datatable.service.ts';
+import { findTable, type TableRow, type TableScope } from '../datatable.queries.ts';
 import { columnType, quoteLiteral, type ProviderType } from '../ddl.ts';
 import type { ColumnInfo, Columns, SqlFragment } from '../query/filter.ts';
 import { rowsAllowed } from './access.ts';
-import { GENERATED_KEY, declaredKey, foreignKeysOf, primaryKeyOf, quoteIdent, type TableSchema } from '../table-schema.ts';
+import { GENERATED_KEY, declaredKey, foreignKeysOf, primaryKeyOf, type TableSchema } from '../table-schema.ts';
 
 export type RecordRow = Record<string, unknown>;
 

@@ -2,16 +2,17 @@
 // deletes per provider, and constraint violations turned into field-keyed errors.
 // docs/data-tables.md "Records API".
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { DomainError, addFieldError, fieldError, validationError, type FieldErrors } from '../../errors.ts';
+import { quoteIdent } from '../../db/sql.ts';
+import { DomainError, addFieldError, fieldError, notFound, validationError, type FieldErrors } from '../../errors.ts';
 import { quoteLiteral } from '../ddl.ts';
 import { toStored } from '../field-types.ts';
 import { coerceValue, type Filter } from '../query/filter.ts';
 import { recordValidator } from '../record-validator.ts';
-import { declaredKey, quoteIdent } from '../table-schema.ts';
+import { declaredKey } from '../table-schema.ts';
 import { selectRecords } from './read.ts';
 import type { RecordRow, TableView, Target } from './target.ts';
 
-export const recordNotFound = () => new DomainError('NOT_FOUND', 'Record not found.', { detail: 'Not found.' });
+export const recordNotFound = () => notFound('Record');
 
 const isObject = (v: unknown): v is RecordRow => typeof v === 'object' && v !== null && !Array.isArray(v);
 

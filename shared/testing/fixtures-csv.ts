@@ -1,7 +1,7 @@
 // Reads fixtures/csv/*.csv as records typed by the table schema (tests and demos): empty cells
 // are null, numbers and booleans converted, object/array/geojson/any cells parsed as JSON.
 import { readFileSync } from 'node:fs';
-import type { TableSchema } from './table-schema.ts';
+import type { TableSchema } from '../data/table-schema.ts';
 
 /** RFC 4180 rows: quoted cells may hold commas, newlines and doubled quotes. */
 export function parseCsv(text: string): string[][] {

@@ -1,8 +1,11 @@
-// Small helpers of the secrets module's parameterised SQL (rows of one site schema).
+// Helpers of the parameterised SQL every module sends (rows of the platform or of a site schema).
 import type { EntityManager } from '@mikro-orm/postgresql';
 
+/** A timestamp as a row holds it: a Date, or PostgreSQL's text form. */
+export type Timestamp = Date | string;
+
 /** PostgreSQL's text form (`2026-11-21 20:40:59.772+00`) or a Date, as ISO 8601. */
-export function iso(value: Date | string): string {
+export function iso(value: Timestamp): string {
   if (value instanceof Date) return value.toISOString();
   return new Date(value.replace(' ', 'T').replace(/([+-]\d\d)$/, '$1:00')).toISOString();
 }
@@ -28,4 +31,10 @@ export function pgCode(err: unknown): string | undefined {
     e = e.cause as typeof e;
   }
   return undefined;
+}
+
+/** A PostgreSQL identifier, double-quoted (names are validated identifiers already; this refuses others). */
+export function quoteIdent(name: string): string {
+  if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(name)) throw new Error(`Invalid identifier ${JSON.stringify(name)}.`);
+  return `"${name}"`;
 }

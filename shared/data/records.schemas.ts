@@ -1,0 +1,40 @@
+// Records of data tables (spec Part 2 §4 "Data records"): the response shapes of the records
+// API and of the CSV import, used by the routes (validation of the contract, OpenAPI) and by
+// the services' return types.
+import { Type, type Static } from '@sinclair/typebox';
+
+/** One record: field → value (the table's schema decides which fields). */
+export const RecordObject = Type.Record(Type.String(), Type.Unknown());
+
+/** `{data}`: one record. */
+export const RecordData = Type.Object({ data: RecordObject });
+
+/** A page of the list: `{data, total, page, page_size}`. */
+export const RecordPage = Type.Object({ data: Type.Array(RecordObject), total: Type.Integer(), page: Type.Integer(), page_size: Type.Integer() });
+export type RecordPage = Static<typeof RecordPage>;
+
+/** Create: one record, or the records of an array body. */
+export const RecordsCreated = Type.Object({ data: Type.Union([RecordObject, Type.Array(RecordObject)]) });
+
+/** Upsert: the record and whether it was inserted. */
+export const RecordUpserted = Type.Object({ data: RecordObject, created: Type.Boolean() });
+
+/** Bulk patch: the resulting records. */
+export const RecordsPatched = Type.Object({ data: Type.Array(RecordObject) });
+
+/** Delete by ids (`ids` given back) or by filter. */
+export const RecordsDeleted = Type.Object({ deleted: Type.Integer(), ids: Type.Optional(Type.Array(Type.Unknown())) });
+
+/** The report of a CSV import (also when rows failed: `created` is then 0). */
+export const CsvImportReport = Type.Object({
+  dry_run: Type.Boolean(),
+  // Data rows read (the header not counted).
+  total_rows: Type.Integer(),
+  // Records written (dry run: that would be written); 0 when any row failed.
+  created: Type.Integer(),
+  // Rows that failed validation or a database constraint.
+  failed: Type.Integer(),
+  // The first MAX_REPORTED_ERRORS failing rows: 1-based data row number, errors by field.
+  errors: Type.Array(Type.Object({ row: Type.Integer(), errors: Type.Record(Type.String(), Type.Array(Type.String())) })),
+});
+export type CsvImportReport = Static<typeof CsvImportReport>;
