@@ -154,7 +154,7 @@ export interface OperationSpec<F extends Interfaces.FlagInput, A extends Interfa
 function readable(body: unknown): string[] {
   if (!body || typeof body !== 'object') return [];
   const { status, message, data, ...rest } = body as Record<string, unknown>;
-  if (status !== 'success' || typeof message !== 'string' || Object.keys(rest).length) return [keyValues(body as Record<string, unknown>)];
+  if ((status ?? 'success') !== 'success' || typeof message !== 'string' || Object.keys(rest).length) return [keyValues(body as Record<string, unknown>)];
   return data && typeof data === 'object' ? [message, keyValues(data as Record<string, unknown>)] : [message];
 }
 

@@ -58,11 +58,10 @@ export class DirectTransport implements Transport {
         await db.close().catch(() => undefined);
         throw err;
       }
-      // Logs go to stderr (stdout is the command's output), warnings and errors only: no request lines.
-      const level = this.config.logLevel === 'silent' || this.config.logLevel === 'error' || this.config.logLevel === 'fatal' ? this.config.logLevel : 'warn';
-      const log = createLogger(level, { service: 'platform-cli', destination: pino.destination({ dest: 2, sync: true }) });
+      // Logs go to stderr (stdout is the command's output), at LOG_LEVEL, without a line per request.
+      const log = createLogger(this.config.logLevel, { service: 'platform-cli', destination: pino.destination({ dest: 2, sync: true }) });
       const config = { ...this.config, rateLimit: { ...this.config.rateLimit, enabled: false } }; // an operator's commands are not throttled
-      const app = createApp({ config, orm: db.orm, log, tokens: tokenSettings(config), hosts: new HostResolver(db.orm), mailer: createMailer(config, log) });
+      const app = createApp({ config, orm: db.orm, log, tokens: tokenSettings(config), hosts: new HostResolver(db.orm), mailer: createMailer(config, log), logRequests: false });
       return { db, dispatch: app.callback() as Dispatch };
     })();
     return this.started;

@@ -49,6 +49,8 @@ export interface AppDeps {
   tokens: TokenSettings;
   redis?: Redis;
   isShuttingDown?: () => boolean;
+  /** One log line per request (default); the CLI's direct mode has none (its requests are the command's). */
+  logRequests?: boolean;
   /** Further routes (tests mount failure probes this way). */
   extraRoutes?: RouteDef[];
   /** Host → site resolution; without it every host serves the platform API. */
@@ -100,7 +102,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   const health = healthRouter(deps.orm, isShuttingDown);
   const docs = docsRouter(() => openapiDocument(registry));
 
-  app.use(requestContext(deps.orm, deps.log, { longStatementTimeoutMs: deps.config.longStatementTimeoutMs, isShuttingDown }));
+  app.use(requestContext(deps.orm, deps.log, { longStatementTimeoutMs: deps.config.longStatementTimeoutMs, isShuttingDown, logRequests: deps.logRequests ?? true }));
   app.use(errorMiddleware(deps.log));
   for (const m of security(deps.config)) app.use(m);
   app.use(health.routes());

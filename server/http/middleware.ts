@@ -19,7 +19,7 @@ const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
  * the longer statement timeout on routes marked `statementTimeout: 'long'`), one log line per
  * request; while shutting down, answers close their connection (no keep-alive to wait for).
  */
-export function requestContext(orm: Orm, log: Logger, options: { longStatementTimeoutMs: number; isShuttingDown: () => boolean }) {
+export function requestContext(orm: Orm, log: Logger, options: { longStatementTimeoutMs: number; isShuttingDown: () => boolean; logRequests: boolean }) {
   return async (ctx: AppContext, next: Next) => {
     const start = process.hrtime.bigint();
     const incoming = ctx.get('X-Request-Id');
@@ -39,7 +39,7 @@ export function requestContext(orm: Orm, log: Logger, options: { longStatementTi
       if (options.isShuttingDown()) ctx.set('Connection', 'close');
       const durationMs = Number(process.hrtime.bigint() - start) / 1e6;
       const actor = ctx.state.actor;
-      log.info(
+      if (options.logRequests) log.info(
         {
           requestId: ctx.state.requestId,
           method: ctx.method,
