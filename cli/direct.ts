@@ -19,7 +19,7 @@ import { DIRECT_ACTOR, type DirectActor, type DirectRequest } from '../server/ht
 import { tokenSettings } from '../server/main.ts';
 import { readAll, target, type ApiRequest, type ApiResponse, type Transport } from './api.ts';
 
-export const CLI_ACTOR = systemActor('cli');
+const CLI_ACTOR = systemActor('cli');
 
 type Dispatch = (req: DirectRequest, res: import('node:http').ServerResponse) => void;
 

@@ -22,7 +22,7 @@ export const filterFlag = Flags.string({
 export const sortFlag = Flags.string({ summary: 'Sort: comma list of fields, `-` for descending (e.g. -created_at,name).' });
 
 /** `--filter age__gte=30 --filter name=Ada` → query parameters (a repeated key: every value). */
-export function filterQuery(filters: string[] | undefined): RecordQuery {
+function filterQuery(filters: string[] | undefined): RecordQuery {
   const query: RecordQuery = {};
   for (const f of filters ?? []) {
     const eq = f.indexOf('=');
@@ -53,7 +53,7 @@ function readable<T>(file: string, flag: string, read: (file: string) => T): T {
 }
 
 /** A file's text. */
-export const readText = (file: string, flag: string): string => readable(file, flag, (f) => fs.readFileSync(f, 'utf8'));
+const readText = (file: string, flag: string): string => readable(file, flag, (f) => fs.readFileSync(f, 'utf8'));
 
 /** A file that must exist (streamed later): its size. */
 export const fileSize = (file: string, flag: string): number =>
