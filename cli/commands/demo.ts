@@ -70,7 +70,7 @@ export default class DemoCommand extends ApiCommand<typeof DemoCommand> {
   static override flags = {
     site: siteFlag,
     app: Flags.string({ summary: 'The app (slug) to load the demo into.', default: 'crm' }),
-    fixtures: Flags.string({ summary: 'The fixtures directory (schemas/, csv/).', default: FIXTURES, hidden: true }),
+    fixtures: Flags.string({ summary: 'The fixtures directory (schemas/, csv/; default: the project\'s fixtures/).', hidden: true }),
   };
 
   private steps: DemoStep[] = [];
@@ -86,7 +86,8 @@ export default class DemoCommand extends ApiCommand<typeof DemoCommand> {
   }
 
   async run(): Promise<DemoResult> {
-    const { site, app, fixtures } = this.flags;
+    const { site, app } = this.flags;
+    const fixtures = this.flags.fixtures ?? FIXTURES; // not a flag default: the manifest would hold this machine's path
     const schemas = this.schemaFiles(fixtures);
     const result: DemoResult = { site, app, steps: this.steps, imports: {} };
 
