@@ -1,6 +1,7 @@
 // `platform app …`: a site's apps (/sites/<site>/api/apps/).
 import { Args, Flags } from '@oclif/core';
 import type { AppDetail, AppListItem, AppStats } from '../../shared/apps/app.schemas.ts';
+import type { SettingsView } from '../../shared/apps/app-settings.schemas.ts';
 import type { CreatedBody } from '../../shared/common/envelopes.ts';
 import { DomainError } from '../../shared/errors.ts';
 import { defined, path } from '../api.ts';
@@ -101,6 +102,21 @@ export const APP_COMMANDS = {
     args: appArg,
     flags: { site: siteFlag },
     request: ({ flags, args }) => ({ method: 'POST', site: flags.site, path: path`/api/apps/${args.app}/restore/` }),
+  }),
+
+  'app:settings': operation({
+    summary: "Show an app's settings, or change some of them (--set).",
+    description: 'With --set, a PATCH of the fields it holds (display_name, category, primary_color, rate_limit_per_hour, max_datatables, …); prints the settings after the change.',
+    examples: ['app settings crm --site shop_prod', `app settings crm --set '{"rate_limit_per_hour":500}' --site shop_prod --json`],
+    args: appArg,
+    flags: { site: siteFlag, set: Flags.string({ summary: 'The settings to change, as a JSON object.' }) },
+    request: ({ flags: f, args }) => ({
+      method: f.set === undefined ? 'GET' : 'PATCH',
+      site: f.site,
+      path: path`/api/apps/${args.app}/settings/`,
+      body: f.set === undefined ? undefined : parseJson(f.set, 'set'),
+    }),
+    render: (body: { message: string; data: SettingsView }) => [body.message, keyValues(body.data)],
   }),
 
   'app:stats': operation({

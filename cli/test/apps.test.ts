@@ -42,6 +42,34 @@ test.serial('app list: the same table in both modes', both, {
   },
 });
 
+test.serial('app settings: shown, and changed with --set; the same output in both modes', async (t) => {
+  const settingsNorm = (text: string) => normalize(text).replace(/^updated_at: .*$/gm, 'updated_at: <x>');
+  await both.exec(t, {
+    args: () => ['app', 'settings', 'beta', '--site', site.schema],
+    normalize: settingsNorm,
+    check(t, r) {
+      t.is(r.code, 0, r.stderr);
+      t.regex(r.stdout, /^Settings retrieved\.\n/);
+    },
+  });
+  await both.exec(t, {
+    args: () => ['app', 'settings', 'beta', '--site', site.schema, '--set', '{"display_name":"Beta app"}'],
+    normalize: settingsNorm,
+    async check(t, r) {
+      t.is(r.code, 0, r.stderr);
+      t.regex(r.stdout, /^Settings updated\.\n(.*\n)*display_name: +Beta app$/m);
+      t.is((await api('GET', '/api/apps/beta/settings/')).body.data.display_name, 'Beta app');
+    },
+  });
+  await both.exec(t, {
+    args: () => ['app', 'settings', 'beta', '--site', site.schema, '--set', '{"no_such_setting":1}'],
+    check(t, r) {
+      t.is(r.code, 1);
+      t.regex(r.stderr, /no_such_setting/);
+    },
+  });
+});
+
 test.serial('app create, get, update, stats, delete, restore in both modes', async (t) => {
   const run = (mode: Mode, args: string[]) => runCli(mode === 'direct' ? [...args, '--site', site.schema, '--direct'] : [...args, '--site', site.schema], env());
   const out: Record<string, string[]> = { remote: [], direct: [] };
