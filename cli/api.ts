@@ -28,7 +28,6 @@ export interface ApiRequest {
 
 export interface ApiResponse {
   status: number;
-  contentType: string;
   /** The body as it arrives (call once). */
   stream(): Readable;
   text(): Promise<string>;
@@ -43,6 +42,15 @@ export interface Transport {
 /** The object without its undefined values (a request body of the flags that were given). */
 export function defined<T extends Record<string, unknown>>(object: T): Partial<T> {
   return Object.fromEntries(Object.entries(object).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/** The JSON value of a text, or undefined when it is empty or not JSON. */
+export function jsonOrUndefined(text: string): unknown {
+  try {
+    return text ? JSON.parse(text) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** A stream's bytes as UTF-8 text. */

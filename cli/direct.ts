@@ -89,7 +89,6 @@ export class DirectTransport implements Transport {
     const stream = res.stream();
     return {
       status: res.statusCode,
-      contentType: String(res.headers['content-type'] ?? ''),
       stream: () => stream,
       text: () => readAll(stream),
     };

@@ -5,7 +5,7 @@
 // the site), kept beside it. A 401 INVALID_TOKEN refreshes the access token once and retries.
 import { Readable } from 'node:stream';
 import { DomainError, NOT_AUTHENTICATED_DETAIL } from '../shared/errors.ts';
-import { path, readAll, target, type ApiRequest, type ApiResponse, type Transport } from './api.ts';
+import { jsonOrUndefined, path, readAll, target, type ApiRequest, type ApiResponse, type Transport } from './api.ts';
 import type { CredentialStore, Credentials } from './credentials.ts';
 
 const TIMEOUT_MS = 60_000;
@@ -70,14 +70,7 @@ export class RemoteTransport implements Transport {
   /** A JSON exchange for the transport's own needs (refresh, site tokens). */
   private async json(req: ApiRequest, access?: string): Promise<{ status: number; body: any }> {
     const res = await this.raw(req, 'application/json', access);
-    const text = await res.text();
-    let body: unknown;
-    try {
-      body = text ? JSON.parse(text) : undefined;
-    } catch {
-      body = undefined;
-    }
-    return { status: res.status, body };
+    return { status: res.status, body: jsonOrUndefined(await res.text()) };
   }
 
   private loginCommand(site?: string): string {
@@ -135,13 +128,7 @@ export class RemoteTransport implements Transport {
     let res = await this.raw(req, accept, creds?.access);
     if (creds && res.status === 401) {
       const text = await res.text();
-      let body: unknown;
-      try {
-        body = JSON.parse(text);
-      } catch {
-        body = undefined;
-      }
-      if (!isInvalidToken(res.status, body)) return answer(res.status, res.headers.get('content-type') ?? '', Readable.from([text]), text);
+      if (!isInvalidToken(res.status, jsonOrUndefined(text))) return answer(res.status, Readable.from([text]), text);
       const site = req.site;
       creds = await this.refresh(creds, site).catch((err: unknown) => {
         // A site session that ended: a new exchange, when there is a platform login to exchange.
@@ -150,16 +137,15 @@ export class RemoteTransport implements Transport {
       });
       res = await this.raw(req, accept, creds.access);
     }
-    return answer(res.status, res.headers.get('content-type') ?? '', res.body ? Readable.fromWeb(res.body as import('node:stream/web').ReadableStream<Uint8Array>) : Readable.from([]));
+    return answer(res.status, res.body ? Readable.fromWeb(res.body as import('node:stream/web').ReadableStream<Uint8Array>) : Readable.from([]));
   }
 
   async close(): Promise<void> {}
 }
 
-function answer(status: number, contentType: string, stream: Readable, text?: string): ApiResponse {
+function answer(status: number, stream: Readable, text?: string): ApiResponse {
   return {
     status,
-    contentType,
     stream: () => stream,
     text: async () => text ?? readAll(stream),
   };
