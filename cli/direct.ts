@@ -7,6 +7,7 @@ import { inject } from 'light-my-request';
 import type { Readable } from 'node:stream';
 import pino from 'pino';
 import { systemActor } from '../shared/auth/actor.ts';
+import { tokenSettings } from '../shared/auth/tokens.ts';
 import { createLogger } from '../shared/common/logger.ts';
 import type { Config } from '../shared/config.ts';
 import { openCommandDatabase, type Database } from '../shared/db/database.ts';
@@ -16,7 +17,6 @@ import { createMailer } from '../shared/mail/mailer.ts';
 import { HostResolver } from '../shared/tenancy/host-resolver.ts';
 import { createApp } from '../server/app.ts';
 import { DIRECT_ACTOR, type DirectActor, type DirectRequest } from '../server/http/auth.ts';
-import { tokenSettings } from '../server/main.ts';
 import { readAll, target, type ApiRequest, type ApiResponse, type Transport } from './api.ts';
 
 const CLI_ACTOR = systemActor('cli');

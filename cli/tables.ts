@@ -2,6 +2,7 @@
 // record conditions, tables, progress lines.
 import fs from 'node:fs';
 import path from 'node:path';
+import { Transform } from 'node:stream';
 import { Flags } from '@oclif/core';
 import { DomainError, fieldError } from '../shared/errors.ts';
 import { table } from './output.ts';
@@ -120,6 +121,16 @@ export function bytes(n: number): string {
   if (n < 1e6) return `${(n / 1e3).toFixed(1)} kB`;
   if (n < 1e9) return `${(n / 1e6).toFixed(1)} MB`;
   return `${(n / 1e9).toFixed(1)} GB`;
+}
+
+/** A pass-through stream that shows each chunk to `see` (progress, counts) on its way. */
+export function watch(see: (chunk: Buffer) => void): Transform {
+  return new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      see(chunk);
+      done(null, chunk);
+    },
+  });
 }
 
 /**

@@ -7,9 +7,8 @@ import { Redis } from 'ioredis';
 import { AppRateLimits } from '../shared/apps/app-limits.ts';
 import { systemActor } from '../shared/auth/actor.ts';
 import { pruneBlacklist } from '../shared/auth/auth.service.ts';
-import type { TokenSettings } from '../shared/auth/tokens.ts';
+import { tokenSettings } from '../shared/auth/tokens.ts';
 import { createLogger, type Logger } from '../shared/common/logger.ts';
-import { resolveSecretKey } from '../shared/common/secret-key.ts';
 import type { Config } from '../shared/config.ts';
 import { makeContext } from '../shared/context.ts';
 import { openDatabase, type Database } from '../shared/db/database.ts';
@@ -66,10 +65,6 @@ function schedulePruning(db: Database, log: Logger, intervalMs: number): { stop(
       await running;
     },
   };
-}
-
-export function tokenSettings(config: Config): TokenSettings {
-  return { secretKey: resolveSecretKey(config), accessTtlSeconds: config.accessTokenTtlSeconds, refreshTtlSeconds: config.refreshTokenTtlSeconds };
 }
 
 /** Platform migrations, then every site schema's (a site schema that fails is logged: `platform migrate` resumes it). */

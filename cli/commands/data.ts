@@ -1,7 +1,7 @@
 // `platform data …`: the records of a data table (/api/apps/{app}/datatables/{table}/data/…).
 import fs from 'node:fs';
 import path from 'node:path';
-import { Transform, pipeline as pipe, type Readable } from 'node:stream';
+import { pipeline as pipe, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { Args, Flags } from '@oclif/core';
 import { messageBody, type MessageBody } from '../../shared/common/envelopes.ts';
@@ -9,7 +9,7 @@ import type { CsvImportReport } from '../../shared/data/records.schemas.ts';
 import { DomainError, fieldError } from '../../shared/errors.ts';
 import { path as apiPath, type Api } from '../api.ts';
 import { ApiCommand, operation } from '../base.ts';
-import { appFlag, bytes, CsvRowCounter, fileSize, filterFlag, jsonInput, jsonObject, plural, Progress, recordLines, recordQuery, recordsTable, siteFlag, sortFlag, tableFlag, type RecordRow } from '../tables.ts';
+import { appFlag, bytes, CsvRowCounter, fileSize, filterFlag, jsonInput, jsonObject, plural, Progress, recordLines, recordQuery, recordsTable, siteFlag, sortFlag, tableFlag, watch, type RecordRow } from '../tables.ts';
 
 const tableFlags = { site: siteFlag, app: appFlag, table: tableFlag };
 type TableFlags = { site: string; app: string; table: string };
@@ -43,13 +43,7 @@ export function reportLines(r: CsvImportReport): string[] {
 export function importCsv(api: Api, f: TableFlags, file: string, onSent: (n: number) => void, query: { dry_run?: string; mapping?: string } = {}): Promise<CsvImportReport> {
   const open = (): Readable => {
     let sent = 0;
-    const tap = new Transform({
-      transform(chunk: Buffer, _enc, done) {
-        sent += chunk.length;
-        onSent(sent);
-        done(null, chunk);
-      },
-    });
+    const tap = watch((chunk) => onSent((sent += chunk.length)));
     pipe(fs.createReadStream(file), tap, () => undefined); // a read error fails `tap`, hence the upload
     return tap;
   };
@@ -112,12 +106,9 @@ class DataExportCommand extends ApiCommand<typeof DataExportCommand> {
     const progress = new Progress((line) => this.info(line));
     const where = f.output ?? 'stdout';
     this.info(`Exporting ${f.table} to ${where}…`);
-    const tap = new Transform({
-      transform(chunk: Buffer, _enc, done) {
-        counter.push(chunk);
-        progress.tick(() => `  ${plural(counter.records, 'record')} (${bytes(counter.bytes)})…`);
-        done(null, chunk);
-      },
+    const tap = watch((chunk) => {
+      counter.push(chunk);
+      progress.tick(() => `  ${plural(counter.records, 'record')} (${bytes(counter.bytes)})…`);
     });
     if (f.output !== undefined) {
       const tmp = `${f.output}.part-${process.pid}`;

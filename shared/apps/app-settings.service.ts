@@ -16,7 +16,7 @@ import { iso, firstRow } from '../db/sql.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { siteSchemaFor } from '../tenancy/site-access.ts';
 import { notifyAppSettingsChanged } from './app-limits.ts';
-import { activeApp, appFor } from './lookup.ts';
+import { activeApp, activeAppFor } from './lookup.ts';
 import { MAX_ICON_BYTES, SETTINGS_DEFAULTS, SettingsPatch, SettingsPatchBody, SettingsPut, type SettingsDetail, type SettingsLight, type SettingsView } from './app-settings.schemas.ts';
 
 export interface SettingsRow {
@@ -163,7 +163,7 @@ async function removeIcons(root: string, schema: string, appId: number, keep?: s
 /** GET /api/apps/{slug}/settings/ (no id). */
 export async function getAppSettings(ctx: ServiceContext, slug: string, baseUrl = ''): Promise<SettingsView> {
   const schema = await siteSchemaFor(ctx, 'read', 'App');
-  const app = await appFor(ctx, schema, slug, 'read');
+  const app = await activeAppFor(ctx, schema, slug, 'read');
   return settingsView(await settingsOf(ctx.em, schema, app.id), app.slug, baseUrl);
 }
 
@@ -176,7 +176,7 @@ export async function updateAppSettings(
   options: { put?: boolean; icon?: IconUpload; baseUrl?: string } = {},
 ): Promise<SettingsView> {
   const schema = await siteSchemaFor(ctx, 'update', 'App');
-  const app = await appFor(ctx, schema, slug, 'update');
+  const app = await activeAppFor(ctx, schema, slug, 'update');
   const body = options.put ? SettingsPut : SettingsPatchBody;
   const input = dropReadOnly(body, checkSettings(raw ?? {}, body), settingsView(await settingsOf(ctx.em, schema, app.id), app.slug, options.baseUrl ?? ''));
   const icon = options.icon ? checkIcon(options.icon) : undefined;

@@ -12,7 +12,7 @@ import { countOf, firstRow, iso, rows } from '../db/sql.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { authorizeSiteSubject, siteSchemaFor } from '../tenancy/site-access.ts';
 import type { Action } from '../auth/actor.ts';
-import { activeAppOr404, type AppRow } from './lookup.ts';
+import { activeApp, type ActiveApp } from './lookup.ts';
 import { DataSourceCreate, DataSourceUpdate, type DataSourceStats, type DataSourceView } from './datasource.schemas.ts';
 
 interface DsRow {
@@ -62,7 +62,7 @@ const view = (r: DsRow): DataSourceView => ({
 });
 
 /** A data source of an app by slug or id (an id only when `ref` is all digits), or 404. */
-export async function findDataSource(em: EntityManager, schema: string, app: Pick<AppRow, 'id'>, ref: string): Promise<DsRow> {
+export async function findDataSource(em: EntityManager, schema: string, app: Pick<ActiveApp, 'id'>, ref: string): Promise<DsRow> {
   const byId = /^\d{1,9}$/.test(ref);
   const row = await firstRow<DsRow>(em, `${select(quotedSchema(schema))} WHERE d.app_id = ? AND ${byId ? 'd.id = ?' : 'd.slug = ?'}`, [app.id, byId ? Number(ref) : ref]);
   if (!row) throw notFound(`Data source "${ref}"`);
@@ -70,8 +70,8 @@ export async function findDataSource(em: EntityManager, schema: string, app: Pic
 }
 
 /** The data source `ref` of the app `appSlug`, if the actor may `action` it: 404 when either is absent, 403 when denied. */
-async function dataSourceFor(ctx: ServiceContext, schema: string, appSlug: string, ref: string, action: Action): Promise<{ app: AppRow; ds: DsRow }> {
-  const app = await activeAppOr404(ctx.em, schema, appSlug);
+async function dataSourceFor(ctx: ServiceContext, schema: string, appSlug: string, ref: string, action: Action): Promise<{ app: ActiveApp; ds: DsRow }> {
+  const app = await activeApp(ctx.em, schema, appSlug);
   const ds = await findDataSource(ctx.em, schema, app, ref);
   await authorizeSiteSubject(ctx, action, 'DataSource', { schema, app: app.slug, slug: ds.slug });
   return { app, ds };
@@ -81,7 +81,7 @@ const slugTaken = () => fieldError('slug', 'A data source with this slug already
 
 export async function listDataSources(ctx: ServiceContext, appSlug: string): Promise<{ data: DataSourceView[]; total: number }> {
   const schema = await siteSchemaFor(ctx, 'read', 'DataSource');
-  const app = await activeAppOr404(ctx.em, schema, appSlug);
+  const app = await activeApp(ctx.em, schema, appSlug);
   await authorizeSiteSubject(ctx, 'read', 'DataSource', { schema, app: app.slug });
   const found = await rows<DsRow>(ctx.em, `${select(quotedSchema(schema))} WHERE d.app_id = ? AND d.is_active ORDER BY d.slug`, [app.id]);
   return { data: found.map(view), total: found.length };
@@ -90,7 +90,7 @@ export async function listDataSources(ctx: ServiceContext, appSlug: string): Pro
 export async function createDataSource(ctx: ServiceContext, appSlug: string, rawInput: unknown): Promise<DataSourceView> {
   const schema = await siteSchemaFor(ctx, 'create', 'DataSource');
   const input = validate(DataSourceCreate, rawInput);
-  const app = await activeAppOr404(ctx.em, schema, appSlug);
+  const app = await activeApp(ctx.em, schema, appSlug);
   await authorizeSiteSubject(ctx, 'create', 'DataSource', { schema, app: app.slug, ...(input.slug ? { slug: input.slug } : {}) });
   const q = quotedSchema(schema);
   const who = actorUuid(ctx);

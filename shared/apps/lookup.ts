@@ -1,6 +1,6 @@
-// Resolving the `{app_slug}` of a path in one place: the app with the check on it (settings,
-// data sources), and the light lookup of an active app (id, name, slug: no counts) that data
-// tables and records need, with the 404 of the apps API.
+// Resolving the `{app_slug}` of a path in one place, with the 404 of the apps API: the whole app
+// with the check on it (the apps API), and the light lookup of an active app (id, name, slug: no
+// counts) that settings, data sources, data tables and records need.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Action } from '../auth/actor.ts';
 import type { ServiceContext } from '../context.ts';
@@ -36,13 +36,6 @@ export async function findApp(em: EntityManager, schema: string, slug: string, a
   return firstRow<AppRow>(em, `${appSelect(quotedSchema(schema))} WHERE a.slug = ?${any ? '' : ' AND a.is_active'}`, [slug]);
 }
 
-/** The active app (inactive apps answer 404 everywhere but the list and restore). */
-export async function activeAppOr404(em: EntityManager, schema: string, slug: string): Promise<AppRow> {
-  const app = await findApp(em, schema, slug);
-  if (!app) throw appNotFound(slug);
-  return app;
-}
-
 /**
  * The app of the site named by `slug` (an active one unless `any`), if the actor may `action`
  * it: 404 when there is none, 403 when denied. After siteSchemaFor, the check before the lookup.
@@ -65,5 +58,12 @@ export interface ActiveApp {
 export async function activeApp(em: EntityManager, schema: string, slug: string): Promise<ActiveApp> {
   const app = await firstRow<ActiveApp>(em, `SELECT id, name, slug FROM ${quotedSchema(schema)}.apps WHERE slug = ? AND is_active`, [slug]);
   if (!app) throw appNotFound(slug);
+  return app;
+}
+
+/** The active app (id, name, slug), if the actor may `action` it: 404 when there is none, 403 when denied. */
+export async function activeAppFor(ctx: ServiceContext, schema: string, slug: string, action: Action): Promise<ActiveApp> {
+  const app = await activeApp(ctx.em, schema, slug);
+  await authorizeSiteSubject(ctx, action, 'App', { schema, slug: app.slug });
   return app;
 }

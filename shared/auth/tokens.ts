@@ -1,6 +1,8 @@
 // JSON Web Tokens (HS256 only: `alg: none` and key-confusion tricks are refused).
 import { createSecretKey, randomUUID, type KeyObject } from 'node:crypto';
 import jwt from 'jsonwebtoken';
+import { resolveSecretKey } from '../common/secret-key.ts';
+import type { Config } from '../config.ts';
 import { invalidToken } from '../errors.ts';
 
 export type TokenType = 'access' | 'refresh';
@@ -19,6 +21,11 @@ export interface TokenSettings {
   secretKey: string;
   accessTtlSeconds: number;
   refreshTtlSeconds: number;
+}
+
+/** The token settings of a configuration (the server's and the CLI's direct mode alike). */
+export function tokenSettings(config: Config): TokenSettings {
+  return { secretKey: resolveSecretKey(config), accessTtlSeconds: config.accessTokenTtlSeconds, refreshTtlSeconds: config.refreshTokenTtlSeconds };
 }
 
 const ISSUER = 'platform';
