@@ -131,6 +131,11 @@ test('token exchange: an admin gets their site token from the platform token (sc
   t.is((await exchange(site.schema_name, stranger.access)).status, 404, 'a site the caller may not view does not exist for them');
   t.is((await exchange(site.schema_name, pair.access)).status, 401);
   t.is((await s.api('POST', `/api/cloud/sites/${site.schema_name}/token/`)).status, 401);
+  // Hostile names: refused by validation or not found, never a lookup by them elsewhere.
+  t.is((await exchange('x'.repeat(101), owner.access)).status, 400);
+  for (const ref of [encodeURIComponent("shop'; DROP TABLE users; --"), 'public', 'pg_catalog', encodeURIComponent('../sites')]) {
+    t.is((await exchange(ref, owner.access)).status, 404, ref);
+  }
 
   // Promoted: an exchange works; demoted: refused at once, and the tokens it gave are dead.
   await s.api('POST', `/api/cloud/organizations/${org.slug}/members/${member.username}/make_admin/`, { token: owner.access });
