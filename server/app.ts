@@ -16,6 +16,7 @@ import { errorMiddleware } from './http/errors.ts';
 import { hostRouting } from './http/tenancy.ts';
 import type { HostResolver } from '../shared/tenancy/host-resolver.ts';
 import { AppRateLimits } from '../shared/apps/app-limits.ts';
+import { requestCaches, type RequestCaches } from '../shared/common/request-caches.ts';
 import { bodyParser, requestContext, security } from './http/middleware.ts';
 import { RateLimits } from './http/rate-limit.ts';
 import { RouteRegistry, type RouteDef } from './http/registry.ts';
@@ -61,6 +62,8 @@ export interface AppDeps {
   secrets?: SecretKeyring;
   /** Outgoing mail (invitations); without it, one is made from the config (SMTP_URL or the outbox). */
   mailer?: Mailer;
+  /** The process's caches of users and table definitions; without it, nothing is cached. */
+  caches?: RequestCaches;
 }
 
 export const API_VERSION = '1.0.0';
@@ -95,14 +98,15 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   const app = new Koa<AppState>({ proxy: deps.config.trustProxy, maxIpsCount: deps.config.trustProxyHops });
   app.silent = true; // errors are logged by errorMiddleware, with the request id
   const registry = buildRegistry(deps).add(...(deps.extraRoutes ?? []));
-  const steps = [bearerAuthentication(deps.tokens)];
+  const caches = deps.caches ?? requestCaches();
+  const steps = [bearerAuthentication(deps.tokens, caches.users)];
   if (deps.config.rateLimit.enabled) steps.push(new RateLimits(deps.config.rateLimit, deps.redis, deps.appLimits ?? new AppRateLimits(deps.orm)).step());
   const api = registry.router([...steps, bodyParser(deps.config)]);
   const isShuttingDown = deps.isShuttingDown ?? (() => false);
   const health = healthRouter(deps.orm, isShuttingDown);
   const docs = docsRouter(() => openapiDocument(registry));
 
-  app.use(requestContext(deps.orm, deps.log, { longStatementTimeoutMs: deps.config.longStatementTimeoutMs, isShuttingDown, logRequests: deps.logRequests ?? true }));
+  app.use(requestContext(deps.orm, deps.log, caches, { longStatementTimeoutMs: deps.config.longStatementTimeoutMs, isShuttingDown, logRequests: deps.logRequests ?? true }));
   app.use(errorMiddleware(deps.log));
   for (const m of security(deps.config)) app.use(m);
   app.use(health.routes());

@@ -14,6 +14,7 @@ import { makeContext } from '../shared/context.ts';
 import { openDatabase, type Database } from '../shared/db/database.ts';
 import { migratePlatform } from '../shared/db/orm.ts';
 import { ChangeListener } from '../shared/db/changes.ts';
+import { requestCaches, type RequestCaches } from '../shared/common/request-caches.ts';
 import { HostResolver } from '../shared/tenancy/host-resolver.ts';
 import { migrateAllTenants } from '../shared/tenancy/migrations.ts';
 import { bootstrapAdmin } from '../shared/users/user.service.ts';
@@ -96,12 +97,12 @@ async function connectRedis(redisUrl: string, log: Logger): Promise<Redis> {
   return redis;
 }
 
-/** The per-process caches (host → site, app rate limits) and the listener that drops their entries when a change commits. */
-function processCaches(db: Database): { hosts: HostResolver; appLimits: AppRateLimits; changes: ChangeListener } {
+/** The per-process caches (host → site, app rate limits, users, tables) and the listener that drops their entries when a change commits. */
+function processCaches(db: Database): { hosts: HostResolver; appLimits: AppRateLimits; caches: RequestCaches; changes: ChangeListener } {
   const hosts = new HostResolver(db.orm);
   const appLimits = new AppRateLimits(db.orm);
   const changes = new ChangeListener().on('routing', () => hosts.invalidate()).on('app-settings', (schema) => appLimits.invalidate(schema));
-  return { hosts, appLimits, changes };
+  return { hosts, appLimits, caches: requestCaches(changes), changes };
 }
 
 /** Listens on HOST:PORT; the URL to reach it (0.0.0.0 is reached at 127.0.0.1). */
@@ -145,13 +146,13 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const tokens = tokenSettings(config);
     await bootstrap(db, config, log, options.announce ?? ((t: string) => process.stderr.write(t)));
     if (config.redisUrl) redis = await connectRedis(config.redisUrl, log);
-    const { hosts, appLimits, changes: listener } = processCaches(db);
+    const { hosts, appLimits, caches, changes: listener } = processCaches(db);
     changes = listener;
     await changes.listen(db.url, (err) => log.warn({ err: err.message }, 'change listener error'));
     let shuttingDown = false;
     const mailer = createMailer(config, log);
     const secrets = new SecretKeyring(tokens.secretKey, config.secretsKeyVersion);
-    const app = createApp({ config, orm: db.orm, log, tokens, redis, hosts, appLimits, mailer, secrets, isShuttingDown: () => shuttingDown, extraRoutes: options.extraRoutes });
+    const app = createApp({ config, orm: db.orm, log, tokens, redis, hosts, appLimits, caches, mailer, secrets, isShuttingDown: () => shuttingDown, extraRoutes: options.extraRoutes });
     const srv = http.createServer(app.callback());
     server = srv;
     srv.keepAliveTimeout = 65_000;

@@ -33,6 +33,8 @@ export interface Config {
   statementTimeoutMs: number;
   /** Longest statement of a long operation's transaction (DATABASE_LONG_STATEMENT_TIMEOUT_MS; 0: none). */
   longStatementTimeoutMs: number;
+  /** Hot statements prepared once per pooled connection (DATABASE_PREPARED_STATEMENTS; off behind a transaction-pooling proxy). */
+  preparedStatements: boolean;
   dataDir: string;
   embeddedPgPort: number;
   redisUrl: string | undefined;
@@ -158,6 +160,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
     statementTimeoutMs: int(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 30_000, 0, 2_147_483_647),
     longStatementTimeoutMs: int(env, 'DATABASE_LONG_STATEMENT_TIMEOUT_MS', 600_000, 0, 2_147_483_647),
+    preparedStatements: bool(env, 'DATABASE_PREPARED_STATEMENTS', true),
     dataDir: path.resolve(str(env, 'PLATFORM_DATA_DIR') ?? '.data'),
     embeddedPgPort: int(env, 'EMBEDDED_PG_PORT', 0, 0, 65535),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),

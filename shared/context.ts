@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { defineAbility, type Actor, type AppAbility } from './auth/actor.ts';
 import { DomainError } from './errors.ts';
 import type { Grants } from './permissions/grants.ts';
+import type { RequestCaches } from './common/request-caches.ts';
 
 /** What every service call receives: its unit of work, who acts, what they may do, and the tenant. */
 export interface ServiceContext {
@@ -16,10 +17,13 @@ export interface ServiceContext {
   sitePermissions?: ReadonlySet<string>;
   /** A longer statement timeout for this call's long transaction (db/statement-timeout.ts); unset: the pool's. */
   statementTimeoutMs?: number;
+  /** The server process's caches (table definitions); none in the CLI's direct mode. */
+  caches?: RequestCaches;
 }
 
-export function makeContext(em: EntityManager, actor: Actor, tenant: string | null = null): ServiceContext {
-  return { em, actor, ability: defineAbility(actor), tenant };
+/** `ability`: the actor's, when authentication has it already (cached with the user). */
+export function makeContext(em: EntityManager, actor: Actor, tenant: string | null = null, extra: { ability?: AppAbility; caches?: RequestCaches } = {}): ServiceContext {
+  return { em, actor, ability: extra.ability ?? defineAbility(actor), tenant, caches: extra.caches };
 }
 
 /** The acting user's UUID (what created_by / modified_by record); null for a system actor. */

@@ -1,7 +1,8 @@
 // Bearer authentication, as a step of every route's pipeline (see registry.ts).
 import type { IncomingMessage } from 'node:http';
 import type { Actor } from '../../shared/auth/actor.ts';
-import { actorNamed, authenticateAccess } from '../../shared/auth/auth.service.ts';
+import { actorNamed, authenticateAccess, type UserAuth } from '../../shared/auth/auth.service.ts';
+import type { CachedLookup } from '../../shared/common/cached-lookup.ts';
 import type { TokenSettings } from '../../shared/auth/tokens.ts';
 import { DomainError, invalidToken } from '../../shared/errors.ts';
 import type { RouteDef } from './registry.ts';
@@ -16,7 +17,7 @@ export const DIRECT_ACTOR = Symbol('platform.direct-actor');
 export type DirectActor = { actor: Actor } | { as: string };
 export type DirectRequest = IncomingMessage & { [DIRECT_ACTOR]?: DirectActor };
 
-export function bearerAuthentication(settings: TokenSettings) {
+export function bearerAuthentication(settings: TokenSettings, users?: CachedLookup<UserAuth | null>) {
   return async (ctx: AppContext, def: RouteDef) => {
     const direct = (ctx.req as DirectRequest)[DIRECT_ACTOR];
     if (direct) {
@@ -28,7 +29,9 @@ export function bearerAuthentication(settings: TokenSettings) {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
     try {
       if (!match) throw invalidToken('Authorization header must be "Bearer <token>".');
-      ctx.state.actor = await authenticateAccess(ctx.state.em, settings, match[1], ctx.state.tenant);
+      const auth = await authenticateAccess(ctx.state.em, settings, match[1], ctx.state.tenant, users);
+      ctx.state.actor = auth.actor;
+      ctx.state.ability = auth.ability;
     } catch (err) {
       // A stale or foreign token on a public route (logging in again, say) is ignored.
       if (def.auth === 'public' && err instanceof DomainError && err.status === 401) return;

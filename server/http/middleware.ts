@@ -8,6 +8,7 @@ import type { Logger } from '../../shared/common/logger.ts';
 import { makeContext } from '../../shared/context.ts';
 import { notAuthenticated } from '../../shared/errors.ts';
 import type { Config } from '../../shared/config.ts';
+import type { RequestCaches } from '../../shared/common/request-caches.ts';
 import { redactPath } from './redact.ts';
 import type { RouteStep } from './registry.ts';
 import type { AppContext } from './types.ts';
@@ -19,7 +20,7 @@ const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
  * the longer statement timeout on routes marked `statementTimeout: 'long'`), one log line per
  * request; while shutting down, answers close their connection (no keep-alive to wait for).
  */
-export function requestContext(orm: Orm, log: Logger, options: { longStatementTimeoutMs: number; isShuttingDown: () => boolean; logRequests: boolean }) {
+export function requestContext(orm: Orm, log: Logger, caches: RequestCaches, options: { longStatementTimeoutMs: number; isShuttingDown: () => boolean; logRequests: boolean }) {
   return async (ctx: AppContext, next: Next) => {
     const start = process.hrtime.bigint();
     const incoming = ctx.get('X-Request-Id');
@@ -29,7 +30,7 @@ export function requestContext(orm: Orm, log: Logger, options: { longStatementTi
     ctx.state.tenant = null;
     ctx.state.service = () => {
       if (!ctx.state.actor) throw notAuthenticated();
-      const service = makeContext(ctx.state.em, ctx.state.actor, ctx.state.tenant);
+      const service = makeContext(ctx.state.em, ctx.state.actor, ctx.state.tenant, { ability: ctx.state.ability, caches });
       if (ctx.state.route?.statementTimeout === 'long') service.statementTimeoutMs = options.longStatementTimeoutMs;
       return service;
     };

@@ -1,6 +1,6 @@
 import type { RouterContext } from '@koa/router';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Actor } from '../../shared/auth/actor.ts';
+import type { Actor, AppAbility } from '../../shared/auth/actor.ts';
 import type { ServiceContext } from '../../shared/context.ts';
 import type { TenantRef } from '../../shared/tenancy/host-resolver.ts';
 import type { RouteDef } from './registry.ts';
@@ -10,6 +10,8 @@ export interface AppState {
   em: EntityManager;
   /** Set by the authentication middleware when a valid bearer token came with the request. */
   actor?: Actor;
+  /** The actor's ability, when authentication has it (cached with the user). */
+  ability?: AppAbility;
   /** The site schema served on this host; null on the platform host. */
   tenant: string | null;
   /** The site selected by host routing (when `tenant` is set). */

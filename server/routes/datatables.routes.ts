@@ -24,6 +24,7 @@ export interface TableRoute {
   summary: string;
   description: string;
   body?: TSchema;
+  query?: TSchema;
   responses: Record<number, TSchema | null>;
   handler: (ctx: AppContext, input: RouteInput) => Promise<void>;
   /** Path parameters after the table's own (records: `pk`). */

@@ -7,12 +7,34 @@ import * as records from '../../shared/data/records.service.ts';
 import { RecordKeyParam } from '../../shared/data/datatable.schemas.ts';
 import { CsvImportReport, RecordData, RecordPage, RecordsCreated, RecordsDeleted, RecordsPatched, RecordUpserted } from '../../shared/data/records.schemas.ts';
 import type { RouteDef } from '../http/registry.ts';
+import type { AppContext } from '../http/types.ts';
 import { perTable, scopeOf } from './datatables.routes.ts';
 
 const WHO_WRITE = 'Site administrators (superusers and staff of the site) only.';
 const WHO_READ = 'Any user of the site.';
 const FILTERS = 'Conditions `field=value` or `field__op=value` with op one of eq, ne, gt, gte, lt, lte, in, nin (comma lists), contains, icontains, startswith, istartswith, endswith, iendswith, isnull (true/false), between (low,high); all must hold. `field` may be `fk_field.related_field` (through a foreign key), `relation.field` (a reverse foreign key or a many-to-many relation, named by the other table), or a dotted document path on docstore tables.';
 const READ = '`populate`: comma list of relations or `*` (a foreign key becomes the referenced record; reverse and many-to-many relations are arrays of records).';
+
+const COUNT = `\`_count=exact|planned|none\` (or the header \`Prefer: count=exact|planned|none\`; the parameter wins): \`total\` is the exact count (default), the planner's estimate (no scan: large matches cost nothing to count), or null. A \`Prefer\` count that was applied is named in \`Preference-Applied\`.`;
+
+/** The list's query: field conditions and the reserved parameters (described above); `_count` is checked here. */
+const ListQuery = Type.Object(
+  { _count: Type.Optional(Type.Unsafe<records.CountMode>({ type: 'string', enum: [...records.COUNT_MODES], description: 'How `total` is counted: exact (default), planned (the estimate), none (null).' })) },
+  { additionalProperties: true },
+);
+
+/** The list's count mode: `_count` (checked by ListQuery), else `Prefer: count=…` (RFC 7240; other preferences are ignored), else exact. */
+function countMode(ctx: AppContext, query: Record<string, unknown>): records.CountMode {
+  if (query._count !== undefined) return query._count as records.CountMode;
+  for (const preference of ctx.get('Prefer').split(',')) {
+    const [key, value] = preference.trim().split('=').map((x) => x.trim().toLowerCase());
+    if (key === 'count' && records.COUNT_MODES.includes(value as records.CountMode)) {
+      ctx.set('Preference-Applied', `count=${value}`);
+      return value as records.CountMode;
+    }
+  }
+  return 'exact';
+}
 
 export function recordRoutes(): RouteDef[] {
   return [
@@ -21,7 +43,8 @@ export function recordRoutes(): RouteDef[] {
       suffix: 'data/',
       operationId: 'records_list',
       summary: 'List records',
-      description: `${FILTERS} Pages: page/page_size (default 20, at most 1000) or limit/offset. \`_sort\`: comma list of fields (also \`fk_field.related_field\`), \`-\` for descending. \`search\`: keywords matched as word prefixes over the text fields (full-text index). ${READ} \`_aggregate\`: comma list of count, count_distinct(f), sum(f), avg(f), min(f), max(f), with optional \`_group_by=a,b\` → one row per group. \`format=csv\` streams every matching record (same conditions, search and sort; no pages) as \`text/csv\`, a header of the table's fields then one line per record. Answers {data, total, page, page_size}. ${WHO_READ}`,
+      description: `${FILTERS} Pages: page/page_size (default 20, at most 1000) or limit/offset. \`_sort\`: comma list of fields (also \`fk_field.related_field\`), \`-\` for descending. \`search\`: keywords matched as word prefixes over the text fields (full-text index). ${READ} \`_aggregate\`: comma list of count, count_distinct(f), sum(f), avg(f), min(f), max(f), with optional \`_group_by=a,b\` → one row per group. \`format=csv\` streams every matching record (same conditions, search and sort; no pages) as \`text/csv\`, a header of the table's fields then one line per record. Answers {data, total, page, page_size}. ${COUNT} ${WHO_READ}`,
+      query: ListQuery,
       responses: { 200: RecordPage },
       produces: { 200: 'text/csv' },
       async handler(ctx, { params, query }) {
@@ -32,7 +55,7 @@ export function recordRoutes(): RouteDef[] {
           ctx.body = csv;
           return;
         }
-        ctx.body = await records.listRecords(ctx.state.service(), scopeOf(params), params.name!, query);
+        ctx.body = await records.listRecords(ctx.state.service(), scopeOf(params), params.name!, query, countMode(ctx, query));
       },
     }, 'records'),
     ...perTable({

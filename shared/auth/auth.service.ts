@@ -6,7 +6,8 @@ import { notAuthenticated, invalidToken } from '../errors.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { BlacklistedToken, User, type UserEntity } from '../users/user.entity.ts';
 import { emailIs, selectUserRow, toUserView, usernameIs, type UserRow } from '../users/user.queries.ts';
-import type { UserActor } from './actor.ts';
+import { defineAbility, type AppAbility, type UserActor } from './actor.ts';
+import type { CachedLookup } from '../common/cached-lookup.ts';
 import { verifyPassword } from './passwords.ts';
 import { signToken, verifyToken, type TokenSettings } from './tokens.ts';
 
@@ -40,8 +41,8 @@ export async function issueTokens(em: EntityManager, settings: TokenSettings, ra
 }
 
 /** The token's user as a plain row (one lean query: this runs on every authenticated request). */
-async function userForToken(em: EntityManager, sub: string, gen: number, tenant: string | null = null) {
-  const user = await selectUserRow(em, sub, tenant);
+async function userForToken(em: EntityManager, sub: string, gen: number) {
+  const user = await selectUserRow(em, sub);
   if (!user || !user.is_active || user.is_deleted) throw invalidToken('User is inactive or deleted.');
   if (user.token_generation !== gen) throw invalidToken('Token has been revoked.');
   return user;
@@ -70,15 +71,46 @@ export async function blacklistRefresh(em: EntityManager, settings: TokenSetting
     .execute();
 }
 
-/** Bearer authentication: the actor of a valid access token whose user is still active. */
-export async function authenticateAccess(em: EntityManager, settings: TokenSettings, token: string, tenant: string | null): Promise<UserActor> {
-  const claims = verifyToken(settings, token, 'access');
-  if (claims.tenant !== tenant) throw invalidToken('Token is not valid on this host.');
-  return userActor(await userForToken(em, claims.sub, claims.gen, tenant), tenant);
+/**
+ * What authentication knows of a user (a platform user, or a site's own user on its site): its
+ * actor and ability for requests, and the state a token is checked against. Cached per process
+ * (common/request-caches.ts) until a change to the user, its platform account or its membership.
+ */
+export interface UserAuth {
+  actor: UserActor;
+  ability: AppAbility;
+  usable: boolean;
+  generation: number;
+  /** A linked site user's platform account (whose changes reach it too). */
+  linked: string | null;
+}
+
+async function loadUserAuth(em: EntityManager, sub: string, tenant: string | null): Promise<UserAuth | null> {
+  const user = await selectUserRow(em, sub, tenant);
+  if (!user) return null;
+  const actor = userActor(user, tenant);
+  return { actor, ability: defineAbility(actor), usable: user.is_active && !user.is_deleted, generation: user.token_generation, linked: user.platform_user_uuid ?? null };
 }
 
 function userActor(user: Required<UserRow>, tenant: string | null): UserActor {
   return { kind: 'user', uuid: user.uuid, username: user.username, is_superuser: user.is_superuser, is_staff: user.is_staff, user: toUserView(user), tenant };
+}
+
+/** Bearer authentication: the actor (and its ability) of a valid access token whose user is still active. */
+export async function authenticateAccess(
+  em: EntityManager,
+  settings: TokenSettings,
+  token: string,
+  tenant: string | null,
+  cache?: CachedLookup<UserAuth | null>,
+): Promise<UserAuth> {
+  const claims = verifyToken(settings, token, 'access');
+  if (claims.tenant !== tenant) throw invalidToken('Token is not valid on this host.');
+  const load = () => loadUserAuth(em, claims.sub, tenant);
+  const auth = await (cache ? cache.get(`${tenant ?? ''}|${claims.sub}`, load) : load());
+  if (!auth?.usable) throw invalidToken('User is inactive or deleted.');
+  if (auth.generation !== claims.gen) throw invalidToken('Token has been revoked.');
+  return auth;
 }
 
 /**

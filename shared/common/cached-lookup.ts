@@ -1,8 +1,14 @@
-// A per-process cache of database lookups for the hot path: a hit costs no query. Entries
-// expire after `ttlMs` (bounding staleness should an invalidation be missed); the owner drops
-// entries when it is told of a change (db/changes.ts). Misses are cached too (unknown hosts,
-// unknown apps), and the cache is emptied when it reaches `maxEntries` so that they cannot
-// grow it without bound.
+// A per-process cache of database lookups for the hot path: a hit costs no query. The owner drops
+// entries when it is told of a change (db/changes.ts: PostgreSQL NOTIFY, sent inside the changing
+// transaction); entries also expire after `ttlMs`, a safety net should a notification be missed.
+// Misses are cached too (unknown hosts, tables), and the cache is emptied when it reaches
+// `maxEntries` so that they cannot grow it without bound.
+//
+// Two rules keep it from ever serving a decision staler than the change plus its delivery:
+//   - with `listener`, it serves only while that listener listens (a dropped connection may have
+//     missed notifications: every lookup then goes to the database until it listens again);
+//   - a value loaded while an invalidation arrived is returned but not kept (it may have been
+//     read before the change committed).
 
 interface Entry<V> {
   value: V;
@@ -12,32 +18,54 @@ interface Entry<V> {
 export class CachedLookup<V> {
   private readonly ttlMs: number;
   private readonly maxEntries: number;
+  private readonly listener: { readonly listening: boolean } | undefined;
   private entries = new Map<string, Entry<V>>();
+  /** Bumped by every invalidation: a load that saw it change keeps nothing. */
+  private epoch = 0;
   /** Lookups that reached the database (tests and benchmarks read it). */
   misses = 0;
 
-  constructor(options: { ttlMs?: number; maxEntries?: number } = {}) {
+  constructor(options: { ttlMs?: number; maxEntries?: number; listener?: { readonly listening: boolean } } = {}) {
     this.ttlMs = options.ttlMs ?? 60_000;
     this.maxEntries = options.maxEntries ?? 10_000;
+    this.listener = options.listener;
+  }
+
+  /** The cached value if fresh (synchronous: no promise on the hot path), else undefined. */
+  peek(key: string): V | undefined {
+    if (this.listener && !this.listener.listening) return undefined;
+    const hit = this.entries.get(key);
+    return hit && Date.now() - hit.at < this.ttlMs ? hit.value : undefined;
   }
 
   async get(key: string, load: (key: string) => Promise<V>): Promise<V> {
     const hit = this.entries.get(key);
     const now = Date.now();
-    if (hit && now - hit.at < this.ttlMs) return hit.value;
+    const serving = !this.listener || this.listener.listening;
+    if (serving && hit && now - hit.at < this.ttlMs) return hit.value;
     this.misses++;
+    const epoch = this.epoch;
     const value = await load(key);
-    if (this.entries.size >= this.maxEntries) this.entries.clear();
-    this.entries.set(key, { value, at: now });
+    if (serving && epoch === this.epoch) {
+      if (this.entries.size >= this.maxEntries) this.entries.clear();
+      this.entries.set(key, { value, at: now });
+    }
     return value;
   }
 
   /** Drops every entry, or those whose key starts with `prefix`. */
   clear(prefix?: string): void {
+    this.epoch++;
     if (prefix === undefined) {
       this.entries = new Map();
       return;
     }
     for (const key of this.entries.keys()) if (key.startsWith(prefix)) this.entries.delete(key);
+  }
+
+  /** Drops the entries `match` picks. */
+  drop(match: (key: string, value: V) => boolean): void {
+    this.epoch++;
+    for (const [key, entry] of this.entries) if (match(key, entry.value)) this.entries.delete(key);
   }
 }

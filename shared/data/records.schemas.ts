@@ -10,7 +10,12 @@ export const RecordObject = Type.Record(Type.String(), Type.Unknown());
 export const RecordData = Type.Object({ data: RecordObject });
 
 /** A page of the list: `{data, total, page, page_size}`. */
-export const RecordPage = Type.Object({ data: Type.Array(RecordObject), total: Type.Integer(), page: Type.Integer(), page_size: Type.Integer() });
+export const RecordPage = Type.Object({
+  data: Type.Array(RecordObject),
+  total: Type.Union([Type.Integer(), Type.Null()], { description: 'Matching records: exact by default; the estimate with `_count=planned`; null with `_count=none`.' }),
+  page: Type.Integer(),
+  page_size: Type.Integer(),
+});
 export type RecordPage = Static<typeof RecordPage>;
 
 /** Create: one record, or the records of an array body. */

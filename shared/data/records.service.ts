@@ -9,10 +9,10 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ServiceContext } from '../context.ts';
 import { DomainError, fieldError, validationError, type FieldErrors } from '../errors.ts';
-import { countOf, rows } from '../db/sql.ts';
+import { countOf, preparedRows, rows } from '../db/sql.ts';
 import type { TableScope } from './datatable.service.ts';
 import { parseQueryFilters, type Filter, type SqlFragment } from './query/filter.ts';
-import { aggregate, compileOn, listQuery, pageOf, populate, selectRecords } from './records/read.ts';
+import { aggregate, compileOn, listQuery, pageOf, plain, plannedCount, populate, selectRecords } from './records/read.ts';
 import { withinAllowed } from './records/access.ts';
 import { loadRelations, openTarget, resolver, type RecordRow, type Target } from './records/target.ts';
 import { batchOf, failingRecord, guarded, insertRecords, keyFilter, recordErrors, recordNotFound, updateRecord, violation } from './records/write.ts';
@@ -62,19 +62,36 @@ async function patchOne(em: EntityManager, t: Target, key: string | unknown[], p
   return guarded(t, async () => (await updateRecord(em, t, found.where, rec, merged)) ?? found.row, prefix);
 }
 
-export async function listRecords(ctx: ServiceContext, scope: TableScope, name: string, query: Record<string, unknown>): Promise<RecordPage> {
+/**
+ * How a list counts its matches (`_count` or `Prefer: count=`, PostgREST's model): `exact` (the
+ * default, the spec's envelope), `planned` (the planner's estimate, no scan) or `none` (total null).
+ */
+export type CountMode = 'exact' | 'planned' | 'none';
+export const COUNT_MODES: readonly CountMode[] = ['exact', 'planned', 'none'];
+
+export async function listRecords(ctx: ServiceContext, scope: TableScope, name: string, query: Record<string, unknown>, count: CountMode = 'exact'): Promise<RecordPage> {
   const t = await openTarget(ctx, scope, name, 'read');
   checkFormat(query);
   if (query._aggregate !== undefined) return guarded(t, () => aggregate(ctx.em, t, query));
   if (query._group_by !== undefined) throw fieldError('_group_by', '_group_by needs _aggregate.');
   const { where, orderBy } = await listQuery(ctx.em, t, query);
   const p = pageOf(query);
-  // The count and the page are independent statements: run side by side (two pooled
-  // connections), the page costs the slower of the two instead of their sum.
-  const [total, data] = await guarded(t, () => Promise.all([
-    countOf(ctx.em, `SELECT count(*) AS n FROM ${t.table} t WHERE ${where.sql}`, where.params),
-    selectRecords(ctx.em, t, `SELECT ${t.recordSql('t')} AS r FROM ${t.table} t WHERE ${where.sql} ORDER BY ${orderBy} LIMIT ? OFFSET ?`, [...where.params, p.limit, p.offset]),
-  ]));
+  const page = `SELECT ${t.recordSql('t')} AS r FROM ${t.table} t WHERE ${where.sql} ORDER BY ${orderBy} LIMIT ? OFFSET ?`;
+  const pageParams = [...where.params, p.limit, p.offset];
+  const [total, data] = await guarded(t, async (): Promise<[number | null, RecordRow[]]> => {
+    if (count === 'exact') {
+      // One statement, one round trip: the count, and the page beside it (one row per record; one
+      // row with r null when the page is empty).
+      const found = await preparedRows<{ n: string; r: RecordRow | null }>(
+        ctx.em,
+        `SELECT c.n, p.r FROM (SELECT count(*) AS n FROM ${t.table} t WHERE ${where.sql}) c LEFT JOIN LATERAL (${page}) p ON true`,
+        [...where.params, ...pageParams],
+      );
+      return [Number(found[0]?.n ?? 0), found.flatMap((x) => (x.r === null ? [] : [plain(t, x.r)]))];
+    }
+    const records = selectRecords(ctx.em, t, page, pageParams);
+    return Promise.all([count === 'planned' ? plannedCount(ctx.em, `SELECT 1 FROM ${t.table} t WHERE ${where.sql}`, where.params) : null, records]);
+  });
   if (query.populate !== undefined && data.length) await populate(ctx.em, t, data, query.populate);
   return { data, total, page: p.page, page_size: p.pageSize };
 }

@@ -1,6 +1,7 @@
-// Cross-process cache invalidation through PostgreSQL (no Redis needed). A change calls
-// notifyChanged() inside its transaction (PostgreSQL delivers the NOTIFY at commit, to every
-// session listening on the channel) or right after its statement. Each server process keeps one
+// Cross-process cache invalidation through PostgreSQL (no Redis needed). A change notifies inside
+// its transaction (PostgreSQL delivers the NOTIFY at commit, to every session listening on the
+// channel): triggers do it for users, memberships, apps, data sources and tables (migrations:
+// `platform_notify_change`), the services call notifyChanged() for the rest. Each server process keeps one
 // listening connection (ChangeListener) and tells the caches subscribed to that topic; when the
 // connection drops or is made again, every subscriber drops everything, as notifications may
 // have been missed meanwhile.
@@ -9,8 +10,12 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 
 export const CHANGES_CHANNEL = 'platform_changes';
 
-/** `routing`: sites and domains (host resolution); `app-settings`: an app's settings, keyed by its site schema. */
-export type ChangeTopic = 'routing' | 'app-settings';
+/**
+ * `routing`: sites and domains (host resolution); `app-settings`: an app's settings, keyed by its
+ * site schema; `auth`: a user's account or membership, keyed by the user's UUID (platform or site
+ * user); `tables`: a site's apps, data sources or data tables, keyed by the site schema.
+ */
+export type ChangeTopic = 'routing' | 'app-settings' | 'auth' | 'tables';
 
 export async function notifyChanged(em: EntityManager, topic: ChangeTopic, key = ''): Promise<void> {
   await em.execute('SELECT pg_notify(?, ?)', [CHANGES_CHANNEL, `${topic}:${key}`]);
@@ -23,6 +28,12 @@ export class ChangeListener {
   private readonly handlers: { topic: ChangeTopic; handle: Handler }[] = [];
   private client: pg.Client | undefined;
   private stopped = false;
+  private connected = false;
+
+  /** Whether notifications arrive now (caches serve only then: a gap may have missed some). */
+  get listening(): boolean {
+    return this.connected;
+  }
 
   on(topic: ChangeTopic, handle: Handler): this {
     this.handlers.push({ topic, handle });
@@ -33,8 +44,11 @@ export class ChangeListener {
     for (const h of this.handlers) if (topic === null || h.topic === topic) h.handle(key);
   }
 
-  /** Listens on a connection of its own; reconnects (after a second) when it drops. */
+  /** Listens on a connection of its own; reconnects (every second, until it succeeds) when it drops. */
   async listen(url: string, onError: (err: Error) => void = () => undefined): Promise<void> {
+    const retry = () => {
+      if (!this.stopped) setTimeout(() => void connect().catch((err: Error) => (onError(err), retry())), 1000).unref();
+    };
     const connect = async () => {
       const client = new pg.Client({ connectionString: url });
       client.on('notification', (n) => {
@@ -43,18 +57,26 @@ export class ChangeListener {
         this.emit(at < 0 ? payload : payload.slice(0, at), at < 0 ? null : payload.slice(at + 1));
       });
       client.on('error', (err) => {
+        if (this.client === client) this.connected = false;
         onError(err);
         client.end().catch(() => undefined);
       });
       client.on('end', () => {
         if (this.client !== client || this.stopped) return;
         this.client = undefined;
+        this.connected = false;
         this.emit(null, null);
-        setTimeout(() => void connect().catch(onError), 1000).unref();
+        retry();
       });
-      await client.connect();
-      await client.query(`LISTEN ${CHANGES_CHANNEL}`);
+      try {
+        await client.connect();
+        await client.query(`LISTEN ${CHANGES_CHANNEL}`);
+      } catch (err) {
+        client.end().catch(() => undefined);
+        throw err;
+      }
       this.client = client;
+      this.connected = true;
       this.emit(null, null);
     };
     await connect();
@@ -62,6 +84,7 @@ export class ChangeListener {
 
   async close(): Promise<void> {
     this.stopped = true;
+    this.connected = false;
     const client = this.client;
     this.client = undefined;
     await client?.end().catch(() => undefined);

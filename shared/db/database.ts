@@ -28,7 +28,7 @@ export async function openDatabase(config: Config, log: EmbeddedLog, options: Or
   }
   let orm: Orm;
   try {
-    orm = await createOrm(url, { statementTimeoutMs: config.statementTimeoutMs, ...options });
+    orm = await createOrm(url, { statementTimeoutMs: config.statementTimeoutMs, preparedStatements: config.preparedStatements, ...options });
   } catch (err) {
     await embedded?.stop();
     throw err;

@@ -8,6 +8,7 @@ import { Domain, Site } from '../sites/site.entity.ts';
 import { BlacklistedToken, User } from '../users/user.entity.ts';
 import { platformMigrations } from './migrations/platform.ts';
 import { setLocalStatementTimeout } from './statement-timeout.ts';
+import { BoundDriver, type BoundConnection } from './driver.ts';
 
 export type Orm = MikroORM;
 export const platformEntities = [User, BlacklistedToken, Organization, Member, Permission, Group, ObjectPermission, Site, Domain, Invitation];
@@ -16,11 +17,15 @@ export interface OrmOptions {
   poolMax?: number;
   /** statement_timeout of every pooled connection, sent when it connects (0 or unset: none). */
   statementTimeoutMs?: number;
+  /** Hot statements named, so that each connection prepares them once (default true; db/driver.ts). */
+  preparedStatements?: boolean;
 }
 
 export async function createOrm(clientUrl: string, options: OrmOptions = {}): Promise<Orm> {
-  return MikroORM.init({
+  const orm = await MikroORM.init({
     clientUrl,
+    // Values as protocol parameters, never formatted into the SQL text (db/driver.ts).
+    driver: BoundDriver,
     entities: platformEntities,
     extensions: [Migrator],
     allowGlobalContext: false,
@@ -42,6 +47,8 @@ export async function createOrm(clientUrl: string, options: OrmOptions = {}): Pr
       allOrNothing: true,
     },
   });
+  (orm.em.getConnection() as BoundConnection).preparedStatements = options.preparedStatements ?? true;
+  return orm;
 }
 
 const MIGRATION_LOCK = 7_340_001; // pg_advisory_lock key: one migrator at a time across processes

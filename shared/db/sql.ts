@@ -1,5 +1,6 @@
 // Helpers of the parameterised SQL every module sends (rows of the platform or of a site schema).
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { BoundConnection } from './driver.ts';
 
 /** A timestamp as a row holds it: a Date, or PostgreSQL's text form. */
 export type Timestamp = Date | string;
@@ -10,8 +11,18 @@ export function iso(value: Timestamp): string {
   return new Date(value.replace(' ', 'T').replace(/([+-]\d\d)$/, '$1:00')).toISOString();
 }
 
+/** Rows of a statement (`?` placeholders, values bound: db/bind.ts), in `em`'s transaction if it has one. */
 export async function rows<T>(em: EntityManager, sql: string, params: unknown[] = []): Promise<T[]> {
   return (await em.execute(sql, params as never[])) as T[];
+}
+
+/**
+ * The same for the hot path's reads: outside a transaction, a statement prepared once per pooled
+ * connection (db/driver.ts); inside one, as `rows`.
+ */
+export async function preparedRows<T>(em: EntityManager, sql: string, params: unknown[] = []): Promise<T[]> {
+  if (em.isInTransaction()) return rows<T>(em, sql, params);
+  return (em.getConnection() as BoundConnection).prepared<T>(sql, params);
 }
 
 export async function firstRow<T>(em: EntityManager, sql: string, params: unknown[] = []): Promise<T | undefined> {

@@ -199,6 +199,19 @@ export const tenantMigrations: TenantMigration[] = [
       'ALTER TABLE data_tables ADD COLUMN deactivated_with_app boolean NOT NULL DEFAULT false',
     ],
   },
+  {
+    version: 5,
+    name: 'change_notifications',
+    // The per-process caches of every server drop what a change makes stale (db/changes.ts; the
+    // function is the platform's, migration 0004): a site user by UUID, the site's table
+    // definitions by schema.
+    statements: [
+      `CREATE TRIGGER users_changed AFTER UPDATE OR DELETE ON users FOR EACH ROW EXECUTE FUNCTION public.platform_notify_change('auth', 'uuid')`,
+      ...['apps', 'data_sources', 'data_tables'].map(
+        (t) => `CREATE TRIGGER ${t}_changed AFTER INSERT OR UPDATE OR DELETE ON ${t} FOR EACH STATEMENT EXECUTE FUNCTION public.platform_notify_change('tables')`,
+      ),
+    ],
+  },
 ];
 
 export const CURRENT_TENANT_VERSION = tenantMigrations.at(-1)!.version;

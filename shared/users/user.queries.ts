@@ -20,6 +20,8 @@ export type UserRow = Omit<UserView, 'date_joined' | 'modified' | 'last_login'> 
   last_login: Timestamp | null;
   token_generation?: number;
   pending_email?: string;
+  /** A site user's platform account, when it is a linked one (authentication reads it). */
+  platform_user_uuid?: string | null;
 };
 
 export function toUserView(u: UserRow | UserEntity): UserView {
@@ -51,6 +53,7 @@ const TENANT_COLUMNS = [
   ...USER_COLUMNS.filter((c) => c !== 'is_active').map((c) => `u."${c}"`),
   `u.is_active AND ${LINKED_STANDING_SQL} AS is_active`,
   'u.token_generation + coalesce(p.token_generation, 0) AS token_generation',
+  'u.platform_user_uuid',
 ].join(', ');
 const selectTenantUser = (schema: string) =>
   `SELECT ${TENANT_COLUMNS} FROM ${quotedSchema(schema)}.users u LEFT JOIN public.users p ON p.uuid = u.platform_user_uuid WHERE u.uuid = ?`;

@@ -43,7 +43,7 @@ export interface SqlFragment {
 
 /** Query-string parameters of the records API that are never field conditions. */
 export const RESERVED_PARAMS = new Set([
-  'page', 'page_size', 'limit', 'offset', '_sort', 'populate', '_aggregate', '_group_by', 'search', 'format', 'filter', 'ids', 'unique_fields',
+  'page', 'page_size', 'limit', 'offset', '_sort', '_count', 'populate', '_aggregate', '_group_by', 'search', 'format', 'filter', 'ids', 'unique_fields',
 ]);
 
 const MAX_DEPTH = 32;

@@ -3,7 +3,7 @@
 // target.ts. docs/data-tables.md "Records API".
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { fieldError } from '../../errors.ts';
-import { countOf, quoteIdent, rows } from '../../db/sql.ts';
+import { countOf, preparedRows, quoteIdent, rows } from '../../db/sql.ts';
 import { searchVector } from '../ddl.ts';
 import { fromStored } from '../field-types.ts';
 import { compileFilter, parseQueryFilters, type ColumnInfo, type Filter, type SqlFragment } from '../query/filter.ts';
@@ -69,8 +69,15 @@ export function plain(v: TableView, r: RecordRow): RecordRow {
   return out;
 }
 
+/** Records of a read (`r`: a record as recordSql gives it); prepared outside transactions (db/sql.ts). */
 export const selectRecords = async (em: EntityManager, v: TableView, sql: string, params: unknown[]): Promise<RecordRow[]> =>
-  (await rows<{ r: RecordRow }>(em, sql, params)).map((x) => plain(v, x.r));
+  (await preparedRows<{ r: RecordRow }>(em, sql, params)).map((x) => plain(v, x.r));
+
+/** The planner's estimate of a query's rows (EXPLAIN: nothing is read). */
+export async function plannedCount(em: EntityManager, sql: string, params: unknown[]): Promise<number> {
+  const [row] = await rows<{ 'QUERY PLAN': [{ Plan: { 'Plan Rows': number } }] }>(em, `EXPLAIN (FORMAT JSON) ${sql}`, params);
+  return Math.round(row?.['QUERY PLAN'][0].Plan['Plan Rows'] ?? 0);
+}
 
 /** `search=keywords`: every word as a prefix, over the table's full-text index. */
 function searchCondition(t: Target, raw: unknown): SqlFragment | undefined {

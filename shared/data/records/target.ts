@@ -42,6 +42,8 @@ export interface Target extends TableView {
   relations?: Map<string, Relation>;
   /** The rows the actor may read, over alias `t` (access.ts): read queries AND it into their WHERE. */
   readable: SqlFragment;
+  /** SQL compiled for this table, by purpose (kept with the cached definition). */
+  statements: Map<string, string>;
 }
 
 export interface Relation {
@@ -108,6 +110,36 @@ function tableView(name: string, provider: ProviderType, site: string, physical:
 }
 
 /**
+ * A table's definition as the records API uses it: kept per process (common/request-caches.ts)
+ * until a change to the site's apps, data sources or tables. `view` is absent for a table not
+ * materialized; `statements` memoizes SQL compiled for it (by purpose).
+ */
+export interface CachedTable {
+  row: TableRow;
+  view?: TableView;
+  statements: Map<string, string>;
+}
+
+/** The table (404s as findTable's: an unknown app, data source or table); through the cache when the request has one. */
+async function cachedTable(ctx: ServiceContext, site: string, scope: TableScope, name: string): Promise<CachedTable> {
+  const load = async (): Promise<CachedTable | DomainError> => {
+    try {
+      const row = await findTable(ctx.em, site, scope, name);
+      const view = row.is_materialized
+        ? tableView(row.name, row.provider_type, site, row.src_physical ?? row.physical_table_name, row.json_schema, row.schema_hash.trim())
+        : undefined;
+      return { row, view, statements: new Map() };
+    } catch (err) {
+      if (err instanceof DomainError && err.status === 404) return err; // kept too: a miss costs no query either
+      throw err;
+    }
+  };
+  const found = ctx.caches ? await ctx.caches.tables.get(`${site}|${scope.app_slug}|${scope.ds ?? ''}|${name}`, load) : await load();
+  if (found instanceof DomainError) throw found;
+  return found;
+}
+
+/**
  * The table a records call works on, if the actor may do `actions` to its records (upsert: create
  * and update): the check before the lookup (403 before 404), the table (404; 400 when not
  * materialized), the check on its Record subject, and the rows the actor may read.
@@ -115,12 +147,11 @@ function tableView(name: string, provider: ProviderType, site: string, physical:
 export async function openTarget(ctx: ServiceContext, scope: TableScope, name: string, ...actions: [Action, ...Action[]]): Promise<Target> {
   let site = '';
   for (const action of actions) site = await siteSchemaFor(ctx, action, 'Record');
-  const row = await findTable(ctx.em, site, scope, name);
+  const { row, view, statements } = await cachedTable(ctx, site, scope, name);
   const records = { schema: site, app: row.app_slug, table: row.name };
   for (const action of actions) await authorizeSiteSubject(ctx, action, 'Record', records);
-  if (!row.is_materialized) throw new DomainError('BAD_REQUEST', `Data table "${name}" is not materialized.`);
-  const view = tableView(row.name, row.provider_type, site, row.src_physical ?? row.physical_table_name, row.json_schema, row.schema_hash.trim());
-  return { ...view, site, row, readable: await rowsAllowed(ctx, 'read', records) };
+  if (!view) throw new DomainError('BAD_REQUEST', `Data table "${name}" is not materialized.`);
+  return { ...view, site, row, statements, readable: await rowsAllowed(ctx, 'read', records) };
 }
 
 /** A document path (`address.city`) of a docstore table: text, read as a number for ordered comparisons. */

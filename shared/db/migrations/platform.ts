@@ -225,4 +225,41 @@ export class Migration0003VerifiedEmail extends Migration {
   }
 }
 
-export const platformMigrations = [Migration0001Users, Migration0002Tenancy, Migration0003VerifiedEmail];
+/**
+ * Change notifications for the per-process caches (db/changes.ts), sent by triggers inside the
+ * changing transaction, so that no write path (API, CLI direct mode, a migration, an operator's
+ * SQL) can forget one. `platform_notify_change(topic, column)`: per row, `topic:<the row's column>`
+ * (`auth:<user uuid>`); without a column, per statement, `topic:<the table's schema>`. PostgreSQL
+ * folds identical notifications of one transaction into one.
+ */
+export class Migration0004ChangeNotifications extends Migration {
+  override name = '0004_change_notifications';
+  override async up(): Promise<void> {
+    this.addSql(`
+      CREATE FUNCTION public.platform_notify_change() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF TG_NARGS = 1 THEN
+          PERFORM pg_notify('platform_changes', TG_ARGV[0] || ':' || TG_TABLE_SCHEMA);
+          RETURN NULL;
+        END IF;
+        IF TG_OP <> 'INSERT' THEN
+          PERFORM pg_notify('platform_changes', TG_ARGV[0] || ':' || (to_jsonb(OLD) ->> TG_ARGV[1]));
+        END IF;
+        IF TG_OP <> 'DELETE' THEN
+          PERFORM pg_notify('platform_changes', TG_ARGV[0] || ':' || (to_jsonb(NEW) ->> TG_ARGV[1]));
+        END IF;
+        RETURN NULL;
+      END $$`);
+    this.addSql(`CREATE TRIGGER users_changed AFTER UPDATE OR DELETE ON users FOR EACH ROW EXECUTE FUNCTION public.platform_notify_change('auth', 'uuid')`);
+    this.addSql(
+      `CREATE TRIGGER organization_members_changed AFTER INSERT OR UPDATE OR DELETE ON organization_members FOR EACH ROW EXECUTE FUNCTION public.platform_notify_change('auth', 'user_uuid')`,
+    );
+  }
+  override async down(): Promise<void> {
+    this.addSql('DROP TRIGGER organization_members_changed ON organization_members');
+    this.addSql('DROP TRIGGER users_changed ON users');
+    this.addSql('DROP FUNCTION public.platform_notify_change()');
+  }
+}
+
+export const platformMigrations = [Migration0001Users, Migration0002Tenancy, Migration0003VerifiedEmail, Migration0004ChangeNotifications];

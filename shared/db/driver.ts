@@ -1,0 +1,93 @@
+// The ORM's PostgreSQL driver with real bound parameters. MikroORM 7 formats every value into the
+// SQL text on the client (Platform.formatQuery) before sending it; this connection sends the same
+// statements with the values as protocol parameters instead (db/bind.ts), for the ORM's own
+// queries and for every `em.execute`/`rows()` of ours alike. Statements and their parameters are
+// logged apart (never a value in the SQL text).
+import { isRaw, raw } from '@mikro-orm/core';
+import { PostgreSqlConnection, PostgreSqlDriver } from '@mikro-orm/postgresql';
+import { NativeQueryBuilder } from '@mikro-orm/sql';
+import type { Configuration } from '@mikro-orm/core';
+import { bind, type BoundQuery } from './bind.ts';
+
+type Query = string | NativeQueryBuilder | { sql: string; params: unknown[] };
+type Method = 'all' | 'get' | 'run';
+/** What Kysely executes (kysely's CompiledQuery.raw, built here as MikroORM's own stream() builds it). */
+const compiled = (q: BoundQuery, kind = 'RawNode') => ({ query: { kind, sqlFragments: [q.text], parameters: [] }, sql: q.text, parameters: q.values });
+
+/** Statement names by SQL text: at most this many texts are ever prepared (per connection, by PostgreSQL). */
+const MAX_PREPARED = 500;
+const names = new Map<string, string>();
+let sequence = 0;
+function statementName(text: string): string | undefined {
+  const known = names.get(text);
+  if (known || names.size >= MAX_PREPARED) return known;
+  const name = `p${++sequence}`;
+  names.set(text, name);
+  return name;
+}
+
+export class BoundConnection extends PostgreSqlConnection {
+  /**
+   * Whether hot statements are prepared (named) on each connection: off behind a proxy that pools
+   * transactions (PgBouncer before 1.21 cannot carry named statements; DATABASE_PREPARED_STATEMENTS).
+   */
+  preparedStatements = true;
+
+  /**
+   * A read outside any transaction, on a pooled connection, its SQL prepared once per
+   * connection (parsed and planned once, then only bound and executed): the hot path's statements,
+   * whose texts are few (one per table and query shape; the first MAX_PREPARED texts only).
+   */
+  async prepared<T>(sql: string, params: readonly unknown[]): Promise<T[]> {
+    await this.ensureConnection();
+    const q = bind(sql, params);
+    const pool = await this.getNativeClient();
+    const name = this.preparedStatements ? statementName(q.text) : undefined;
+    return this.executeQuery(q.text, async () => (await pool.query({ name, text: q.text, values: q.values })).rows, { query: q.text, params: q.values } as never);
+  }
+
+  /** The statement and its values (the ORM's `onQuery` hook applied, as its own execute does). */
+  private bound(query: Query, params: unknown): { source: string; params: unknown[]; q: BoundQuery } {
+    let q: Query = query instanceof NativeQueryBuilder ? query.toRaw() : query;
+    let values = params as unknown[];
+    if (typeof q === 'string' && !Array.isArray(params)) q = raw(q, params as never);
+    if (isRaw(q)) {
+      values = q.params;
+      q = q.sql;
+    }
+    const source = this.config.get('onQuery')(q as string, values);
+    return { source, params: values, q: bind(source, values) };
+  }
+
+  override async execute(query: Query, params: unknown = [], method: Method = 'all', ctx?: unknown, loggerContext?: Record<string, unknown>): Promise<any> {
+    await this.ensureConnection();
+    const { params: values, q } = this.bound(query, params);
+    const { signal, inflightQueryAbortStrategy, ...logContext } = loggerContext ?? {};
+    const abort = signal == null && inflightQueryAbortStrategy == null ? undefined : { signal, inflightQueryAbortStrategy };
+    const client = (ctx ?? this.getClient()) as { executeQuery(c: unknown, abort?: unknown): Promise<any> };
+    return this.executeQuery(q.text, async () => this.transformRawResult(await client.executeQuery(compiled(q), abort), method), {
+      ...logContext,
+      query: q.text,
+      params: values,
+    } as never);
+  }
+
+  override async *stream(query: Query, params: unknown[] = [], ctx?: unknown, loggerContext?: Record<string, unknown>, chunkSize?: number): AsyncIterableIterator<any> {
+    await this.ensureConnection();
+    const { q } = this.bound(query, params);
+    const { signal } = loggerContext ?? {};
+    const executor = ((ctx ?? this.getClient()) as { getExecutor(): { stream(c: unknown, size: number, o?: unknown): AsyncIterable<unknown> } }).getExecutor();
+    this.logQuery(q.text, loggerContext as never);
+    // kind SelectQueryNode, as MikroORM's stream() sends it.
+    for await (const items of executor.stream(compiled(q, 'SelectQueryNode'), chunkSize ?? 100, signal ? { signal } : undefined)) {
+      for (const row of this.transformRawResult(items as never, 'all') as unknown[]) yield row;
+    }
+  }
+}
+
+export class BoundDriver extends PostgreSqlDriver {
+  constructor(config: Configuration) {
+    super(config);
+    (this as unknown as { connection: PostgreSqlConnection }).connection = new BoundConnection(this.config);
+  }
+}
