@@ -108,6 +108,34 @@ test.serial('list: sort, pages, limit/offset and their edges', async (t) => {
   }
 });
 
+test.serial('count modes: _count=exact|planned|none or Prefer: count=…; the same page either way', async (t) => {
+  const q = `${C}?industry=software&_sort=-employees&page_size=5`;
+  const matching = companies.filter((r) => r.industry === 'software').length;
+  const exact = await onA('GET', q);
+  t.like(exact.body, { total: matching, page: 1, page_size: 5 });
+  t.is(exact.headers.get('preference-applied'), null);
+  const none = await onA('GET', `${q}&_count=none`);
+  t.is(none.status, 200, none.text);
+  t.is(none.body.total, null);
+  t.deepEqual(none.body.data, exact.body.data);
+  const planned = await onA('GET', `${q}&_count=planned`);
+  t.is(planned.status, 200, planned.text);
+  t.true(Number.isInteger(planned.body.total) && planned.body.total >= 0, `an estimate: ${planned.body.total}`);
+  t.deepEqual(planned.body.data, exact.body.data);
+  // The header (RFC 7240); the parameter wins over it; unknown preferences are ignored.
+  const viaHeader = await s.api('GET', q, { host: a.domain, token: tok.adminA, headers: { Prefer: 'return=minimal, count=none' } });
+  t.is(viaHeader.body.total, null);
+  t.is(viaHeader.headers.get('preference-applied'), 'count=none');
+  const both = await s.api('GET', `${q}&_count=exact`, { host: a.domain, token: tok.adminA, headers: { Prefer: 'count=none' } });
+  t.is(both.body.total, matching);
+  t.is((await s.api('GET', q, { host: a.domain, token: tok.adminA, headers: { Prefer: 'count=maybe' } })).body.total, matching);
+  // An empty page still counts.
+  t.like((await onA('GET', `${q}&page=99`)).body, { data: [], total: matching });
+  const bad = await onA('GET', `${q}&_count=some`);
+  t.is(bad.status, 400);
+  t.truthy(bad.body.errors._count);
+});
+
 test.serial('filters: unknown field, unknown operator or bad value → 400 naming it', async (t) => {
   const unknown = await onA('GET', `${C}?nope=1`);
   t.is(unknown.status, 400);

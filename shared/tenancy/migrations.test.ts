@@ -22,6 +22,7 @@ async function rewindToVersion1(schema: string): Promise<void> {
   const em = orm.em.fork();
   const later = ['data_tables', 'data_sources', 'app_settings', 'apps', 'secret_history', 'secrets', 'secret_types'];
   await em.execute(`DROP TABLE IF EXISTS ${later.map((t) => `${schema}.${t}`).join(', ')}`);
+  await em.execute(`DROP TRIGGER IF EXISTS users_changed ON ${schema}.users`); // migration 5's, on a table of version 1
   await em.execute('UPDATE public.tenant_schemas SET version = 1 WHERE schema_name = ?', [schema]);
 }
 
