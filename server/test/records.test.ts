@@ -6,6 +6,7 @@ import test from 'ava';
 import type { TestSite } from '../../shared/testing/sites.ts';
 import { createTables, fixture, fixtureRows, seedCrm, type Row } from './crm.ts';
 import { startTestServer, type TestServer } from './helpers.ts';
+import type { BoundConnection } from '../../shared/db/driver.ts';
 import { twoSitesWithUsers } from './site-users.ts';
 
 let s: TestServer;
@@ -134,6 +135,27 @@ test.serial('count modes: _count=exact|planned|none or Prefer: count=…; the sa
   const bad = await onA('GET', `${q}&_count=some`);
   t.is(bad.status, 400);
   t.truthy(bad.body.errors._count);
+});
+
+test.serial('one round trip: a warm get or list (exact total) sends one statement; a change to the table reloads it once', async (t) => {
+  const connection = s.handle.db.orm.em.getConnection() as BoundConnection;
+  const sent = async (path: string) => {
+    const before = connection.statements;
+    const res = await onA('GET', path, undefined, 'pleb');
+    t.is(res.status, 200, res.text);
+    return connection.statements - before;
+  };
+  const list = `${C}?industry=software&_sort=-employees&page_size=5`;
+  await sent(`${C}1/`); // warms the user and the table
+  t.is(await sent(`${C}1/`), 1, 'get');
+  t.is(await sent(list), 1, 'list with its exact total');
+  t.is(await sent(`${list}&_count=none`), 1, 'list without a count');
+  // A change to the site's tables (here: a description) drops the cached definition in every process.
+  t.is((await onA('PATCH', '/api/apps/crm/datatables/companies/', { description: 'changed' })).status, 200);
+  let cold = 0;
+  for (let i = 0; i < 40 && (cold = await sent(`${C}1/`)) === 1; i++) await new Promise((r) => setTimeout(r, 25));
+  t.true(cold > 1, 'the definition was read again after the change');
+  t.is(await sent(`${C}1/`), 1, 'and is cached again');
 });
 
 test.serial('filters: unknown field, unknown operator or bad value → 400 naming it', async (t) => {

@@ -29,5 +29,7 @@ export function createLogger(level: LogLevel, options: { destination?: pino.Dest
       censor: '[redacted]',
     },
   };
-  return options.destination ? pino(settings, options.destination) : pino(settings);
+  // Standard output, written asynchronously (a request never waits for its log line; pino flushes
+  // what is buffered when the process exits).
+  return pino(settings, options.destination ?? pino.destination({ dest: 1, sync: false }));
 }

@@ -32,6 +32,8 @@ export class BoundConnection extends PostgreSqlConnection {
    * transactions (PgBouncer before 1.21 cannot carry named statements; DATABASE_PREPARED_STATEMENTS).
    */
   preparedStatements = true;
+  /** Statements sent (tests count the round trips of a request with it). */
+  statements = 0;
 
   /**
    * A read outside any transaction, on a pooled connection, its SQL prepared once per
@@ -41,6 +43,7 @@ export class BoundConnection extends PostgreSqlConnection {
   async prepared<T>(sql: string, params: readonly unknown[]): Promise<T[]> {
     await this.ensureConnection();
     const q = bind(sql, params);
+    this.statements++;
     const pool = await this.getNativeClient();
     const name = this.preparedStatements ? statementName(q.text) : undefined;
     return this.executeQuery(q.text, async () => (await pool.query({ name, text: q.text, values: q.values })).rows, { query: q.text, params: q.values } as never);
@@ -62,6 +65,7 @@ export class BoundConnection extends PostgreSqlConnection {
   override async execute(query: Query, params: unknown = [], method: Method = 'all', ctx?: unknown, loggerContext?: Record<string, unknown>): Promise<any> {
     await this.ensureConnection();
     const { params: values, q } = this.bound(query, params);
+    this.statements++;
     const { signal, inflightQueryAbortStrategy, ...logContext } = loggerContext ?? {};
     const abort = signal == null && inflightQueryAbortStrategy == null ? undefined : { signal, inflightQueryAbortStrategy };
     const client = (ctx ?? this.getClient()) as { executeQuery(c: unknown, abort?: unknown): Promise<any> };
@@ -75,6 +79,7 @@ export class BoundConnection extends PostgreSqlConnection {
   override async *stream(query: Query, params: unknown[] = [], ctx?: unknown, loggerContext?: Record<string, unknown>, chunkSize?: number): AsyncIterableIterator<any> {
     await this.ensureConnection();
     const { q } = this.bound(query, params);
+    this.statements++;
     const { signal } = loggerContext ?? {};
     const executor = ((ctx ?? this.getClient()) as { getExecutor(): { stream(c: unknown, size: number, o?: unknown): AsyncIterable<unknown> } }).getExecutor();
     this.logQuery(q.text, loggerContext as never);
