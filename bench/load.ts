@@ -4,6 +4,11 @@
 // baseline, platform | … — so that load which comes and goes on the machine falls on both
 // alike. A pause after each run lets the server drain requests still queued when autocannon
 // stopped, so they do not leak into the next run.
+//
+// CPU: the server process's (utime + stime from /proc) before and after each run, and — when
+// the target lists them — that of the processes serving it besides (its PostgreSQL backends,
+// `npm run bench:hotpath`): listed right before and right after the run, the union counted
+// (a backend started during the run counts from zero; one gone by the end is lost).
 import autocannon from 'autocannon';
 import { cpuSeconds } from './children.ts';
 
@@ -31,6 +36,11 @@ export interface LoadSettings {
 export interface Target {
   url: string;
   pid: number;
+  /**
+   * The PIDs of other processes doing this target's work (its PostgreSQL backends on this
+   * machine), asked right before and right after each run; their CPU goes to `dbCpuUsPerRequest`.
+   */
+  backendPids?: () => Promise<number[]>;
 }
 
 export interface Measurement {
@@ -43,6 +53,10 @@ export interface Measurement {
   maxMs: number;
   /** CPU time of the server process (all its threads) per response, in µs (Linux; null elsewhere). */
   serverCpuUsPerRequest: number | null;
+  /** CPU time of the target's backend processes (`Target.backendPids`) per response, in µs; null when not measured. */
+  dbCpuUsPerRequest: number | null;
+  /** The most backend processes seen in one run (0 when not measured). */
+  dbBackends: number;
   responses: number;
   non2xx: number;
   errors: number;
@@ -57,6 +71,46 @@ interface Sample {
   timeouts: number;
   durationSec: number;
   cpuSec: number | null;
+  dbCpuSec: number | null;
+  dbBackends: number;
+}
+
+export interface CpuUsage {
+  /** Seconds of CPU of the server process; null where /proc is missing. */
+  serverSec: number | null;
+  /** Seconds of CPU of the backend processes; null when the target lists none or /proc is missing. */
+  dbSec: number | null;
+  /** Backend processes counted. */
+  backends: number;
+}
+
+/**
+ * Starts counting a target's CPU: the server process, and the backends it lists (right now and
+ * again when the returned function is called: the union of both lists). Call the result to stop.
+ */
+export async function cpuMeter(target: Target): Promise<() => Promise<CpuUsage>> {
+  const before = new Map<number, number>();
+  for (const pid of (await target.backendPids?.()) ?? []) {
+    const cpu = cpuSeconds(pid);
+    if (cpu !== null) before.set(pid, cpu);
+  }
+  const serverBefore = cpuSeconds(target.pid);
+  return async () => {
+    const serverAfter = cpuSeconds(target.pid);
+    const serverSec = serverBefore === null || serverAfter === null ? null : serverAfter - serverBefore;
+    if (!target.backendPids) return { serverSec, dbSec: null, backends: 0 };
+    const after = await target.backendPids();
+    let dbSec = 0;
+    let backends = 0;
+    const listed = new Set([...before.keys(), ...after]);
+    for (const pid of listed) {
+      const now = cpuSeconds(pid); // null when the backend has exited meanwhile: its share since `before` is lost
+      if (now === null) continue;
+      dbSec += now - (before.get(pid) ?? 0);
+      backends++;
+    }
+    return { serverSec, dbSec: listed.size && !backends ? null : dbSec, backends };
+  };
 }
 
 const round = (n: number, digits = 2) => Math.round(n * 10 ** digits) / 10 ** digits;
@@ -75,7 +129,7 @@ async function run(target: Target, request: Request, connections: number, durati
   const latencies: number[] = [];
   let next = 0;
   const bodies = request.bodies;
-  const cpuBefore = cpuSeconds(target.pid);
+  const stopCpu = await cpuMeter(target);
   const instance = autocannon({
     url: target.url + request.path,
     method: request.method,
@@ -91,14 +145,16 @@ async function run(target: Target, request: Request, connections: number, durati
     if (status >= 200 && status < 300) latencies.push(ms);
   });
   const result = await instance;
-  const cpuAfter = cpuSeconds(target.pid);
+  const cpu = await stopCpu();
   return {
     latencies,
     non2xx: result.non2xx,
     errors: result.errors,
     timeouts: result.timeouts,
     durationSec: result.duration,
-    cpuSec: cpuBefore === null || cpuAfter === null ? null : cpuAfter - cpuBefore,
+    cpuSec: cpu.serverSec,
+    dbCpuSec: cpu.dbSec,
+    dbBackends: cpu.backends,
   };
 }
 
@@ -107,6 +163,7 @@ function summarize(samples: Sample[]): Measurement {
   const sorted = Float64Array.from(latencies).sort();
   const durationSec = samples.reduce((a, s) => a + s.durationSec, 0);
   const cpu = samples.every((s) => s.cpuSec !== null) ? samples.reduce((a, s) => a + s.cpuSec!, 0) : null;
+  const dbCpu = samples.every((s) => s.dbCpuSec !== null) ? samples.reduce((a, s) => a + s.dbCpuSec!, 0) : null;
   const sum = (k: 'non2xx' | 'errors' | 'timeouts') => samples.reduce((a, s) => a + s[k], 0);
   return {
     requestsPerSec: round(latencies.length / durationSec, 1),
@@ -115,6 +172,8 @@ function summarize(samples: Sample[]): Measurement {
     meanMs: round(latencies.reduce((a, b) => a + b, 0) / (latencies.length || 1)),
     maxMs: round(sorted.at(-1) ?? NaN),
     serverCpuUsPerRequest: cpu === null || !latencies.length ? null : Math.round((cpu * 1e6) / latencies.length),
+    dbCpuUsPerRequest: dbCpu === null || !latencies.length ? null : Math.round((dbCpu * 1e6) / latencies.length),
+    dbBackends: Math.max(0, ...samples.map((s) => s.dbBackends)),
     responses: latencies.length + sum('non2xx'),
     non2xx: sum('non2xx'),
     errors: sum('errors'),

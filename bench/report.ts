@@ -1,5 +1,7 @@
-// The bench's output: a table on stdout and the same figures as JSON in bench/results/
-// (latest.json and a timestamped copy; both ignored by git).
+// The benches' output: a table on stdout and the same figures as JSON in bench/results/
+// (latest.json and a timestamped copy; both ignored by git). When the scenarios carry the
+// CPU of the servers' PostgreSQL backends (`npm run bench:hotpath`), the table shows it next
+// to the server's, their sum, and the ratios platform ÷ baseline.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -17,6 +19,8 @@ export interface ScenarioResult {
   roundRatios: number[];
   /** platform ÷ baseline server CPU per request: the overhead without the machine's noise. */
   cpuRatio: number | null;
+  /** platform ÷ baseline CPU per request of server and PostgreSQL backends together (when measured). */
+  totalCpuRatio?: number | null;
 }
 
 export interface Target {
@@ -65,27 +69,40 @@ export function targets(scenarios: ScenarioResult[]): Record<string, Target> {
 
 const fixed = (n: number | null, digits: number) => (n === null || Number.isNaN(n) ? '–' : n.toFixed(digits));
 
-export function formatTable(report: Report): string {
-  const head = ['scenario', 'platform req/s', 'p50 ms', 'p99 ms', 'CPU µs/req', 'baseline req/s', 'p50 ms', 'p99 ms', 'CPU µs/req', 'overhead', 'CPU ratio'];
+/** Server + PostgreSQL backends CPU per request, in µs (null unless both were measured). */
+export const totalCpuUs = (m: Measurement) => (m.serverCpuUsPerRequest === null || m.dbCpuUsPerRequest === null ? null : m.serverCpuUsPerRequest + m.dbCpuUsPerRequest);
+
+export function formatTable(report: Pick<Report, 'scenarios' | 'targets' | 'problems'>): string {
+  const withDb = report.scenarios.some((s) => s.platform.dbCpuUsPerRequest !== null && s.platform.dbCpuUsPerRequest !== undefined);
+  const side = (m: Measurement) => [
+    fixed(m.requestsPerSec, 1),
+    fixed(m.p50Ms, 2),
+    fixed(m.p99Ms, 2),
+    fixed(m.serverCpuUsPerRequest, 0),
+    ...(withDb ? [fixed(m.dbCpuUsPerRequest, 0), fixed(totalCpuUs(m), 0)] : []),
+  ];
+  const sideHead = (who: string) => [`${who} req/s`, 'p50 ms', 'p99 ms', withDb ? 'srv µs/req' : 'CPU µs/req', ...(withDb ? ['pg µs/req', 'Σ µs/req'] : [])];
+  // bench:hotpath reads throughput as platform ÷ baseline (≥ 0.8 wanted); npm run bench as overhead, baseline ÷ platform.
+  const head = ['scenario', ...sideHead('platform'), ...sideHead('baseline'), withDb ? 'req/s P÷B' : 'overhead', 'CPU ratio'];
   const rows = report.scenarios.map((s) => [
     s.title,
-    fixed(s.platform.requestsPerSec, 1),
-    fixed(s.platform.p50Ms, 2),
-    fixed(s.platform.p99Ms, 2),
-    fixed(s.platform.serverCpuUsPerRequest, 0),
-    fixed(s.baseline.requestsPerSec, 1),
-    fixed(s.baseline.p50Ms, 2),
-    fixed(s.baseline.p99Ms, 2),
-    fixed(s.baseline.serverCpuUsPerRequest, 0),
-    `${fixed(s.overheadRatio, 2)}x`,
-    `${fixed(s.cpuRatio, 2)}x`,
+    ...side(s.platform),
+    ...side(s.baseline),
+    `${fixed(withDb ? s.platform.requestsPerSec / s.baseline.requestsPerSec : s.overheadRatio, 2)}x`,
+    `${fixed(withDb ? (s.totalCpuRatio ?? null) : s.cpuRatio, 2)}x`,
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (cells: string[]) => `| ${cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join(' | ')} |`;
   const sep = `|${widths.map((w, i) => (i === 0 ? '-'.repeat(w + 2) : `${'-'.repeat(w + 1)}:`)).join('|')}|`;
   const out = [line(head), sep, ...rows.map(line), ''];
-  out.push('overhead = baseline req/s ÷ platform req/s; CPU ratio = platform ÷ baseline server CPU per request.');
-  out.push(`overhead per round: ${report.scenarios.map((s) => `${s.id} ${s.roundRatios.join(' / ')}`).join('; ')}`);
+  if (withDb) {
+    out.push('srv = CPU of the server process, pg = CPU of its PostgreSQL backends, Σ = both, per response (µs);');
+    out.push('req/s P÷B = platform ÷ baseline req/s; CPU ratio = platform Σ ÷ baseline Σ.');
+    out.push(`req/s P÷B per round: ${report.scenarios.map((s) => `${s.id} ${s.roundRatios.map((r) => fixed(1 / r, 2)).join(' / ')}`).join('; ')}`);
+  } else {
+    out.push('overhead = baseline req/s ÷ platform req/s; CPU ratio = platform ÷ baseline server CPU per request.');
+    out.push(`overhead per round: ${report.scenarios.map((s) => `${s.id} ${s.roundRatios.join(' / ')}`).join('; ')}`);
+  }
   out.push('');
   for (const t of Object.values(report.targets)) out.push(`${t.ok ? 'PASS' : 'MISS'}  ${t.description}: ${t.value}`);
   for (const p of report.problems) out.push(`INVALID  ${p}`);

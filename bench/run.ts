@@ -3,8 +3,9 @@
 //
 // Method. A fresh database (BENCH_USERS users, default 10,000) is served by two child
 // processes: the platform (bench/server.ts: startServer, the whole middleware stack,
-// MikroORM) and the baseline (bench/baseline.ts: Koa alone + pg, the same SQL). autocannon,
-// in this process, drives both with the same connections (default 50): a warm-up each, then
+// MikroORM) and the baseline (bench/baseline.ts: Koa alone + pg, the same checks and answers
+// with the SQL a hand-writer would send — the users page and its count in one statement).
+// autocannon, in this process, drives both with the same connections (default 50): a warm-up each, then
 // BENCH_DURATION seconds each (default 10) split over rounds in alternating order
 // (P B | B P), so load that comes and goes on the machine falls on both alike. Absolute
 // req/s depends on the machine and on whatever else runs on it; the ratio of two servers
