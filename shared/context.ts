@@ -19,11 +19,40 @@ export interface ServiceContext {
   statementTimeoutMs?: number;
   /** The server process's caches (table definitions); none in the CLI's direct mode. */
   caches?: RequestCaches;
+  /**
+   * Where a read outside any transaction goes (readsOf): the request's unit of work once it has
+   * one, else the ORM's root (no unit of work is made for a plain read: a fork costs more than the read).
+   */
+  reads?: () => EntityManager;
 }
 
-/** `ability`: the actor's, when authentication has it already (cached with the user). */
-export function makeContext(em: EntityManager, actor: Actor, tenant: string | null = null, extra: { ability?: AppAbility; caches?: RequestCaches } = {}): ServiceContext {
-  return { em, actor, ability: extra.ability ?? defineAbility(actor), tenant, caches: extra.caches };
+/** The EntityManager a plain read (no transaction, no entity) uses: see ServiceContext.reads. */
+export const readsOf = (ctx: ServiceContext): EntityManager => ctx.reads?.() ?? ctx.em;
+
+/** A request's unit of work, made on first use: `get()` forks the ORM's root EntityManager then; `reads()` is that fork if made, else the root. */
+export interface LazyEntityManager {
+  get(): EntityManager;
+  reads(): EntityManager;
+}
+
+export function lazyEntityManager(root: EntityManager): LazyEntityManager {
+  let em: EntityManager | undefined;
+  return { get: () => (em ??= root.fork()), reads: () => em ?? root };
+}
+
+/** `em`: the call's unit of work, or a request's made on first use; `ability`: the actor's, when authentication has it already (cached with the user). */
+export function makeContext(
+  em: EntityManager | LazyEntityManager,
+  actor: Actor,
+  tenant: string | null = null,
+  extra: { ability?: AppAbility; caches?: RequestCaches } = {},
+): ServiceContext {
+  const ctx = { actor, ability: extra.ability ?? defineAbility(actor), tenant, caches: extra.caches } as ServiceContext;
+  if ('reads' in em) {
+    Object.defineProperty(ctx, 'em', { get: em.get, enumerable: true });
+    ctx.reads = em.reads;
+  } else ctx.em = em;
+  return ctx;
 }
 
 /** The acting user's UUID (what created_by / modified_by record); null for a system actor. */

@@ -29,7 +29,7 @@ export function bearerAuthentication(settings: TokenSettings, users?: CachedLook
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
     try {
       if (!match) throw invalidToken('Authorization header must be "Bearer <token>".');
-      const auth = await authenticateAccess(ctx.state.em, settings, match[1], ctx.state.tenant, users);
+      const auth = await authenticateAccess(ctx.state.reads(), settings, match[1], ctx.state.tenant, users);
       ctx.state.actor = auth.actor;
       ctx.state.ability = auth.ability;
     } catch (err) {

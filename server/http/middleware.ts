@@ -5,7 +5,7 @@ import helmet from 'koa-helmet';
 import { koaBody } from 'koa-body';
 import type { Orm } from '../../shared/db/orm.ts';
 import type { Logger } from '../../shared/common/logger.ts';
-import { makeContext } from '../../shared/context.ts';
+import { lazyEntityManager, makeContext } from '../../shared/context.ts';
 import { notAuthenticated } from '../../shared/errors.ts';
 import type { Config } from '../../shared/config.ts';
 import type { RequestCaches } from '../../shared/common/request-caches.ts';
@@ -26,11 +26,13 @@ export function requestContext(orm: Orm, log: Logger, caches: RequestCaches, opt
     const incoming = ctx.get('X-Request-Id');
     ctx.state.requestId = REQUEST_ID.test(incoming) ? incoming : randomUUID();
     ctx.set('X-Request-Id', ctx.state.requestId);
-    ctx.state.em = orm.em.fork();
+    const unit = lazyEntityManager(orm.em);
+    Object.defineProperty(ctx.state, 'em', { get: unit.get, enumerable: true });
+    ctx.state.reads = unit.reads;
     ctx.state.tenant = null;
     ctx.state.service = () => {
       if (!ctx.state.actor) throw notAuthenticated();
-      const service = makeContext(ctx.state.em, ctx.state.actor, ctx.state.tenant, { ability: ctx.state.ability, caches });
+      const service = makeContext(unit, ctx.state.actor, ctx.state.tenant, { ability: ctx.state.ability, caches });
       if (ctx.state.route?.statementTimeout === 'long') service.statementTimeoutMs = options.longStatementTimeoutMs;
       return service;
     };
@@ -57,7 +59,7 @@ export function requestContext(orm: Orm, log: Logger, caches: RequestCaches, opt
 }
 
 export function security(config: Config) {
-  const headers = helmet({
+  const helmetHeaders = helmet({
     contentSecurityPolicy: {
       useDefaults: false,
       directives: {
@@ -75,6 +77,16 @@ export function security(config: Config) {
     },
     crossOriginEmbedderPolicy: false,
   });
+  // The headers depend on nothing of the request: helmet runs once, here, and each response gets
+  // the recorded set (helmet per request costs a promise and a dozen middleware calls).
+  const recorded: [string, string | number | readonly string[]][] = [];
+  const recorder = { setHeader: (name: string, value: string | number | readonly string[]) => void recorded.push([name, value]), removeHeader: () => undefined };
+  void helmetHeaders({ req: {}, res: recorder } as never, async () => undefined);
+  if (!recorded.length) throw new Error('helmet set no header');
+  const headers = async (ctx: AppContext, next: Next) => {
+    for (const [name, value] of recorded) ctx.res.setHeader(name, value);
+    return next();
+  };
   const origins = new Set(config.corsOrigins);
   const corsMiddleware = cors({
     origin: (ctx) => {

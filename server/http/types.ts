@@ -7,7 +7,10 @@ import type { RouteDef } from './registry.ts';
 
 export interface AppState {
   requestId: string;
+  /** The request's unit of work (made on first use). */
   em: EntityManager;
+  /** For a plain read outside any transaction: `em` if made already, else the ORM's root (shared/context.ts). */
+  reads: () => EntityManager;
   /** Set by the authentication middleware when a valid bearer token came with the request. */
   actor?: Actor;
   /** The actor's ability, when authentication has it (cached with the user). */

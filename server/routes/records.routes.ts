@@ -8,6 +8,7 @@ import { RecordKeyParam } from '../../shared/data/datatable.schemas.ts';
 import { CsvImportReport, RecordData, RecordPage, RecordsCreated, RecordsDeleted, RecordsPatched, RecordUpserted } from '../../shared/data/records.schemas.ts';
 import type { RouteDef } from '../http/registry.ts';
 import type { AppContext } from '../http/types.ts';
+import { JsonText, jsonBody } from '../../shared/common/json-text.ts';
 import { perTable, scopeOf } from './datatables.routes.ts';
 
 const WHO_WRITE = 'Site administrators (superusers and staff of the site) only.';
@@ -36,6 +37,16 @@ function countMode(ctx: AppContext, query: Record<string, unknown>): records.Cou
   return 'exact';
 }
 
+/** A body that may hold PostgreSQL's JSON text (get and list): composed as text around it. */
+function send(ctx: AppContext, body: Record<string, unknown>): void {
+  if (!Object.values(body).some((v) => v instanceof JsonText)) {
+    ctx.body = body;
+    return;
+  }
+  ctx.type = 'application/json; charset=utf-8';
+  ctx.body = jsonBody(body);
+}
+
 export function recordRoutes(): RouteDef[] {
   return [
     ...perTable({
@@ -55,7 +66,7 @@ export function recordRoutes(): RouteDef[] {
           ctx.body = csv;
           return;
         }
-        ctx.body = await records.listRecords(ctx.state.service(), scopeOf(params), params.name!, query, countMode(ctx, query));
+        send(ctx, await records.listRecords(ctx.state.service(), scopeOf(params), params.name!, query, countMode(ctx, query)));
       },
     }, 'records'),
     ...perTable({
@@ -135,7 +146,7 @@ export function recordRoutes(): RouteDef[] {
       description: `The key's value; for a composite key the values in primaryKey order, comma-separated (\`1001,2\`) or as a JSON array. ${READ} ${WHO_READ}`,
       responses: { 200: RecordData },
       async handler(ctx, { params, query }) {
-        ctx.body = { data: await records.getRecord(ctx.state.service(), scopeOf(params), params.name!, params.pk!, query) };
+        send(ctx, { data: await records.getRecord(ctx.state.service(), scopeOf(params), params.name!, params.pk!, query) });
       },
     }, 'records'),
     ...perTable({

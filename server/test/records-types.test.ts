@@ -28,6 +28,17 @@ const SCHEMA = {
   ],
 } as TableSchema;
 
+// Every type but duration: a flat table whose records PostgreSQL writes as JSON (TableView.jsonSql).
+const JSON_SCHEMA = {
+  fields: [
+    ...SCHEMA.fields.filter((f) => f.type !== 'duration'),
+    { name: 's', type: 'string' },
+    { name: 'day', type: 'date' },
+    { name: 'o', type: 'object' },
+    { name: 'ym', type: 'yearmonth' },
+  ],
+} as TableSchema;
+
 const onA = (method: string, path: string, body?: unknown) => s.api(method, path, { host: a.domain, token: tok.adminA, body });
 const csv = (table: string, text: string) => s.api('POST', `/api/apps/crm/datatables/${table}/data/import/`, { host: a.domain, token: tok.adminA, raw: text, headers: { 'Content-Type': 'text/csv' } });
 
@@ -36,6 +47,7 @@ test.before(async () => {
   ({ a } = await twoSitesWithUsers(s, tok));
   await seedCrm(s, [a], PROVIDERS);
   await createTables(onA, PROVIDERS.map((p) => [p, `types_${p}`, SCHEMA] as [string, string, TableSchema]));
+  await createTables(onA, [['flat_table', 'types_json', JSON_SCHEMA]]);
 });
 test.after.always(async () => {
   await s?.close();
@@ -75,3 +87,33 @@ for (const p of PROVIDERS) {
     t.deepEqual(Object.keys(bad.body.errors[0].errors).sort(), ['b', 'clock', 'd', 'g', 'ga', 'i', 'n', 'y']);
   });
 }
+
+test.serial('flat records written as JSON by PostgreSQL equal the records as Node writes them (populate=* takes that path)', async (t) => {
+  const D = '/api/apps/crm/datatables/types_json/data/';
+  const rows = [
+    { clock: '13:45:00+02:00', n: 'INF', i: 5, b: true, g: '90, 45', ga: [-122.4, 37.78], y: 2026, dt: '2026-02-27T09:15:00.123456Z', s: 'quote " backslash \\ é ✓', day: '2026-01-31', o: { b: [1, { c: null }], a: 'x' }, ym: '2026-02' },
+    { n: '-INF', i: -9007199254740991, b: false, dt: '1999-12-31T23:59:59Z', s: '' },
+    { n: 1e-7, i: 7, dt: '2026-06-01T00:00:00+05:30' },
+    { i: 8 },
+  ];
+  const created = await onA('POST', D, rows);
+  t.is(created.status, 201, created.text);
+  const fast = await onA('GET', `${D}?page_size=10&_sort=-i`);
+  const slow = await onA('GET', `${D}?page_size=10&_sort=-i&populate=*`);
+  t.is(fast.status, 200, fast.text);
+  t.regex(fast.headers.get('content-type') ?? '', /^application\/json/);
+  t.deepEqual(fast.body, slow.body);
+  t.is(fast.body.data.length, rows.length);
+  const [eight, seven, five, min] = fast.body.data;
+  t.like(five, { n: 'INF', dt: '2026-02-27T09:15:00.123Z', s: rows[0]!.s, o: rows[0]!.o, clock: '11:45:00', day: '2026-01-31' });
+  t.like(min, { n: '-INF', i: -9007199254740991, clock: null });
+  t.like(seven, { n: 1e-7, dt: '2026-05-31T18:30:00.000Z' });
+  t.like(eight, { i: 8, n: null, dt: null, o: null });
+  for (const [i, record] of fast.body.data.entries()) {
+    const one = await onA('GET', `${D}${encodeURIComponent(record.id)}/`);
+    const populated = await onA('GET', `${D}${encodeURIComponent(record.id)}/?populate=*`);
+    t.deepEqual(one.body, { data: record }, `record ${i}`);
+    t.deepEqual(populated.body, one.body, `record ${i}, populated`);
+  }
+  t.is((await onA('GET', `${D}00000000-0000-0000-0000-000000000000/`)).status, 404);
+});

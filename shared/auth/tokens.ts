@@ -32,11 +32,40 @@ const ISSUER = 'platform';
 
 // jsonwebtoken tries to parse a string secret as a PEM key on every call (≈90 µs a
 // request, measured); a KeyObject made once skips that.
-const keys = new Map<string, KeyObject>();
-function keyFor(secret: string): KeyObject {
-  let key = keys.get(secret);
-  if (!key) keys.set(secret, (key = createSecretKey(Buffer.from(secret, 'utf8'))));
-  return key;
+/** A secret's key (made once: a string secret costs a parse per call) and the tokens it verified. */
+interface Signer {
+  key: KeyObject;
+  /**
+   * Tokens whose signature checked out, by their text, with their claims: a client sends the same
+   * bearer token again and again, and its HMAC and JSON need checking once. Expiry is checked on
+   * every use; emptied when it reaches MAX_VERIFIED.
+   */
+  verified: Map<string, jwt.JwtPayload>;
+}
+const MAX_VERIFIED = 10_000;
+const signers = new Map<string, Signer>();
+function signerFor(secret: string): Signer {
+  let signer = signers.get(secret);
+  if (!signer) signers.set(secret, (signer = { key: createSecretKey(Buffer.from(secret, 'utf8')), verified: new Map() }));
+  return signer;
+}
+const keyFor = (secret: string): KeyObject => signerFor(secret).key;
+
+/** The claims of a token signed with this secret by us, not expired (jsonwebtoken's checks, done once per token). */
+function verifiedClaims(secret: string, token: string): jwt.JwtPayload {
+  const signer = signerFor(secret);
+  const known = signer.verified.get(token);
+  if (known) {
+    if (Math.floor(Date.now() / 1000) >= (known.exp ?? 0)) {
+      signer.verified.delete(token);
+      throw new jwt.TokenExpiredError('jwt expired', new Date((known.exp ?? 0) * 1000));
+    }
+    return known;
+  }
+  const claims = jwt.verify(token, signer.key, { algorithms: ['HS256'], issuer: ISSUER }) as jwt.JwtPayload;
+  if (signer.verified.size >= MAX_VERIFIED) signer.verified.clear();
+  signer.verified.set(token, Object.freeze(claims));
+  return claims;
 }
 
 export function signToken(settings: TokenSettings, type: TokenType, user: { uuid: string; token_generation: number }, tenant: string | null = null): string {
@@ -54,7 +83,7 @@ export function signToken(settings: TokenSettings, type: TokenType, user: { uuid
 export function verifyToken(settings: TokenSettings, token: string, expected: TokenType): TokenClaims {
   let claims: jwt.JwtPayload;
   try {
-    claims = jwt.verify(token, keyFor(settings.secretKey), { algorithms: ['HS256'], issuer: ISSUER }) as jwt.JwtPayload;
+    claims = verifiedClaims(settings.secretKey, token);
   } catch (err) {
     if (err instanceof jwt.TokenExpiredError) throw invalidToken('Token is expired.');
     throw invalidToken('Token is invalid.');

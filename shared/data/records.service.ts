@@ -7,12 +7,13 @@
 // (records/access.ts): site admins write; every site user reads. docs/data-tables.md
 // "Records API".
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { ServiceContext } from '../context.ts';
+import { readsOf, type ServiceContext } from '../context.ts';
 import { DomainError, fieldError, validationError, type FieldErrors } from '../errors.ts';
 import { countOf, preparedRows, rows } from '../db/sql.ts';
 import type { TableScope } from './datatable.service.ts';
 import { parseQueryFilters, type Filter, type SqlFragment } from './query/filter.ts';
 import { aggregate, compileOn, listQuery, pageOf, plain, plannedCount, populate, selectRecords } from './records/read.ts';
+import { JsonText } from '../common/json-text.ts';
 import { withinAllowed } from './records/access.ts';
 import { loadRelations, openTarget, resolver, type RecordRow, type Target } from './records/target.ts';
 import { batchOf, failingRecord, guarded, insertRecords, keyFilter, recordErrors, recordNotFound, updateRecord, violation } from './records/write.ts';
@@ -69,37 +70,58 @@ async function patchOne(em: EntityManager, t: Target, key: string | unknown[], p
 export type CountMode = 'exact' | 'planned' | 'none';
 export const COUNT_MODES: readonly CountMode[] = ['exact', 'planned', 'none'];
 
-export async function listRecords(ctx: ServiceContext, scope: TableScope, name: string, query: Record<string, unknown>, count: CountMode = 'exact'): Promise<RecordPage> {
+/**
+ * A page of records. `data` is JSON text written by PostgreSQL (TableView.jsonSql) when the
+ * table allows and nothing is populated; otherwise records.
+ */
+export async function listRecords(ctx: ServiceContext, scope: TableScope, name: string, query: Record<string, unknown>, count: CountMode = 'exact'): Promise<RecordPage | RecordTextPage> {
   const t = await openTarget(ctx, scope, name, 'read');
   checkFormat(query);
   if (query._aggregate !== undefined) return guarded(t, () => aggregate(ctx.em, t, query));
   if (query._group_by !== undefined) throw fieldError('_group_by', '_group_by needs _aggregate.');
-  const { where, orderBy } = await listQuery(ctx.em, t, query);
+  const em = readsOf(ctx);
+  const { where, orderBy } = await listQuery(em, t, query);
   const p = pageOf(query);
-  const page = `SELECT ${t.recordSql('t')} AS r FROM ${t.table} t WHERE ${where.sql} ORDER BY ${orderBy} LIMIT ? OFFSET ?`;
+  const json = query.populate === undefined ? t.jsonSql : undefined;
+  const page = `SELECT ${json ?? t.recordSql('t')} AS r FROM ${t.table} t WHERE ${where.sql} ORDER BY ${orderBy} LIMIT ? OFFSET ?`;
   const pageParams = [...where.params, p.limit, p.offset];
-  const [total, data] = await guarded(t, async (): Promise<[number | null, RecordRow[]]> => {
+  type Found = { n?: string; r: RecordRow | string | null };
+  const [total, found] = await guarded(t, async (): Promise<[number | null, Found[]]> => {
     if (count === 'exact') {
       // One statement, one round trip: the count, and the page beside it (one row per record; one
       // row with r null when the page is empty).
-      const found = await preparedRows<{ n: string; r: RecordRow | null }>(
-        ctx.em,
+      const both = await preparedRows<Found>(
+        em,
         `SELECT c.n, p.r FROM (SELECT count(*) AS n FROM ${t.table} t WHERE ${where.sql}) c LEFT JOIN LATERAL (${page}) p ON true`,
         [...where.params, ...pageParams],
       );
-      return [Number(found[0]?.n ?? 0), found.flatMap((x) => (x.r === null ? [] : [plain(t, x.r)]))];
+      return [Number(both[0]?.n ?? 0), both.filter((x) => x.r !== null)];
     }
-    const records = selectRecords(ctx.em, t, page, pageParams);
-    return Promise.all([count === 'planned' ? plannedCount(ctx.em, `SELECT 1 FROM ${t.table} t WHERE ${where.sql}`, where.params) : null, records]);
+    const records = preparedRows<Found>(em, page, pageParams);
+    return Promise.all([count === 'planned' ? plannedCount(em, `SELECT 1 FROM ${t.table} t WHERE ${where.sql}`, where.params) : null, records]);
   });
+  const envelope = { total, page: p.page, page_size: p.pageSize };
+  if (json) return { data: new JsonText(`[${found.map((x) => x.r).join(',')}]`), ...envelope };
+  const data = found.map((x) => plain(t, x.r as RecordRow));
   if (query.populate !== undefined && data.length) await populate(ctx.em, t, data, query.populate);
-  return { data, total, page: p.page, page_size: p.pageSize };
+  return { data, ...envelope };
 }
 
-export async function getRecord(ctx: ServiceContext, scope: TableScope, name: string, id: string, query: Record<string, unknown> = {}): Promise<RecordRow> {
+/** A page whose records are PostgreSQL's JSON text. */
+export type RecordTextPage = Omit<RecordPage, 'data'> & { data: JsonText };
+
+/** One record: JSON text written by PostgreSQL when the table allows and nothing is populated (as listRecords), else the record. */
+export async function getRecord(ctx: ServiceContext, scope: TableScope, name: string, id: string, query: Record<string, unknown> = {}): Promise<RecordRow | JsonText> {
   const t = await openTarget(ctx, scope, name, 'read');
   checkFormat(query);
-  const row = (await findOne(ctx.em, t, id))?.row;
+  if (query.populate === undefined && t.jsonSql) {
+    const cond = keyFilter(t, id);
+    const visible = cond && withinAllowed(t.readable, compileOn(t, cond));
+    const [found] = visible ? await preparedRows<{ r: string }>(readsOf(ctx), `SELECT ${t.jsonSql} AS r FROM ${t.table} t WHERE ${visible.sql}`, visible.params) : [];
+    if (!found) throw recordNotFound();
+    return new JsonText(found.r);
+  }
+  const row = (await findOne(readsOf(ctx), t, id))?.row;
   if (!row) throw recordNotFound();
   if (query.populate !== undefined) await populate(ctx.em, t, [row], query.populate);
   return row;

@@ -32,6 +32,12 @@ export interface TableView {
   columnsAs(alias: string): Map<string, ColumnInfo>;
   /** The SQL expression of a whole record (jsonb) over an alias. */
   recordSql(alias: string): string;
+  /**
+   * The record over alias `t` as JSON text, written by PostgreSQL exactly as plain() shows a record
+   * (fields in schema order, timestamps in UTC with milliseconds, infinite numbers as INF/-INF):
+   * flat tables of at most 50 fields (json_build_object's limit) and no duration; else undefined.
+   */
+  jsonSql?: string;
 }
 
 /** A table addressed by a request, with the site schema it lives in and the app's tables on demand. */
@@ -91,6 +97,7 @@ function tableView(name: string, provider: ProviderType, site: string, physical:
     return m;
   };
   const pk = provider === 'docstore' ? [GENERATED_KEY] : primaryKeyOf(schema);
+  const columns = columnsAs('t');
   return {
     name,
     provider,
@@ -98,8 +105,9 @@ function tableView(name: string, provider: ProviderType, site: string, physical:
     schema,
     hash,
     pk,
-    columns: columnsAs('t'),
+    columns,
     columnsAs,
+    jsonSql: provider === 'flat_table' ? jsonRecordSql(columns) : undefined,
     recordSql(alias) {
       // `alias.*`, never the bare alias: a field may be named like the alias (`to_jsonb(t)` would read column t).
       if (provider === 'flat_table') return `to_jsonb(${alias}.*)`;
@@ -107,6 +115,24 @@ function tableView(name: string, provider: ProviderType, site: string, physical:
       return declaredKey(schema) ? `${alias}."data"` : `(jsonb_build_object('id', ${alias}."id") || ${alias}."data")`;
     },
   };
+}
+
+const MAX_JSON_FIELDS = 50;
+const JS_ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
+
+/** See TableView.jsonSql. */
+function jsonRecordSql(columns: Map<string, ColumnInfo>): string | undefined {
+  if (columns.size > MAX_JSON_FIELDS) return undefined;
+  const pairs: string[] = [];
+  for (const [name, { pgType, sql }] of columns) {
+    if (pgType === 'interval') return undefined; // XSD durations are written by field-types.ts
+    const value =
+      pgType === 'timestamptz' ? `to_char(${sql} AT TIME ZONE 'UTC', ${JS_ISO})`
+      : pgType === 'double precision' ? `CASE ${sql} WHEN 'Infinity' THEN to_json('INF'::text) WHEN '-Infinity' THEN to_json('-INF'::text) ELSE to_json(${sql}) END`
+      : sql;
+    pairs.push(`${quoteLiteral(name)}, ${value}`);
+  }
+  return `json_build_object(${pairs.join(', ')})::text`;
 }
 
 /**
