@@ -110,9 +110,10 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   app.use(errorMiddleware(deps.log));
   for (const m of security(deps.config)) app.use(m);
   app.use(health.routes());
+  app.use(health.allowedMethods());
   app.use(docs.routes());
+  app.use(docs.allowedMethods());
   if (deps.hosts) app.use(hostRouting(deps.config, deps.hosts));
-  app.use(api.routes());
-  app.use(api.allowedMethods());
+  app.use(api);
   return app;
 }

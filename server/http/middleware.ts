@@ -40,20 +40,22 @@ export function requestContext(orm: Orm, log: Logger, caches: RequestCaches, opt
       await next();
     } finally {
       if (options.isShuttingDown()) ctx.set('Connection', 'close');
-      const durationMs = Number(process.hrtime.bigint() - start) / 1e6;
-      const actor = ctx.state.actor;
-      if (options.logRequests) log.info(
-        {
-          requestId: ctx.state.requestId,
-          method: ctx.method,
-          path: redactPath(ctx.path),
-          status: ctx.status,
-          durationMs: Math.round(durationMs * 100) / 100,
-          tenant: ctx.state.tenant,
-          user: actor?.kind === 'user' ? actor.uuid : actor?.name,
-        },
-        'request',
-      );
+      if (options.logRequests && log.isLevelEnabled('info')) {
+        const durationMs = Number(process.hrtime.bigint() - start) / 1e6;
+        const actor = ctx.state.actor;
+        log.info(
+          {
+            requestId: ctx.state.requestId,
+            method: ctx.method,
+            path: redactPath(ctx.path),
+            status: ctx.status,
+            durationMs: Math.round(durationMs * 100) / 100,
+            tenant: ctx.state.tenant,
+            user: actor?.kind === 'user' ? actor.uuid : actor?.name,
+          },
+          'request',
+        );
+      }
     }
   };
 }

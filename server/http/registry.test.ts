@@ -22,7 +22,7 @@ async function serve(registry: RouteRegistry) {
       ctx.body = err instanceof DomainError ? err.toBody() : { message: String(err) };
     }
   });
-  app.use(registry.router([]).routes() as Koa.Middleware<AppState, AppContext>);
+  app.use(registry.router([]));
   const server = http.createServer(app.callback()).listen(0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -1,11 +1,11 @@
 // Every route is declared once, here-shaped: method, path, schemas, auth, handler. The
 // registry mounts it on the router with validation and authentication, and generates the
 // OpenAPI document from the very same schemas (no second hand-written copy).
-import Router from '@koa/router';
+import type Koa from 'koa';
 import type { TSchema } from '@sinclair/typebox';
 import { validate } from '../../shared/common/validation.ts';
 import { DomainError, notAuthenticated, notFound } from '../../shared/errors.ts';
-import type { AppContext } from './types.ts';
+import type { AppContext, AppState } from './types.ts';
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 
@@ -85,12 +85,12 @@ export class RouteRegistry {
   }
 
   /**
-   * Mounts every route on a router. Each request runs: the steps (authentication, rate
+   * The middleware serving every route. Each request runs: the steps (authentication, rate
    * limits, body parsing: `route → authenticate → limit → parse`), the auth requirement, input
-   * validation, the handler.
+   * validation, the handler. A path served for other methods only answers 405 with `Allow`
+   * (OPTIONS: 200 with `Allow`; a method no route has: 501, which errors.ts answers as 405).
    */
-  router(steps: RouteStep[]): Router {
-    const router = new Router(ROUTER_OPTIONS);
+  router(steps: RouteStep[]): Koa.Middleware<AppState, AppContext> {
     const run = async (ctx: AppContext, def: RouteDef) => {
       ctx.state.route = def;
       for (const step of steps) await step(ctx, def);
@@ -113,28 +113,31 @@ export class RouteRegistry {
       }
       await def.handler(ctx, { params: params as Record<string, string>, query: query as Record<string, unknown>, body });
     };
-    // One handler per method and path; it picks the def whose scope serves this host, so one
-    // path can have a platform def and a tenant def (`/api/users/`: platform alias, site users).
-    const mounted = new Map<string, RouteDef[]>();
-    for (const def of this.routes) {
-      for (const path of [def.path, ...(def.aliases ?? [])]) {
-        const key = `${def.method.toUpperCase()} ${path}`;
-        const defs = mounted.get(key);
-        if (defs) {
-          if (defs.some((d) => scopesOverlap(d, def))) throw new Error(`Route ${key} is declared twice for the same scope (${def.operationId}).`);
-          defs.push(def);
-          continue;
-        }
-        const candidates = [def];
-        mounted.set(key, candidates);
-        router[def.method](path, async (ctx: AppContext) => {
-          const chosen = candidates.find((d) => servesHost(d, ctx.state.tenant));
-          if (!chosen) throw notFound({ message: `No route matches ${ctx.method} ${ctx.path} on this host.` });
-          await run(ctx, chosen);
-        });
+    const table = new RouteTable();
+    for (const [index, def] of this.routes.entries()) for (const path of [def.path, ...(def.aliases ?? [])]) table.add(path, def, index);
+    return async (ctx, next) => {
+      const found = table.match(ctx.path);
+      if (!found.length) return next();
+      const method = ctx.method === 'HEAD' ? 'GET' : ctx.method;
+      let best: { defs: RouteDef[]; index: number; params: Record<string, string> } | undefined;
+      for (const { node, params } of found) {
+        const route = node.methods.get(method);
+        if (route && (!best || route.index < best.index)) best = { defs: route.defs, index: route.index, params };
       }
-    }
-    return router;
+      if (best) {
+        // One path can have a platform def and a tenant def (`/api/users/`: platform alias, site users): the one serving this host.
+        const chosen = best.defs.find((d) => servesHost(d, ctx.state.tenant));
+        if (!chosen) throw notFound({ message: `No route matches ${ctx.method} ${ctx.path} on this host.` });
+        ctx.params = best.params;
+        return run(ctx, chosen);
+      }
+      const allowed = [...new Set(found.flatMap(({ node }) => [...node.methods.keys()].flatMap((m) => (m === 'GET' ? ['HEAD', 'GET'] : [m]))))];
+      ctx.set('Allow', allowed.join(', '));
+      if (ctx.method === 'OPTIONS') {
+        ctx.status = 200;
+        ctx.body = '';
+      } else ctx.status = IMPLEMENTED.has(ctx.method) ? 405 : 501;
+    };
   }
 
   /** OpenAPI 3.1 document generated from the route schemas. */
@@ -200,6 +203,81 @@ export class RouteRegistry {
       paths,
       components: { schemas, securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
     };
+  }
+}
+
+const IMPLEMENTED = new Set(['HEAD', 'OPTIONS', 'GET', 'PUT', 'PATCH', 'POST', 'DELETE']);
+
+interface RouteNode {
+  statics: Map<string, RouteNode>;
+  /** `:name` segments here (routes may name the same position differently). */
+  params: { name: string; node: RouteNode }[];
+  /** Method → the defs of this path (one per scope) and their registration order. */
+  methods: Map<string, { defs: RouteDef[]; index: number }>;
+}
+const newNode = (): RouteNode => ({ statics: new Map(), params: [], methods: new Map() });
+
+/** `/a/b/` → ['a', 'b', '']. */
+const segmentsOf = (path: string): string[] => path.slice(1).split('/');
+
+function decodeParam(raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
+}
+
+/**
+ * Paths by segment (a tree of literal segments and `:param`s): a request is matched in a few map
+ * lookups, where a router tests every route's pattern in turn. Paths are case-sensitive and a
+ * parameter is one non-empty segment (ROUTER_OPTIONS). Where a literal and a parameter both match,
+ * the route registered first wins, as in the router.
+ */
+class RouteTable {
+  private readonly root = newNode();
+
+  add(path: string, def: RouteDef, index: number): void {
+    let node = this.root;
+    for (const segment of segmentsOf(path)) {
+      if (segment.startsWith(':')) {
+        const name = segment.slice(1);
+        let param = node.params.find((p) => p.name === name);
+        if (!param) node.params.push((param = { name, node: newNode() }));
+        node = param.node;
+      } else {
+        let next = node.statics.get(segment);
+        if (!next) node.statics.set(segment, (next = newNode()));
+        node = next;
+      }
+    }
+    const method = def.method.toUpperCase();
+    const entry = node.methods.get(method);
+    if (!entry) node.methods.set(method, { defs: [def], index });
+    else if (entry.defs.some((d) => scopesOverlap(d, def))) throw new Error(`Route ${method} ${path} is declared twice for the same scope (${def.operationId}).`);
+    else entry.defs.push(def);
+  }
+
+  /** Every route node whose path matches, with its parameters: the path as it is, or with one trailing slash less (as the router allows). */
+  match(path: string): { node: RouteNode; params: Record<string, string> }[] {
+    const out: { node: RouteNode; params: Record<string, string> }[] = [];
+    this.walk(segmentsOf(path), out);
+    if (!out.length && path.length > 1 && path.endsWith('/')) this.walk(segmentsOf(path.slice(0, -1)), out);
+    return out;
+  }
+
+  private walk(segments: string[], out: { node: RouteNode; params: Record<string, string> }[]): void {
+    const walk = (node: RouteNode, i: number, params: Record<string, string>) => {
+      if (i === segments.length) {
+        if (node.methods.size) out.push({ node, params });
+        return;
+      }
+      const segment = segments[i]!;
+      const next = node.statics.get(segment);
+      if (next) walk(next, i + 1, params);
+      if (segment !== '') for (const p of node.params) walk(p.node, i + 1, { ...params, [p.name]: decodeParam(segment) });
+    };
+    walk(this.root, 0, {});
   }
 }
 
