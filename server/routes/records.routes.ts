@@ -79,8 +79,9 @@ export function recordRoutes(): RouteDef[] {
       body: Type.Unknown(),
       responses: { 201: RecordsCreated },
       async handler(ctx, { params, body }) {
+        const data = await records.createRecords(ctx.state.service(), scopeOf(params), params.name!, body);
         ctx.status = 201;
-        ctx.body = { data: await records.createRecords(ctx.state.service(), scopeOf(params), params.name!, body) };
+        send(ctx, { data });
       },
     }, 'records'),
     ...perTable({

@@ -88,7 +88,7 @@ for (const p of PROVIDERS) {
   });
 }
 
-test.serial('flat records written as JSON by PostgreSQL equal the records as Node writes them (populate=* takes that path)', async (t) => {
+test.serial('flat records written as JSON by PostgreSQL (get, list, create) equal the records as Node writes them (populate=* takes that path)', async (t) => {
   const D = '/api/apps/crm/datatables/types_json/data/';
   const rows = [
     { clock: '13:45:00+02:00', n: 'INF', i: 5, b: true, g: '90, 45', ga: [-122.4, 37.78], y: 2026, dt: '2026-02-27T09:15:00.123456Z', s: 'quote " backslash \\ é ✓', day: '2026-01-31', o: { b: [1, { c: null }], a: 'x' }, ym: '2026-02' },
@@ -103,6 +103,8 @@ test.serial('flat records written as JSON by PostgreSQL equal the records as Nod
   t.is(fast.status, 200, fast.text);
   t.regex(fast.headers.get('content-type') ?? '', /^application\/json/);
   t.deepEqual(fast.body, slow.body);
+  // The create answers the same JSON (RETURNING written by PostgreSQL).
+  t.deepEqual([...created.body.data].sort((x, y) => y.i - x.i), fast.body.data);
   t.is(fast.body.data.length, rows.length);
   const [eight, seven, five, min] = fast.body.data;
   t.like(five, { n: 'INF', dt: '2026-02-27T09:15:00.123Z', s: rows[0]!.s, o: rows[0]!.o, clock: '11:45:00', day: '2026-01-31' });

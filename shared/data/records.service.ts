@@ -127,8 +127,8 @@ export async function getRecord(ctx: ServiceContext, scope: TableScope, name: st
   return row;
 }
 
-/** One record (an object) or many (an array, all or nothing, at most MAX_BULK_CREATE). */
-export async function createRecords(ctx: ServiceContext, scope: TableScope, name: string, body: unknown): Promise<RecordRow | RecordRow[]> {
+/** One record (an object) or many (an array, all or nothing, at most MAX_BULK_CREATE); as PostgreSQL's JSON text where the table allows (listRecords). */
+export async function createRecords(ctx: ServiceContext, scope: TableScope, name: string, body: unknown): Promise<RecordRow | RecordRow[] | JsonText> {
   const t = await openTarget(ctx, scope, name, 'create');
   const many = Array.isArray(body);
   const records = many ? batchOf(body, MAX_BULK_CREATE) : [body];
@@ -137,8 +137,9 @@ export async function createRecords(ctx: ServiceContext, scope: TableScope, name
   if (Object.keys(errors).length) throw validationError(errors, many ? 'Invalid records: nothing was stored.' : 'Invalid record.');
   const ok = valid as RecordRow[];
   try {
-    const created = await ctx.em.transactional((tx) => insertRecords(tx as EntityManager, t, ok));
-    return many ? created : created[0]!;
+    const created = await ctx.em.transactional((tx) => insertRecords(tx as EntityManager, t, ok, true));
+    if (typeof created[0] === 'string') return new JsonText(many ? `[${created.join(',')}]` : created[0]);
+    return many ? (created as RecordRow[]) : (created[0] as RecordRow);
   } catch (err) {
     const error = violation(t, err);
     if (!error || !many) throw error ?? err;

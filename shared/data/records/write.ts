@@ -2,7 +2,7 @@
 // deletes per provider, and constraint violations turned into field-keyed errors.
 // docs/data-tables.md "Records API".
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { quoteIdent } from '../../db/sql.ts';
+import { quoteIdent, rows } from '../../db/sql.ts';
 import { DomainError, addFieldError, fieldError, notFound, validationError, type FieldErrors } from '../../errors.ts';
 import { quoteLiteral } from '../ddl.ts';
 import { toStored } from '../field-types.ts';
@@ -156,15 +156,21 @@ function jsonRow(t: TableView): { id: string; body: string; keyed: boolean } {
 
 /**
  * Inserts validated records in one statement per set of given fields (records omitting a
- * field get its default), in their order; the stored records come back in the same order.
+ * field get its default), in their order; the stored records come back in the same order — as
+ * PostgreSQL's JSON text with `json` on a table that has it (TableView.jsonSql), else as records.
  */
-export async function insertRecords(em: EntityManager, t: TableView, records: RecordRow[]): Promise<RecordRow[]> {
+export async function insertRecords(em: EntityManager, t: TableView, records: RecordRow[]): Promise<RecordRow[]>;
+export async function insertRecords(em: EntityManager, t: TableView, records: RecordRow[], json: true): Promise<RecordRow[] | string[]>;
+export async function insertRecords(em: EntityManager, t: TableView, records: RecordRow[], json = false): Promise<RecordRow[] | string[]> {
   const elements = 'FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY AS e(v, n)';
   if (t.provider !== 'flat_table') {
     const { id, body } = jsonRow(t);
     const column = t.provider === 'jsonb' ? 'data' : 'doc';
     return selectRecords(em, t, `INSERT INTO ${t.table} AS t (id, ${column}) SELECT ${id}, ${body} ${elements} ORDER BY e.n RETURNING ${t.recordSql('t')} AS r`, [JSON.stringify(records)]);
   }
+  const text = json ? t.jsonSql : undefined;
+  const returned = async (sql: string, params: unknown[]): Promise<(RecordRow | string)[]> =>
+    text ? (await rows<{ r: string }>(em, `${sql} RETURNING ${text} AS r`, params)).map((x) => x.r) : selectRecords(em, t, `${sql} RETURNING to_jsonb(t.*) AS r`, params);
   const groups = new Map<string, { cols: string[]; items: { i: number; rec: RecordRow }[] }>();
   records.forEach((rec, i) => {
     const cols = Object.keys(rec).filter((k) => rec[k] !== undefined).sort();
@@ -173,24 +179,22 @@ export async function insertRecords(em: EntityManager, t: TableView, records: Re
     g.items.push({ i, rec });
     groups.set(key, g);
   });
-  const out: RecordRow[] = new Array(records.length);
+  const out: (RecordRow | string)[] = new Array(records.length);
   for (const { cols, items } of groups.values()) {
-    let stored: RecordRow[];
+    let stored: (RecordRow | string)[];
     if (!cols.length) {
       stored = [];
-      for (let k = 0; k < items.length; k++) stored.push(...(await selectRecords(em, t, `INSERT INTO ${t.table} AS t DEFAULT VALUES RETURNING to_jsonb(t.*) AS r`, [])));
+      for (let k = 0; k < items.length; k++) stored.push(...(await returned(`INSERT INTO ${t.table} AS t DEFAULT VALUES`, [])));
     } else {
       const list = cols.map(quoteIdent);
-      stored = await selectRecords(
-        em,
-        t,
-        `INSERT INTO ${t.table} AS t (${list.join(', ')}) SELECT ${list.map((c) => `x.${c}`).join(', ')} ${elements} CROSS JOIN LATERAL jsonb_populate_record(NULL::${t.table}, e.v) AS x ORDER BY e.n RETURNING to_jsonb(t.*) AS r`,
+      stored = await returned(
+        `INSERT INTO ${t.table} AS t (${list.join(', ')}) SELECT ${list.map((c) => `x.${c}`).join(', ')} ${elements} CROSS JOIN LATERAL jsonb_populate_record(NULL::${t.table}, e.v) AS x ORDER BY e.n`,
         [JSON.stringify(items.map((x) => x.rec))],
       );
     }
     items.forEach((x, k) => (out[x.i] = stored[k]!));
   }
-  return out;
+  return out as RecordRow[] | string[];
 }
 
 /**
