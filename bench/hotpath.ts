@@ -36,7 +36,6 @@
 // BENCH_CPU_PROF=<dir> (V8 CPU profiles of both servers), BENCH_STRICT=1.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -44,7 +43,7 @@ import { startChild, type Child } from './children.ts';
 import { openBenchDatabase, type BenchDatabase } from './database.ts';
 import { compare, cpuMeter, type LoadSettings, type Measurement, type Request, type Target as LoadTarget } from './load.ts';
 import { APP, FILTER, TABLE, api, envNumber, makeRecords, r2, seedRows, serverEnv, setupTable, siteToken } from './records-setup.ts';
-import { formatTable, machineInfo, totalCpuUs, type ScenarioResult } from './report.ts';
+import { formatTable, machineInfo, totalCpuUs, writeResults, type ScenarioResult } from './report.ts';
 
 const settings: LoadSettings = {
   connections: envNumber('BENCH_CONNECTIONS', 50),
@@ -283,15 +282,6 @@ function verdicts(results: ScenarioResult[]): Record<string, Verdict> {
   return out;
 }
 
-function writeResults(report: unknown, timestamp: string): void {
-  const dir = path.join(import.meta.dirname, 'results');
-  fs.mkdirSync(dir, { recursive: true });
-  const json = `${JSON.stringify(report, null, 2)}\n`;
-  const files = [path.join(dir, 'hotpath-latest.json'), path.join(dir, `hotpath-${timestamp.replace(/:/g, '-')}.json`)];
-  for (const f of files) fs.writeFileSync(f, json);
-  log(`written: ${files.map((f) => path.relative(process.cwd(), f)).join(', ')}`);
-}
-
 async function main(): Promise<number> {
   const timestamp = new Date().toISOString();
   const machine = machineInfo();
@@ -390,7 +380,7 @@ async function main(): Promise<number> {
   for (const t of Object.values(targetsMet)) out.push(`${t.ok === null ? 'SKIP' : t.ok ? 'PASS' : 'MISS'}  ${t.description}: ${t.value ?? '–'}`);
   for (const p of problems) out.push(`INVALID  ${p}`);
   console.log(`\n${out.join('\n')}\n`);
-  writeResults(report, timestamp);
+  writeResults('hotpath', report, timestamp, log);
   if (cpuProfileDir) log(`CPU profiles (written when the servers stop): ${cpuProfileDir}`);
   if (!report.valid) return 1;
   const missed = Object.values(targetsMet).some((t) => t.ok === false);

@@ -39,7 +39,7 @@ import { createOrm } from '../shared/db/orm.ts';
 import { startChild, type Child } from './children.ts';
 import { openBenchDatabase, type BenchDatabase } from './database.ts';
 import { APP, FILTER, TABLE, envNumber, r2, seedRows, serverEnv, setupTable } from './records-setup.ts';
-import { machineInfo } from './report.ts';
+import { machineInfo, writeResults } from './report.ts';
 
 const ROWS = Math.max(100, Math.round(envNumber('BENCH_ROWS', 1_000_000)));
 const SQL_ITERATIONS = Math.max(1, Math.round(envNumber('BENCH_SQL_ITERATIONS', 200)));
@@ -353,16 +353,6 @@ function summary(m: { service?: ServiceTimes; sql?: SqlTimes; runs?: CsvRuns }, 
   return out.join('\n');
 }
 
-/** bench/results/records-latest.json and a timestamped copy. */
-function writeResults(report: unknown, timestamp: string): void {
-  const dir = path.join(import.meta.dirname, 'results');
-  fs.mkdirSync(dir, { recursive: true });
-  const json = `${JSON.stringify(report, null, 2)}\n`;
-  const files = [path.join(dir, 'records-latest.json'), path.join(dir, `records-${timestamp.replace(/:/g, '-')}.json`)];
-  for (const f of files) fs.writeFileSync(f, json);
-  log(`written: ${files.map((f) => path.relative(process.cwd(), f)).join(', ')}`);
-}
-
 async function main(): Promise<number> {
   const timestamp = new Date().toISOString();
   const machine = machineInfo();
@@ -418,7 +408,7 @@ async function main(): Promise<number> {
     problems,
   };
   console.log(`\n${summary({ service, sql, runs }, targets, problems)}\n`);
-  writeResults(report, timestamp);
+  writeResults('records', report, timestamp, log);
   if (!report.valid) return 1;
   const missed = Object.values(targets).some((t) => t.ok === false);
   return missed && process.env.BENCH_STRICT === '1' ? 1 : 0;

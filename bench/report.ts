@@ -117,3 +117,13 @@ export function writeReport(report: Report, dir: string): string[] {
   for (const file of files) fs.writeFileSync(file, json);
   return files;
 }
+
+/** bench/results/{name}-latest.json and a timestamped copy (not committed). */
+export function writeResults(name: string, report: unknown, timestamp: string, log: (line: string) => void): void {
+  const dir = path.join(import.meta.dirname, 'results');
+  fs.mkdirSync(dir, { recursive: true });
+  const json = `${JSON.stringify(report, null, 2)}\n`;
+  const files = [path.join(dir, `${name}-latest.json`), path.join(dir, `${name}-${timestamp.replace(/:/g, '-')}.json`)];
+  for (const f of files) fs.writeFileSync(f, json);
+  log(`written: ${files.map((f) => path.relative(process.cwd(), f)).join(', ')}`);
+}
