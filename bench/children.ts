@@ -98,3 +98,25 @@ export async function startChild(name: string, script: string, options: SpawnOpt
   }
   return { name, url, pid, stop };
 }
+
+/**
+ * A bench's whole run: `main` (its exit code), then `cleanup` (children stopped by PID, the
+ * database dropped) whatever happens, also on SIGINT/SIGTERM (exit 130); then the process exits.
+ */
+export async function runBench(main: () => Promise<number>, cleanup: () => Promise<void>, log: (line: string) => void): Promise<never> {
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      log(`${signal}: stopping`);
+      void cleanup().finally(() => process.exit(130));
+    });
+  }
+  let code = 1;
+  try {
+    code = await main();
+  } catch (err) {
+    log(`failed: ${(err as Error).stack ?? err}`);
+  } finally {
+    await cleanup();
+  }
+  process.exit(code);
+}

@@ -39,7 +39,7 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { startChild, type Child } from './children.ts';
+import { runBench, startChild, type Child } from './children.ts';
 import { openBenchDatabase, type BenchDatabase } from './database.ts';
 import { compare, cpuMeter, type LoadSettings, type Measurement, type Request, type Target as LoadTarget } from './load.ts';
 import { APP, FILTER, TABLE, api, envNumber, makeRecords, r2, seedRows, serverEnv, setupTable, siteToken } from './records-setup.ts';
@@ -83,13 +83,6 @@ const cleanup = () =>
     await Promise.allSettled(children.map((c) => c.stop()));
     await db?.close().catch((err) => log(`dropping the bench database failed: ${err.message}`));
   })());
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    log(`${signal}: stopping`);
-    void cleanup().finally(() => process.exit(130));
-  });
-}
-
 const randomId = () => 1 + Math.floor(Math.random() * ROWS);
 const ratio = (x: number | null | undefined, y: number | null | undefined) => (x && y ? r2(x / y) : null);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -387,12 +380,4 @@ async function main(): Promise<number> {
   return missed && process.env.BENCH_STRICT === '1' ? 1 : 0;
 }
 
-let code = 1;
-try {
-  code = await main();
-} catch (err) {
-  log(`failed: ${(err as Error).stack ?? err}`);
-} finally {
-  await cleanup();
-}
-process.exit(code);
+await runBench(main, cleanup, log);

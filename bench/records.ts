@@ -36,7 +36,7 @@ import { systemActor } from '../shared/auth/actor.ts';
 import { makeContext } from '../shared/context.ts';
 import { getRecord, listRecords } from '../shared/data/records.service.ts';
 import { createOrm } from '../shared/db/orm.ts';
-import { startChild, type Child } from './children.ts';
+import { runBench, startChild, type Child } from './children.ts';
 import { openBenchDatabase, type BenchDatabase } from './database.ts';
 import { APP, FILTER, TABLE, envNumber, r2, seedRows, serverEnv, setupTable } from './records-setup.ts';
 import { machineInfo, writeResults } from './report.ts';
@@ -65,13 +65,6 @@ const cleanup = () =>
     await Promise.allSettled(children.map((c) => c.stop()));
     await db?.close().catch((err) => log(`dropping the bench database failed: ${err.message}`));
   })());
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    log(`${signal}: stopping`);
-    void cleanup().finally(() => process.exit(130));
-  });
-}
-
 /** The SQL the records service sends for the list page and for one record ($n placeholders). */
 function recordsSql(table: string) {
   const where = '(t."age" >= $1::bigint AND t."age" < $2::bigint)';
@@ -414,12 +407,4 @@ async function main(): Promise<number> {
   return missed && process.env.BENCH_STRICT === '1' ? 1 : 0;
 }
 
-let code = 1;
-try {
-  code = await main();
-} catch (err) {
-  log(`failed: ${(err as Error).stack ?? err}`);
-} finally {
-  await cleanup();
-}
-process.exit(code);
+await runBench(main, cleanup, log);

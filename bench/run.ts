@@ -20,7 +20,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
-import { startChild, type Child } from './children.ts';
+import { runBench, startChild, type Child } from './children.ts';
 import { openBenchDatabase, seedUsername, seedUsers, SEED_PASSWORD, type BenchDatabase } from './database.ts';
 import { compare, type LoadSettings, type Request } from './load.ts';
 import { formatTable, machineInfo, targets, writeReport, type Report, type ScenarioResult } from './report.ts';
@@ -51,13 +51,6 @@ const cleanup = () =>
     await Promise.allSettled(children.map((c) => c.stop()));
     await db?.close().catch((err) => log(`dropping the bench database failed: ${err.message}`));
   })());
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    log(`${signal}: stopping`);
-    void cleanup().finally(() => process.exit(130));
-  });
-}
-
 async function api(base: string, method: string, path: string, init: { token?: string; body?: unknown } = {}) {
   const res = await fetch(base + path, {
     method,
@@ -184,12 +177,4 @@ async function main(): Promise<number> {
   return missed && process.env.BENCH_STRICT === '1' ? 1 : 0;
 }
 
-let code = 1;
-try {
-  code = await main();
-} catch (err) {
-  log(`failed: ${(err as Error).stack ?? err}`);
-} finally {
-  await cleanup();
-}
-process.exit(code);
+await runBench(main, cleanup, log);

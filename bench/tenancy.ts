@@ -27,7 +27,7 @@ import { createOrm, type Orm } from '../shared/db/orm.ts';
 import { createSite } from '../shared/sites/site.service.ts';
 import { HostResolver } from '../shared/tenancy/host-resolver.ts';
 import { tenantStatus } from '../shared/tenancy/migrations.ts';
-import { cpuSeconds, startChild, type Child } from './children.ts';
+import { cpuSeconds, runBench, startChild, type Child } from './children.ts';
 import { openBenchDatabase, type BenchDatabase } from './database.ts';
 import { machineInfo } from './report.ts';
 
@@ -62,8 +62,6 @@ const cleanup = async () => {
   await orm?.close(true).catch(() => undefined);
   await db?.close().catch((err) => log(`dropping the bench database failed: ${err.message}`));
 };
-for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void cleanup().finally(() => process.exit(130)));
-
 /** An organization with an owner and an admin (their tenant users are part of every seed). */
 async function makeOrganization(o: Orm): Promise<string> {
   const em = o.em.fork();
@@ -255,12 +253,4 @@ async function main() {
   return report.siteCreation.ok && report.hostResolution.ok && migrate.pendingAfter === 0 ? 0 : 1;
 }
 
-let code = 1;
-try {
-  code = await main();
-} catch (err) {
-  log(`failed: ${(err as Error).stack ?? err}`);
-} finally {
-  await cleanup();
-}
-process.exit(code);
+await runBench(main, cleanup, log);

@@ -99,9 +99,11 @@ async function connectRedis(redisUrl: string, log: Logger): Promise<Redis> {
 
 /** The per-process caches (host → site, app rate limits, users, tables) and the listener that drops their entries when a change commits. */
 function processCaches(db: Database): { hosts: HostResolver; appLimits: AppRateLimits; caches: RequestCaches; changes: ChangeListener } {
-  const hosts = new HostResolver(db.orm);
-  const appLimits = new AppRateLimits(db.orm);
-  const changes = new ChangeListener().on('routing', () => hosts.invalidate()).on('app-settings', (schema) => appLimits.invalidate(schema));
+  // Every cache serves only while the listener listens (common/cached-lookup.ts).
+  const changes = new ChangeListener();
+  const hosts = new HostResolver(db.orm, { listener: changes });
+  const appLimits = new AppRateLimits(db.orm, { listener: changes });
+  changes.on('routing', () => hosts.invalidate()).on('app-settings', (schema) => appLimits.invalidate(schema));
   return { hosts, appLimits, caches: requestCaches(changes), changes };
 }
 

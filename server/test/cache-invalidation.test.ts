@@ -19,12 +19,10 @@
 //     path segment that can be renamed is the data source's slug, covered instead.
 //   - dematerializing a data table: no route (datatables.routes.ts has materialize only).
 import { randomBytes } from 'node:crypto';
-import os from 'node:os';
-import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { createTestDatabase, type TestDatabase } from '../../shared/testing/database.ts';
-import { ADMIN, request, TEST_SECRET, type ApiResponse, type RequestOptions } from './helpers.ts';
-import { killGroup, serve, type Served } from './processes.ts';
+import { ADMIN, request, type ApiResponse, type RequestOptions } from './helpers.ts';
+import { serveTwo, stopServed, within1s, type Served } from './processes.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Servers
@@ -36,32 +34,13 @@ let root: string;
 
 test.before(async () => {
   db = await createTestDatabase();
-  const env = {
-    PATH: process.env.PATH ?? '',
-    HOME: process.env.HOME ?? '',
-    DATABASE_URL: db.url,
-    PLATFORM_SECRET_KEY: TEST_SECRET,
-    PLATFORM_ADMIN_USERNAME: ADMIN.username,
-    PLATFORM_ADMIN_PASSWORD: ADMIN.password,
-    PLATFORM_DATA_DIR: path.join(os.tmpdir(), db.name), // unused: DATABASE_URL and PLATFORM_SECRET_KEY are set
-    // Many sign-ins from one address: the limits are not what is tested here.
-    RATE_LIMIT_ENABLED: 'false',
-    HOST: '127.0.0.1',
-    PORT: '0',
-    LOG_LEVEL: 'info', // serve() waits for the "platform listening" line
-  };
-  a = await serve(process.execPath, ['bin/run.js', 'serve'], env);
-  b = await serve(process.execPath, ['bin/run.js', 'serve', '--no-migrate'], env);
+  // Many sign-ins from one address: the limits are not what is tested here.
+  ({ a, b } = await serveTwo(db, { RATE_LIMIT_ENABLED: 'false' }));
   root = (await login(a, ADMIN.username, ADMIN.password)).access;
   world = await makeWorld();
 });
 test.after.always(async () => {
-  for (const s of [a, b]) {
-    if (!s) continue;
-    s.child.kill('SIGTERM');
-    await Promise.race([s.exited, new Promise((r) => setTimeout(r, 10_000))]);
-    killGroup(s.child);
-  }
+  await Promise.all([stopServed(a), stopServed(b)]);
   await db?.drop();
 });
 
@@ -70,17 +49,6 @@ test.after.always(async () => {
 
 const on = (s: Served, method: string, p: string, options?: RequestOptions) => request(s.url, method, p, options);
 type Probe = () => Promise<ApiResponse>;
-
-/** Polls `probe` on the other process until `ok`, for at most a second; the last answer. */
-async function within1s(probe: Probe, ok: (res: ApiResponse) => boolean): Promise<ApiResponse> {
-  const until = Date.now() + 1000;
-  let res = await probe();
-  while (!ok(res) && Date.now() < until) {
-    await new Promise((r) => setTimeout(r, 25));
-    res = await probe();
-  }
-  return res;
-}
 
 const brief = (res: ApiResponse) => `${res.status} ${res.text.slice(0, 300)}`;
 

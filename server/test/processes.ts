@@ -1,7 +1,10 @@
 // Server processes for black-box tests: `platform serve` (or `npm start`) as a real child
 // process, in a process group of its own so that a test can always clean up after itself.
 import { spawn, type ChildProcess } from 'node:child_process';
+import os from 'node:os';
 import path from 'node:path';
+import type { TestDatabase } from '../../shared/testing/database.ts';
+import { ADMIN, TEST_SECRET, type ApiResponse } from './helpers.ts';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -47,4 +50,50 @@ export function killGroup(child: ChildProcess): void {
   } catch {
     /* already gone */
   }
+}
+
+/**
+ * Two `platform serve` processes on one test database: A migrates, B does not (`--no-migrate`).
+ * `env` adds to the shared environment (Redis, limits).
+ */
+export async function serveTwo(db: TestDatabase, env: Record<string, string> = {}): Promise<{ a: Served; b: Served }> {
+  const all = {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? '',
+    DATABASE_URL: db.url,
+    PLATFORM_SECRET_KEY: TEST_SECRET,
+    PLATFORM_ADMIN_USERNAME: ADMIN.username,
+    PLATFORM_ADMIN_PASSWORD: ADMIN.password,
+    PLATFORM_DATA_DIR: path.join(os.tmpdir(), db.name), // unused: DATABASE_URL and PLATFORM_SECRET_KEY are set
+    HOST: '127.0.0.1',
+    PORT: '0',
+    LOG_LEVEL: 'info', // serve() waits for the "platform listening" line
+    ...env,
+  };
+  const a = await serve(process.execPath, ['bin/run.js', 'serve'], all);
+  try {
+    return { a, b: await serve(process.execPath, ['bin/run.js', 'serve', '--no-migrate'], all) };
+  } catch (err) {
+    await stopServed(a);
+    throw err;
+  }
+}
+
+/** SIGTERM, up to 10 s to stop, then whatever is left of its process group is killed. */
+export async function stopServed(s: Served | undefined): Promise<void> {
+  if (!s) return;
+  s.child.kill('SIGTERM');
+  await Promise.race([s.exited, new Promise((r) => setTimeout(r, 10_000))]);
+  killGroup(s.child);
+}
+
+/** Polls `probe` (on the other process) until `ok`, for at most a second; the last answer. */
+export async function within1s(probe: () => Promise<ApiResponse>, ok: (res: ApiResponse) => boolean): Promise<ApiResponse> {
+  const until = Date.now() + 1000;
+  let res = await probe();
+  while (!ok(res) && Date.now() < until) {
+    await new Promise((r) => setTimeout(r, 25));
+    res = await probe();
+  }
+  return res;
 }

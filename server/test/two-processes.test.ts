@@ -2,12 +2,10 @@
 // what one of them changes, the other sees within a second — shared rate-limit counters,
 // token revocation, host routing, app settings and data table schemas.
 import { randomBytes } from 'node:crypto';
-import os from 'node:os';
-import path from 'node:path';
 import test from 'ava';
 import { createTestDatabase, type TestDatabase } from '../../shared/testing/database.ts';
-import { ADMIN, REDIS_REQUIRED, request, TEST_SECRET, testRedis, type ApiResponse, type RequestOptions } from './helpers.ts';
-import { killGroup, serve, type Served } from './processes.ts';
+import { ADMIN, REDIS_REQUIRED, request, testRedis, type ApiResponse, type RequestOptions } from './helpers.ts';
+import { serveTwo, stopServed, within1s, type Served } from './processes.ts';
 
 
 let redisUrl: string | undefined;
@@ -21,45 +19,15 @@ test.before(async () => {
   const redis = await testRedis();
   redisUrl = redis.url;
   redisMissing = redis.missing;
-  const env = {
-    PATH: process.env.PATH ?? '',
-    HOME: process.env.HOME ?? '',
-    DATABASE_URL: db.url,
-    ...(redisUrl ? { REDIS_URL: redisUrl } : {}),
-    RATE_LIMIT_KEY_PREFIX: `t${randomBytes(4).toString('hex')}`,
-    PLATFORM_SECRET_KEY: TEST_SECRET,
-    PLATFORM_ADMIN_USERNAME: ADMIN.username,
-    PLATFORM_ADMIN_PASSWORD: ADMIN.password,
-    PLATFORM_DATA_DIR: path.join(os.tmpdir(), db.name), // unused: DATABASE_URL and PLATFORM_SECRET_KEY are set
-    HOST: '127.0.0.1',
-    PORT: '0',
-    LOG_LEVEL: 'info',
-  };
-  a = await serve(process.execPath, ['bin/run.js', 'serve'], env);
-  b = await serve(process.execPath, ['bin/run.js', 'serve', '--no-migrate'], env);
+  ({ a, b } = await serveTwo(db, { ...(redisUrl ? { REDIS_URL: redisUrl } : {}), RATE_LIMIT_KEY_PREFIX: `t${randomBytes(4).toString('hex')}` }));
 });
 test.after.always(async () => {
-  for (const s of [a, b]) {
-    if (!s) continue;
-    s.child.kill('SIGTERM');
-    await Promise.race([s.exited, new Promise((r) => setTimeout(r, 10_000))]);
-    killGroup(s.child);
-  }
+  await Promise.all([stopServed(a), stopServed(b)]);
   await db?.drop();
 });
 
 const on = (s: Served, method: string, p: string, options?: RequestOptions) => request(s.url, method, p, options);
 
-/** Polls `probe` on the other process until `ok`, for at most a second; the last answer. */
-async function within1s(probe: () => Promise<ApiResponse>, ok: (res: ApiResponse) => boolean): Promise<ApiResponse> {
-  const until = Date.now() + 1000;
-  let res = await probe();
-  while (!ok(res) && Date.now() < until) {
-    await new Promise((r) => setTimeout(r, 25));
-    res = await probe();
-  }
-  return res;
-}
 
 test.serial('a site made through A: its domains route on B and stop routing when removed; app limits, settings and table schemas are shared', async (t) => {
   const root = (await on(a, 'POST', '/api/auth/jwt/token/', { body: { username: ADMIN.username, password: ADMIN.password } })).body.access;

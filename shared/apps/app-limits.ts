@@ -15,7 +15,7 @@ export class AppRateLimits {
   private readonly orm: Orm;
   private readonly cache: CachedLookup<number | null>;
 
-  constructor(orm: Orm, options: { ttlMs?: number; maxEntries?: number } = {}) {
+  constructor(orm: Orm, options: ConstructorParameters<typeof CachedLookup>[0] = {}) {
     this.orm = orm;
     this.cache = new CachedLookup(options);
   }

@@ -31,13 +31,6 @@ export class CachedLookup<V> {
     this.listener = options.listener;
   }
 
-  /** The cached value if fresh (synchronous: no promise on the hot path), else undefined. */
-  peek(key: string): V | undefined {
-    if (this.listener && !this.listener.listening) return undefined;
-    const hit = this.entries.get(key);
-    return hit && Date.now() - hit.at < this.ttlMs ? hit.value : undefined;
-  }
-
   async get(key: string, load: (key: string) => Promise<V>): Promise<V> {
     const hit = this.entries.get(key);
     const now = Date.now();

@@ -34,14 +34,20 @@ function checkFormat(query: Record<string, unknown>): void {
   throw fieldError('format', 'Expected json, flat or csv.');
 }
 
-/** The record with this key (among those the actor may read) and the condition that selects it; undefined when there is none. */
-async function findOne(em: EntityManager, t: Target, id: string | unknown[], lock = false): Promise<{ row: RecordRow; where: SqlFragment } | undefined> {
+/** The condition selecting the record with this key, and that condition within the rows the actor may read; undefined for a key of the wrong form. */
+function keyCondition(t: Target, id: string | unknown[]): { where: SqlFragment; visible: SqlFragment } | undefined {
   const cond = keyFilter(t, id);
   if (!cond) return undefined;
   const where = compileOn(t, cond);
-  const visible = withinAllowed(t.readable, where);
-  const [row] = await selectRecords(em, t, `SELECT ${t.recordSql('t')} AS r FROM ${t.table} t WHERE ${visible.sql}${lock ? ' FOR UPDATE' : ''}`, visible.params);
-  return row && { row, where };
+  return { where, visible: withinAllowed(t.readable, where) };
+}
+
+/** The record with this key (among those the actor may read) and the condition that selects it; undefined when there is none. */
+async function findOne(em: EntityManager, t: Target, id: string | unknown[], lock = false): Promise<{ row: RecordRow; where: SqlFragment } | undefined> {
+  const key = keyCondition(t, id);
+  if (!key) return undefined;
+  const [row] = await selectRecords(em, t, `SELECT ${t.recordSql('t')} AS r FROM ${t.table} t WHERE ${key.visible.sql}${lock ? ' FOR UPDATE' : ''}`, key.visible.params);
+  return row && { row, where: key.where };
 }
 
 /** A patch applied to the record in `em`'s transaction: validated merged, errors keyed with `prefix`. */
@@ -115,8 +121,7 @@ export async function getRecord(ctx: ServiceContext, scope: TableScope, name: st
   const t = await openTarget(ctx, scope, name, 'read');
   checkFormat(query);
   if (query.populate === undefined && t.jsonSql) {
-    const cond = keyFilter(t, id);
-    const visible = cond && withinAllowed(t.readable, compileOn(t, cond));
+    const visible = keyCondition(t, id)?.visible;
     const [found] = visible ? await preparedRows<{ r: string }>(readsOf(ctx), `SELECT ${t.jsonSql} AS r FROM ${t.table} t WHERE ${visible.sql}`, visible.params) : [];
     if (!found) throw recordNotFound();
     return new JsonText(found.r);

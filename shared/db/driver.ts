@@ -50,7 +50,7 @@ export class BoundConnection extends PostgreSqlConnection {
   }
 
   /** The statement and its values (the ORM's `onQuery` hook applied, as its own execute does). */
-  private bound(query: Query, params: unknown): { source: string; params: unknown[]; q: BoundQuery } {
+  private bound(query: Query, params: unknown): { params: unknown[]; q: BoundQuery } {
     let q: Query = query instanceof NativeQueryBuilder ? query.toRaw() : query;
     let values = params as unknown[];
     if (typeof q === 'string' && !Array.isArray(params)) q = raw(q, params as never);
@@ -58,8 +58,7 @@ export class BoundConnection extends PostgreSqlConnection {
       values = q.params;
       q = q.sql;
     }
-    const source = this.config.get('onQuery')(q as string, values);
-    return { source, params: values, q: bind(source, values) };
+    return { params: values, q: bind(this.config.get('onQuery')(q as string, values), values) };
   }
 
   override async execute(query: Query, params: unknown = [], method: Method = 'all', ctx?: unknown, loggerContext?: Record<string, unknown>): Promise<any> {

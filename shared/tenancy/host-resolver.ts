@@ -25,7 +25,7 @@ export class HostResolver {
   private readonly hosts: CachedLookup<TenantRef | null>;
   private readonly schemas: CachedLookup<TenantRef | null>;
 
-  constructor(orm: Orm, options: { ttlMs?: number; maxEntries?: number } = {}) {
+  constructor(orm: Orm, options: ConstructorParameters<typeof CachedLookup>[0] = {}) {
     this.orm = orm;
     this.hosts = new CachedLookup(options);
     this.schemas = new CachedLookup(options);
