@@ -14,6 +14,7 @@ import type { RouteStep } from './registry.ts';
 import type { AppContext } from './types.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
  * Request id (X-Request-Id in and out), request-scoped EntityManager, the service context (with
@@ -39,6 +40,9 @@ export function requestContext(orm: Orm, log: Logger, caches: RequestCaches, opt
     try {
       await next();
     } finally {
+      // A write is answered once its change has reached this process's caches: the caller's next
+      // request sees it (other processes see it within their notification's delivery).
+      if (!SAFE_METHODS.has(ctx.method)) await caches.settled();
       if (options.isShuttingDown()) ctx.set('Connection', 'close');
       if (options.logRequests && log.isLevelEnabled('info')) {
         const durationMs = Number(process.hrtime.bigint() - start) / 1e6;

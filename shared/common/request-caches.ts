@@ -14,6 +14,8 @@ export interface RequestCaches {
   users: CachedLookup<UserAuth | null>;
   /** `{schema}|{app}|{data source}|{table}` → the table's definition, or the 404 of a missing app, data source or table. */
   tables: CachedLookup<CachedTable | DomainError>;
+  /** Resolves once the changes committed so far have reached these caches (ChangeListener.settled; at once without a listener). */
+  settled(): Promise<void>;
 }
 
 const NOT_LISTENING = { listening: false } as const;
@@ -31,5 +33,5 @@ export function requestCaches(listener?: ChangeListener): RequestCaches {
       users.clear();
       tables.clear();
     });
-  return { users, tables };
+  return { users, tables, settled: async () => listener?.settled() };
 }

@@ -5,6 +5,7 @@
 // listening connection (ChangeListener) and tells the caches subscribed to that topic; when the
 // connection drops or is made again, every subscriber drops everything, as notifications may
 // have been missed meanwhile.
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { EntityManager } from '@mikro-orm/postgresql';
 
@@ -29,6 +30,10 @@ export class ChangeListener {
   private client: pg.Client | undefined;
   private stopped = false;
   private connected = false;
+  /** settled(): the markers this process waits for (`settled:<id>.<n>`; other processes see them and ignore them). */
+  private readonly id = randomUUID();
+  private sequence = 0;
+  private readonly waiting = new Map<string, () => void>();
 
   /** Whether notifications arrive now (caches serve only then: a gap may have missed some). */
   get listening(): boolean {
@@ -54,7 +59,8 @@ export class ChangeListener {
       client.on('notification', (n) => {
         const payload = n.payload ?? '';
         const at = payload.indexOf(':');
-        this.emit(at < 0 ? payload : payload.slice(0, at), at < 0 ? null : payload.slice(at + 1));
+        if (payload.startsWith('settled:')) this.waiting.get(payload.slice(at + 1))?.();
+        else this.emit(at < 0 ? payload : payload.slice(0, at), at < 0 ? null : payload.slice(at + 1));
       });
       client.on('error', (err) => {
         if (this.client === client) this.connected = false;
@@ -80,6 +86,32 @@ export class ChangeListener {
       this.emit(null, null);
     };
     await connect();
+  }
+
+  /**
+   * Resolves once every change committed before the call has reached this process's caches (at
+   * most `timeoutMs`): a marker notified now comes back after all of them, as PostgreSQL delivers
+   * notifications in commit order. A request that wrote waits for it before answering, so that its
+   * caller's next request, served by this process, sees its change (server/http/middleware.ts).
+   */
+  async settled(timeoutMs = 1000): Promise<void> {
+    const client = this.client;
+    if (!this.connected || !client) return;
+    const key = `${this.id}.${++this.sequence}`;
+    let timer: NodeJS.Timeout | undefined;
+    const arrived = new Promise<void>((resolve) => {
+      this.waiting.set(key, resolve);
+      timer = setTimeout(resolve, timeoutMs);
+    });
+    try {
+      await client.query('SELECT pg_notify($1, $2)', [CHANGES_CHANNEL, `settled:${key}`]);
+      await arrived;
+    } catch {
+      /* the connection dropped: the caches bypass themselves until it is back */
+    } finally {
+      clearTimeout(timer);
+      this.waiting.delete(key);
+    }
   }
 
   async close(): Promise<void> {
