@@ -16,7 +16,7 @@ export const CHANGES_CHANNEL = 'platform_changes';
  * site schema; `auth`: a user's account or membership, keyed by the user's UUID (platform or site
  * user); `tables`: a site's apps, data sources or data tables, keyed by the site schema.
  */
-export type ChangeTopic = 'routing' | 'app-settings' | 'auth' | 'tables';
+export type ChangeTopic = 'routing' | 'app-settings' | 'auth' | 'tables' | 'policies';
 
 export async function notifyChanged(em: EntityManager, topic: ChangeTopic, key = ''): Promise<void> {
   await em.execute('SELECT pg_notify(?, ?)', [CHANGES_CHANNEL, `${topic}:${key}`]);

@@ -212,6 +212,53 @@ export const tenantMigrations: TenantMigration[] = [
       ),
     ],
   },
+  {
+    version: 6,
+    name: 'policies',
+    // Authorization policies of the site's apps (shared/policies/), app roles and their
+    // assignments, and the site users' own attributes (a principal's `attr`). A change to any of
+    // them drops the compiled policies and plans of every process (topic `policies:<schema>`).
+    statements: [
+      'ALTER TABLE users ADD COLUMN attributes jsonb NOT NULL DEFAULT \'{}\'',
+      `CREATE TABLE policies (
+        id varchar(400) PRIMARY KEY,
+        app_id integer REFERENCES apps (id) ON DELETE CASCADE,
+        kind varchar(20) NOT NULL,
+        name varchar(255) NOT NULL,
+        scope varchar(255) NOT NULL DEFAULT '',
+        version varchar(100) NOT NULL DEFAULT 'default',
+        document jsonb NOT NULL,
+        disabled boolean NOT NULL DEFAULT false,
+        is_system boolean NOT NULL DEFAULT false,
+        created_by uuid,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        modified_by uuid,
+        modified_at timestamptz NOT NULL DEFAULT now()
+      )`,
+      'CREATE INDEX policies_app_idx ON policies (app_id)',
+      `CREATE TABLE app_roles (
+        id serial PRIMARY KEY,
+        app_id integer NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+        name varchar(100) NOT NULL,
+        description text NOT NULL DEFAULT '',
+        parent_id integer REFERENCES app_roles (id) ON DELETE SET NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        UNIQUE (app_id, name)
+      )`,
+      `CREATE TABLE app_role_assignments (
+        role_id integer NOT NULL REFERENCES app_roles (id) ON DELETE CASCADE,
+        user_uuid uuid NOT NULL REFERENCES users (uuid) ON DELETE CASCADE,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        created_by uuid,
+        PRIMARY KEY (role_id, user_uuid)
+      )`,
+      'CREATE INDEX app_role_assignments_user_idx ON app_role_assignments (user_uuid)',
+      ...['policies', 'app_roles', 'app_role_assignments'].map(
+        (t) => `CREATE TRIGGER ${t}_changed AFTER INSERT OR UPDATE OR DELETE ON ${t} FOR EACH STATEMENT EXECUTE FUNCTION public.platform_notify_change('policies')`,
+      ),
+    ],
+  },
 ];
 
 export const CURRENT_TENANT_VERSION = tenantMigrations.at(-1)!.version;
