@@ -1,0 +1,128 @@
+// Policy conditions are CEL, evaluated by @marcbachmann/cel-js (a maintained implementation with a
+// type checker), in one environment holding Cerbos' identifiers and the helper functions its
+// policies use. An evaluation error (an absent key, no overload) or a non-boolean result counts
+// as false where a condition is decided (CERBOS-NOTES §1); inside one expression CEL's own rules
+// hold (`true || error` is true).
+import { Environment } from '@marcbachmann/cel-js';
+
+/** Bounds on what one expression may be: conditions are short; these stop pathological input at parse time. */
+export const CEL_LIMITS = { maxLength: 4096, maxAstNodes: 1000, maxDepth: 48, maxListElements: 1000, maxMapEntries: 1000, maxCallArguments: 16 };
+
+/** The identifiers a condition may use (`R` = request.resource, `P` = request.principal, `V`, `C`, `G`). */
+export const CEL_IDENTIFIERS = ['request', 'R', 'P', 'V', 'variables', 'C', 'constants', 'G', 'globals', 'runtime'] as const;
+
+const ipv4 = (s: string): number | null => {
+  const parts = s.split('.');
+  if (parts.length !== 4) return null;
+  let n = 0;
+  for (const p of parts) {
+    if (!/^\d{1,3}$/.test(p) || Number(p) > 255) return null;
+    n = n * 256 + Number(p);
+  }
+  return n;
+};
+
+/** IPv4 CIDR membership (IPv6 addresses never match: documented). */
+function inIPAddrRange(ip: string, cidr: string): boolean {
+  const [net, bits = '32'] = cidr.split('/');
+  const a = ipv4(ip);
+  const b = ipv4(net);
+  const n = Number(bits);
+  if (a === null || b === null || !Number.isInteger(n) || n < 0 || n > 32) throw new Error(`invalid IP address or range: ${ip}, ${cidr}`);
+  if (n === 0) return true;
+  const mask = n === 32 ? 0xffffffff : ~((1 << (32 - n)) - 1) >>> 0;
+  return ((a & mask) >>> 0) === ((b & mask) >>> 0);
+}
+
+const sameValue = (a: unknown, b: unknown): boolean => a === b || (typeof a === 'bigint' || typeof b === 'bigint' ? Number(a) === Number(b) : false);
+const contains = (list: unknown[], x: unknown): boolean => list.some((y) => sameValue(x, y));
+
+function environment(): Environment {
+  const env = new Environment({
+    unlistedVariablesAreDyn: false,
+    homogeneousAggregateLiterals: false,
+    limits: {
+      maxAstNodes: CEL_LIMITS.maxAstNodes,
+      maxDepth: CEL_LIMITS.maxDepth,
+      maxListElements: CEL_LIMITS.maxListElements,
+      maxMapEntries: CEL_LIMITS.maxMapEntries,
+      maxCallArguments: CEL_LIMITS.maxCallArguments,
+    },
+  });
+  for (const name of CEL_IDENTIFIERS) env.registerVariable(name, 'dyn');
+  env.registerFunction('now(): google.protobuf.Timestamp', () => new Date());
+  env.registerFunction('hasIntersection(list, list): bool', (a: unknown[], b: unknown[]) => a.some((x) => contains(b, x)));
+  env.registerFunction({ name: 'intersect', receiverType: 'list', returnType: 'list', params: [{ name: 'other', type: 'list' }], handler: (a: unknown[], b: unknown[]) => a.filter((x) => contains(b, x)) });
+  env.registerFunction({ name: 'except', receiverType: 'list', returnType: 'list', params: [{ name: 'other', type: 'list' }], handler: (a: unknown[], b: unknown[]) => a.filter((x) => !contains(b, x)) });
+  env.registerFunction({ name: 'isSubset', receiverType: 'list', returnType: 'bool', params: [{ name: 'other', type: 'list' }], handler: (a: unknown[], b: unknown[]) => a.every((x) => contains(b, x)) });
+  env.registerFunction({ name: 'inIPAddrRange', receiverType: 'string', returnType: 'bool', params: [{ name: 'cidr', type: 'string' }], handler: inIPAddrRange });
+  return env;
+}
+
+export const celEnv = environment();
+
+export interface CelProgram {
+  source: string;
+  /** cel-js's evaluator (it holds the AST as `.ast`). */
+  run: ((activation: Record<string, unknown>) => unknown) & { ast: CelNode };
+}
+/** cel-js's AST node: `{op, args, start, end}`. */
+export interface CelNode {
+  op: string;
+  args: unknown;
+  start: number;
+  end: number;
+}
+
+export class CelError extends Error {
+  readonly position?: number;
+  constructor(message: string, position?: number) {
+    super(message);
+    this.position = position;
+  }
+}
+
+/** The caret line of cel-js's message gives the column; the first line is the reason. */
+function describe(err: unknown, source: string): CelError {
+  const text = err instanceof Error ? err.message : String(err);
+  const lines = text.split('\n');
+  const caret = lines.findIndex((l) => /^\s*\^\s*$/.test(l));
+  const codeLine = caret > 0 ? lines[caret - 1] : '';
+  const prefix = codeLine.indexOf('| ');
+  const column = caret > 0 && prefix >= 0 ? lines[caret].indexOf('^') - (prefix + 2) + 1 : undefined;
+  const reason = lines[0].trim();
+  return new CelError(column !== undefined && source.length > 0 ? `${reason} (at column ${column})` : reason, column);
+}
+
+/** Parses and type-checks one expression; throws CelError with the position of what is wrong. */
+export function compileCel(source: string): CelProgram {
+  if (typeof source !== 'string' || source.trim() === '') throw new CelError('Expression is empty.');
+  if (source.length > CEL_LIMITS.maxLength) throw new CelError(`Expression is longer than ${CEL_LIMITS.maxLength} characters.`);
+  let run: CelProgram['run'];
+  try {
+    run = celEnv.parse(source) as CelProgram['run'];
+  } catch (err) {
+    throw describe(err, source);
+  }
+  const checked = (run as unknown as { check(): { valid: boolean; error?: Error } }).check();
+  if (!checked.valid) throw describe(checked.error, source);
+  return { source, run };
+}
+
+/** The condition's value: only `true` is true; errors and other values are false. */
+export function holds(program: CelProgram, activation: Record<string, unknown>): boolean {
+  try {
+    return program.run(activation) === true;
+  } catch {
+    return false;
+  }
+}
+
+/** The value of a variable expression, or `undefined` when it fails (a failing variable is absent). */
+export function valueOf(program: CelProgram, activation: Record<string, unknown>): unknown {
+  try {
+    return program.run(activation);
+  } catch {
+    return undefined;
+  }
+}
