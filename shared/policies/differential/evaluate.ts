@@ -88,10 +88,10 @@ type Env = Record<string, Val>;
 
 function variable(name: string, attrs: Record<string, unknown>, env: Env): Val {
   if (name in env) return env[name];
-  const prefix = 'request.resource.attr.';
-  if (!name.startsWith(prefix)) throw new Error(`plan evaluation: unexpected variable ${name}`);
+  const prefix = 'request.resource.attr';
+  if (name !== prefix && !name.startsWith(`${prefix}.`)) throw new Error(`plan evaluation: unexpected variable ${name}`);
   let v: Val = attrs;
-  for (const key of name.slice(prefix.length).split('.')) {
+  for (const key of name.slice(prefix.length + 1).split('.').filter(Boolean)) {
     if (v === null || typeof v !== 'object' || Array.isArray(v) || !(key in (v as object))) return err(`no such key: ${key}`);
     v = (v as Record<string, unknown>)[key];
   }
@@ -122,6 +122,16 @@ function evaluate(op: PlanOperand, attrs: Record<string, unknown>, env: Env): Va
       else if (typeof v !== 'boolean') error ??= err(`${operator} on a ${typeOf(v)}`);
     }
     return error ?? !absorbing;
+  }
+  if (operator === 'has') {
+    // has(x.f): the field test; x itself must resolve.
+    const target = operands[0];
+    if (operands.length !== 1 || !target || !('variable' in target)) throw new Error('plan evaluation: has() of something else than a variable path');
+    const path = target.variable.split('.');
+    const parent = variable(path.slice(0, -1).join('.'), attrs, env);
+    if (isErr(parent)) return parent;
+    if (!parent || typeof parent !== 'object' || Array.isArray(parent) || parent instanceof Timestamp) return err(`has() on a ${typeOf(parent)}`);
+    return path.at(-1)! in parent;
   }
   if (operator === 'if') {
     const c = ev(operands[0]!);
@@ -189,6 +199,17 @@ function evaluate(op: PlanOperand, attrs: Record<string, unknown>, env: Env): Va
     case 'contains':
       if (typeof a !== 'string' || typeof b !== 'string') return err(`no overload ${operator}(${typeOf(a)}, ${typeOf(b)})`);
       return operator === 'startsWith' ? a.startsWith(b) : operator === 'endsWith' ? a.endsWith(b) : a.includes(b);
+    case 'matches':
+      if (typeof a !== 'string' || typeof b !== 'string') return err(`no overload matches(${typeOf(a)}, ${typeOf(b)})`);
+      try {
+        return new RegExp(b, 'u').test(a);
+      } catch {
+        return err(`matches: bad pattern ${b}`);
+      }
+    case 'lowerAscii':
+    case 'upperAscii':
+      if (typeof a !== 'string') return err(`no overload ${operator}(${typeOf(a)})`);
+      return a.replace(/[A-Za-z]/g, (c) => (operator === 'lowerAscii' ? c.toLowerCase() : c.toUpperCase()));
     case 'hasIntersection':
       if (!Array.isArray(a) || !Array.isArray(b)) return err(`no overload hasIntersection(${typeOf(a)}, ${typeOf(b)})`);
       return a.some((x) => b.some((y) => equal(x, y)));
