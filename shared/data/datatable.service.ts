@@ -12,6 +12,8 @@ import { DomainError, fieldError, notFound } from '../errors.ts';
 import { countOf, firstRow, pgCode, rows } from '../db/sql.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { authorizeSiteSubject, siteSchemaFor } from '../tenancy/site-access.ts';
+import { authorize } from '../policies/hook.ts';
+import { tableKind } from './records/access.ts';
 import type { Action } from '../auth/actor.ts';
 import { createDataSource } from '../apps/datasource.service.ts';
 import { activeApp, type ActiveApp } from '../apps/lookup.ts';
@@ -44,13 +46,22 @@ function checkName(field: 'name' | 'reference_name', name: string | undefined): 
   if (name !== undefined && RESERVED_NAMES.has(name)) throw fieldError(field, `"${name}" is reserved: /api/apps/{app_slug}/datatables/${name}/ is a route of its own.`);
 }
 
+/** Actions on a table's definition that the app's policies decide too (spec Part 2 §2 system actions). */
+const POLICY_DEFINITION_ACTIONS: ReadonlySet<Action> = new Set(['update', 'delete', 'materialize']);
+
 /**
- * The table named in the scope, if the actor may `action` it (the DataTable subject: its app and
- * name): 404 when absent, 403 when denied. After siteSchemaFor, the check before the lookup.
+ * The table named in the scope, if the actor may `action` it: the DataTable subject (site
+ * administrators change definitions), then, for update, delete and materialize, the app's
+ * policies on the table's kind with the definition's attributes (docs/policies.md). 404 when
+ * absent, 403 when denied. After siteSchemaFor, the check before the lookup.
  */
 export async function tableFor(ctx: ServiceContext, schema: string, scope: TableScope, name: string, action: Action): Promise<TableRow> {
   const row = await findTable(ctx.em, schema, scope, name);
   await authorizeSiteSubject(ctx, action, 'DataTable', { schema, app: row.app_slug, name: row.name });
+  if (POLICY_DEFINITION_ACTIONS.has(action)) {
+    const attr = { name: row.name, provider_type: row.provider_type, is_materialized: row.is_materialized, is_reference: row.is_reference, datasource: row.datasource_slug };
+    await authorize(ctx, schema, { id: row.app_id, slug: row.app_slug }, tableKind(row.name), action, { id: String(row.id), attr });
+  }
   return row;
 }
 

@@ -147,6 +147,8 @@ export function principalChain(compiled: Compiled, principal: Principal): CPrinc
 interface Decision {
   effect: Effect;
   meta: ActionMeta;
+  /** Whether resource policies were evaluated (not decided by a principal policy). */
+  resources: boolean;
 }
 
 /** One action on one resource. */
@@ -169,30 +171,32 @@ export function decide(compiled: Compiled, ev: ResourceEval, resource: Resource,
       }
     }
     const meta = { matchedPolicy: p.id, ...(p.scope ? { matchedScope: p.scope } : {}) };
-    if (denied) return { effect: 'EFFECT_DENY', meta };
-    if (p.consent ? !allowed && allowMatched : false) return { effect: 'EFFECT_DENY', meta };
-    if (!p.consent && allowed) return { effect: 'EFFECT_ALLOW', meta };
+    if (denied || (p.consent && !allowed && allowMatched)) return { effect: 'EFFECT_DENY', meta, resources: false };
+    if (!p.consent && allowed) return { effect: 'EFFECT_ALLOW', meta, resources: false };
   }
 
   // 2. Resource policies, per role.
   const version = resource.policyVersion ?? 'default';
   const scope = resource.scope ?? '';
   const chain = resourceChain(compiled, resource.kind, version, scope);
-  if (chain === null || chain.length === 0) return { effect: 'EFFECT_DENY', meta: { matchedPolicy: NO_MATCH } };
+  if (chain === null || chain.length === 0) return { effect: 'EFFECT_DENY', meta: { matchedPolicy: NO_MATCH }, resources: true };
   const scopes = scopeChain(scope);
   const first = { matchedPolicy: chain[0].id, ...(chain[0].scope ? { matchedScope: chain[0].scope } : {}) };
   let denyMeta: ActionMeta | undefined;
-  for (const role of new Set(principal.roles)) {
-    const rp = rolePolicyOf(compiled, role, version, scopes);
-    if (rp && !rolePolicyAllows(ev, rp, resource.kind, action)) {
-      denyMeta ??= { matchedPolicy: rp.id, ...(rp.scope ? { matchedScope: rp.scope } : {}) };
-      continue;
+  roles: for (const role of new Set(principal.roles)) {
+    // The role policies of the role and of every role it inherits from narrow it.
+    const family = roleFamily(compiled, role, scopes, version);
+    for (const member of family) {
+      const rp = rolePolicyOf(compiled, member, version, scopes);
+      if (rp && !rolePolicyAllows(ev, rp, resource.kind, action)) {
+        denyMeta ??= { matchedPolicy: rp.id, ...(rp.scope ? { matchedScope: rp.scope } : {}) };
+        continue roles;
+      }
     }
-    const family = rp ? roleFamily(compiled, role, scopes, version) : new Set([role]);
     const outcome = walkChain(ev, chain, family, action);
-    if (outcome.effect === 'EFFECT_ALLOW') return { effect: 'EFFECT_ALLOW', meta: { matchedPolicy: chain[0].id, ...(outcome.scope ? { matchedScope: outcome.scope } : {}) } };
+    if (outcome.effect === 'EFFECT_ALLOW') return { effect: 'EFFECT_ALLOW', resources: true, meta: { matchedPolicy: chain[0].id, ...(outcome.scope ? { matchedScope: outcome.scope } : {}) } };
   }
-  return { effect: 'EFFECT_DENY', meta: denyMeta ?? first };
+  return { effect: 'EFFECT_DENY', resources: true, meta: denyMeta ?? first };
 }
 
 /** A role policy only narrows: the action must be listed for the kind, and its condition (if any) hold. */
@@ -245,17 +249,20 @@ export function checkResources(compiled: Compiled, req: CheckRequest): CheckResp
     const ev = new ResourceEval(req.principal, resource);
     const effects: Record<string, Effect> = {};
     const metaActions: Record<string, ActionMeta> = {};
+    let resourcesEvaluated = false;
     for (const action of actions) {
       const d = decide(compiled, ev, resource, action);
       effects[action] = d.effect;
       metaActions[action] = d.meta;
+      resourcesEvaluated ||= d.resources;
     }
     const echo: CheckResult['resource'] = { id: resource.id, kind: resource.kind };
     if (resource.policyVersion !== undefined) echo.policyVersion = resource.policyVersion;
     if (resource.scope !== undefined) echo.scope = resource.scope;
     const result: CheckResult = { resource: echo, actions: effects };
     if (req.includeMeta) {
-      const edr = effectiveDerivedRoles(ev, resourceChain(compiled, resource.kind, resource.policyVersion ?? 'default', resource.scope ?? ''));
+      // Only the resource policies evaluated count (none when principal policies decided every action).
+      const edr = resourcesEvaluated ? effectiveDerivedRoles(ev, resourceChain(compiled, resource.kind, resource.policyVersion ?? 'default', resource.scope ?? '')) : [];
       result.meta = { actions: metaActions, ...(edr.length ? { effectiveDerivedRoles: edr } : {}) };
     }
     return result;

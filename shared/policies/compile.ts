@@ -5,7 +5,7 @@ import { validate } from '../common/validation.ts';
 import { DomainError } from '../errors.ts';
 import { compileCel, CelError, type CelNode, type CelProgram } from './cel.ts';
 import { PolicyDocumentSchema } from './document.schemas.ts';
-import { anyMatcher, globMatcher, type Matcher } from './glob.ts';
+import { anyMatcher, GlobError, globMatcher, type Matcher } from './glob.ts';
 import { policyId, type Condition, type Constants, type Effect, type Match, type PolicyDocument, type Variables } from './model.ts';
 
 export interface CompileIssue {
@@ -295,6 +295,17 @@ export function compile(input: PolicyDocument[]): Compiled {
     return node(condition.match, `${path}.match`);
   };
 
+  const never: Matcher = () => false;
+  const matcherOf = (policy: string, path: string, make: () => Matcher): Matcher => {
+    try {
+      return make();
+    } catch (err) {
+      if (!(err instanceof GlobError)) throw err;
+      problems.add(policy, path, err.message);
+      return never;
+    }
+  };
+
   const derivedSets = new Map<string, Map<string, CDerivedRole>>();
   for (const [id, doc] of docs) {
     const d = doc.derivedRoles;
@@ -355,7 +366,7 @@ export function compile(input: PolicyDocument[]): Compiled {
         return {
           name,
           actionPatterns: r.actions,
-          actions: anyMatcher(r.actions),
+          actions: matcherOf(id, `${path}.actions`, () => anyMatcher(r.actions)),
           effect: r.effect,
           roles: new Set(r.roles ?? []),
           anyRole: (r.roles ?? []).includes('*'),
@@ -387,8 +398,8 @@ export function compile(input: PolicyDocument[]): Compiled {
         scope,
         parentRoles: p.parentRoles ?? [],
         rules: p.rules.map((r, i) => ({
-          resource: globMatcher(r.resource),
-          actions: anyMatcher(r.allowActions),
+          resource: matcherOf(id, `rolePolicy.rules.${i}.resource`, () => globMatcher(r.resource)),
+          actions: matcherOf(id, `rolePolicy.rules.${i}.allowActions`, () => anyMatcher(r.allowActions)),
           condition: conditionOf(id, `rolePolicy.rules.${i}.condition`, r.condition, locals),
         })),
         locals,
@@ -403,8 +414,8 @@ export function compile(input: PolicyDocument[]): Compiled {
         r.actions.forEach((a, j) =>
           rules.push({
             name: a.name ?? `${r.resource}:${a.action}`,
-            resource: globMatcher(r.resource),
-            action: globMatcher(a.action),
+            resource: matcherOf(id, `principalPolicy.rules.${i}.resource`, () => globMatcher(r.resource)),
+            action: matcherOf(id, `principalPolicy.rules.${i}.actions.${j}.action`, () => globMatcher(a.action)),
             effect: a.effect,
             condition: conditionOf(id, `principalPolicy.rules.${i}.actions.${j}.condition`, a.condition, locals),
           }),

@@ -1,7 +1,7 @@
 // The policy engine: a site app's policy documents compiled once (compile.ts), then checks
 // (check.ts), query plans (plan.ts) and inspection on the compiled form, in process.
 import { checkResources } from './check.ts';
-import { compileCel, type CelNode, type CelProgram } from './cel.ts';
+import { compileCel, withoutStacks, type CelNode, type CelProgram } from './cel.ts';
 import { compile, referencedNames, type Compiled, type Locals } from './compile.ts';
 import type { CheckRequest, CheckResponse, PlanRequest, PlanResponse, PolicyDocument } from './model.ts';
 import { planFormula, planResources, type Formula } from './plan.ts';
@@ -25,16 +25,16 @@ export class PolicySet {
   }
 
   check(req: CheckRequest): CheckResponse {
-    return checkResources(this.compiled, req);
+    return withoutStacks(() => checkResources(this.compiled, req));
   }
 
   plan(req: PlanRequest): PlanResponse {
-    return planResources(this.compiled, req);
+    return withoutStacks(() => planResources(this.compiled, req));
   }
 
   /** The plan of one action as a formula (records compile it into SQL). */
   formula(principal: PlanRequest['principal'], resource: PlanRequest['resource'], action: string): Formula {
-    return planFormula(this.compiled, principal, resource, action).formula;
+    return withoutStacks(() => planFormula(this.compiled, principal, resource, action).formula);
   }
 
   /** Per policy: actions, derived roles, variables, constants and the attributes its expressions read. */

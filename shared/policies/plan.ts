@@ -99,7 +99,12 @@ function plain(v: unknown): unknown {
   return v;
 }
 
-const operand = (r: Residual): PlanOperand => (r.k === 'expr' ? r.e : r.k === 'value' ? { value: plain(r.v) } : { expression: { operator: 'error', operands: [] } });
+/** A folded value as a plan operand; a timestamp stays one (`timestamp("…")`), not a bare string. */
+function valueOperand(v: unknown): PlanOperand {
+  if (v instanceof Date) return { expression: { operator: 'timestamp', operands: [{ value: v.toISOString() }] } };
+  return { value: plain(v) };
+}
+const operand = (r: Residual): PlanOperand => (r.k === 'expr' ? r.e : r.k === 'value' ? valueOperand(r.v) : { expression: { operator: 'error', operands: [] } });
 const expression = (operator: string, operands: PlanOperand[]): Residual => ({ k: 'expr', e: { expression: { operator, operands } } });
 
 /** The residualizer of one policy's expressions: what is known, and the variables that are not. */
@@ -382,14 +387,17 @@ export function planFormula(compiled: Compiled, principal: Principal, resource: 
     const scopes = scopeChain(scope);
     const roles: Formula[] = [];
     for (const role of new Set(principal.roles)) {
-      const rp = rolePolicyOf(compiled, role, version, scopes);
-      let narrowed: Formula = true;
-      if (rp) {
-        const r = residualizer(pc, rp, rp.locals);
-        narrowed = or(...rp.rules.filter((rule) => rule.resource(resource.kind) && rule.actions(action)).map((rule) => conditionFormula(r, rule.condition)));
-      }
+      // The role policies of the role and of every role it inherits from narrow it (as in checks).
+      const family = roleFamily(compiled, role, scopes, version);
+      const narrowed = and(
+        ...[...family].map((member) => {
+          const rp = rolePolicyOf(compiled, member, version, scopes);
+          if (!rp) return true;
+          const r = residualizer(pc, rp, rp.locals);
+          return or(...rp.rules.filter((rule) => rule.resource(resource.kind) && rule.actions(action)).map((rule) => conditionFormula(r, rule.condition)));
+        }),
+      );
       if (narrowed === false) continue;
-      const family = rp ? roleFamily(compiled, role, scopes, version) : new Set([role]);
       roles.push(and(narrowed, resourceAllows(pc, chain, family, action)));
     }
     decision = or(...roles);
