@@ -8,10 +8,8 @@ const Regexp = (what: string, dflt: string) =>
 const Repeatable = (description: string) => Type.Union([Type.String({ minLength: 1, maxLength: 400 }), Type.Array(Type.String({ minLength: 1, maxLength: 400 }), { maxItems: 100 })], { description });
 const IncludeDisabled = Type.Optional(Type.Boolean({ description: 'Also soft-deleted policies (default false)' }));
 
-export const PolicyParams = Type.Object({
-  app_slug: Type.String({ minLength: 1, maxLength: 100 }),
-  schema_name: Type.Optional(Type.String({ description: 'The site schema, in the `/sites/{schema_name}/…` form on a site host: it must be that site' })),
-});
+/** `{app_slug}` (in the `/sites/{schema_name}/…` form on a site host, `schema_name` too: it must be that site). */
+export const PolicyParams = Type.Object({ app_slug: Type.String({ minLength: 1, maxLength: 100 }) });
 
 export const PolicyListQuery = Type.Object(
   {
