@@ -127,15 +127,17 @@ function platformRules({ can, cannot }: Builder, actor: UserActor, grants: Grant
 }
 
 /**
- * A site user in its site: every user enters it and reads its apps, data sources, tables and
- * records, and reads and edits their own profile; secrets follow the site permissions held;
+ * A site user in its site: every user enters it and reads its apps, data sources and tables,
+ * acts on records as the app's policies allow, and reads and edits their own profile; secrets follow the site permissions held;
  * superusers and staff administer everything of the site, but staff neither touch superusers
  * nor give the admin flags. Key rotation stays with operators.
  */
 function siteRules({ can, cannot }: Builder, actor: UserActor, schema: string, permissions: ReadonlySet<string> | undefined): void {
   const site = { schema };
   const self = { schema, uuid: actor.uuid };
-  can('read', ['Tenant', 'App', 'DataSource', 'DataTable', 'Record'], site);
+  can('read', ['Tenant', 'App', 'DataSource', 'DataTable'], site);
+  // Records: every action, for the app's policies to decide per table and row (policies/hook.ts).
+  can(['read', 'create', 'update', 'delete'], 'Record', site);
   can('read', 'SiteUser', self);
   can('update', 'SiteUser', PROFILE_FIELDS, self);
   for (const [codename, action, subjects] of SITE_PERMISSION_RULES) if (permissions?.has(codename)) can(action, subjects, site);

@@ -9,6 +9,7 @@
 //     missed notifications: every lookup then goes to the database until it listens again);
 //   - a value loaded while an invalidation arrived is returned but not kept (it may have been
 //     read before the change committed).
+// Concurrent misses of one key share one load (no stampede on a cold or just-cleared key).
 
 interface Entry<V> {
   value: V;
@@ -20,6 +21,7 @@ export class CachedLookup<V> {
   private readonly maxEntries: number;
   private readonly listener: { readonly listening: boolean } | undefined;
   private entries = new Map<string, Entry<V>>();
+  private readonly loading = new Map<string, { epoch: number; value: Promise<V> }>();
   /** Bumped by every invalidation: a load that saw it change keeps nothing. */
   private epoch = 0;
   /** Lookups that reached the database (tests and benchmarks read it). */
@@ -36,14 +38,22 @@ export class CachedLookup<V> {
     const now = Date.now();
     const serving = !this.listener || this.listener.listening;
     if (serving && hit && now - hit.at < this.ttlMs) return hit.value;
+    const pending = this.loading.get(key);
+    if (serving && pending && pending.epoch === this.epoch) return pending.value;
     this.misses++;
     const epoch = this.epoch;
-    const value = await load(key);
-    if (serving && epoch === this.epoch) {
-      if (this.entries.size >= this.maxEntries) this.entries.clear();
-      this.entries.set(key, { value, at: now });
+    const value = load(key);
+    if (serving) this.loading.set(key, { epoch, value });
+    try {
+      const loaded = await value;
+      if (serving && epoch === this.epoch) {
+        if (this.entries.size >= this.maxEntries) this.entries.clear();
+        this.entries.set(key, { value: loaded, at: now });
+      }
+      return loaded;
+    } finally {
+      if (this.loading.get(key)?.value === value) this.loading.delete(key);
     }
-    return value;
   }
 
   /** Drops every entry, or those whose key starts with `prefix`. */

@@ -7,6 +7,8 @@ import type { ChangeListener } from '../db/changes.ts';
 import type { UserAuth } from '../auth/auth.service.ts';
 import type { CachedTable } from '../data/records/target.ts';
 import type { DomainError } from '../errors.ts';
+import type { PolicySet, Formula } from '../policies/engine.ts';
+import type { Principal } from '../policies/model.ts';
 import { CachedLookup } from './cached-lookup.ts';
 
 export interface RequestCaches {
@@ -14,6 +16,12 @@ export interface RequestCaches {
   users: CachedLookup<UserAuth | null>;
   /** `{schema}|{app}|{data source}|{table}` → the table's definition, or the 404 of a missing app, data source or table. */
   tables: CachedLookup<CachedTable | DomainError>;
+  /** `{schema}|{app id}` → the app's compiled policies. */
+  policies: CachedLookup<PolicySet>;
+  /** `{schema}|{app id}|{user uuid}` → the user as a principal of the app (roles, attributes). */
+  principals: CachedLookup<Principal>;
+  /** `{schema}|{app id}|{kind}|{action}|{principal}` → a query plan (5 minutes, spec Part 2 §8). */
+  plans: CachedLookup<Formula>;
   /** Resolves once the changes committed so far have reached these caches (ChangeListener.settled; at once without a listener). */
   settled(): Promise<void>;
 }
@@ -24,14 +32,29 @@ export function requestCaches(listener?: ChangeListener): RequestCaches {
   const options = { listener: listener ?? NOT_LISTENING };
   const users = new CachedLookup<UserAuth | null>(options);
   const tables = new CachedLookup<CachedTable | DomainError>(options);
+  const policies = new CachedLookup<PolicySet>(options);
+  const principals = new CachedLookup<Principal>(options);
+  const plans = new CachedLookup<Formula>({ ...options, ttlMs: 5 * 60_000 });
+  const dropPolicies = (schema: string | null) => {
+    const prefix = schema === null ? undefined : `${schema}|`;
+    for (const c of [policies, principals, plans]) c.clear(prefix);
+  };
   listener
     // A platform user's change reaches its linked site users too (their standing follows it).
-    ?.on('auth', (uuid) => (uuid === null ? users.clear() : users.drop((key, auth) => key.endsWith(`|${uuid}`) || auth?.linked === uuid)))
+    ?.on('auth', (uuid) => {
+      if (uuid === null) users.clear();
+      else users.drop((key, auth) => key.endsWith(`|${uuid}`) || auth?.linked === uuid);
+      // a user's attributes are part of its principal (and of the plans keyed by them)
+      if (uuid === null) principals.clear();
+      else principals.drop((key) => key.endsWith(`|${uuid}`));
+    })
+    .on('policies', dropPolicies)
     .on('tables', (schema) => tables.clear(schema === null ? undefined : `${schema}|`))
     // A site deactivated, moved or deleted: its users and tables go with it.
     .on('routing', () => {
       users.clear();
       tables.clear();
+      dropPolicies(null);
     });
-  return { users, tables, settled: async () => listener?.settled() };
+  return { users, tables, policies, principals, plans, settled: async () => listener?.settled() };
 }

@@ -14,6 +14,7 @@ import { allowLongStatements } from '../db/statement-timeout.ts';
 import { DomainError, fieldError, type FieldErrors } from '../errors.ts';
 import type { TableScope } from './datatable.service.ts';
 import { castCell, type Cast } from './field-types.ts';
+import { requireAllowed } from './records/access.ts';
 import { listQuery, plain } from './records/read.ts';
 import { openTarget, type RecordRow, type Target } from './records/target.ts';
 import type { CsvImportReport } from './records.schemas.ts';
@@ -347,7 +348,10 @@ export async function importCsv(ctx: ServiceContext, scope: TableScope, name: st
           const em = tx as EntityManager;
           await allowLongStatements(ctx, em);
           while (!report.failed) {
-            if (batch.length) await writeBatch(em, t, batch, report);
+            if (batch.length) {
+              await requireAllowed(ctx, t, 'create', batch.map((b) => b.rec)); // one row the policies refuse refuses the import
+              await writeBatch(em, t, batch, report);
+            }
             if (done || report.failed) break;
             batch = await nextBatch();
           }

@@ -2,19 +2,19 @@
 // with conditions (own fields, foreign keys, reverse foreign keys, many-to-many, document
 // paths), keyword search, sort, pages, populate and aggregates; get; create one or many (all
 // or nothing, set-based); upsert; patch one or many; delete by key, by ids or by filter.
-// Plain SQL with bound parameters; identifiers only from the stored schema, quoted. Decided on
-// the Record subject (records/target.ts: openTarget) and, for reads, the rows allowed
-// (records/access.ts): site admins write; every site user reads. docs/data-tables.md
-// "Records API".
+// Plain SQL with bound parameters; identifiers only from the stored schema, quoted. Decided by
+// the app's policies on the table's kind (records/access.ts): lists see the rows the read plan
+// admits; a record the caller may not read, change or delete is a 403; bulk writes are all or
+// nothing. docs/data-tables.md "Records API", docs/policies.md.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { readsOf, type ServiceContext } from '../context.ts';
-import { DomainError, fieldError, validationError, type FieldErrors } from '../errors.ts';
+import { DomainError, fieldError, permissionDenied, validationError, type FieldErrors } from '../errors.ts';
 import { countOf, preparedRows, rows } from '../db/sql.ts';
 import type { TableScope } from './datatable.service.ts';
 import { parseQueryFilters, type Filter, type SqlFragment } from './query/filter.ts';
 import { aggregate, compileOn, listQuery, pageOf, plain, plannedCount, populate, selectRecords } from './records/read.ts';
 import { JsonText } from '../common/json-text.ts';
-import { withinAllowed } from './records/access.ts';
+import { requireAllowed, rowsAllowed, withinAllowed } from './records/access.ts';
 import { loadRelations, openTarget, resolver, type RecordRow, type Target } from './records/target.ts';
 import { batchOf, failingRecord, guarded, insertRecords, keyFilter, recordErrors, recordNotFound, updateRecord, violation } from './records/write.ts';
 import type { RecordPage } from './records.schemas.ts';
@@ -34,34 +34,40 @@ function checkFormat(query: Record<string, unknown>): void {
   throw fieldError('format', 'Expected json, flat or csv.');
 }
 
-/** The condition selecting the record with this key, and that condition within the rows the actor may read; undefined for a key of the wrong form. */
-function keyCondition(t: Target, id: string | unknown[]): { where: SqlFragment; visible: SqlFragment } | undefined {
+/** The condition selecting the record with this key; undefined for a key of the wrong form. */
+function keyCondition(t: Target, id: string | unknown[]): SqlFragment | undefined {
   const cond = keyFilter(t, id);
-  if (!cond) return undefined;
-  const where = compileOn(t, cond);
-  return { where, visible: withinAllowed(t.readable, where) };
+  return cond && compileOn(t, cond);
 }
 
-/** The record with this key (among those the actor may read) and the condition that selects it; undefined when there is none. */
-async function findOne(em: EntityManager, t: Target, id: string | unknown[], lock = false): Promise<{ row: RecordRow; where: SqlFragment } | undefined> {
-  const key = keyCondition(t, id);
-  if (!key) return undefined;
-  const [row] = await selectRecords(em, t, `SELECT ${t.recordSql('t')} AS r FROM ${t.table} t WHERE ${key.visible.sql}${lock ? ' FOR UPDATE' : ''}`, key.visible.params);
-  return row && { row, where: key.where };
+/**
+ * The record with this key, the condition that selects it, and whether the actor may `allowed`'s
+ * action on it (selected beside the row: one statement); undefined when there is none.
+ */
+async function findOne(em: EntityManager, t: Target, id: string | unknown[], allowed: SqlFragment, lock = false): Promise<{ row: RecordRow; where: SqlFragment; ok: boolean } | undefined> {
+  const where = keyCondition(t, id);
+  if (!where) return undefined;
+  const [found] = await preparedRows<{ r: RecordRow; ok: boolean }>(
+    em,
+    `SELECT ${t.recordSql('t')} AS r, (${allowed.sql}) AS ok FROM ${t.table} t WHERE ${where.sql}${lock ? ' FOR UPDATE' : ''}`,
+    [...allowed.params, ...where.params],
+  );
+  return found && { row: plain(t, found.r), where, ok: found.ok };
 }
 
 /** A patch applied to the record in `em`'s transaction: validated merged, errors keyed with `prefix`. */
-async function patchOne(em: EntityManager, t: Target, key: string | unknown[], patch: unknown, prefix: string, errors: FieldErrors): Promise<RecordRow | undefined> {
+async function patchOne(em: EntityManager, t: Target, updatable: SqlFragment, key: string | unknown[], patch: unknown, prefix: string, errors: FieldErrors): Promise<RecordRow | undefined> {
   if (typeof patch !== 'object' || patch === null || Array.isArray(patch)) {
     errors[prefix ? prefix.slice(0, -1) : 'non_field_errors'] = ['Expected an object of field values.'];
     return undefined;
   }
-  const found = await findOne(em, t, key, true);
+  const found = await findOne(em, t, key, updatable, true);
   if (!found) {
     if (!prefix) throw recordNotFound();
     errors[`${prefix}${t.pk.join(',')}`] = ['Record not found.'];
     return undefined;
   }
+  if (!found.ok) throw permissionDenied(); // in the caller's transaction: a bulk patch changes nothing
   const rec = patch as RecordRow;
   const merged = { ...found.row, ...rec };
   if (!recordErrors(t, merged, prefix, errors, rec)) return undefined;
@@ -121,15 +127,19 @@ export async function getRecord(ctx: ServiceContext, scope: TableScope, name: st
   const t = await openTarget(ctx, scope, name, 'read');
   checkFormat(query);
   if (query.populate === undefined && t.jsonSql) {
-    const visible = keyCondition(t, id)?.visible;
-    const [found] = visible ? await preparedRows<{ r: string }>(readsOf(ctx), `SELECT ${t.jsonSql} AS r FROM ${t.table} t WHERE ${visible.sql}`, visible.params) : [];
+    const where = keyCondition(t, id);
+    const [found] = where
+      ? await preparedRows<{ r: string; ok: boolean }>(readsOf(ctx), `SELECT ${t.jsonSql} AS r, (${t.readable.sql}) AS ok FROM ${t.table} t WHERE ${where.sql}`, [...t.readable.params, ...where.params])
+      : [];
     if (!found) throw recordNotFound();
+    if (!found.ok) throw permissionDenied();
     return new JsonText(found.r);
   }
-  const row = (await findOne(readsOf(ctx), t, id))?.row;
-  if (!row) throw recordNotFound();
-  if (query.populate !== undefined) await populate(ctx.em, t, [row], query.populate);
-  return row;
+  const found = await findOne(readsOf(ctx), t, id, t.readable);
+  if (!found) throw recordNotFound();
+  if (!found.ok) throw permissionDenied();
+  if (query.populate !== undefined) await populate(ctx.em, t, [found.row], query.populate);
+  return found.row;
 }
 
 /** One record (an object) or many (an array, all or nothing, at most MAX_BULK_CREATE); as PostgreSQL's JSON text where the table allows (listRecords). */
@@ -141,6 +151,7 @@ export async function createRecords(ctx: ServiceContext, scope: TableScope, name
   const valid = records.map((r, i) => recordErrors(t, r, many ? `${i}.` : '', errors));
   if (Object.keys(errors).length) throw validationError(errors, many ? 'Invalid records: nothing was stored.' : 'Invalid record.');
   const ok = valid as RecordRow[];
+  await requireAllowed(ctx, t, 'create', ok);
   try {
     const created = await ctx.em.transactional((tx) => insertRecords(tx as EntityManager, t, ok, true));
     if (typeof created[0] === 'string') return new JsonText(many ? `[${created.join(',')}]` : created[0]);
@@ -172,6 +183,7 @@ export async function upsertRecord(ctx: ServiceContext, scope: TableScope, name:
     await rows(em, 'SELECT pg_advisory_xact_lock(hashtext(?))', [`${t.table}:${JSON.stringify(fields.map((f) => rec[f]))}`]);
     const [current, second] = await selectRecords(em, t, `SELECT ${t.recordSql('t')} AS r FROM ${t.table} t WHERE ${where.sql} LIMIT 2 FOR UPDATE`, where.params);
     if (second) throw new DomainError('CONFLICT', 'Several records have these values: unique_fields must identify one record.', { errors: { unique_fields: ['Several records have these values.'] } });
+    await requireAllowed(ctx, t, current ? 'update' : 'create', [current ?? rec]);
     if (!current) return { data: (await guarded(t, () => insertRecords(em, t, [rec])))[0]!, created: true };
     const data = await guarded(t, async () => (await updateRecord(em, t, where, rec, { ...current, ...rec })) ?? current);
     return { data, created: false };
@@ -181,9 +193,10 @@ export async function upsertRecord(ctx: ServiceContext, scope: TableScope, name:
 /** A partial update, validated as the whole record it produces. */
 export async function patchRecord(ctx: ServiceContext, scope: TableScope, name: string, id: string, body: unknown): Promise<RecordRow> {
   const t = await openTarget(ctx, scope, name, 'update');
+  const updatable = await rowsAllowed(ctx, t, 'update');
   return ctx.em.transactional(async (tx) => {
     const errors: FieldErrors = {};
-    const row = await patchOne(tx as EntityManager, t, id, body, '', errors);
+    const row = await patchOne(tx as EntityManager, t, updatable, id, body, '', errors);
     if (!row) throw validationError(errors, 'Invalid record.');
     return row;
   });
@@ -193,6 +206,7 @@ export async function patchRecord(ctx: ServiceContext, scope: TableScope, name: 
 export async function patchRecords(ctx: ServiceContext, scope: TableScope, name: string, body: unknown): Promise<RecordRow[]> {
   const t = await openTarget(ctx, scope, name, 'update');
   const items = batchOf(body, MAX_BULK_PATCH);
+  const updatable = await rowsAllowed(ctx, t, 'update');
   return ctx.em.transactional(async (tx) => {
     const errors: FieldErrors = {};
     const out: RecordRow[] = [];
@@ -208,7 +222,7 @@ export async function patchRecords(ctx: ServiceContext, scope: TableScope, name:
         for (const k of missing) errors[`${prefix}${k}`] = ['The key is required to find the record.'];
         continue;
       }
-      const row = await patchOne(tx as EntityManager, t, t.pk.map((k) => rec[k]), rec, prefix, errors);
+      const row = await patchOne(tx as EntityManager, t, updatable, t.pk.map((k) => rec[k]), rec, prefix, errors);
       if (row) out.push(row);
     }
     if (Object.keys(errors).length) throw validationError(errors, 'Invalid records: nothing was changed.');
@@ -218,11 +232,14 @@ export async function patchRecords(ctx: ServiceContext, scope: TableScope, name:
 
 export async function deleteRecord(ctx: ServiceContext, scope: TableScope, name: string, id: string): Promise<void> {
   const t = await openTarget(ctx, scope, name, 'delete');
-  const cond = keyFilter(t, id);
-  if (!cond) throw recordNotFound();
-  const where = compileOn(t, cond);
-  const gone = await guarded(t, () => rows(ctx.em, `DELETE FROM ${t.table} t WHERE ${where.sql} RETURNING 1`, where.params));
-  if (!gone.length) throw recordNotFound();
+  const where = keyCondition(t, id);
+  if (!where) throw recordNotFound();
+  const deletable = withinAllowed(await rowsAllowed(ctx, t, 'delete'), where);
+  const gone = await guarded(t, () => rows(ctx.em, `DELETE FROM ${t.table} t WHERE ${deletable.sql} RETURNING 1`, deletable.params));
+  if (gone.length) return;
+  // Nothing deleted: a missing record is a 404, one the actor may not delete a 403.
+  if (deletable !== where && (await rows(readsOf(ctx), `SELECT 1 FROM ${t.table} t WHERE ${where.sql}`, where.params)).length) throw permissionDenied();
+  throw recordNotFound();
 }
 
 /**
@@ -252,7 +269,15 @@ export async function deleteRecords(ctx: ServiceContext, scope: TableScope, name
     }
     const where = compileOn(t, { op: 'or', args: conds });
     const keySql = t.pk.length === 1 ? t.columns.get(t.pk[0]!)!.sql! : `jsonb_build_array(${t.pk.map((k) => t.columns.get(k)!.sql).join(', ')})`;
-    const gone = await guarded(t, () => rows<{ k: unknown }>(ctx.em, `DELETE FROM ${t.table} t WHERE ${where.sql} RETURNING to_jsonb(${keySql}) AS k`, where.params));
+    const allowed = await rowsAllowed(ctx, t, 'delete');
+    // All or nothing: one record the actor may not delete refuses the request (the transaction rolls back).
+    const gone = await guarded(t, () =>
+      ctx.em.transactional(async (tx) => {
+        const deleted = await rows<{ k: unknown; ok: boolean }>(tx as EntityManager, `DELETE FROM ${t.table} t WHERE ${where.sql} RETURNING to_jsonb(${keySql}) AS k, (${allowed.sql}) AS ok`, [...where.params, ...allowed.params]);
+        if (deleted.some((d) => !d.ok)) throw permissionDenied();
+        return deleted;
+      }),
+    );
     return { deleted: gone.length, ids: gone.map((g) => g.k) };
   }
   if (typeof query.filter === 'string' && query.ids === undefined) {
@@ -266,7 +291,7 @@ export async function deleteRecords(ctx: ServiceContext, scope: TableScope, name
     if (!Object.keys(parsed).length) throw fieldError('filter', 'An empty filter would delete every record: refused.');
     const conditions = parsed as Record<string, unknown>;
     if (Object.keys(conditions).some((k) => k.includes('.'))) await loadRelations(ctx.em, t);
-    const where = compileOn(t, parseQueryFilters(conditions, resolver(t), false));
+    const where = withinAllowed(await rowsAllowed(ctx, t, 'delete'), compileOn(t, parseQueryFilters(conditions, resolver(t), false)));
     const gone = await guarded(t, () => rows(ctx.em, `DELETE FROM ${t.table} t WHERE ${where.sql} RETURNING 1`, where.params));
     return { deleted: gone.length };
   }

@@ -254,6 +254,42 @@ export const tenantMigrations: TenantMigration[] = [
         PRIMARY KEY (role_id, user_uuid)
       )`,
       'CREATE INDEX app_role_assignments_user_idx ON app_role_assignments (user_uuid)',
+      // System policies (spec Part 2 §2): every data table has, at the unscoped level, a policy
+      // denying everything and, at its app's scope, one allowing everything (which takes
+      // precedence); they go with the table. A trigger, so that no path creating or deleting a
+      // table (API, CLI direct mode, import, a data source's deletion) can forget them.
+      `CREATE FUNCTION datatable_system_policies(site text, app integer, app_slug text, tbl text) RETURNS void LANGUAGE plpgsql AS $fn$
+      DECLARE
+        kind text := 'datatable:' || tbl;
+        scope text := site || '_' || app_slug;
+        ident text := 'resource.datatable_' || tbl || '.vdefault';
+        rule jsonb;
+      BEGIN
+        rule := jsonb_build_object('name', 'system-deny-all', 'actions', jsonb_build_array('*'), 'effect', 'EFFECT_DENY', 'roles', jsonb_build_array('*'));
+        EXECUTE format('INSERT INTO %I.policies (id, app_id, kind, name, scope, document, is_system) VALUES ($1, NULL, ''resource'', $2, '''', $3, true) ON CONFLICT (id) DO NOTHING', site)
+          USING ident, kind, jsonb_build_object('apiVersion', 'api.cerbos.dev/v1', 'resourcePolicy', jsonb_build_object('resource', kind, 'version', 'default', 'rules', jsonb_build_array(rule)));
+        rule := jsonb_build_object('name', 'system-allow-all', 'actions', jsonb_build_array('*'), 'effect', 'EFFECT_ALLOW', 'roles', jsonb_build_array('*'));
+        EXECUTE format('INSERT INTO %I.policies (id, app_id, kind, name, scope, document, is_system) VALUES ($1, $2, ''resource'', $3, $4, $5, true) ON CONFLICT (id) DO NOTHING', site)
+          USING ident || '/' || scope, app, kind, scope,
+                jsonb_build_object('apiVersion', 'api.cerbos.dev/v1', 'resourcePolicy', jsonb_build_object('resource', kind, 'version', 'default', 'scope', scope, 'rules', jsonb_build_array(rule)));
+      END $fn$`,
+      `CREATE FUNCTION datatable_policies_follow() RETURNS trigger LANGUAGE plpgsql AS $fn$
+      BEGIN
+        IF TG_OP = 'INSERT' THEN
+          EXECUTE format('SELECT %I.datatable_system_policies($1, $2, (SELECT slug FROM %I.apps WHERE id = $2), $3)', TG_TABLE_SCHEMA, TG_TABLE_SCHEMA)
+            USING TG_TABLE_SCHEMA, NEW.app_id, NEW.name;
+        ELSE
+          -- The table's policies in its app go with it; the unscoped level once no app has that kind.
+          EXECUTE format('DELETE FROM %I.policies WHERE app_id = $1 AND kind = ''resource'' AND name = $2', TG_TABLE_SCHEMA) USING OLD.app_id, 'datatable:' || OLD.name;
+          EXECUTE format('DELETE FROM %I.policies p WHERE p.app_id IS NULL AND p.kind = ''resource'' AND p.name = $1
+                           AND NOT EXISTS (SELECT 1 FROM %I.policies o WHERE o.kind = ''resource'' AND o.name = $1 AND o.app_id IS NOT NULL)', TG_TABLE_SCHEMA, TG_TABLE_SCHEMA)
+            USING 'datatable:' || OLD.name;
+        END IF;
+        RETURN NULL;
+      END $fn$`,
+      'CREATE TRIGGER data_tables_policies AFTER INSERT OR DELETE ON data_tables FOR EACH ROW EXECUTE FUNCTION datatable_policies_follow()',
+      // The tables that exist already get theirs.
+      'SELECT datatable_system_policies(current_schema(), t.app_id, a.slug, t.name) FROM data_tables t JOIN apps a ON a.id = t.app_id',
       ...['policies', 'app_roles', 'app_role_assignments'].map(
         (t) => `CREATE TRIGGER ${t}_changed AFTER INSERT OR UPDATE OR DELETE ON ${t} FOR EACH STATEMENT EXECUTE FUNCTION public.platform_notify_change('policies')`,
       ),

@@ -4,7 +4,7 @@
 // into them). Every expression is built from the stored schema's validated names only.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ServiceContext } from '../../context.ts';
-import { DomainError, fieldError } from '../../errors.ts';
+import { DomainError, permissionDenied, fieldError } from '../../errors.ts';
 import { quoteIdent, rows } from '../../db/sql.ts';
 import { quotedSchema } from '../../tenancy/schema.ts';
 import type { Action } from '../../auth/actor.ts';
@@ -12,7 +12,7 @@ import { authorizeSiteSubject, siteSchemaFor } from '../../tenancy/site-access.t
 import { findTable, type TableRow, type TableScope } from '../datatable.queries.ts';
 import { columnType, quoteLiteral, type ProviderType } from '../ddl.ts';
 import type { ColumnInfo, Columns, SqlFragment } from '../query/filter.ts';
-import { rowsAllowed } from './access.ts';
+import { NO_ROWS, rowsAllowed, tableKind, type PolicyTarget } from './access.ts';
 import { GENERATED_KEY, declaredKey, foreignKeysOf, primaryKeyOf, type TableSchema } from '../table-schema.ts';
 
 export type RecordRow = Record<string, unknown>;
@@ -41,7 +41,7 @@ export interface TableView {
 }
 
 /** A table addressed by a request, with the site schema it lives in and the app's tables on demand. */
-export interface Target extends TableView {
+export interface Target extends TableView, Omit<PolicyTarget, 'columns' | 'pk'> {
   site: string;
   row: TableRow;
   /** Relations to other tables of the app (loaded once per request when a path or populate needs them). */
@@ -166,18 +166,19 @@ async function cachedTable(ctx: ServiceContext, site: string, scope: TableScope,
 }
 
 /**
- * The table a records call works on, if the actor may do `actions` to its records (upsert: create
- * and update): the check before the lookup (403 before 404), the table (404; 400 when not
- * materialized), the check on its Record subject, and the rows the actor may read.
+ * The table a records call works on: the check that the actor may act on records of this site at
+ * all (403 before 404: another site's users learn nothing), the table (404; 400 when not
+ * materialized), the rows the actor may read under the app's policies, and a 403 at once for an
+ * action the policies allow on no row.
  */
 export async function openTarget(ctx: ServiceContext, scope: TableScope, name: string, ...actions: [Action, ...Action[]]): Promise<Target> {
   let site = '';
   for (const action of actions) site = await siteSchemaFor(ctx, action, 'Record');
   const { row, view, statements } = await cachedTable(ctx, site, scope, name);
-  const records = { schema: site, app: row.app_slug, table: row.name };
-  for (const action of actions) await authorizeSiteSubject(ctx, action, 'Record', records);
   if (!view) throw new DomainError('BAD_REQUEST', `Data table "${name}" is not materialized.`);
-  return { ...view, site, row, statements, readable: await rowsAllowed(ctx, 'read', records) };
+  const policy = { site, app: { id: row.app_id, slug: row.app_slug }, kind: tableKind(row.name), columns: view.columns, pk: view.pk };
+  for (const action of actions) if (action !== 'read' && (await rowsAllowed(ctx, policy, action)) === NO_ROWS) throw permissionDenied();
+  return { ...view, ...policy, row, statements, readable: await rowsAllowed(ctx, policy, 'read') };
 }
 
 /** A document path (`address.city`) of a docstore table: text, read as a number for ordered comparisons. */
