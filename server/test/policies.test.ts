@@ -173,7 +173,7 @@ test('POST refuses role and principal policies and the system entity types; PUT 
   t.deepEqual((await row('role.editor.vdefault')).document.rolePolicy.rules, [{ resource: '*', allowActions: ['*'] }], 'unscoped role ancestor allows everything');
   const table = await onA('PUT', pol(), resource('datatable:orders', [allow(['read'], ['member'])]));
   t.is(table.status, 200, table.text);
-  t.deepEqual((await row('resource.datatable_orders.vdefault')).document.resourcePolicy.rules, [{ actions: ['*'], effect: 'EFFECT_DENY', roles: ['*'] }]);
+  t.deepEqual((await row('resource.datatable_orders.vdefault')).document.resourcePolicy.rules, [{ name: 'system-deny-all', actions: ['*'], effect: 'EFFECT_DENY', roles: ['*'] }]);
   t.is((await onA('PUT', pol(), { principalPolicy: { principal: 'u1', version: 'default', rules: [] } })).status, 200);
   t.is((await onA('PUT', pol(), { policy_type: 'role', name: 'viewer', rules: [{ resource: 'doc:*', allow_actions: ['read'] }] })).status, 200);
   t.deepEqual((await row(`role.viewer.vdefault/${scopeOf('shop')}`)).document.rolePolicy.rules, [{ resource: 'doc:*', allowActions: ['read'] }]);
@@ -447,7 +447,7 @@ test.serial('system policies of a table: unscoped DENY *, the app\'s ALLOW *; re
   await putSystemPolicies(em, a.schema, shop, 'datatable', 'lines');
   await putSystemPolicies(em, a.schema, blog, 'datatable', 'lines');
   t.like(await row(rid('datatable:lines')), { is_system: true, app_id: ids.shop });
-  t.deepEqual((await row('resource.datatable_lines.vdefault')).document.resourcePolicy.rules, [{ actions: ['*'], effect: 'EFFECT_DENY', roles: ['*'] }]);
+  t.deepEqual((await row('resource.datatable_lines.vdefault')).document.resourcePolicy.rules, [{ name: 'system-deny-all', actions: ['*'], effect: 'EFFECT_DENY', roles: ['*'] }]);
   const table = (app: string) => check(app, { principal: { id: 'x', roles: ['user'] }, resources: [{ resource: { kind: 'datatable:lines', id: 'lines' }, actions: ['read', 'materialize'] }] });
   t.deepEqual((await table('shop')).body.results[0].actions, { read: 'EFFECT_ALLOW', materialize: 'EFFECT_ALLOW' });
   await removeSystemPolicies(em, a.schema, shop, 'datatable', 'lines');

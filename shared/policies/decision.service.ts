@@ -21,6 +21,7 @@ import {
   CheckBody, EvaluationBody, EvaluationsBody, PlanBody, PrincipalQuery, type AuthzenEntity, type PrincipalBody,
 } from './policy.schemas.ts';
 import { appScope, principalFor, type PrincipalUser } from './principal.ts';
+import { requestPrincipal } from './hook.ts';
 import { appPolicySet, type PolicySet } from './store.ts';
 
 /** The actions of the system entity types (spec Part 2 §2 "System actions"). */
@@ -80,6 +81,12 @@ async function siteUser(ctx: ServiceContext, d: Decider, by: 'username' | 'email
 
 const stored = (ctx: ServiceContext, d: Decider, user: PrincipalUser): Promise<Principal> => principalFor(ctx.em, d.schema, d.app, user);
 
+/** The caller's own principal (cached per process with the policies: hook.ts). */
+async function own(ctx: ServiceContext, d: Decider): Promise<Principal> {
+  caller(ctx);
+  return (await requestPrincipal(ctx, d.schema, d.app))!;
+}
+
 /** A principal an administrator gave: as given, at the app's scope, with `tenant_id` and `app_slug` unless given. */
 function given(d: Decider, p: PrincipalBody, field: string): Principal {
   return { ...p, attr: { tenant_id: d.schema, app_slug: d.app.slug, ...p.attr }, scope: scopeIn(d, p.scope, `${field}.scope`) };
@@ -92,11 +99,11 @@ async function resolvePrincipal(ctx: ServiceContext, d: Decider, body: Principal
     if (d.admin) return given(d, body, 'principal');
     const self = caller(ctx);
     if (body.id !== self.uuid) throw permissionDenied();
-    return stored(ctx, d, self);
+    return own(ctx, d);
   }
   if (query.username !== undefined) return stored(ctx, d, await siteUser(ctx, d, 'username', query.username));
   if (query.email !== undefined) return stored(ctx, d, await siteUser(ctx, d, 'email', query.email));
-  return stored(ctx, d, caller(ctx));
+  return own(ctx, d);
 }
 
 /** POST check/resources: each action of each resource allowed or denied, with the derived roles in effect. */
@@ -155,10 +162,10 @@ type Evaluation = { subject: AuthzenEntity; resource: AuthzenEntity; action: { n
 type Decision = { decision: boolean; context: { id: string; reason_admin: { effectiveDerivedRoles: string[] } } };
 
 /** An AuthZEN subject as a principal: an administrator's as given (roles from `cerbos.roles`, else the subject's type); anyone else's, their own stored one. */
-async function subjectPrincipal(ctx: ServiceContext, d: Decider, subject: AuthzenEntity, field: string, own: () => Promise<Principal>): Promise<Principal> {
+async function subjectPrincipal(ctx: ServiceContext, d: Decider, subject: AuthzenEntity, field: string, ownPrincipal: () => Promise<Principal>): Promise<Principal> {
   if (!d.admin) {
     if (subject.id !== caller(ctx).uuid) throw permissionDenied();
-    return own();
+    return ownPrincipal();
   }
   const props = subject.properties ?? {};
   const roles = props[ROLES_PROPERTY];
@@ -179,10 +186,10 @@ async function subjectPrincipal(ctx: ServiceContext, d: Decider, subject: Authze
 async function evaluateAll(ctx: ServiceContext, d: Decider, evaluations: { value: Evaluation; field: string }[], semantic: string): Promise<Decision[]> {
   const set: PolicySet = await appPolicySet(ctx, d.schema, d.app);
   let mine: Promise<Principal> | undefined;
-  const own = () => (mine ??= stored(ctx, d, caller(ctx)));
+  const ownOnce = () => (mine ??= own(ctx, d));
   const out: Decision[] = [];
   for (const { value: e, field } of evaluations) {
-    const principal = await subjectPrincipal(ctx, d, e.subject, `${field}subject`, own);
+    const principal = await subjectPrincipal(ctx, d, e.subject, `${field}subject`, ownOnce);
     const props = e.resource.properties ?? {};
     const version = props[VERSION_PROPERTY];
     const request: CheckRequest = {

@@ -11,22 +11,18 @@
 // compile error is a 400 naming each problem, and nothing changes. An app's compiled set is its
 // own enabled policies plus the unscoped ancestors they need: never another app's policies.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { readsOf, type ServiceContext } from '../context.ts';
+import type { ServiceContext } from '../context.ts';
 import { rows } from '../db/sql.ts';
 import { addFieldError, DomainError, validationError, type FieldErrors } from '../errors.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
-import { compilePolicies, PolicyCompileError } from './engine.ts';
+import { compilePolicies, PolicyCompileError, type PolicySet } from './engine.ts';
+import { loadPolicySet, type PolicyApp } from './hook.ts';
 import { policyId, policyKind, policyName, policyScope, policyVersion, type PolicyDocument } from './model.ts';
 import { RESERVED_METADATA } from './portable.ts';
 import { appScope } from './principal.ts';
 
-export type PolicySet = ReturnType<typeof compilePolicies>;
-
-/** The app a policy belongs to. */
-export interface PolicyApp {
-  id: number;
-  slug: string;
-}
+export type { PolicySet } from './engine.ts';
+export type { PolicyApp } from './hook.ts';
 
 /** Resource types whose policies the service creates with the resource itself (spec Part 2 §2). */
 export const SYSTEM_ENTITY_TYPES = ['datatable', 'function', 'storage', 'query'] as const;
@@ -123,12 +119,13 @@ function compileOrRefuse(docs: PolicyDocument[], fields: ReadonlyMap<string, str
 }
 
 /**
- * The app's compiled policy set, built for this call from the stored documents. One function, so
- * that a cache can be put around it. Stored policies were validated when written; a set that no
- * longer compiles (an engine upgrade) is a 500 that names the problems in the log.
+ * The app's compiled policy set: the one loader of the engine's sets (hook.ts loadPolicySet, which
+ * the records' enforcement uses too), cached per process and dropped on every policy, role or
+ * assignment change (topic `policies`). Stored policies were validated when written; a set that no
+ * longer compiles (an engine upgrade) is a 500 whose log names the problems.
  */
 export async function appPolicySet(ctx: ServiceContext, schema: string, app: PolicyApp): Promise<PolicySet> {
-  return compilePolicies(await loadAppPolicies(readsOf(ctx), schema, app));
+  return loadPolicySet(ctx, schema, app);
 }
 
 /**
@@ -141,7 +138,7 @@ export function ancestorOf(doc: PolicyDocument): PolicyDocument | undefined {
   const version = policyVersion(doc);
   if (doc.resourcePolicy) {
     const resource = doc.resourcePolicy.resource;
-    const rules = isSystemKind(resource) ? [{ actions: ['*'], effect: 'EFFECT_DENY' as const, roles: ['*'] }] : [];
+    const rules = isSystemKind(resource) ? [{ name: 'system-deny-all', actions: ['*'], effect: 'EFFECT_DENY' as const, roles: ['*'] }] : [];
     return { apiVersion: 'api.cerbos.dev/v1', resourcePolicy: { resource, version, rules } };
   }
   if (doc.rolePolicy) return { apiVersion: 'api.cerbos.dev/v1', rolePolicy: { role: doc.rolePolicy.role, version, rules: [{ resource: '*', allowActions: ['*'] }] } };
@@ -292,7 +289,7 @@ export async function disablePolicies(em: EntityManager, schema: string, app: Po
 /** The system resource policy of the app for kind `{entityType}:{name}`: allow everything to every role. */
 export const systemPolicy = (schema: string, app: PolicyApp, kind: string): PolicyDocument => ({
   apiVersion: 'api.cerbos.dev/v1',
-  resourcePolicy: { resource: kind, version: 'default', scope: appScope(schema, app.slug), rules: [{ actions: ['*'], effect: 'EFFECT_ALLOW', roles: ['*'] }] },
+  resourcePolicy: { resource: kind, version: 'default', scope: appScope(schema, app.slug), rules: [{ name: 'system-allow-all', actions: ['*'], effect: 'EFFECT_ALLOW', roles: ['*'] }] },
 });
 
 /**
