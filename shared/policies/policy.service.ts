@@ -10,7 +10,7 @@ import { activeAppFor, type ActiveApp } from '../apps/lookup.ts';
 import { addFieldError, DomainError, fieldError, notFound, validationError, type FieldErrors } from '../errors.ts';
 import { siteSchemaFor } from '../tenancy/site-access.ts';
 import { actorLabel } from '../tenancy/tenant-auth.ts';
-import { policyId, policyKind, type PolicyDocument } from './model.ts';
+import { policyId, policyKind, policyName, type PolicyDocument } from './model.ts';
 import { DerivedRolesQuery, InspectQuery, PolicyDeleteQuery, PolicyListQuery } from './policy.schemas.ts';
 import { fromPortable, isPortable, prefixedSetName, unprefixedSetName, type PolicyPlace } from './portable.ts';
 import { appScope } from './principal.ts';
@@ -105,8 +105,14 @@ function normalizeDocument(raw: Record<string, unknown>, place: PolicyPlace): Po
     body.importDerivedRoles = body.importDerivedRoles.map((n) => (typeof n === 'string' ? prefixedSetName(place, n) : n));
   }
   if (Object.keys(errors).length) throw validationError(errors);
-  if (policyId(doc).length > 400) throw fieldError(key, 'The policy id would be longer than 400 characters: shorten the name.');
   return doc;
+}
+
+/** The limits of the store's columns (id 400, name 255 with the set prefix), in words the caller can act on. */
+function checkStorable(doc: PolicyDocument): void {
+  if (policyId(doc).length > 400 || policyName(doc).length > 255) {
+    throw fieldError('policy', `The policy id "${policyId(doc).slice(0, 60)}…" would be too long (id at most 400 characters, name with its prefix at most 255): shorten the name.`);
+  }
 }
 
 /** POST's stricter rules: resource and derived-role policies only, no system entity type (spec §7.5). */
@@ -143,6 +149,7 @@ export async function savePolicies(ctx: ServiceContext, appSlug: string, raw: un
       if (!isObject(item)) throw fieldError('policy', 'Must be an object.');
       const portable = isPortable(item);
       const doc = portable ? fromPortable(item, place) : normalizeDocument(item, place);
+      checkStorable(doc);
       if (mode === 'create') checkCreatable(doc, portable);
       return { doc, fieldPrefix: prefix, annotationsField: portable ? 'metadata' : 'metadata.annotations' };
     });
