@@ -10,7 +10,7 @@
 // the app's whole resulting policy set (the engine, engine.ts) before anything is stored: a
 // compile error is a 400 naming each problem, and nothing changes. An app's compiled set holds its
 // own enabled policies and unscoped policies only: never another app's policies (the write-time
-// set: the ancestors its scoped policies need, loadAppPolicies; the runtime one, hook.ts: the
+// set and loadAppPolicies: the ancestors its scoped policies need; the runtime one, hook.ts: the
 // site's unscoped policies, which carry no app's rules).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ServiceContext } from '../context.ts';
