@@ -13,6 +13,7 @@ import LogoutCommand from './commands/logout.ts';
 import { MEMBER_COMMANDS } from './commands/member.ts';
 import MigrateCommand from './commands/migrate.ts';
 import { ORG_COMMANDS } from './commands/org.ts';
+import { POLICY_COMMANDS } from './commands/policy.ts';
 import PruneCommand from './commands/prune.ts';
 import { SECRET_COMMANDS } from './commands/secret.ts';
 import SecretRotateCommand from './commands/secret-rotate.ts';
@@ -45,4 +46,5 @@ export const COMMANDS = {
   ...DATASOURCE_COMMANDS,
   ...TABLE_COMMANDS,
   ...DATA_COMMANDS,
+  ...POLICY_COMMANDS,
 };
