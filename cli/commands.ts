@@ -14,6 +14,7 @@ import { MEMBER_COMMANDS } from './commands/member.ts';
 import MigrateCommand from './commands/migrate.ts';
 import { ORG_COMMANDS } from './commands/org.ts';
 import PruneCommand from './commands/prune.ts';
+import { ROLE_COMMANDS } from './commands/role.ts';
 import { SECRET_COMMANDS } from './commands/secret.ts';
 import SecretRotateCommand from './commands/secret-rotate.ts';
 import { SECRET_TYPE_COMMANDS } from './commands/secret-type.ts';
@@ -43,6 +44,7 @@ export const COMMANDS = {
   ...SECRET_TYPE_COMMANDS,
   ...APP_COMMANDS,
   ...DATASOURCE_COMMANDS,
+  ...ROLE_COMMANDS,
   ...TABLE_COMMANDS,
   ...DATA_COMMANDS,
 };

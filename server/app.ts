@@ -42,6 +42,7 @@ import { memberRoutes } from './routes/members.routes.ts';
 import { groupRoutes } from './routes/groups.routes.ts';
 import { appRoutes } from './routes/apps.routes.ts';
 import { dataSourceRoutes } from './routes/datasources.routes.ts';
+import { appRoleRoutes } from './routes/app-roles.routes.ts';
 
 export interface AppDeps {
   config: Config;
@@ -77,7 +78,8 @@ export function buildRegistry(deps: Pick<AppDeps, 'config' | 'tokens' | 'mailer'
     .add(...tenantUserRoutes(deps.config.publicUrl))
     .add(...secretRoutes(deps.secrets ?? new SecretKeyring(deps.tokens.secretKey, deps.config.secretsKeyVersion), deps.config.publicUrl))
     .add(...dataTableRoutes(deps.config.publicUrl), ...recordRoutes())
-    .add(...appRoutes(deps.config), ...dataSourceRoutes());
+    .add(...appRoutes(deps.config), ...dataSourceRoutes())
+    .add(...appRoleRoutes(deps.config.publicUrl));
 }
 
 export function openapiDocument(registry: RouteRegistry): Record<string, unknown> {
