@@ -15,6 +15,7 @@ import MigrateCommand from './commands/migrate.ts';
 import { ORG_COMMANDS } from './commands/org.ts';
 import { POLICY_COMMANDS } from './commands/policy.ts';
 import PruneCommand from './commands/prune.ts';
+import { ROLE_COMMANDS } from './commands/role.ts';
 import { SECRET_COMMANDS } from './commands/secret.ts';
 import SecretRotateCommand from './commands/secret-rotate.ts';
 import { SECRET_TYPE_COMMANDS } from './commands/secret-type.ts';
@@ -44,6 +45,7 @@ export const COMMANDS = {
   ...SECRET_TYPE_COMMANDS,
   ...APP_COMMANDS,
   ...DATASOURCE_COMMANDS,
+  ...ROLE_COMMANDS,
   ...TABLE_COMMANDS,
   ...DATA_COMMANDS,
   ...POLICY_COMMANDS,

@@ -43,6 +43,7 @@ import { groupRoutes } from './routes/groups.routes.ts';
 import { appRoutes } from './routes/apps.routes.ts';
 import { dataSourceRoutes } from './routes/datasources.routes.ts';
 import { policyRoutes } from './routes/policies.routes.ts';
+import { appRoleRoutes } from './routes/app-roles.routes.ts';
 
 export interface AppDeps {
   config: Config;
@@ -79,7 +80,8 @@ export function buildRegistry(deps: Pick<AppDeps, 'config' | 'tokens' | 'mailer'
     .add(...secretRoutes(deps.secrets ?? new SecretKeyring(deps.tokens.secretKey, deps.config.secretsKeyVersion), deps.config.publicUrl))
     .add(...dataTableRoutes(deps.config.publicUrl), ...recordRoutes())
     .add(...appRoutes(deps.config), ...dataSourceRoutes())
-    .add(...policyRoutes());
+    .add(...policyRoutes())
+    .add(...appRoleRoutes(deps.config.publicUrl));
 }
 
 export function openapiDocument(registry: RouteRegistry): Record<string, unknown> {

@@ -52,6 +52,10 @@ export interface SiteSubjects {
   Secret: { schema: string; app: string | null; key: string };
   SecretType: { schema: string; slug: string };
   SiteUser: { schema: string; uuid: string; is_superuser: boolean };
+  /** A role of an app (apps/app-roles.service.ts): metadata every user of the site may read. */
+  AppRole: { schema: string; app: string; name: string };
+  /** Who holds an app role (`user`: the site user's UUID): the site's administrators' only. */
+  AppRoleAssignment: { schema: string; app: string; role: string; user: string };
 }
 
 export type AppAbility = MongoAbility<[Action, Subject | Record<string, unknown>]>;
@@ -68,7 +72,7 @@ export interface HeldGrants {
 }
 
 const PLATFORM_SUBJECTS: PlatformSubject[] = ['User', 'Organization', 'Site', 'Group'];
-const SITE_SUBJECTS: SiteSubject[] = ['Tenant', 'App', 'DataSource', 'DataTable', 'Record', 'Secret', 'SecretType', 'SiteUser'];
+const SITE_SUBJECTS: SiteSubject[] = ['Tenant', 'App', 'DataSource', 'DataTable', 'Record', 'Secret', 'SecretType', 'SiteUser', 'AppRole', 'AppRoleAssignment'];
 /** What a user may change of their own account (platform profile, site profile). */
 const PROFILE_FIELDS = ['username', 'email', 'first_name', 'last_name', 'password'];
 /** Admin flags: superusers' to give (staff neither give nor take them). */
@@ -127,15 +131,17 @@ function platformRules({ can, cannot }: Builder, actor: UserActor, grants: Grant
 }
 
 /**
- * A site user in its site: every user enters it and reads its apps, data sources and tables,
- * acts on records as the app's policies allow, and reads and edits their own profile; secrets follow the site permissions held;
+ * A site user in its site: every user enters it and reads its apps, data sources, tables and
+ * app roles (not who holds them), acts on records as the app's policies allow, and reads and
+ * edits their own profile (not their attributes: those feed the policies); secrets follow the
+ * site permissions held;
  * superusers and staff administer everything of the site, but staff neither touch superusers
  * nor give the admin flags. Key rotation stays with operators.
  */
 function siteRules({ can, cannot }: Builder, actor: UserActor, schema: string, permissions: ReadonlySet<string> | undefined): void {
   const site = { schema };
   const self = { schema, uuid: actor.uuid };
-  can('read', ['Tenant', 'App', 'DataSource', 'DataTable'], site);
+  can('read', ['Tenant', 'App', 'DataSource', 'DataTable', 'AppRole'], site);
   // Records: every action, for the app's policies to decide per table and row (policies/hook.ts).
   can(['read', 'create', 'update', 'delete'], 'Record', site);
   can('read', 'SiteUser', self);

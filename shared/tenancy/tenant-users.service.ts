@@ -10,19 +10,38 @@ import { pageOffset, parsePageRequest, resolvePage, type Page } from '../common/
 import { insertWithUniqueSlug, isUuid, slugify, uniqueViolation } from '../common/slug.ts';
 import { validate } from '../common/validation.ts';
 import { ownUuid, type ServiceContext } from '../context.ts';
-import { DomainError, fieldError, notFound } from '../errors.ts';
+import { DomainError, fieldError, notFound, validationError } from '../errors.ts';
 import { toUserView, type UserRow } from '../users/user.queries.ts';
 import { quotedSchema } from './schema.ts';
 import { authorizeSiteSubject, siteSchemaFor, tenantSchema } from './site-access.ts';
-import { dropReadOnly, withoutUnchanged } from '../common/read-only.ts';
-import { ChangePassword, SiteProfileUpdate, SiteUserCreate, SiteUserListQuery, SiteUserUpdate, type PublicProfile, type SiteUserView } from './tenant-users.schemas.ts';
+import { dropReadOnly, sameValue, withoutUnchanged } from '../common/read-only.ts';
+import {
+  ATTRIBUTE_NAME_PATTERN, ChangePassword, MAX_ATTRIBUTES, RESERVED_ATTRIBUTES, SiteProfileUpdate, SiteUserCreate, SiteUserListQuery, SiteUserUpdate,
+  type PublicProfile, type SiteUserView,
+} from './tenant-users.schemas.ts';
 
-const COLUMNS = 'uuid, username, email, first_name, last_name, is_active, is_deleted, is_staff, is_superuser, date_joined, modified, last_login, platform_user_uuid';
-type Row = Required<UserRow> & { platform_user_uuid: string | null; password?: string | null };
+const COLUMNS = 'uuid, username, email, first_name, last_name, is_active, is_deleted, is_staff, is_superuser, date_joined, modified, last_login, platform_user_uuid, attributes';
+type Row = Required<UserRow> & { platform_user_uuid: string | null; attributes: Record<string, unknown> | null; password?: string | null };
 
 function view(row: Row): SiteUserView {
   const { pending_email: _none, ...user } = toUserView(row);
-  return { ...user, platform_user_uuid: row.platform_user_uuid ?? null };
+  return { ...user, attributes: row.attributes ?? {}, platform_user_uuid: row.platform_user_uuid ?? null };
+}
+
+const isScalar = (v: unknown) => v === null || ['string', 'number', 'boolean'].includes(typeof v);
+
+/** The rules of `attributes` (tenant-users.schemas.ts) the schema does not say: 400 naming what is wrong. */
+function checkAttributes(attributes: Record<string, unknown>): void {
+  const errors: string[] = [];
+  const names = Object.keys(attributes);
+  if (names.length > MAX_ATTRIBUTES) errors.push(`Ensure there are no more than ${MAX_ATTRIBUTES} attributes.`);
+  for (const name of names) {
+    const value = attributes[name];
+    if (!ATTRIBUTE_NAME_PATTERN.test(name)) errors.push(`"${name}" is not a valid attribute name: a letter or _, then letters, digits or _ (at most 64 characters).`);
+    else if (RESERVED_ATTRIBUTES.includes(name)) errors.push(`"${name}" is reserved: the platform sets it.`);
+    else if (!(isScalar(value) || (Array.isArray(value) && value.every(isScalar)))) errors.push(`The value of "${name}" must be a string, number, boolean, null, or an array of those.`);
+  }
+  if (errors.length) throw validationError({ attributes: errors });
 }
 
 export const LINKED_PASSWORD_MESSAGE =
@@ -134,6 +153,11 @@ async function writeUser(ctx: ServiceContext, schema: string, user: Row, input: 
     sets.push(`${field} = ?`);
     params.push(field === 'email' ? (input.email as string).trim() : input[field]);
   }
+  if (input.attributes !== undefined) {
+    checkAttributes(input.attributes);
+    sets.push('attributes = ?::jsonb');
+    params.push(JSON.stringify(input.attributes));
+  }
   if (input.password !== undefined) {
     checkPasswordStrength(input.password, 'password', { username: input.username ?? user.username, email: input.email ?? user.email });
     sets.push('password = ?');
@@ -199,6 +223,7 @@ export async function updateSiteProfile(ctx: ServiceContext, rawInput: unknown):
   const input = validate(SiteProfileUpdate, rawInput);
   const user = await findRow(ctx.em, schema, ownUuid(ctx));
   const changes = dropReadOnly(SiteProfileUpdate, input, view(user));
+  if (changes.attributes !== undefined && sameValue(changes.attributes, user.attributes ?? {})) delete changes.attributes; // sent back unchanged
   const self = { schema, uuid: user.uuid, is_superuser: user.is_superuser };
   for (const field of Object.keys(changes)) await authorizeSiteSubject(ctx, 'update', 'SiteUser', self, field);
   return writeUser(ctx, schema, user, changes, false);
