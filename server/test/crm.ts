@@ -38,3 +38,18 @@ export async function createTables(api: Api, tables: [string, string, TableSchem
     if (m.status !== 200) throw new Error(m.text);
   }
 }
+
+/** A policy on `table` of app `crm` (through the API, as an administrator): every site user reads its records, only administrators write them. */
+export async function adminsWrite(api: Api, table: string): Promise<void> {
+  const res = await api('PUT', '/api/apps/crm/policies/', {
+    resourcePolicy: {
+      resource: `datatable:${table}`,
+      version: 'default',
+      rules: [
+        { actions: ['read'], effect: 'EFFECT_ALLOW', roles: ['*'] },
+        { actions: ['*'], effect: 'EFFECT_ALLOW', roles: ['admin'] },
+      ],
+    },
+  });
+  if (res.status !== 200 && res.status !== 201) throw new Error(res.text);
+}

@@ -12,7 +12,7 @@ import test from 'ava';
 import { csvRecords, parseCsv } from '../../shared/testing/fixtures-csv.ts';
 import type { TableSchema } from '../../shared/data/table-schema.ts';
 import type { TestSite } from '../../shared/testing/sites.ts';
-import { createTables, fixture, fixtureRows, seedCrm, type Row } from './crm.ts';
+import { adminsWrite, createTables, fixture, fixtureRows, seedCrm, type Row } from './crm.ts';
 import { startTestServer, type TestServer } from './helpers.ts';
 import { twoSitesWithUsers } from './site-users.ts';
 
@@ -226,7 +226,8 @@ test.serial('import: unknown headers, bad mappings and options → 400 before an
   t.is(await count('companies'), before);
 });
 
-test.serial('import: only site admins; other sites cannot reach the table', async (t) => {
+test.serial('import: refused when the policies refuse a row; other sites cannot reach the table', async (t) => {
+  await adminsWrite(onA, 'companies');
   t.is((await importCsv(C, 'id,name\n6001,X\n', '', 'pleb')).status, 403);
   t.not((await s.api('POST', `${C}import/`, { host: a.domain, token: tok.adminB, raw: 'id,name\n6001,X\n', headers: { 'Content-Type': 'text/csv' } })).status, 200);
   t.is((await s.api('POST', `${C}import/`, { host: b.domain, token: tok.adminB, raw: 'id,name\n6001,X\n', headers: { 'Content-Type': 'text/csv' } })).status, 404);
