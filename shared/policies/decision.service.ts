@@ -1,5 +1,5 @@
 // Decisions on an app's policies (spec Part 2 §4): CheckResources, PlanResources and AuthZEN
-// evaluations, against the app's compiled set only (store.ts appPolicySet: its policies and the
+// evaluations, against the app's compiled set only (hook.ts loadPolicySet: its policies and the
 // unscoped ancestors they need), every resource at the app's scope.
 //
 // Who a decision is about (principal resolution, first match wins): a principal in the body, the
@@ -22,7 +22,8 @@ import {
 } from './policy.schemas.ts';
 import { appScope, principalFor, type PrincipalUser } from './principal.ts';
 import { requestPrincipal } from './hook.ts';
-import { appPolicySet, type PolicySet } from './store.ts';
+import { loadPolicySet } from './hook.ts';
+import type { PolicySet } from './engine.ts';
 
 /** The actions of the system entity types (spec Part 2 §2 "System actions"). */
 export const SYSTEM_ACTIONS: Readonly<Record<string, readonly string[]>> = {
@@ -115,7 +116,7 @@ export async function checkResources(ctx: ServiceContext, appSlug: string, rawBo
     actions,
   }));
   const principal = await resolvePrincipal(ctx, d, body.principal, rawQuery);
-  const set = await appPolicySet(ctx, d.schema, d.app);
+  const set = await loadPolicySet(ctx, d.schema, d.app);
   const res = set.check({ requestId: body.requestId ?? randomUUID(), includeMeta: true, principal, resources });
   return {
     requestId: res.requestId,
@@ -140,7 +141,7 @@ export async function planResources(ctx: ServiceContext, appSlug: string, rawBod
   const policyVersion = r.policy_version ?? r.policyVersion ?? body.policy_version ?? 'default';
   const resource = { kind: r.kind, scope: scopeIn(d, r.scope, 'resource.scope'), policyVersion, attr: r.attr ?? {} };
   const principal = await resolvePrincipal(ctx, d, body.principal, rawQuery);
-  const set = await appPolicySet(ctx, d.schema, d.app);
+  const set = await loadPolicySet(ctx, d.schema, d.app);
   const res = set.plan({ requestId: body.requestId ?? randomUUID(), action: body.action, actions: body.actions, principal, resource });
   return {
     requestId: res.requestId,
@@ -184,7 +185,7 @@ async function subjectPrincipal(ctx: ServiceContext, d: Decider, subject: Authze
 
 /** Evaluations against one compiled set; the caller's own principal is read once. */
 async function evaluateAll(ctx: ServiceContext, d: Decider, evaluations: { value: Evaluation; field: string }[], semantic: string): Promise<Decision[]> {
-  const set: PolicySet = await appPolicySet(ctx, d.schema, d.app);
+  const set: PolicySet = await loadPolicySet(ctx, d.schema, d.app);
   let mine: Promise<Principal> | undefined;
   const ownOnce = () => (mine ??= own(ctx, d));
   const out: Decision[] = [];

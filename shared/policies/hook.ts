@@ -11,10 +11,9 @@
 import type { ServiceContext } from '../context.ts';
 import { readsOf } from '../context.ts';
 import { permissionDenied } from '../errors.ts';
-import { preparedRows } from '../db/sql.ts';
-import { quotedSchema } from '../tenancy/schema.ts';
 import { compilePolicies, type Formula, type PolicySet } from './engine.ts';
-import type { PolicyDocument, Principal } from './model.ts';
+import type { Principal } from './model.ts';
+import { loadAppPolicies } from './store.ts';
 import { appScope, principalFor } from './principal.ts';
 
 export interface PolicyApp {
@@ -22,16 +21,13 @@ export interface PolicyApp {
   slug: string;
 }
 
-/** An app's enabled policies and the unscoped ancestors they need, compiled. */
+/**
+ * An app's enabled policies and the unscoped ancestors they need, compiled: the one loader of the
+ * engine's sets (the policy API's too). Stored policies were validated when written; a set that
+ * no longer compiles (an engine upgrade) is a 500 whose log names the problems.
+ */
 export async function loadPolicySet(ctx: ServiceContext, schema: string, app: PolicyApp): Promise<PolicySet> {
-  const load = async () => {
-    const docs = await preparedRows<{ document: PolicyDocument }>(
-      readsOf(ctx),
-      `SELECT document FROM ${quotedSchema(schema)}.policies WHERE (app_id = ? OR app_id IS NULL) AND NOT disabled ORDER BY id`,
-      [app.id],
-    );
-    return compilePolicies(docs.map((d) => d.document));
-  };
+  const load = async () => compilePolicies(await loadAppPolicies(readsOf(ctx), schema, app));
   return ctx.caches ? ctx.caches.policies.get(`${schema}|${app.id}`, load) : load();
 }
 

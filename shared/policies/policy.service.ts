@@ -14,7 +14,8 @@ import { policyId, policyKind, policyName, type PolicyDocument } from './model.t
 import { DerivedRolesQuery, InspectQuery, PolicyDeleteQuery, PolicyListQuery } from './policy.schemas.ts';
 import { fromPortable, isPortable, prefixedSetName, unprefixedSetName, type PolicyPlace } from './portable.ts';
 import { appScope } from './principal.ts';
-import { appPolicyRows, appPolicySet, disablePolicies, entityTypeOf, isSystemKind, SYSTEM_ENTITY_TYPES, writePolicies, type PolicyInput, type PolicyRow, type PolicyWriter } from './store.ts';
+import { loadPolicySet } from './hook.ts';
+import { appPolicyRows, disablePolicies, entityTypeOf, isSystemKind, SYSTEM_ENTITY_TYPES, writePolicies, type PolicyInput, type PolicyRow, type PolicyWriter } from './store.ts';
 
 export const POLICY_MESSAGES = {
   saved: (ids: { id: string; created: boolean }[]) =>
@@ -245,7 +246,7 @@ export async function inspectPolicies(ctx: ServiceContext, appSlug: string, rawQ
   const query = validate(InspectQuery, rawQuery, 'query');
   const wanted = ids(query.policy_id);
   const found = await filteredRows(ctx, scope, query, (r) => !wanted || wanted.includes(r.id));
-  const inspected = (await appPolicySet(ctx, scope.schema, scope.app)).inspect();
+  const inspected = (await loadPolicySet(ctx, scope.schema, scope.app)).inspect();
   const results: Record<string, unknown> = {};
   for (const row of found) results[row.id] = row.disabled ? { policyId: row.id, disabled: true } : (inspected[row.id] ?? { policyId: row.id });
   return results;

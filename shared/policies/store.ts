@@ -13,15 +13,13 @@
 // set and loadAppPolicies: the ancestors its scoped policies need; the runtime one, hook.ts: the
 // site's unscoped policies, which carry no app's rules).
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { ServiceContext } from '../context.ts';
 import { rows } from '../db/sql.ts';
 import { addFieldError, DomainError, validationError, type FieldErrors } from '../errors.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { compilePolicies, PolicyCompileError, type PolicySet } from './engine.ts';
-import { loadPolicySet, type PolicyApp } from './hook.ts';
+import type { PolicyApp } from './hook.ts';
 import { policyId, policyKind, policyName, policyScope, policyVersion, type PolicyDocument } from './model.ts';
 import { RESERVED_METADATA } from './portable.ts';
-import { appScope } from './principal.ts';
 
 export type { PolicySet } from './engine.ts';
 export type { PolicyApp } from './hook.ts';
@@ -118,16 +116,6 @@ function compileOrRefuse(docs: PolicyDocument[], fields: ReadonlyMap<string, str
     if (err instanceof PolicyCompileError) throw compileFailure(err, fields);
     throw err;
   }
-}
-
-/**
- * The app's compiled policy set: the one loader of the engine's sets (hook.ts loadPolicySet, which
- * the records' enforcement uses too), cached per process and dropped on every policy, role or
- * assignment change (topic `policies`). Stored policies were validated when written; a set that no
- * longer compiles (an engine upgrade) is a 500 whose log names the problems.
- */
-export async function appPolicySet(ctx: ServiceContext, schema: string, app: PolicyApp): Promise<PolicySet> {
-  return loadPolicySet(ctx, schema, app);
 }
 
 /**
@@ -285,39 +273,5 @@ export async function disablePolicies(em: EntityManager, schema: string, app: Po
     const changes = enabled.map((r) => ({ doc: { ...stamped(r.document, r.document, writer, now), disabled: true }, isSystem: r.is_system }));
     if (changes.length) await applyChanges(tx, schema, app, changes, writer);
     return changes.length;
-  });
-}
-
-/** The system resource policy of the app for kind `{entityType}:{name}`: allow everything to every role. */
-export const systemPolicy = (schema: string, app: PolicyApp, kind: string): PolicyDocument => ({
-  apiVersion: 'api.cerbos.dev/v1',
-  resourcePolicy: { resource: kind, version: 'default', scope: appScope(schema, app.slug), rules: [{ name: 'system-allow-all', actions: ['*'], effect: 'EFFECT_ALLOW', roles: ['*'] }] },
-});
-
-/**
- * The system policies of a new resource of a system type (data table, function, bucket, query):
- * the unscoped `DENY *` and the app's `ALLOW *` for every role. A policy the app already has for
- * that kind is kept. Runs in `em`'s transaction (the resource's creation) when it has one.
- */
-export async function putSystemPolicies(em: EntityManager, schema: string, app: PolicyApp, entityType: string, name: string, writer: PolicyWriter = { label: 'system:policies', uuid: null }): Promise<void> {
-  const kind = `${entityType}:${name}`;
-  if (!isSystemKind(kind)) throw new Error(`${entityType} is not a system entity type.`);
-  await inTransaction(em, async (tx) => {
-    await lockPolicies(tx, schema);
-    const doc = systemPolicy(schema, app, kind);
-    const [present] = await appPolicyRows(tx, schema, app, { includeDisabled: true, ids: [policyId(doc)] });
-    if (present) return;
-    const now = new Date().toISOString();
-    await applyChanges(tx, schema, app, [{ doc: stamped(doc, undefined, writer, now), isSystem: true }], writer);
-  });
-}
-
-/** Removes the app's policy for kind `{entityType}:{name}` (its resource is deleted), and the unscoped level if nothing else needs it. */
-export async function removeSystemPolicies(em: EntityManager, schema: string, app: PolicyApp, entityType: string, name: string): Promise<void> {
-  const kind = `${entityType}:${name}`;
-  await inTransaction(em, async (tx) => {
-    await lockPolicies(tx, schema);
-    await tx.execute(`DELETE FROM ${quotedSchema(schema)}.policies WHERE app_id = ? AND kind = 'resource' AND name = ?`, [app.id, kind]);
-    await pruneAncestors(tx, schema);
   });
 }
