@@ -10,6 +10,9 @@
 // negative entry) fails the test as well. Site deactivation and deletion go through the host
 // routing cache that exists today (tenancy/host-resolver.ts, invalidated by NOTIFY).
 //
+// Policies, app roles, their assignments and a site user's attributes (10.) reach B's compiled
+// policy sets, principals and plans through the `policies` and `auth` notifications.
+//
 // Changes the API has no route for, so not covered here (no faking through SQL):
 //   - a site user's site permissions through the site's groups or direct grants (`user_groups`,
 //     `user_permissions`, e.g. `view_secret`): no route grants them (tenant-users.routes.ts has
@@ -666,4 +669,39 @@ test.serial('9. data table changes through A: a changed schema and a materializa
   t.deepEqual(again.body.data, { id: 1, label: 'new' }, 'B reads the new table with its new fields');
   const list = await expectOnB(t, 'the table made again: records list', getB(r.list, reader.access), 200);
   t.deepEqual(list.body.data, [{ id: 1, label: 'new' }]);
+});
+
+// ---------------------------------------------------------------------------------------------
+// 10. Policies, app roles, assignments and a user's attributes
+
+test.serial("10. a policy, a role assignment and a user's attributes changed through A: B decides records with them within 1 s", async (t) => {
+  const { site, ownerSite, records } = world;
+  const u = await siteUser(site, ownerSite.access, 'polu');
+  const onA = (method: string, p: string, body?: unknown) => on(a, method, siteApi(site, p), { token: ownerSite.access, body });
+  const putPolicy = (rules: unknown[]) =>
+    ok(onA('PUT', `/apps/${records.app}/policies/`, { resourcePolicy: { resource: 'datatable:things', version: 'default', rules } }), 200, 'PUT policy');
+  const admins = { actions: ['*'], effect: 'EFFECT_ALLOW', roles: ['admin'] };
+  const one = getB(records.one, u.access);
+
+  await warm(t, 'system policies: a site user reads', one, 200);
+  await putPolicy([admins, { actions: ['read'], effect: 'EFFECT_ALLOW', roles: ['editor'] }]);
+  await expectOnB(t, 'policy: editors only', one, 403);
+  await ok(onA('POST', `/apps/${records.app}/roles/`, { name: 'editor' }), 201, 'role');
+  await warm(t, 'not an editor yet', one, 403);
+  await ok(onA('POST', `/apps/${records.app}/roles/editor/assignments/`, { user: u.username }), 201, 'assign');
+  await expectOnB(t, 'assigned editor', one, 200);
+  await warm(t, 'editor', one, 200);
+  await ok(onA('DELETE', `/apps/${records.app}/roles/editor/assignments/${u.username}/`), 200, 'unassign');
+  await expectOnB(t, 'editor no more', one, 403);
+
+  await putPolicy([admins, { actions: ['read'], effect: 'EFFECT_ALLOW', roles: ['*'], condition: { match: { expr: 'P.attr.team == "blue"' } } }]);
+  await warm(t, 'no team', one, 403);
+  await ok(onA('PUT', `/users/${u.username}/`, { attributes: { team: 'blue' } }), 200, 'attributes');
+  await expectOnB(t, 'team blue', one, 200);
+  await warm(t, 'team blue', one, 200);
+  await ok(onA('PUT', `/users/${u.username}/`, { attributes: { team: 'red' } }), 200, 'attributes');
+  await expectOnB(t, 'team red', one, 403);
+
+  await putPolicy([{ actions: ['*'], effect: 'EFFECT_ALLOW', roles: ['*'] }]);
+  await expectOnB(t, 'every site user again', one, 200);
 });
