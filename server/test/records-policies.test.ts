@@ -14,6 +14,7 @@ let b: TestSite;
 const tok: Record<string, string> = {};
 let appId = 0;
 const companies = fixtureRows('companies');
+const contacts = fixtureRows('contacts');
 
 const sql = (text: string, params: unknown[] = []) => s.handle.db.orm.em.fork().getConnection().execute(text, params);
 const on = (method: string, path: string, body?: unknown, who = 'adminA') => s.api(method, path, { host: a.domain, token: tok[who], body });
@@ -47,8 +48,9 @@ test.before(async () => {
   s = await startTestServer();
   ({ a, b } = await twoSitesWithUsers(s, tok));
   [appId] = await seedCrm(s, [a, b]);
-  await createTables(on, [['main', 'companies', fixture('companies.json')]]);
+  await createTables(on, [['main', 'companies', fixture('companies.json')], ['main', 'contacts', fixture('contacts.json')]]);
   if ((await on('POST', C, companies)).status !== 201) throw new Error('companies');
+  if ((await on('POST', '/api/apps/crm/datatables/contacts/data/', contacts)).status !== 201) throw new Error('contacts');
   await sql(`UPDATE "${a.schema}".users SET attributes = '{"country": "US"}' WHERE username = 'pleb'`);
 });
 test.after.always(async () => {
@@ -79,6 +81,20 @@ test.serial('the read plan filters a list, its total and its aggregates in SQL',
   // The DENY on big companies holds for administrators too; the rest they read.
   const admin = await on('GET', `${C}?page_size=1000`);
   t.deepEqual(ids(admin.body.data), ids(companies.filter((r) => r.employees <= BIG)));
+});
+
+test.serial("populate shows a related record only when the related table's own policies let the caller read it", async (t) => {
+  const byId = new Map(companies.map((r) => [r.id, r]));
+  const res = await on('GET', `/api/apps/crm/datatables/contacts/data/?populate=company_id&page_size=1000`, undefined, 'pleb');
+  t.is(res.status, 200, res.text);
+  let shown = 0;
+  for (const c of res.body.data) {
+    const company = byId.get(contacts.find((x) => x.id === c.id)!.company_id);
+    const readable = company && company.country === 'US' && company.employees <= BIG;
+    t.is(c.company_id === null ? null : c.company_id.id, readable ? company.id : null, `contact ${c.id}`);
+    if (readable) shown++;
+  }
+  t.true(shown > 0 && shown < res.body.data.length, 'some related companies shown, some hidden');
 });
 
 test.serial('get: 200 for a record the plan admits, 403 for one it does not, 404 for none', async (t) => {

@@ -115,7 +115,7 @@ export async function listRecords(ctx: ServiceContext, scope: TableScope, name: 
   const envelope = { total, page: p.page, page_size: p.pageSize };
   if (json) return { data: new JsonText(`[${found.map((x) => x.r).join(',')}]`), ...envelope };
   const data = found.map((x) => plain(t, x.r as RecordRow));
-  if (query.populate !== undefined && data.length) await populate(ctx.em, t, data, query.populate);
+  if (query.populate !== undefined && data.length) await populate(ctx, t, data, query.populate);
   return { data, ...envelope };
 }
 
@@ -138,7 +138,7 @@ export async function getRecord(ctx: ServiceContext, scope: TableScope, name: st
   const found = await findOne(readsOf(ctx), t, id, t.readable);
   if (!found) throw recordNotFound();
   if (!found.ok) throw permissionDenied();
-  if (query.populate !== undefined) await populate(ctx.em, t, [found.row], query.populate);
+  if (query.populate !== undefined) await populate(ctx, t, [found.row], query.populate);
   return found.row;
 }
 

@@ -2,6 +2,7 @@
 // population and aggregates. Everything compiles to bound SQL over the expressions of
 // target.ts. docs/data-tables.md "Records API".
 import type { EntityManager } from '@mikro-orm/postgresql';
+import type { ServiceContext } from '../../context.ts';
 import { fieldError } from '../../errors.ts';
 import { countOf, preparedRows, quoteIdent, rows } from '../../db/sql.ts';
 import { searchVector } from '../ddl.ts';
@@ -9,7 +10,7 @@ import { fromStored } from '../field-types.ts';
 import { compileFilter, parseQueryFilters, type ColumnInfo, type Filter, type SqlFragment } from '../query/filter.ts';
 import type { RecordPage } from '../records.schemas.ts';
 import type { Field, TableSchema } from '../table-schema.ts';
-import { withinAllowed } from './access.ts';
+import { NO_ROWS, rowsAllowed, tableKind, withinAllowed } from './access.ts';
 import { fieldSql, loadRelations, needsRelations, resolver, sortExpression, type RecordRow, type Relation, type Target, type TableView } from './target.ts';
 
 const DEFAULT_PAGE_SIZE = 20;
@@ -153,20 +154,23 @@ function populated(t: Target, raw: unknown): Relation[] {
  * reverse or many-to-many relation as an array of its first POPULATE_LIMIT records by key, one
  * query per relation.
  */
-export async function populate(em: EntityManager, t: Target, records: RecordRow[], raw: unknown): Promise<void> {
+export async function populate(ctx: ServiceContext, t: Target, records: RecordRow[], raw: unknown): Promise<void> {
+  const em = ctx.em;
   await loadRelations(em, t);
   for (const rel of populated(t, raw)) {
     const keys = [...new Set(records.map((r) => r[rel.local]).filter((k) => k !== null && k !== undefined))];
     const found = new Map<string, RecordRow[]>();
-    if (keys.length) {
+    // Only the related records the related table's own policies let the caller read.
+    const readable = keys.length ? await rowsAllowed(ctx, { site: t.site, app: t.app, kind: tableKind(rel.other.name), columns: rel.other.columnsAs('r'), pk: rel.other.pk }, 'read') : NO_ROWS;
+    if (keys.length && readable !== NO_ROWS) {
       const { other, junction: j } = rel;
       const match: ColumnInfo = j ? j.view.columnsAs('j').get(j.toUs)! : other.columnsAs('r').get(rel.remote)!;
       const list = keys.map(() => `?::${match.pgType}`).join(', ');
       const from = j ? `${j.view.table} j JOIN ${other.table} r ON ${fieldSql(other, 'r', rel.remote)} = ${fieldSql(j.view, 'j', j.toOther)}` : `${other.table} r`;
       const order = other.pk.map((k) => `${fieldSql(other, 'r', k)} ASC`).join(', ');
-      const params = keys.map((k) => (typeof k === 'object' ? JSON.stringify(k) : k));
+      const params = [...keys.map((k) => (typeof k === 'object' ? JSON.stringify(k) : k)), ...readable.params];
       // The first POPULATE_LIMIT related records of each parent, by key: ranked in SQL, never all loaded.
-      const ranked = `SELECT ${other.recordSql('r')} AS r, ${match.sql} AS k, row_number() OVER (PARTITION BY ${match.sql} ORDER BY ${order}) AS rn FROM ${from} WHERE ${match.sql} IN (${list})`;
+      const ranked = `SELECT ${other.recordSql('r')} AS r, ${match.sql} AS k, row_number() OVER (PARTITION BY ${match.sql} ORDER BY ${order}) AS rn FROM ${from} WHERE ${match.sql} IN (${list}) AND (${readable.sql})`;
       const sql = rel.kind === 'forward' ? `SELECT q.r, q.k FROM (${ranked}) q WHERE q.rn = 1` : `SELECT q.r, q.k FROM (${ranked}) q WHERE q.rn <= ${POPULATE_LIMIT} ORDER BY q.rn`;
       for (const x of await rows<{ r: RecordRow; k: unknown }>(em, sql, params)) {
         const k = keyOf(x.k)!;
