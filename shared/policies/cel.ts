@@ -106,7 +106,32 @@ export function compileCel(source: string): CelProgram {
   }
   const checked = (run as unknown as { check(): { valid: boolean; error?: Error } }).check();
   if (!checked.valid) throw describe(checked.error, source);
+  const nested = nestedComprehension(run.ast, 0);
+  if (nested) throw new CelError(`Comprehensions may not be nested (their cost grows with the product of the lists' sizes) (at column ${nested.start + 1})`, nested.start + 1);
   return { source, run };
+}
+
+const COMPREHENSIONS = new Set(['all', 'exists', 'exists_one', 'map', 'filter']);
+
+/** The first comprehension inside another's body: CEL has no loops, so this bounds a condition's cost to linear in its inputs. */
+function nestedComprehension(node: CelNode, depth: number): CelNode | undefined {
+  if (!node || typeof node !== 'object') return undefined;
+  let inner = depth;
+  if (node.op === 'rcall' && COMPREHENSIONS.has((node.args as unknown[])[0] as string)) {
+    if (depth > 0) return node;
+    inner = depth + 1;
+  }
+  const visit = (v: unknown): CelNode | undefined => {
+    if (Array.isArray(v)) {
+      for (const x of v) {
+        const found = visit(x);
+        if (found) return found;
+      }
+      return undefined;
+    }
+    return v && typeof v === 'object' && 'op' in v ? nestedComprehension(v as CelNode, inner) : undefined;
+  };
+  return node.op === 'value' ? undefined : visit(node.args);
 }
 
 /**

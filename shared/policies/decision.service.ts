@@ -21,8 +21,7 @@ import {
   CheckBody, EvaluationBody, EvaluationsBody, PlanBody, PrincipalQuery, type AuthzenEntity, type PrincipalBody,
 } from './policy.schemas.ts';
 import { appScope, principalFor, type PrincipalUser } from './principal.ts';
-import { requestPrincipal } from './hook.ts';
-import { loadPolicySet } from './hook.ts';
+import { loadPolicySet, requestPrincipal } from './hook.ts';
 import type { PolicySet } from './engine.ts';
 
 /** The actions of the system entity types (spec Part 2 §2 "System actions"). */

@@ -94,3 +94,21 @@ test('semantic errors: unknown import, duplicate rule name, CEL position, missin
   t.regex(text, /rules\.1\.condition\.match\.expr: .*nosuchfn/);
   t.regex(text, /scope: Missing ancestor policy/);
 });
+
+test('CEL that could loop or explode is bounded: size limits and no nested comprehensions; a big list is linear', (t) => {
+  const refuse = (expr: string) => {
+    const err = t.throws(() => compilePolicies([{ resourcePolicy: { resource: 'doc:x', version: 'default', rules: [{ actions: ['read'], effect: 'EFFECT_ALLOW', roles: ['a'], condition: { match: { expr } } }] } }])) as PolicyCompileError;
+    return err.issues[0].message;
+  };
+  t.regex(refuse(`R.attr.x == "${'a'.repeat(5000)}"`), /longer than 4096/);
+  t.regex(refuse(Array.from({ length: 260 }, () => 'P.id==1').join('||')), /AST nodes|nodes/i);
+  t.regex(refuse('R.attr.tags.exists(a, R.attr.tags.exists(b, a == b))'), /may not be nested.*column 23/);
+  const set = compilePolicies([
+    { resourcePolicy: { resource: 'doc:x', version: 'default', rules: [{ actions: ['read'], effect: 'EFFECT_ALLOW', roles: ['a'], condition: { match: { expr: 'R.attr.tags.exists(t, t == "needle")' } } }] } },
+  ]);
+  const tags = Array.from({ length: 200_000 }, (_, i) => `t${i}`);
+  const started = process.hrtime.bigint();
+  const res = set.check({ principal: { id: 'p', roles: ['a'] }, resources: [{ resource: { kind: 'doc:x', id: '1', attr: { tags } }, actions: ['read'] }] });
+  t.is(res.results[0].actions.read, 'EFFECT_DENY');
+  t.log(`200,000-element list: ${Number(process.hrtime.bigint() - started) / 1e6} ms`);
+});
