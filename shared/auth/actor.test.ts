@@ -49,12 +49,17 @@ test('a platform superuser manages platform subjects and reaches no site subject
   for (const [type, object] of SITE_OBJECTS) t.false(can(ability, 'read', type, object), `read ${type}`);
 });
 
-test('every user of a site reads its apps, data sources, tables and records, and writes none', (t) => {
+test('every user of a site reads its apps, data sources and tables, and writes none; records are left to the app\'s policies, in its own site only', (t) => {
   const ability = defineAbility(siteUser());
-  for (const [type, object] of SITE_OBJECTS.filter(([type]) => ['Tenant', 'App', 'DataSource', 'DataTable', 'Record'].includes(type))) {
+  for (const [type, object] of SITE_OBJECTS.filter(([type]) => ['Tenant', 'App', 'DataSource', 'DataTable'].includes(type))) {
     t.true(can(ability, 'read', type, object), `read ${type}`);
     t.false(can(ability, 'read', type, elsewhere(object)), `read ${type} of another site`);
     t.false(can(ability, 'update', type, object), `update ${type}`);
+  }
+  const [, record] = SITE_OBJECTS.find(([type]) => type === 'Record')!;
+  for (const action of ['read', 'create', 'update', 'delete'] as const) {
+    t.true(can(ability, action, 'Record', record), `${action} Record (policies decide per table and row)`);
+    t.false(can(ability, action, 'Record', elsewhere(record)), `${action} Record of another site`);
   }
   t.false(can(ability, 'materialize', 'DataTable', { schema: SITE, app: 'shop', name: 'orders' }));
   t.false(can(ability, 'read', 'Secret', { schema: SITE, app: null, key: 'K' }), 'no secret without a permission');
