@@ -34,6 +34,14 @@ const TEXT_OF: Record<string, (c: string) => string> = {
   date: (c) => `${c}::text`,
   timestamptz: (c) => `to_char(${c} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`,
 };
+/**
+ * A number field's value is a JSON number when finite; NaN and ±Infinity have none, and a record
+ * shows them as the strings "NaN", "INF", "-INF" (field-types.ts fromStored): that string, NULL
+ * for a finite number.
+ */
+const specialText = (c: string): string => `(CASE WHEN ${c} = 'NaN' THEN 'NaN' WHEN ${c} = 'Infinity' THEN 'INF' WHEN ${c} = '-Infinity' THEN '-INF' END)`;
+/** A double that is a JSON number in its record (PostgreSQL sorts NaN above Infinity). */
+const finite = (c: string): string => `${c} > '-Infinity' AND ${c} < 'Infinity'`;
 
 type Cond = { t: string; f: string };
 const NEVER: Cond = { t: 'FALSE', f: 'FALSE' };
@@ -80,6 +88,10 @@ class Compiler {
       return { t: `(${sql(col)} IS TRUE)`, f: `(${sql(col)} IS FALSE)` };
     }
     const { operator, operands } = o.expression;
+    if (operator === 'error') return NEVER;
+    // Every operator below `and`/`or`/`not` is strict: an operand that is an error (a principal's
+    // absent attribute, a failing variable) makes the atom an error, whatever the row.
+    if (operator !== 'and' && operator !== 'or' && operator !== 'not' && operands.some(isError)) return NEVER;
     switch (operator) {
       case 'and':
       case 'or': {
@@ -150,6 +162,7 @@ class Compiler {
     const c = sql(col);
     if (col.pgType === 'jsonb') return `${c} = ${this.bind(JSON.stringify(value), 'jsonb')}`;
     if (NUMBER_TYPES.has(col.pgType)) {
+      if (col.pgType === 'double precision' && typeof value === 'string') return `COALESCE(${specialText(c)} = ${this.bind(value, 'text')}, FALSE)`;
       if (typeof value !== 'number') return null;
       return col.pgType === 'double precision' || !Number.isInteger(value) ? `${c}::double precision = ${this.bind(value, 'double precision')}` : `${c} = ${this.bind(value, col.pgType)}`;
     }
@@ -172,7 +185,10 @@ class Compiler {
     let guard = `${c} IS NOT NULL`;
     if (NUMBER_TYPES.has(col.pgType) && typeof value === 'number') {
       expr = `${c}::double precision ${sqlOp} ${this.bind(value, 'double precision')}`;
-      if (col.pgType === 'double precision') guard += ` AND ${c} > '-Infinity' AND ${c} < 'Infinity'`; // INF is a string in a record
+      if (col.pgType === 'double precision') guard += ` AND ${finite(c)}`; // NaN and INF are strings in a record
+    } else if (col.pgType === 'double precision' && typeof value === 'string') {
+      guard = `${specialText(c)} IS NOT NULL`;
+      expr = `${specialText(c)} COLLATE "C" ${sqlOp} ${this.bind(value, 'text')}`;
     } else if (col.pgType === 'boolean' && typeof value === 'boolean') {
       expr = `${c} ${sqlOp} ${this.bind(value, 'boolean')}`;
     } else if (TEXT_OF[col.pgType] && typeof value === 'string') {
@@ -197,8 +213,9 @@ class Compiler {
       const c = sql(col);
       const inList = `${c} @> ${this.bind(JSON.stringify([a.value]), 'jsonb')}`;
       const inMap = typeof a.value === 'string' ? `jsonb_exists(${c}, ${this.bind(a.value, 'text')})` : 'FALSE';
-      const t = `((jsonb_typeof(${c}) = 'array' AND ${inList}) OR (jsonb_typeof(${c}) = 'object' AND ${inMap}))`;
-      return { t, f: `(jsonb_typeof(${c}) IN ('array', 'object') AND NOT ${t})` };
+      // (NULL-free: a NULL field is null in its record, and `x in null` an error)
+      const t = `(${c} IS NOT NULL AND ((jsonb_typeof(${c}) = 'array' AND ${inList}) OR (jsonb_typeof(${c}) = 'object' AND ${inMap})))`;
+      return { t, f: `(${c} IS NOT NULL AND jsonb_typeof(${c}) IN ('array', 'object') AND NOT ${t})` };
     }
     throw new PlanNotSupported('This "in" condition cannot be applied to a list.');
   }
@@ -207,11 +224,12 @@ class Compiler {
     if (!('variable' in a) || !('value' in b)) throw new PlanNotSupported(`"${op}" with a computed argument cannot be applied to a list.`);
     const col = this.column(a.variable);
     if (col === 'absent' || typeof b.value !== 'string') return NEVER;
-    const text = TEXT_OF[col.pgType];
+    const text = col.pgType === 'double precision' ? specialText : TEXT_OF[col.pgType];
     if (!text) return col.pgType === 'jsonb' ? this.fail(op, col) : NEVER; // numbers and booleans have no such method
     const c = text(sql(col));
     const v = this.bind(b.value, 'text');
-    const expr = op === 'startsWith' ? `starts_with(${c}, ${v})` : op === 'endsWith' ? `right(${c}, length(${v})) = ${v}` : `strpos(${c}, ${v}) > 0`;
+    // (each placeholder is one value: the suffix's length, in code points as PostgreSQL counts them, is written in)
+    const expr = op === 'startsWith' ? `starts_with(${c}, ${v})` : op === 'endsWith' ? `right(${c}, ${[...b.value].length}) = ${v}` : `strpos(${c}, ${v}) > 0`;
     return { t: `(${c} IS NOT NULL AND ${expr})`, f: `(${c} IS NOT NULL AND NOT ${expr})` };
   }
 
@@ -225,6 +243,8 @@ class Compiler {
     return this.column(o.variable) === 'absent' ? { t: 'FALSE', f: 'TRUE' } : { t: 'TRUE', f: 'FALSE' };
   }
 }
+
+const isError = (o: PlanOperand): boolean => 'expression' in o && o.expression.operator === 'error';
 
 const sql = (col: ColumnInfo): string => col.sql ?? quoteIdent(col.column);
 
