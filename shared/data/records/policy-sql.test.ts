@@ -95,7 +95,7 @@ const INTS = [0, 1, -1, 2, 3, 5, -7, 42, 1000000, 4294967296, -9007199254740991]
 const NUMS = [0, 1, -1, 1.5, -2.5, 3, 0.1, 0.30000000000000004, 1e-9, -1e300, 2.5e10, NaN, Infinity, -Infinity];
 const DATES = ['2024-01-15', '2024-01-01', '2023-12-31', '2024-02-29', '1999-02-28', '1000-01-01', '9999-12-31'];
 const ARRAYS: unknown[][] = [[], ['a'], ['a', 'b'], ['b', 'c', 'a'], [1, 2], [1.5], [3], ['3'], ['x', null], [null], [['x']], [{ a: 1 }], [true], ['é', '😀'], ['', 'alice']];
-const OBJECTS: Record<string, unknown>[] = [{}, { a: 1 }, { x: 'y' }, { a: null, b: [1] }, { alice: true }, { '': 0 }];
+const OBJECTS: Record<string, unknown>[] = [{}, { a: 1 }, { x: 'y' }, { a: null, b: [1] }, { alice: true }, { '': 0 }, { '1': 2, true: 0 }, { null: 1, '1.5': 0, '3': 'a' }];
 
 interface Table {
   name: string;
@@ -254,7 +254,7 @@ class Gen {
   /** A literal of the attribute's own kind (mostly) or of another. */
   literal(kind: Kind | undefined): string {
     const r = this.rng;
-    const k = kind && r.chance(0.6) ? kind : r.pick(Object.keys(LITERALS));
+    const k = kind && r.chance(0.75) ? kind : r.pick(Object.keys(LITERALS));
     const v = r.pick(LITERALS[k]);
     return lit(v, typeof v === 'number' && r.chance(0.4));
   }
@@ -324,9 +324,7 @@ class Gen {
     if (x < 52) {
       // value in a list (or map) field
       const f = r.chance(0.75) ? r.pick(['tags', 'tags', 'o']) : r.pick(ATTR_NAMES);
-      const v = r.chance(0.8) ? lit(r.pick([...TEXTS.slice(0, 12), 'x', 'alice', 1, 1.5, 3, true, null, ''])) : this.known('text', scope);
-      const k = this.table.fields.get(f);
-      if (k && k !== 'arr' && k !== 'obj') this.refusable = true;
+      const v = r.chance(0.8) ? lit(r.pick([...TEXTS.slice(0, 12), 'x', 'alice', 1, 1.5, 3, true, null, '', '1', 'null']), r.chance(0.3)) : this.known('text', scope);
       if (v.startsWith('[') || v.startsWith('{') || v.startsWith('C.') || v.startsWith('V.') || v.startsWith('P.')) this.refusable = true;
       return `${v} in R.attr.${f}`;
     }
@@ -345,7 +343,7 @@ class Gen {
     if (x < 86 && scope.variables.open.length) return `V.${r.pick(scope.variables.open)}`;
     if (x < 90 && scope.variables.broken.length) return `R.attr.i < V.${r.pick(scope.variables.broken)}`;
     if (x < 92) return `R.id == ${lit(String(r.pick(this.table.records)[this.table.pk]))}`;
-    if (x < 95) {
+    if (x < 94) {
       // shapes with no exact SQL reading: must be refused (or folded away)
       this.refusable = true;
       return r.pick([
@@ -397,6 +395,7 @@ class Gen {
       local.both = r.chance(0.5) ? `V.is_x && ${inner.atom(scope)}` : `V.is_x || R.attr.i >= V.lim`;
       scope.variables.open.push('is_x', 'both');
       local.bad = r.pick(['P.attr.level * 2', 'R.attr.i * 2', 'P.attr.nope']);
+      if (local.bad.startsWith('R.')) this.refusable = true; // arithmetic on the row
       scope.variables.broken.push('bad');
       if (inner.refusable) this.refusable = true;
     }
@@ -410,11 +409,12 @@ class Gen {
   resourceRule(scope: Scope, derived: string[]): ResourceRule {
     const r = this.rng;
     const byDerived = derived.length > 0 && r.chance(0.3);
+    const effect = r.chance(0.72) ? 'EFFECT_ALLOW' : 'EFFECT_DENY';
     return {
-      actions: r.some(['read', 'update', 'list:*', '*', 'delete', 'read'], 0.3),
-      effect: r.chance(0.65) ? 'EFFECT_ALLOW' : 'EFFECT_DENY',
-      ...(byDerived ? { derivedRoles: r.some(derived, 0.5) } : { roles: r.chance(0.25) ? ['*'] : r.some(['member', 'admin', 'viewer', 'editor'], 0.35) }),
-      ...this.condition(scope, 0.6),
+      actions: r.some(['read', 'update', 'list:*', '*', 'delete', 'read', '*'], 0.3),
+      effect,
+      ...(byDerived ? { derivedRoles: r.some(derived, 0.5) } : { roles: r.chance(0.3) ? ['*'] : r.some(['member', 'admin', 'viewer', 'editor', 'member'], 0.35) }),
+      ...this.condition(scope, effect === 'EFFECT_DENY' ? 0.85 : 0.7),
     };
   }
 
@@ -448,7 +448,7 @@ class Gen {
         scope.variables.open.push('is_a');
         Object.assign(scope.constants, { lo: 0, list: [] });
       }
-      const rules = Array.from({ length: (scoped ? 0 : 1) + r.int(4) }, () => this.resourceRule(scope, derived));
+      const rules = Array.from({ length: (scoped ? 0 : 1) + r.int(5) }, () => this.resourceRule(scope, derived));
       return {
         resourcePolicy: {
           resource: KIND,
@@ -466,7 +466,7 @@ class Gen {
     docs.push(base);
     // rules naming derived roles need the import
     if (derived.length && !base.resourcePolicy!.importDerivedRoles) base.resourcePolicy!.importDerivedRoles = ['common'];
-    if (r.chance(0.75)) {
+    if (r.chance(0.85)) {
       const scoped = resource(true);
       if (derived.length) scoped.resourcePolicy!.importDerivedRoles = ['common'];
       docs.push(scoped);
@@ -475,7 +475,7 @@ class Gen {
       const p = d.resourcePolicy;
       if (p) p.rules = p.rules.map((x) => (x.derivedRoles === undefined ? (({ derivedRoles: _, ...rest }) => rest)(x) : x));
     }
-    if (r.chance(0.35)) {
+    if (r.chance(0.3)) {
       for (const role of r.some(['editor', 'viewer'], 0.5)) {
         const { scope, ...locals } = this.locals();
         docs.push({
@@ -530,7 +530,7 @@ class Gen {
     if (r.chance(0.5)) attr.day = r.pick(DATES);
     return {
       id: r.pick(['alice', 'bob', 'alice', '3']),
-      roles: r.some(ROLES, 0.35),
+      roles: [...new Set([...(r.chance(0.7) ? ['member'] : []), ...r.some(ROLES, 0.3)])],
       attr,
       ...(r.chance(0.4) ? { scope: SCOPE } : {}),
     };
@@ -655,9 +655,9 @@ async function shrink(em: EntityManager, c: Case, rec: Record<string, unknown>):
 
 // ---- The tests ----
 
-const TABLES = 8;
+const TABLES = 10;
 const ROWS = 30;
-const POLICY_SETS_PER_TABLE = 9;
+const POLICY_SETS_PER_TABLE = 10;
 const PRINCIPALS_PER_SET = 3;
 const ACTIONS_PER_PRINCIPAL = 2;
 
@@ -704,6 +704,7 @@ test('the rows a plan admits are exactly the rows checks allow (ids, count, sum)
               return;
             }
             stats.refused++;
+            if (process.env.POLICY_PROPERTY_DEBUG) console.log('REFUSED', err.message);
             continue;
           }
           stats.compared++;
@@ -747,9 +748,9 @@ test('the rows a plan admits are exactly the rows checks allow (ids, count, sum)
   }
   t.log(JSON.stringify(stats));
   // the cases are meaningful: most are compared, many conditional, with rows on both sides
-  t.true(stats.compared >= stats.cases * 0.8, JSON.stringify(stats));
-  t.true(stats.conditional >= stats.cases * 0.3, JSON.stringify(stats));
-  t.true(stats.mixed >= stats.cases * 0.15, JSON.stringify(stats));
+  t.true(stats.compared >= stats.cases * 0.85, JSON.stringify(stats));
+  t.true(stats.conditional >= stats.cases * 0.25, JSON.stringify(stats));
+  t.true(stats.mixed >= stats.cases * 0.1, JSON.stringify(stats));
 });
 
 test('shapes without an exact SQL reading are refused', (t) => {
@@ -773,7 +774,6 @@ test('shapes without an exact SQL reading are refused', (t) => {
     'R.attr.s.matches("^a")',
     'R.attr.tags < 1',
     'R.attr.tags.startsWith("a")',
-    '"a" in R.attr.s',
     '["a"] in R.attr.tags',
     'R.attr.o.a == 1',
   ]) {

@@ -164,7 +164,9 @@ class Compiler {
     if (NUMBER_TYPES.has(col.pgType)) {
       if (col.pgType === 'double precision' && typeof value === 'string') return `COALESCE(${specialText(c)} = ${this.bind(value, 'text')}, FALSE)`;
       if (typeof value !== 'number') return null;
-      return col.pgType === 'double precision' || !Number.isInteger(value) ? `${c}::double precision = ${this.bind(value, 'double precision')}` : `${c} = ${this.bind(value, col.pgType)}`;
+      // A record shows an integer as a JSON number (a double): beyond 2^53 only the double comparison is
+      // exact (and -1e300 is no bigint); within, the integer one is the same and keeps indexes usable.
+      return col.pgType === 'double precision' || !Number.isSafeInteger(value) ? `${c}::double precision = ${this.bind(value, 'double precision')}` : `${c} = ${this.bind(value, col.pgType)}`;
     }
     if (col.pgType === 'boolean') return typeof value === 'boolean' ? `${c} = ${this.bind(value, 'boolean')}` : null;
     const text = TEXT_OF[col.pgType];
@@ -202,6 +204,7 @@ class Compiler {
   /** `x in [values]` (equality with any) and `value in x` (a list or map field). */
   private membership(a: PlanOperand, b: PlanOperand): Cond {
     if ('variable' in a && 'value' in b && Array.isArray(b.value)) {
+      if (this.column(a.variable) === 'absent') return NEVER; // an error, even `in []`
       const parts = b.value.map((v) => this.equals(a, { value: v }));
       if (parts.length === 0) return { t: 'FALSE', f: 'TRUE' };
       return { t: `(${parts.map((p) => p.t).join(' OR ')})`, f: `(${parts.map((p) => p.f).join(' AND ')})` };
@@ -209,10 +212,13 @@ class Compiler {
     if ('value' in a && 'variable' in b) {
       const col = this.column(b.variable);
       if (col === 'absent') return NEVER;
-      if (col.pgType !== 'jsonb' || (a.value !== null && typeof a.value === 'object')) throw new PlanNotSupported('"in" a field cannot be applied to a list unless the field is a list or map and the value a scalar.');
+      if (col.pgType !== 'jsonb') return NEVER; // `in` a string, number, boolean or null: no overload, an error
+      if (a.value !== null && typeof a.value === 'object') throw new PlanNotSupported('"in" a field cannot be applied to a list unless the value is a scalar.');
       const c = sql(col);
       const inList = `${c} @> ${this.bind(JSON.stringify([a.value]), 'jsonb')}`;
-      const inMap = typeof a.value === 'string' ? `jsonb_exists(${c}, ${this.bind(a.value, 'text')})` : 'FALSE';
+      // A record's map has string keys; the engine's checks look a key up as a property name
+      // (cel-js: `1 in {"1": 0}` and `null in {"null": 0}` hold), so a scalar is found under String(value).
+      const inMap = `jsonb_exists(${c}, ${this.bind(String(a.value), 'text')})`;
       // (NULL-free: a NULL field is null in its record, and `x in null` an error)
       const t = `(${c} IS NOT NULL AND ((jsonb_typeof(${c}) = 'array' AND ${inList}) OR (jsonb_typeof(${c}) = 'object' AND ${inMap})))`;
       return { t, f: `(${c} IS NOT NULL AND jsonb_typeof(${c}) IN ('array', 'object') AND NOT ${t})` };
