@@ -224,7 +224,7 @@ const LITERALS: Record<string, unknown[]> = {
   int: [0, 1, -1, 2, 3, 5, -7, 42, 1000000],
   num: [1.5, -2.5, 3, 0, 0.1, 0.30000000000000004, 1e-9, -1e300, 2.5e10],
   bool: [true, false],
-  date: [...DATES, '2024-1-15', '2024-01-15T00:00:00Z'],
+  date: [...DATES, '2024-1-15', '2024-01-15T00:00:00Z', '2024-02-30', '2023-02-29', '0000-01-01', '2024-13-01'],
   arr: ARRAYS,
   obj: OBJECTS,
   null: [null],
@@ -676,76 +676,84 @@ test('the rows a plan admits are exactly the rows checks allow (ids, count, sum)
   const rng = new Rng(SEED);
   const em = orm.em.fork();
   const stats = { cases: 0, compared: 0, refused: 0, alwaysTrue: 0, alwaysFalse: 0, conditional: 0, someAllowed: 0, someDenied: 0, mixed: 0, rowsChecked: 0 };
-  for (let ti = 0; ti < TABLES; ti++) {
+  let failed = false;
+  for (let ti = 0; ti < TABLES && !failed; ti++) {
     const table = await createTable(em, schemaName, rng, ti, ROWS);
-    for (let pi = 0; pi < POLICY_SETS_PER_TABLE; pi++) {
-      const gen = new Gen(rng, table);
-      const docs = gen.policies();
-      try {
-        compilePolicies(docs);
-      } catch (err) {
-        t.fail(`seed ${SEED}: generated policies do not compile: ${String(err)}\n${JSON.stringify(docs, null, 1)}`);
-        return;
-      }
-      for (let qi = 0; qi < PRINCIPALS_PER_SET; qi++) {
-        const principal = gen.principal();
-        for (const action of rng.some(ACTIONS, 0.3, ACTIONS_PER_PRINCIPAL).slice(0, ACTIONS_PER_PRINCIPAL)) {
-          const c: Case = { table, docs, principal, action, scope: rng.chance(0.8) ? SCOPE : '' };
-          stats.cases++;
-          const set = compilePolicies(docs);
-          const formula = set.formula(principal, { kind: KIND, scope: c.scope }, action);
-          let frag;
-          try {
-            frag = planSql(formula, { columns: columnsOf(table.schema, 't'), pk: primaryKeyOf(table.schema) });
-          } catch (err) {
-            if (!(err instanceof PlanNotSupported)) throw err;
-            if (!gen.refusable) {
-              t.fail(`seed ${SEED}: PlanNotSupported for shapes that are supported: ${err.message}\nformula ${JSON.stringify(formula)}\n${JSON.stringify({ docs, principal, action, scope: c.scope }, null, 1)}`);
-              return;
+    // the session's DateStyle must not matter (a record's dates are ISO whatever it is)
+    const dateStyle = rng.pick(['ISO, MDY', 'SQL, DMY', 'German', 'Postgres, MDY']);
+    failed = await orm.em.fork().transactional(async (em) => {
+      await em.execute(`SET LOCAL datestyle = '${dateStyle}'`);
+      for (let pi = 0; pi < POLICY_SETS_PER_TABLE; pi++) {
+        const gen = new Gen(rng, table);
+        const docs = gen.policies();
+        try {
+          compilePolicies(docs);
+        } catch (err) {
+          t.fail(`seed ${SEED}: generated policies do not compile: ${String(err)}\n${JSON.stringify(docs, null, 1)}`);
+          return true;
+        }
+        for (let qi = 0; qi < PRINCIPALS_PER_SET; qi++) {
+          const principal = gen.principal();
+          for (const action of rng.some(ACTIONS, 0.3, ACTIONS_PER_PRINCIPAL).slice(0, ACTIONS_PER_PRINCIPAL)) {
+            const c: Case = { table, docs, principal, action, scope: rng.chance(0.8) ? SCOPE : '' };
+            stats.cases++;
+            const set = compilePolicies(docs);
+            const formula = set.formula(principal, { kind: KIND, scope: c.scope }, action);
+            let frag;
+            try {
+              frag = planSql(formula, { columns: columnsOf(table.schema, 't'), pk: primaryKeyOf(table.schema) });
+            } catch (err) {
+              if (!(err instanceof PlanNotSupported)) throw err;
+              if (!gen.refusable) {
+                t.fail(`seed ${SEED}: PlanNotSupported for shapes that are supported: ${err.message}\nformula ${JSON.stringify(formula)}\n${JSON.stringify({ docs, principal, action, scope: c.scope }, null, 1)}`);
+                return true;
+              }
+              stats.refused++;
+              if (process.env.POLICY_PROPERTY_DEBUG) console.log('REFUSED', err.message);
+              continue;
             }
-            stats.refused++;
-            if (process.env.POLICY_PROPERTY_DEBUG) console.log('REFUSED', err.message);
-            continue;
+            stats.compared++;
+            if (formula === true) stats.alwaysTrue++;
+            else if (formula === false) stats.alwaysFalse++;
+            else stats.conditional++;
+            const expected = allowedIds(c);
+            stats.rowsChecked += table.records.length;
+            const admitted = await rows<{ id: string }>(em, `SELECT ${pkText(table)} AS id FROM ${from(table)} WHERE ${frag.sql}`, frag.params);
+            const got = new Set(admitted.map((x) => x.id));
+            if (expected.size) stats.someAllowed++;
+            if (expected.size < table.records.length) stats.someDenied++;
+            if (expected.size && expected.size < table.records.length) stats.mixed++;
+            const wrong = table.records.filter((rec) => expected.has(idOf(table, rec)) !== got.has(idOf(table, rec)));
+            if (wrong.length || got.size !== admitted.length) {
+              const small = await shrink(em, c, wrong[0]);
+              t.fail(
+                [
+                  `seed ${SEED} (replay: POLICY_PROPERTY_SEED=${SEED}): ${wrong.length} of ${table.records.length} rows disagree (table ${table.name}, case ${stats.cases}).`,
+                  `Shrunk case: check ${small.verdict.check ? 'ALLOW' : 'DENY'}, SQL ${small.verdict.sql ? 'admits' : 'excludes'}`,
+                  `row: ${JSON.stringify(wrong[0])}`,
+                  `action: ${action}, resource scope: ${JSON.stringify(c.scope)}, DateStyle: ${dateStyle}`,
+                  `principal: ${JSON.stringify(small.c.principal)}`,
+                  `policies: ${JSON.stringify(small.c.docs, null, 1)}`,
+                  `formula: ${JSON.stringify(compilePolicies(small.c.docs).formula(small.c.principal, { kind: KIND, scope: c.scope }, action))}`,
+                  `sql: ${fragmentOf(small.c).sql}  params: ${JSON.stringify(fragmentOf(small.c).params)}`,
+                  `schema: ${JSON.stringify(table.schema.fields.map((f) => `${f.name}:${f.type}${f.format ? `/${f.format}` : ''}`))}`,
+                ].join('\n'),
+              );
+              return true;
+            }
+            // the count and an aggregate, as the list's total and `_aggregate` would compute them
+            const [agg] = await rows<{ n: number; s: string | null }>(em, `SELECT count(*)::int AS n, sum(t."i")::text AS s FROM ${from(table)} WHERE ${frag.sql}`, frag.params);
+            const allowedRecords = table.records.filter((rec) => expected.has(idOf(table, rec)));
+            const ints = allowedRecords.map((rec) => rec.i).filter((v): v is number => typeof v === 'number');
+            t.is(agg.n, expected.size, `seed ${SEED}: count, case ${stats.cases}`);
+            t.is(agg.s, ints.length ? String(ints.reduce((a, b) => a + BigInt(b), 0n)) : null, `seed ${SEED}: sum of i, case ${stats.cases}`);
           }
-          stats.compared++;
-          if (formula === true) stats.alwaysTrue++;
-          else if (formula === false) stats.alwaysFalse++;
-          else stats.conditional++;
-          const expected = allowedIds(c);
-          stats.rowsChecked += table.records.length;
-          const admitted = await rows<{ id: string }>(em, `SELECT ${pkText(table)} AS id FROM ${from(table)} WHERE ${frag.sql}`, frag.params);
-          const got = new Set(admitted.map((x) => x.id));
-          if (expected.size) stats.someAllowed++;
-          if (expected.size < table.records.length) stats.someDenied++;
-          if (expected.size && expected.size < table.records.length) stats.mixed++;
-          const wrong = table.records.filter((rec) => expected.has(idOf(table, rec)) !== got.has(idOf(table, rec)));
-          if (wrong.length || got.size !== admitted.length) {
-            const small = await shrink(em, c, wrong[0]);
-            t.fail(
-              [
-                `seed ${SEED} (replay: POLICY_PROPERTY_SEED=${SEED}): ${wrong.length} of ${table.records.length} rows disagree (table ${table.name}, case ${stats.cases}).`,
-                `Shrunk case: check ${small.verdict.check ? 'ALLOW' : 'DENY'}, SQL ${small.verdict.sql ? 'admits' : 'excludes'}`,
-                `row: ${JSON.stringify(wrong[0])}`,
-                `action: ${action}, resource scope: ${JSON.stringify(c.scope)}`,
-                `principal: ${JSON.stringify(small.c.principal)}`,
-                `policies: ${JSON.stringify(small.c.docs, null, 1)}`,
-                `formula: ${JSON.stringify(compilePolicies(small.c.docs).formula(small.c.principal, { kind: KIND, scope: c.scope }, action))}`,
-                `sql: ${fragmentOf(small.c).sql}  params: ${JSON.stringify(fragmentOf(small.c).params)}`,
-                `schema: ${JSON.stringify(table.schema.fields.map((f) => `${f.name}:${f.type}${f.format ? `/${f.format}` : ''}`))}`,
-              ].join('\n'),
-            );
-            return;
-          }
-          // the count and an aggregate, as the list's total and `_aggregate` would compute them
-          const [agg] = await rows<{ n: number; s: string | null }>(em, `SELECT count(*)::int AS n, sum(t."i")::text AS s FROM ${from(table)} WHERE ${frag.sql}`, frag.params);
-          const allowedRecords = table.records.filter((rec) => expected.has(idOf(table, rec)));
-          const ints = allowedRecords.map((rec) => rec.i).filter((v): v is number => typeof v === 'number');
-          t.is(agg.n, expected.size, `seed ${SEED}: count, case ${stats.cases}`);
-          t.is(agg.s, ints.length ? String(ints.reduce((a, b) => a + BigInt(b), 0n)) : null, `seed ${SEED}: sum of i, case ${stats.cases}`);
         }
       }
-    }
+      return false;
+    });
   }
+  if (failed) return;
   t.log(JSON.stringify(stats));
   // the cases are meaningful: most are compared, many conditional, with rows on both sides
   t.true(stats.compared >= stats.cases * 0.85, JSON.stringify(stats));

@@ -25,13 +25,21 @@ export interface PlanColumns {
 
 const ATTR = 'request.resource.attr.';
 const UUID_LOWER = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const ISO_DATE = /^\d{4}-\d{2}-\d{2}$/;
+const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+/** A date a record can show, exactly (Date.parse takes 2024-02-30; PostgreSQL has no year 0). */
+function isoDate(s: string): boolean {
+  const m = ISO_DATE.exec(s);
+  if (!m) return false;
+  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  const leap = (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0;
+  return y >= 1 && mo >= 1 && mo <= 12 && d >= 1 && d <= [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][mo - 1];
+}
 const NUMBER_TYPES = new Set(['bigint', 'integer', 'double precision']);
 /** Column types whose API value is a string, and the SQL giving exactly that string. */
 const TEXT_OF: Record<string, (c: string) => string> = {
   text: (c) => c,
   uuid: (c) => `${c}::text`,
-  date: (c) => `${c}::text`,
+  date: (c) => `to_char(${c}, 'YYYY-MM-DD')`, // (`::text` follows the session's DateStyle; a record's date is ISO)
   timestamptz: (c) => `to_char(${c} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`,
 };
 /**
@@ -173,7 +181,7 @@ class Compiler {
     if (!text) throw new PlanNotSupported(`Comparing a ${col.pgType} field cannot be applied to a list.`);
     if (typeof value !== 'string') return null;
     if (col.pgType === 'uuid') return UUID_LOWER.test(value) ? `${c} = ${this.bind(value, 'uuid')}` : 'FALSE';
-    if (col.pgType === 'date') return ISO_DATE.test(value) && !Number.isNaN(Date.parse(value)) ? `${c} = ${this.bind(value, 'date')}` : 'FALSE';
+    if (col.pgType === 'date') return isoDate(value) ? `${c} = ${this.bind(value, 'date')}` : 'FALSE'; // (no record shows another string)
     return `${text(c)} = ${this.bind(value, 'text')}`;
   }
 
