@@ -140,6 +140,8 @@ class Compiler {
       const key = this.t.columns.get(this.t.pk[0])!;
       const text = TEXT_OF[key.pgType];
       if (text) return { ...key, pgType: 'text', sql: text(sql(key)) };
+      // Integers and booleans print as String() does; a double's text is not JavaScript's (1e15, 1e-7, INF).
+      if (!['bigint', 'integer', 'boolean'].includes(key.pgType)) throw new PlanNotSupported(`request.resource.id of a ${key.pgType} key cannot be applied to a list.`);
       return { ...key, pgType: 'text', sql: `(${sql(key)})::text` };
     }
     if (!variable.startsWith(ATTR)) throw new PlanNotSupported(`"${variable}" cannot be applied to a list.`);
