@@ -224,13 +224,13 @@ function lit(v: unknown, double = false): string {
 }
 
 const LITERALS: Record<string, unknown[]> = {
-  text: [...TEXTS, 'a', 'b', 'é'],
+  text: [...TEXTS, 'a', 'b', 'é', 'a\u0000', 'ab\u0000c', '\u0000'],
   uuid: [...UUIDS, UUIDS[1].toUpperCase()],
   int: [0, 1, -1, 2, 3, 5, -7, 42, 1000000],
   num: [1.5, -2.5, 3, 0, 0.1, 0.30000000000000004, 1e-9, -1e300, 2.5e10],
   bool: [true, false],
   date: [...DATES, '2024-1-15', '2024-01-15T00:00:00Z', '2024-02-30', '2023-02-29', '0000-01-01', '2024-13-01'],
-  arr: ARRAYS,
+  arr: [...ARRAYS, ['a\u0000']],
   obj: OBJECTS,
   null: [null],
 };
@@ -335,14 +335,14 @@ class Gen {
     if (x < 52) {
       // value in a list (or map) field
       const f = r.chance(0.75) ? r.pick(['tags', 'tags', 'o']) : r.pick(ATTR_NAMES);
-      const v = r.chance(0.8) ? lit(r.pick([...TEXTS.slice(0, 12), 'x', 'alice', 1, 1.5, 3, true, null, '', '1', 'null']), r.chance(0.3)) : this.known('text', scope);
+      const v = r.chance(0.8) ? lit(r.pick([...TEXTS.slice(0, 12), 'x', 'alice', 1, 1.5, 3, true, null, '', '1', 'null', 'a\u0000']), r.chance(0.3)) : this.known('text', scope);
       if (v.startsWith('[') || v.startsWith('{') || v.startsWith('C.') || v.startsWith('V.') || v.startsWith('P.')) this.refusable = true;
       return `${v} in R.attr.${f}`;
     }
     if (x < 62) {
       const a = r.chance(0.7) ? `R.attr.${r.pick(['s', 's2', 's', 'u', 'd'])}` : this.attr();
       if (this.isJsonb(a)) this.refusable = true;
-      const arg = r.chance(0.8) ? lit(r.pick(['', 'a', 'b', 'ab', 'é', '😀', '1', '3', 'INF', 'N', '-', '2024', 'A', 'abc'])) : r.pick(['P.attr.prefix', 'P.id', 'P.attr.dept']);
+      const arg = r.chance(0.8) ? lit(r.pick(['', 'a', 'b', 'ab', 'é', '😀', '1', '3', 'INF', 'N', '-', '2024', 'A', 'abc', 'a\u0000'])) : r.pick(['P.attr.prefix', 'P.id', 'P.attr.dept']);
       return `${a}.${r.pick(['startsWith', 'endsWith', 'contains'])}(${arg})`;
     }
     if (x < 67) return `has(R.attr.${r.pick(ATTR_NAMES)})`;
@@ -534,7 +534,7 @@ class Gen {
   principal(): Principal {
     const r = this.rng;
     const attr: Record<string, unknown> = {};
-    if (r.chance(0.85)) attr.dept = r.pick(['sales', 'a', '3', 3, null, '', 'é']);
+    if (r.chance(0.85)) attr.dept = r.pick(['sales', 'a', '3', 3, null, '', 'é', 'a\u0000']);
     if (r.chance(0.85)) attr.level = r.pick([1, 2.5, 3, -1, 0, '3', null]);
     if (r.chance(0.7)) attr.uid = r.pick([...UUIDS, UUIDS[0].toUpperCase()]);
     if (r.chance(0.7)) attr.prefix = r.pick(['a', '', 'é', '1', 'A']);

@@ -170,6 +170,7 @@ class Compiler {
   /** `column = value` for a non-null column, or null when the types never compare equal. */
   private sameAs(col: ColumnInfo, value: unknown): string | null {
     const c = sql(col);
+    if (hasNul(value)) return 'FALSE'; // a record has no NUL character (PostgreSQL's text and jsonb cannot hold one)
     if (col.pgType === 'jsonb') return `${c} = ${this.bind(JSON.stringify(value), 'jsonb')}`;
     if (NUMBER_TYPES.has(col.pgType)) {
       if (col.pgType === 'double precision' && typeof value === 'string') return `COALESCE(${specialText(c)} = ${this.bind(value, 'text')}, FALSE)`;
@@ -191,20 +192,26 @@ class Compiler {
   private ordered(op: 'lt' | 'le' | 'gt' | 'ge', a: PlanOperand, b: PlanOperand): Cond {
     const { col, value, flipped } = this.sides(a, b);
     if (col === 'absent') return NEVER;
-    const sqlOp = { lt: '<', le: '<=', gt: '>', ge: '>=' }[flipped ? ({ lt: 'gt', le: 'ge', gt: 'lt', ge: 'le' } as const)[op] : op];
+    let sqlOp = { lt: '<', le: '<=', gt: '>', ge: '>=' }[flipped ? ({ lt: 'gt', le: 'ge', gt: 'lt', ge: 'le' } as const)[op] : op];
     const c = sql(col);
     let expr: string;
     let guard = `${c} IS NOT NULL`;
+    let bound = value;
+    if (typeof value === 'string' && value.includes('\0')) {
+      // A record's string has no NUL: below `p\0…` exactly when at most `p`, above it when above `p`.
+      bound = value.slice(0, value.indexOf('\0'));
+      sqlOp = sqlOp === '<' ? '<=' : sqlOp === '>=' ? '>' : sqlOp;
+    }
     if (NUMBER_TYPES.has(col.pgType) && typeof value === 'number') {
       expr = `${c}::double precision ${sqlOp} ${this.bind(value, 'double precision')}`;
       if (col.pgType === 'double precision') guard += ` AND ${finite(c)}`; // NaN and INF are strings in a record
     } else if (col.pgType === 'double precision' && typeof value === 'string') {
       guard = `${specialText(c)} IS NOT NULL`;
-      expr = `${specialText(c)} COLLATE "C" ${sqlOp} ${this.bind(value, 'text')}`;
+      expr = `${specialText(c)} COLLATE "C" ${sqlOp} ${this.bind(bound, 'text')}`;
     } else if (col.pgType === 'boolean' && typeof value === 'boolean') {
       expr = `${c} ${sqlOp} ${this.bind(value, 'boolean')}`;
     } else if (TEXT_OF[col.pgType] && typeof value === 'string') {
-      expr = `${TEXT_OF[col.pgType](c)} COLLATE "C" ${sqlOp} ${this.bind(value, 'text')}`;
+      expr = `${TEXT_OF[col.pgType](c)} COLLATE "C" ${sqlOp} ${this.bind(bound, 'text')}`;
     } else if (col.pgType === 'jsonb' || !(NUMBER_TYPES.has(col.pgType) || col.pgType === 'boolean' || TEXT_OF[col.pgType])) {
       throw new PlanNotSupported(`Ordering a ${col.pgType} field cannot be applied to a list.`);
     } else return NEVER; // no overload: an error
@@ -225,6 +232,7 @@ class Compiler {
       if (col.pgType !== 'jsonb') return NEVER; // `in` a string, number, boolean or null: no overload, an error
       if (a.value !== null && typeof a.value === 'object') throw new PlanNotSupported('"in" a field cannot be applied to a list unless the value is a scalar.');
       const c = sql(col);
+      if (hasNul(a.value)) return { t: 'FALSE', f: `(${c} IS NOT NULL AND jsonb_typeof(${c}) IN ('array', 'object'))` }; // (no NUL in a record)
       const inList = `${c} @> ${this.bind(JSON.stringify([a.value]), 'jsonb')}`;
       // A record's map has string keys; the engine's checks look a key up as a property name
       // (cel-js: `1 in {"1": 0}` and `null in {"null": 0}` hold), so a scalar is found under String(value).
@@ -243,6 +251,7 @@ class Compiler {
     const text = col.pgType === 'double precision' ? specialText : TEXT_OF[col.pgType];
     if (!text) return col.pgType === 'jsonb' ? this.fail(op, col) : NEVER; // numbers and booleans have no such method
     const c = text(sql(col));
+    if (b.value.includes('\0')) return { t: 'FALSE', f: `(${c} IS NOT NULL)` }; // (no NUL in a record)
     const v = this.bind(b.value, 'text');
     // (each placeholder is one value: the suffix's length, in code points as PostgreSQL counts them, is written in)
     const expr = op === 'startsWith' ? `starts_with(${c}, ${v})` : op === 'endsWith' ? `right(${c}, ${[...b.value].length}) = ${v}` : `strpos(${c}, ${v}) > 0`;
@@ -258,6 +267,13 @@ class Compiler {
     if (!('variable' in o)) throw new PlanNotSupported('"has" of a computed value cannot be applied to a list.');
     return this.column(o.variable) === 'absent' ? { t: 'FALSE', f: 'TRUE' } : { t: 'TRUE', f: 'FALSE' };
   }
+}
+
+function hasNul(v: unknown): boolean {
+  if (typeof v === 'string') return v.includes('\0');
+  if (Array.isArray(v)) return v.some(hasNul);
+  if (v && typeof v === 'object') return Object.entries(v).some(([k, x]) => k.includes('\0') || hasNul(x));
+  return false;
 }
 
 const isError = (o: PlanOperand): boolean => 'expression' in o && o.expression.operator === 'error';
