@@ -130,9 +130,13 @@ function genValue(rng: Rng, kind: Kind): unknown {
   }
 }
 
+/** Integers beyond 2^53 (a record shows them rounded to a double), only in `i2`: `i` is summed exactly. */
+const HUGE_INTS = ['9007199254740993', '-9223372036854775808', '9223372036854775807', '18014398509481985'];
+
 /** A value bound for `?::type` (jsonb as its text; NaN/±Infinity as PostgreSQL spells them). */
 function bindable(kind: Kind, v: unknown): unknown {
   if (v === null) return null;
+  if (typeof v === 'string' && (kind === 'int' || kind === 'num')) return v;
   if (kind === 'arr' || kind === 'obj') return JSON.stringify(v);
   if (kind === 'num' && !Number.isFinite(v as number)) return String(v);
   return v;
@@ -184,7 +188,8 @@ async function createTable(em: EntityManager, schemaName: string, rng: Rng, inde
   for (let r = 0; r < rowCount; r++) {
     const cells = columns.map((c) => {
       const kind = kinds.get(c)!;
-      params.push(c === pk ? keyValue() : bindable(kind, genValue(rng, kind)));
+      const v = c === 'i2' && rng.chance(0.15) ? rng.pick(HUGE_INTS) : c === 'n' && rng.chance(0.05) ? '-0' : genValue(rng, kind);
+      params.push(c === pk ? keyValue() : bindable(kind, v));
       return `?::${PG[kind]}`;
     });
     tuples.push(`(${cells.join(', ')})`);
@@ -226,7 +231,7 @@ function lit(v: unknown, double = false): string {
 const LITERALS: Record<string, unknown[]> = {
   text: [...TEXTS, 'a', 'b', 'é', 'a\u0000', 'ab\u0000c', '\u0000'],
   uuid: [...UUIDS, UUIDS[1].toUpperCase()],
-  int: [0, 1, -1, 2, 3, 5, -7, 42, 1000000],
+  int: [0, 1, -1, 2, 3, 5, -7, 42, 1000000, 9007199254740991, -9007199254740991, 9007199254740992],
   num: [1.5, -2.5, 3, 0, 0.1, 0.30000000000000004, 1e-9, -1e300, 2.5e10],
   bool: [true, false],
   date: [...DATES, '2024-1-15', '2024-01-15T00:00:00Z', '2024-02-30', '2023-02-29', '0000-01-01', '2024-13-01'],
@@ -259,8 +264,14 @@ class Gen {
   /** A literal of the attribute's own kind (mostly) or of another. */
   literal(kind: Kind | undefined): string {
     const r = this.rng;
+    // CEL ints a double cannot hold exactly: a plan carries them rounded, so they may be refused
+    if (kind === 'int' && r.chance(0.05)) {
+      this.refusable = true;
+      return r.pick(['9007199254740993', '-9007199254740993', '9223372036854775807', '18014398509481985']);
+    }
     const k = kind && r.chance(0.75) ? kind : r.pick(Object.keys(LITERALS));
     const v = r.pick(LITERALS[k]);
+    if (JSON.stringify(v)?.match(/\d{16}|e\+/)) this.refusable = true; // (the same for integral numbers beyond 2^53)
     return lit(v, typeof v === 'number' && r.chance(0.4));
   }
 
@@ -798,9 +809,30 @@ test('shapes without an exact SQL reading are refused', (t) => {
     'R.attr.tags.startsWith("a")',
     '["a"] in R.attr.tags',
     'R.attr.o.a == 1',
+    'R.attr.i == 9223372036854775807',
+    'R.attr.i <= 9007199254740993',
+    'R.attr.tags == [18014398509481985]',
   ]) {
     const set = compilePolicies([{ resourcePolicy: { resource: KIND, version: 'default', rules: [{ actions: ['read'], effect: 'EFFECT_ALLOW', roles: ['member'], condition: { match: { expr } } }] } }]);
     const formula = set.formula({ id: 'alice', roles: ['member'] }, { kind: KIND }, 'read');
     t.throws(() => planSql(formula, { columns, pk: primaryKeyOf(schema) }), { instanceOf: PlanNotSupported }, expr);
   }
+});
+
+// Known disagreement, in the engine (not in policy-sql.ts): cel-js orders strings by UTF-16 code
+// units (JavaScript's `<`), CEL and Cerbos by code points, as PostgreSQL's "C" collation does. They
+// differ between a character above U+FFFF and one in U+E000–U+FFFF, which the property's strings
+// therefore leave out. When the engine orders by code points this test passes: drop `.failing` then.
+test.failing('strings order by code points, as CEL and Cerbos do (engine: cel-js orders by UTF-16 units)', async (t) => {
+  const em = orm.em.fork();
+  const schema: TableSchema = { fields: [{ name: 'code', type: 'string' }, { name: 's', type: 'string' }], primaryKey: ['code'] } as TableSchema;
+  for (const stmt of createTableDdl(schema, { schema: schemaName, table: 'utf16', provider: 'flat_table' })) await em.execute(stmt);
+  await em.execute(`INSERT INTO "${schemaName}"."utf16" (code, s) VALUES ('emoji', ?), ('replacement', ?)`, ['😀', '\uFFFD']);
+  const docs: PolicyDocument[] = [{ resourcePolicy: { resource: KIND, version: 'default', rules: [{ actions: ['read'], effect: 'EFFECT_ALLOW', roles: ['member'], condition: { match: { expr: 'R.attr.s > "\\uFFFD"' } } }] } }];
+  const principal: Principal = { id: 'alice', roles: ['member'] };
+  const frag = planSql(compilePolicies(docs).formula(principal, { kind: KIND }, 'read'), { columns: columnsOf(schema, 't'), pk: ['code'] });
+  const admitted = (await rows<{ code: string }>(em, `SELECT t.code FROM "${schemaName}"."utf16" t WHERE ${frag.sql}`, frag.params)).map((r) => r.code);
+  const checks = compilePolicies(docs).check({ principal, resources: [{ resource: { kind: KIND, id: 'emoji', attr: { code: 'emoji', s: '😀' } }, actions: ['read'] }] });
+  t.deepEqual(admitted, ['emoji']); // U+1F600 > U+FFFD
+  t.is(checks.results[0].actions.read, 'EFFECT_ALLOW'); // fails today: cel-js compares "\uD83D\uDE00" < "\uFFFD"
 });

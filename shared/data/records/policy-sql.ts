@@ -171,6 +171,7 @@ class Compiler {
   private sameAs(col: ColumnInfo, value: unknown): string | null {
     const c = sql(col);
     if (hasNul(value)) return 'FALSE'; // a record has no NUL character (PostgreSQL's text and jsonb cannot hold one)
+    if ((col.pgType === 'jsonb' || NUMBER_TYPES.has(col.pgType)) && roundedInt(value)) throw ROUNDED_INT();
     if (col.pgType === 'jsonb') return `${c} = ${this.bind(JSON.stringify(value), 'jsonb')}`;
     if (NUMBER_TYPES.has(col.pgType)) {
       if (col.pgType === 'double precision' && typeof value === 'string') return `COALESCE(${specialText(c)} = ${this.bind(value, 'text')}, FALSE)`;
@@ -203,6 +204,7 @@ class Compiler {
       sqlOp = sqlOp === '<' ? '<=' : sqlOp === '>=' ? '>' : sqlOp;
     }
     if (NUMBER_TYPES.has(col.pgType) && typeof value === 'number') {
+      if (roundedInt(value)) throw ROUNDED_INT();
       expr = `${c}::double precision ${sqlOp} ${this.bind(value, 'double precision')}`;
       if (col.pgType === 'double precision') guard += ` AND ${finite(c)}`; // NaN and INF are strings in a record
     } else if (col.pgType === 'double precision' && typeof value === 'string') {
@@ -231,6 +233,7 @@ class Compiler {
       if (col === 'absent') return NEVER;
       if (col.pgType !== 'jsonb') return NEVER; // `in` a string, number, boolean or null: no overload, an error
       if (a.value !== null && typeof a.value === 'object') throw new PlanNotSupported('"in" a field cannot be applied to a list unless the value is a scalar.');
+      if (roundedInt(a.value)) throw ROUNDED_INT();
       const c = sql(col);
       if (hasNul(a.value)) return { t: 'FALSE', f: `(${c} IS NOT NULL AND jsonb_typeof(${c}) IN ('array', 'object'))` }; // (no NUL in a record)
       const inList = `${c} @> ${this.bind(JSON.stringify([a.value]), 'jsonb')}`;
@@ -268,6 +271,18 @@ class Compiler {
     return this.column(o.variable) === 'absent' ? { t: 'FALSE', f: 'TRUE' } : { t: 'TRUE', f: 'FALSE' };
   }
 }
+
+/**
+ * A plan carries CEL's ints as JSON numbers: beyond 2^53 one may be an int rounded (9223372036854775807
+ * reads 2^63), which CEL compares exactly with a record's double and SQL cannot; such a number is refused.
+ */
+function roundedInt(v: unknown): boolean {
+  if (typeof v === 'number') return Number.isInteger(v) && Math.abs(v) >= 2 ** 53;
+  if (Array.isArray(v)) return v.some(roundedInt);
+  if (v && typeof v === 'object') return Object.values(v).some(roundedInt);
+  return false;
+}
+const ROUNDED_INT = (): PlanNotSupported => new PlanNotSupported('A number beyond 2^53 compared with a field cannot be applied to a list (it may stand for a CEL int a double cannot hold).');
 
 function hasNul(v: unknown): boolean {
   if (typeof v === 'string') return v.includes('\0');
