@@ -5,10 +5,11 @@
 // the action on that record allows".
 //
 // A row's attributes are its record as the API shows it (every field present; NULL as null;
-// numbers are CEL doubles; dates, times and UUIDs are strings). Each atom is compiled into two
-// NULL-free conditions, T ("evaluates to exactly true") and F ("exactly false"); a CEL error (an
-// absent key, no overload: `null < 3`, `"a" < 1`) is neither. Shapes that have no exact SQL
-// reading are refused (PlanNotSupported), never approximated.
+// numbers are CEL doubles, NaN and ±Infinity the strings "NaN", "INF", "-INF"; dates, times and
+// UUIDs are strings; no string holds a NUL). Each atom is compiled into two NULL-free conditions,
+// T ("evaluates to exactly true") and F ("exactly false"); a CEL error (an absent key, no
+// overload: `null < 3`, `"a" < 1`) is neither. Shapes that have no exact SQL reading are refused
+// (PlanNotSupported), never approximated.
 import { quoteIdent } from '../../db/sql.ts';
 import type { AtomMode, Formula } from '../../policies/plan.ts';
 import type { PlanOperand } from '../../policies/model.ts';
@@ -97,9 +98,9 @@ class Compiler {
     }
     const { operator, operands } = o.expression;
     if (operator === 'error') return NEVER;
-    // Every operator below `and`/`or`/`not` is strict: an operand that is an error (a principal's
-    // absent attribute, a failing variable) makes the atom an error, whatever the row.
-    if (operator !== 'and' && operator !== 'or' && operator !== 'not' && operands.some(isError)) return NEVER;
+    // These are strict: an operand that is an error (a principal's absent attribute, a failing
+    // variable) makes the atom an error, whatever the row. (`and`/`or` absorb one: T and F do it.)
+    if (STRICT.has(operator) && operands.some(isError)) return NEVER;
     switch (operator) {
       case 'and':
       case 'or': {
@@ -171,7 +172,7 @@ class Compiler {
   private sameAs(col: ColumnInfo, value: unknown): string | null {
     const c = sql(col);
     if (hasNul(value)) return 'FALSE'; // a record has no NUL character (PostgreSQL's text and jsonb cannot hold one)
-    if ((col.pgType === 'jsonb' || NUMBER_TYPES.has(col.pgType)) && roundedInt(value)) throw ROUNDED_INT();
+    if (typeof value === 'number' ? NUMBER_TYPES.has(col.pgType) && roundedInt(value) : col.pgType === 'jsonb' && roundedInt(value)) throw ROUNDED_INT();
     if (col.pgType === 'jsonb') return `${c} = ${this.bind(JSON.stringify(value), 'jsonb')}`;
     if (NUMBER_TYPES.has(col.pgType)) {
       if (col.pgType === 'double precision' && typeof value === 'string') return `COALESCE(${specialText(c)} = ${this.bind(value, 'text')}, FALSE)`;
@@ -291,6 +292,7 @@ function hasNul(v: unknown): boolean {
   return false;
 }
 
+const STRICT = new Set(['eq', 'ne', 'lt', 'le', 'gt', 'ge', 'in', 'startsWith', 'endsWith', 'contains']);
 const isError = (o: PlanOperand): boolean => 'expression' in o && o.expression.operator === 'error';
 
 const sql = (col: ColumnInfo): string => col.sql ?? quoteIdent(col.column);
