@@ -90,6 +90,36 @@ function evalText(text: string, activation: Record<string, unknown>): Residual {
   }
 }
 
+/**
+ * The source text of a node. cel-js's spans leave out grouping parentheses at their edges (a
+ * binary node spans its left operand's start to its right operand's end, a unary one ends where
+ * its operand ends: `!(x)` spans `!(x`), so the unmatched ones are added back.
+ */
+function nodeText(source: string, node: CelNode): string {
+  let open = 0;
+  let close = 0;
+  for (let i = node.start; i < node.end; i++) {
+    const ch = source[i];
+    if (ch === '"' || ch === "'") {
+      const raw = /[rR]/.test(source[i - 1] ?? '') || (/[rR]/.test(source[i - 2] ?? '') && /[bB]/.test(source[i - 1]));
+      const quote = source.startsWith(ch.repeat(3), i) ? ch.repeat(3) : ch;
+      for (i += quote.length; i < node.end && !source.startsWith(quote, i); i += !raw && source[i] === '\\' ? 2 : 1);
+      i += quote.length - 1;
+    } else if (ch === '/' && source[i + 1] === '/') {
+      while (i < node.end && source[i] !== '\n') i++;
+    } else if (ch === '(') open++;
+    else if (ch === ')') {
+      if (open) open--;
+      else close++;
+    }
+  }
+  let start = node.start;
+  let end = node.end;
+  for (; close > 0; close--) start = source.lastIndexOf('(', start - 1);
+  for (; open > 0; open--) end = source.indexOf(')', end) + 1;
+  return source.slice(start, end);
+}
+
 /** A plain JSON value for a plan (CEL ints are bigint). */
 function plain(v: unknown): unknown {
   if (typeof v === 'bigint') return Number(v);
@@ -168,7 +198,7 @@ class Residualizer {
 
   /** The residual of a node: a value, an error, or an expression over the unknowns. */
   partial(node: CelNode, source: string, open: ReadonlySet<string>): Residual {
-    if (this.closed(node, open)) return evalText(source.slice(node.start, node.end), this.activation);
+    if (this.closed(node, open)) return evalText(nodeText(source, node), this.activation);
     const unknown = this.unknownPath(node);
     if (unknown) return { k: 'expr', e: { variable: unknown } };
     const v = this.variableRef(node);
@@ -227,7 +257,7 @@ class Residualizer {
   /** "The expression evaluates to exactly `want`", as a formula over the unknowns. */
   formula(node: CelNode, source: string, want: boolean): Formula {
     if (this.closed(node, new Set())) {
-      const r = evalText(source.slice(node.start, node.end), this.activation);
+      const r = evalText(nodeText(source, node), this.activation);
       return r.k === 'value' && r.v === want;
     }
     const v = this.variableRef(node);

@@ -5,10 +5,11 @@
 // the action on that record allows".
 //
 // A row's attributes are its record as the API shows it (every field present; NULL as null;
-// numbers are CEL doubles; dates, times and UUIDs are strings). Each atom is compiled into two
-// NULL-free conditions, T ("evaluates to exactly true") and F ("exactly false"); a CEL error (an
-// absent key, no overload: `null < 3`, `"a" < 1`) is neither. Shapes that have no exact SQL
-// reading are refused (PlanNotSupported), never approximated.
+// numbers are CEL doubles, NaN and ±Infinity the strings "NaN", "INF", "-INF"; dates, times and
+// UUIDs are strings; no string holds a NUL). Each atom is compiled into two NULL-free conditions,
+// T ("evaluates to exactly true") and F ("exactly false"); a CEL error (an absent key, no
+// overload: `null < 3`, `"a" < 1`) is neither. Shapes that have no exact SQL reading are refused
+// (PlanNotSupported), never approximated.
 import { quoteIdent } from '../../db/sql.ts';
 import type { AtomMode, Formula } from '../../policies/plan.ts';
 import type { PlanOperand } from '../../policies/model.ts';
@@ -25,15 +26,31 @@ export interface PlanColumns {
 
 const ATTR = 'request.resource.attr.';
 const UUID_LOWER = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-const ISO_DATE = /^\d{4}-\d{2}-\d{2}$/;
+const ISO_DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+/** A date a record can show, exactly (Date.parse takes 2024-02-30; PostgreSQL has no year 0). */
+function isoDate(s: string): boolean {
+  const m = ISO_DATE.exec(s);
+  if (!m) return false;
+  const [y, mo, d] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  const leap = (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0;
+  return y >= 1 && mo >= 1 && mo <= 12 && d >= 1 && d <= [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][mo - 1];
+}
 const NUMBER_TYPES = new Set(['bigint', 'integer', 'double precision']);
 /** Column types whose API value is a string, and the SQL giving exactly that string. */
 const TEXT_OF: Record<string, (c: string) => string> = {
   text: (c) => c,
   uuid: (c) => `${c}::text`,
-  date: (c) => `${c}::text`,
+  date: (c) => `to_char(${c}, 'YYYY-MM-DD')`, // (`::text` follows the session's DateStyle; a record's date is ISO)
   timestamptz: (c) => `to_char(${c} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`,
 };
+/**
+ * A number field's value is a JSON number when finite; NaN and ±Infinity have none, and a record
+ * shows them as the strings "NaN", "INF", "-INF" (field-types.ts fromStored): that string, NULL
+ * for a finite number.
+ */
+const specialText = (c: string): string => `(CASE WHEN ${c} = 'NaN' THEN 'NaN' WHEN ${c} = 'Infinity' THEN 'INF' WHEN ${c} = '-Infinity' THEN '-INF' END)`;
+/** A double that is a JSON number in its record (PostgreSQL sorts NaN above Infinity). */
+const finite = (c: string): string => `${c} > '-Infinity' AND ${c} < 'Infinity'`;
 
 type Cond = { t: string; f: string };
 const NEVER: Cond = { t: 'FALSE', f: 'FALSE' };
@@ -80,6 +97,10 @@ class Compiler {
       return { t: `(${sql(col)} IS TRUE)`, f: `(${sql(col)} IS FALSE)` };
     }
     const { operator, operands } = o.expression;
+    if (operator === 'error') return NEVER;
+    // These are strict: an operand that is an error (a principal's absent attribute, a failing
+    // variable) makes the atom an error, whatever the row. (`and`/`or` absorb one: T and F do it.)
+    if (STRICT.has(operator) && operands.some(isError)) return NEVER;
     switch (operator) {
       case 'and':
       case 'or': {
@@ -120,6 +141,8 @@ class Compiler {
       const key = this.t.columns.get(this.t.pk[0])!;
       const text = TEXT_OF[key.pgType];
       if (text) return { ...key, pgType: 'text', sql: text(sql(key)) };
+      // Integers and booleans print as String() does; a double's text is not JavaScript's (1e15, 1e-7, INF).
+      if (!['bigint', 'integer', 'boolean'].includes(key.pgType)) throw new PlanNotSupported(`request.resource.id of a ${key.pgType} key cannot be applied to a list.`);
       return { ...key, pgType: 'text', sql: `(${sql(key)})::text` };
     }
     if (!variable.startsWith(ATTR)) throw new PlanNotSupported(`"${variable}" cannot be applied to a list.`);
@@ -148,17 +171,22 @@ class Compiler {
   /** `column = value` for a non-null column, or null when the types never compare equal. */
   private sameAs(col: ColumnInfo, value: unknown): string | null {
     const c = sql(col);
+    if (hasNul(value)) return 'FALSE'; // a record has no NUL character (PostgreSQL's text and jsonb cannot hold one)
+    if (typeof value === 'number' ? NUMBER_TYPES.has(col.pgType) && roundedInt(value) : col.pgType === 'jsonb' && roundedInt(value)) throw ROUNDED_INT();
     if (col.pgType === 'jsonb') return `${c} = ${this.bind(JSON.stringify(value), 'jsonb')}`;
     if (NUMBER_TYPES.has(col.pgType)) {
+      if (col.pgType === 'double precision' && typeof value === 'string') return `COALESCE(${specialText(c)} = ${this.bind(value, 'text')}, FALSE)`;
       if (typeof value !== 'number') return null;
-      return col.pgType === 'double precision' || !Number.isInteger(value) ? `${c}::double precision = ${this.bind(value, 'double precision')}` : `${c} = ${this.bind(value, col.pgType)}`;
+      // A record shows an integer as a JSON number (a double): beyond 2^53 only the double comparison is
+      // exact (and -1e300 is no bigint); within, the integer one is the same and keeps indexes usable.
+      return col.pgType === 'double precision' || !Number.isSafeInteger(value) ? `${c}::double precision = ${this.bind(value, 'double precision')}` : `${c} = ${this.bind(value, col.pgType)}`;
     }
     if (col.pgType === 'boolean') return typeof value === 'boolean' ? `${c} = ${this.bind(value, 'boolean')}` : null;
     const text = TEXT_OF[col.pgType];
     if (!text) throw new PlanNotSupported(`Comparing a ${col.pgType} field cannot be applied to a list.`);
     if (typeof value !== 'string') return null;
     if (col.pgType === 'uuid') return UUID_LOWER.test(value) ? `${c} = ${this.bind(value, 'uuid')}` : 'FALSE';
-    if (col.pgType === 'date') return ISO_DATE.test(value) && !Number.isNaN(Date.parse(value)) ? `${c} = ${this.bind(value, 'date')}` : 'FALSE';
+    if (col.pgType === 'date') return isoDate(value) ? `${c} = ${this.bind(value, 'date')}` : 'FALSE'; // (no record shows another string)
     return `${text(c)} = ${this.bind(value, 'text')}`;
   }
 
@@ -166,17 +194,27 @@ class Compiler {
   private ordered(op: 'lt' | 'le' | 'gt' | 'ge', a: PlanOperand, b: PlanOperand): Cond {
     const { col, value, flipped } = this.sides(a, b);
     if (col === 'absent') return NEVER;
-    const sqlOp = { lt: '<', le: '<=', gt: '>', ge: '>=' }[flipped ? ({ lt: 'gt', le: 'ge', gt: 'lt', ge: 'le' } as const)[op] : op];
+    let sqlOp = { lt: '<', le: '<=', gt: '>', ge: '>=' }[flipped ? ({ lt: 'gt', le: 'ge', gt: 'lt', ge: 'le' } as const)[op] : op];
     const c = sql(col);
     let expr: string;
     let guard = `${c} IS NOT NULL`;
+    let bound = value;
+    if (typeof value === 'string' && value.includes('\0')) {
+      // A record's string has no NUL: below `p\0…` exactly when at most `p`, above it when above `p`.
+      bound = value.slice(0, value.indexOf('\0'));
+      sqlOp = sqlOp === '<' ? '<=' : sqlOp === '>=' ? '>' : sqlOp;
+    }
     if (NUMBER_TYPES.has(col.pgType) && typeof value === 'number') {
+      if (roundedInt(value)) throw ROUNDED_INT();
       expr = `${c}::double precision ${sqlOp} ${this.bind(value, 'double precision')}`;
-      if (col.pgType === 'double precision') guard += ` AND ${c} > '-Infinity' AND ${c} < 'Infinity'`; // INF is a string in a record
+      if (col.pgType === 'double precision') guard += ` AND ${finite(c)}`; // NaN and INF are strings in a record
+    } else if (col.pgType === 'double precision' && typeof value === 'string') {
+      guard = `${specialText(c)} IS NOT NULL`;
+      expr = `${specialText(c)} COLLATE "C" ${sqlOp} ${this.bind(bound, 'text')}`;
     } else if (col.pgType === 'boolean' && typeof value === 'boolean') {
       expr = `${c} ${sqlOp} ${this.bind(value, 'boolean')}`;
     } else if (TEXT_OF[col.pgType] && typeof value === 'string') {
-      expr = `${TEXT_OF[col.pgType](c)} COLLATE "C" ${sqlOp} ${this.bind(value, 'text')}`;
+      expr = `${TEXT_OF[col.pgType](c)} COLLATE "C" ${sqlOp} ${this.bind(bound, 'text')}`;
     } else if (col.pgType === 'jsonb' || !(NUMBER_TYPES.has(col.pgType) || col.pgType === 'boolean' || TEXT_OF[col.pgType])) {
       throw new PlanNotSupported(`Ordering a ${col.pgType} field cannot be applied to a list.`);
     } else return NEVER; // no overload: an error
@@ -186,6 +224,7 @@ class Compiler {
   /** `x in [values]` (equality with any) and `value in x` (a list or map field). */
   private membership(a: PlanOperand, b: PlanOperand): Cond {
     if ('variable' in a && 'value' in b && Array.isArray(b.value)) {
+      if (this.column(a.variable) === 'absent') return NEVER; // an error, even `in []`
       const parts = b.value.map((v) => this.equals(a, { value: v }));
       if (parts.length === 0) return { t: 'FALSE', f: 'TRUE' };
       return { t: `(${parts.map((p) => p.t).join(' OR ')})`, f: `(${parts.map((p) => p.f).join(' AND ')})` };
@@ -193,12 +232,18 @@ class Compiler {
     if ('value' in a && 'variable' in b) {
       const col = this.column(b.variable);
       if (col === 'absent') return NEVER;
-      if (col.pgType !== 'jsonb' || (a.value !== null && typeof a.value === 'object')) throw new PlanNotSupported('"in" a field cannot be applied to a list unless the field is a list or map and the value a scalar.');
+      if (col.pgType !== 'jsonb') return NEVER; // `in` a string, number, boolean or null: no overload, an error
+      if (a.value !== null && typeof a.value === 'object') throw new PlanNotSupported('"in" a field cannot be applied to a list unless the value is a scalar.');
+      if (roundedInt(a.value)) throw ROUNDED_INT();
       const c = sql(col);
+      if (hasNul(a.value)) return { t: 'FALSE', f: `(${c} IS NOT NULL AND jsonb_typeof(${c}) IN ('array', 'object'))` }; // (no NUL in a record)
       const inList = `${c} @> ${this.bind(JSON.stringify([a.value]), 'jsonb')}`;
-      const inMap = typeof a.value === 'string' ? `jsonb_exists(${c}, ${this.bind(a.value, 'text')})` : 'FALSE';
-      const t = `((jsonb_typeof(${c}) = 'array' AND ${inList}) OR (jsonb_typeof(${c}) = 'object' AND ${inMap}))`;
-      return { t, f: `(jsonb_typeof(${c}) IN ('array', 'object') AND NOT ${t})` };
+      // A record's map has string keys; the engine's checks look a key up as a property name
+      // (cel-js: `1 in {"1": 0}` and `null in {"null": 0}` hold), so a scalar is found under String(value).
+      const inMap = `jsonb_exists(${c}, ${this.bind(String(a.value), 'text')})`;
+      // (NULL-free: a NULL field is null in its record, and `x in null` an error)
+      const t = `(${c} IS NOT NULL AND ((jsonb_typeof(${c}) = 'array' AND ${inList}) OR (jsonb_typeof(${c}) = 'object' AND ${inMap})))`;
+      return { t, f: `(${c} IS NOT NULL AND jsonb_typeof(${c}) IN ('array', 'object') AND NOT ${t})` };
     }
     throw new PlanNotSupported('This "in" condition cannot be applied to a list.');
   }
@@ -207,11 +252,13 @@ class Compiler {
     if (!('variable' in a) || !('value' in b)) throw new PlanNotSupported(`"${op}" with a computed argument cannot be applied to a list.`);
     const col = this.column(a.variable);
     if (col === 'absent' || typeof b.value !== 'string') return NEVER;
-    const text = TEXT_OF[col.pgType];
+    const text = col.pgType === 'double precision' ? specialText : TEXT_OF[col.pgType];
     if (!text) return col.pgType === 'jsonb' ? this.fail(op, col) : NEVER; // numbers and booleans have no such method
     const c = text(sql(col));
+    if (b.value.includes('\0')) return { t: 'FALSE', f: `(${c} IS NOT NULL)` }; // (no NUL in a record)
     const v = this.bind(b.value, 'text');
-    const expr = op === 'startsWith' ? `starts_with(${c}, ${v})` : op === 'endsWith' ? `right(${c}, length(${v})) = ${v}` : `strpos(${c}, ${v}) > 0`;
+    // (each placeholder is one value: the suffix's length, in code points as PostgreSQL counts them, is written in)
+    const expr = op === 'startsWith' ? `starts_with(${c}, ${v})` : op === 'endsWith' ? `right(${c}, ${[...b.value].length}) = ${v}` : `strpos(${c}, ${v}) > 0`;
     return { t: `(${c} IS NOT NULL AND ${expr})`, f: `(${c} IS NOT NULL AND NOT ${expr})` };
   }
 
@@ -225,6 +272,28 @@ class Compiler {
     return this.column(o.variable) === 'absent' ? { t: 'FALSE', f: 'TRUE' } : { t: 'TRUE', f: 'FALSE' };
   }
 }
+
+/**
+ * A plan carries CEL's ints as JSON numbers: beyond 2^53 one may be an int rounded (9223372036854775807
+ * reads 2^63), which CEL compares exactly with a record's double and SQL cannot; such a number is refused.
+ */
+function roundedInt(v: unknown): boolean {
+  if (typeof v === 'number') return Number.isInteger(v) && Math.abs(v) >= 2 ** 53;
+  if (Array.isArray(v)) return v.some(roundedInt);
+  if (v && typeof v === 'object') return Object.values(v).some(roundedInt);
+  return false;
+}
+const ROUNDED_INT = (): PlanNotSupported => new PlanNotSupported('A number beyond 2^53 compared with a field cannot be applied to a list (it may stand for a CEL int a double cannot hold).');
+
+function hasNul(v: unknown): boolean {
+  if (typeof v === 'string') return v.includes('\0');
+  if (Array.isArray(v)) return v.some(hasNul);
+  if (v && typeof v === 'object') return Object.entries(v).some(([k, x]) => k.includes('\0') || hasNul(x));
+  return false;
+}
+
+const STRICT = new Set(['eq', 'ne', 'lt', 'le', 'gt', 'ge', 'in', 'startsWith', 'endsWith', 'contains']);
+const isError = (o: PlanOperand): boolean => 'expression' in o && o.expression.operator === 'error';
 
 const sql = (col: ColumnInfo): string => col.sql ?? quoteIdent(col.column);
 
