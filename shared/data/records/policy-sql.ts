@@ -206,7 +206,12 @@ class Compiler {
     }
     if (NUMBER_TYPES.has(col.pgType) && typeof value === 'number') {
       if (roundedInt(value)) throw ROUNDED_INT();
-      expr = `${c}::double precision ${sqlOp} ${this.bind(value, 'double precision')}`;
+      if (col.pgType !== 'double precision' && Number.isFinite(value)) {
+        // An integer column against its own type, so that its index serves the condition: `> 2.5`
+        // is `> 2`, `>= 2.5` is `>= 3`, `< 2.5` is `< 3`, `<= 2.5` is `<= 2`.
+        const whole = sqlOp === '>' || sqlOp === '<=' ? Math.floor(value) : Math.ceil(value);
+        expr = `${c} ${sqlOp} ${this.bind(whole, 'bigint')}`; // int4 and int8 share one btree operator family
+      } else expr = `${c}::double precision ${sqlOp} ${this.bind(value, 'double precision')}`;
       if (col.pgType === 'double precision') guard += ` AND ${finite(c)}`; // NaN and INF are strings in a record
     } else if (col.pgType === 'double precision' && typeof value === 'string') {
       guard = `${specialText(c)} IS NOT NULL`;
