@@ -55,8 +55,8 @@ export function cerbosBinary(): string {
     file = path.join(path.dirname(createRequire(path.join(ROOT, 'package.json')).resolve(`${pkg}/package.json`)), `cerbos-${process.platform}-${process.arch}`);
   } catch {
     throw new Error(
-      `The Cerbos binary is not installed: package ${pkg} not found (the dev dependency \`cerbos\` installs it as an optional dependency; ` +
-        `run npm install with optional dependencies, or set CERBOS_BIN to a cerbos 0.51 binary).`,
+      `The Cerbos binary is not installed: package ${pkg} not found (the optional dependency @cerbos/cerbos-linux-x64 is the only ` +
+        `platform build this registry has; elsewhere set CERBOS_BIN to a cerbos 0.51 binary).`,
     );
   }
   if (!fs.existsSync(file)) throw new Error(`The Cerbos binary is missing: ${file} (reinstall ${pkg}, or set CERBOS_BIN).`);
