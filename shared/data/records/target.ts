@@ -8,7 +8,7 @@ import { DomainError, permissionDenied, fieldError } from '../../errors.ts';
 import { quoteIdent, rows } from '../../db/sql.ts';
 import { quotedSchema } from '../../tenancy/schema.ts';
 import type { Action } from '../../auth/actor.ts';
-import { authorizeSiteSubject, siteSchemaFor } from '../../tenancy/site-access.ts';
+import { siteSchemaFor } from '../../tenancy/site-access.ts';
 import { findTable, type TableRow, type TableScope } from '../datatable.queries.ts';
 import { columnType, quoteLiteral, type ProviderType } from '../ddl.ts';
 import type { ColumnInfo, Columns, SqlFragment } from '../query/filter.ts';
