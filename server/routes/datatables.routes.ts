@@ -54,7 +54,7 @@ export function dataTableRoutes(publicUrl: string | undefined): RouteDef[] {
       suffix: '',
       operationId: `datatables_${method === 'put' ? 'update' : 'partial_update'}`,
       summary: 'Update a data table',
-      description: `A changed json_schema is accepted while the table is not materialized (schema_hash recomputed); on a materialized table it is 409 CONFLICT until schema migrations exist. ${WHO_WRITE}`,
+      description: `A changed json_schema (new schema_hash; x-rename-from stripped) replaces the schema of a table that is not materialized, and migrates a materialized one: safe changes run at once, unsafe ones only when the data source allows data loss (400 naming them otherwise); each migration is recorded in operation-history/ (docs/migrations.md). ${WHO_WRITE}`,
       body: DataTableUpdate,
       responses: { 200: DataTableView },
       async handler(ctx, { params, body }) {

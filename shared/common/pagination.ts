@@ -13,6 +13,8 @@ export interface PageRequest {
 export interface Page<T> extends PageRequest {
   count: number;
   results: T[];
+  /** Set when the request paged by `limit`/`offset`: the links then carry those. */
+  offset?: number;
 }
 
 export interface PageEnvelope<T> {
@@ -58,6 +60,20 @@ export function pageEnvelope<T>(page: Page<T>, requestUrl: string): PageEnvelope
     else url.searchParams.set('page', String(n));
     return url.toString();
   };
+  if (page.offset !== undefined) {
+    const at = (offset: number): string => {
+      const url = new URL(requestUrl);
+      url.searchParams.set('limit', String(page.pageSize));
+      url.searchParams.set('offset', String(offset));
+      return url.toString();
+    };
+    return {
+      count: page.count,
+      next: page.offset + page.pageSize < page.count ? at(page.offset + page.pageSize) : null,
+      previous: page.offset > 0 ? at(Math.max(0, page.offset - page.pageSize)) : null,
+      results: page.results,
+    };
+  }
   const hasNext = page.page * page.pageSize < page.count;
   return {
     count: page.count,

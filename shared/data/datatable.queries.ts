@@ -6,11 +6,11 @@ import { activeApp } from '../apps/lookup.ts';
 import { uniqueViolation } from '../common/slug.ts';
 import { actorUuid, type ServiceContext } from '../context.ts';
 import { firstRow, iso, rows } from '../db/sql.ts';
-import { fieldError, notFound } from '../errors.ts';
+import { DomainError, fieldError, notFound } from '../errors.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { physicalTableName, type ProviderType } from './ddl.ts';
 import type { DataTableListItem, DataTableView } from './datatable.schemas.ts';
-import { fieldNamesOf, foreignKeysOf, primaryKeyOf, schemaHash, type TableSchema } from './table-schema.ts';
+import { fieldNamesOf, foreignKeysOf, primaryKeyOf, schemaHash, validateTableSchema, type TableSchema } from './table-schema.ts';
 
 /** A data source as a table names it. */
 export interface SourceRow { id: number; name: string; slug: string; provider_type: ProviderType; is_active: boolean }
@@ -198,3 +198,18 @@ export async function insertTable(
     throw err;
   }
 }
+
+/**
+ * An invalid table schema: the spec's body `{json_schema: [messages]}` (Part 2 §7 item 1) as a
+ * top-level field beside the standard envelope, whose `errors.json_schema` holds the same list.
+ */
+export const schemaError = (messages: string[], message = 'Invalid table schema.') =>
+  new DomainError('VALIDATION_ERROR', message, { errors: { json_schema: messages }, extra: { json_schema: messages } });
+
+/** The document if it is a valid table schema for this app (`except`: the table itself), else the 400 of schemaError. */
+export async function checkedSchema(em: EntityManager, schema: string, appId: number, name: string, doc: unknown, except?: number): Promise<TableSchema> {
+  const problems = validateTableSchema(doc, await appTables(em, schema, appId, except), name);
+  if (problems.length) throw schemaError(problems);
+  return doc as TableSchema;
+}
+

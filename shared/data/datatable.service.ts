@@ -9,7 +9,7 @@ import { validate } from '../common/validation.ts';
 import { actorUuid, type ServiceContext } from '../context.ts';
 import { allowLongStatements } from '../db/statement-timeout.ts';
 import { DomainError, fieldError, notFound } from '../errors.ts';
-import { countOf, firstRow, pgCode, rows } from '../db/sql.ts';
+import { countOf, executeNative, firstRow, pgCode, rows } from '../db/sql.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { authorizeSiteSubject, siteSchemaFor } from '../tenancy/site-access.ts';
 import { authorize } from '../policies/hook.ts';
@@ -23,22 +23,17 @@ import {
   type DataTableListItem, type DataTableStats, type DataTableView,
 } from './datatable.schemas.ts';
 import {
-  SELECT, appTables, findSource, findTable, insertTable, listItem, physicalExists, referencingTables, tableRow, view,
+  SELECT, checkedSchema, findSource, findTable, insertTable, listItem, physicalExists, referencingTables, schemaError, tableRow, view,
   type TableRow, type TableScope,
 } from './datatable.queries.ts';
+import { migrateTable, recordTableOperation } from './migrations/migration.service.ts';
+import { stripRenames } from './migrations/plan.ts';
 import { validateRecords, type RecordCheck } from './record-validator.ts';
-import { foreignKeysOf, schemaHash, validateTableSchema, type TableSchema } from './table-schema.ts';
+import { foreignKeysOf, schemaHash, type TableSchema } from './table-schema.ts';
 
 export type { TableScope } from './datatable.queries.ts';
 
 const DEFAULT_SOURCE_DESCRIPTION = 'Created to hold reference tables imported into this app.';
-
-/**
- * An invalid table schema: the spec's body `{json_schema: [messages]}` (Part 2 §7 item 1) as a
- * top-level field beside the standard envelope, whose `errors.json_schema` holds the same list.
- */
-const schemaError = (messages: string[], message = 'Invalid table schema.') =>
-  new DomainError('VALIDATION_ERROR', message, { errors: { json_schema: messages }, extra: { json_schema: messages } });
 
 /** Table names a fixed route of the app takes (`/api/apps/{app}/datatables/stats/`): refused at creation. */
 const RESERVED_NAMES = new Set(['stats']);
@@ -63,12 +58,6 @@ export async function tableFor(ctx: ServiceContext, schema: string, scope: Table
     await authorize(ctx, schema, { id: row.app_id, slug: row.app_slug }, tableKind(row.name), action, { id: String(row.id), attr });
   }
   return row;
-}
-
-async function checkedSchema(em: EntityManager, schema: string, appId: number, name: string, doc: unknown, except?: number): Promise<TableSchema> {
-  const problems = validateTableSchema(doc, await appTables(em, schema, appId, except), name);
-  if (problems.length) throw schemaError(problems);
-  return doc as TableSchema;
 }
 
 /** Creates one reference (the import-reference rules of spec §4); errors are DomainErrors. */
@@ -139,9 +128,10 @@ export async function getDataTable(ctx: ServiceContext, scope: TableScope, name:
 }
 
 /**
- * PUT and PATCH: description and json_schema. A changed schema is accepted while the table
- * is not materialized (the hash is recomputed); once materialized it is 409 until the
- * migrations feature exists. An identical schema (same hash) is never a change.
+ * PUT and PATCH: description and json_schema. A changed schema (a new schema_hash once
+ * `x-rename-from` is stripped) replaces the stored one while the table is not materialized; on a
+ * materialized table it is a migration (migrations/migration.service.ts). An identical schema is
+ * never a change, so a client may GET the table, change one field and PUT it back.
  */
 export async function updateDataTable(ctx: ServiceContext, scope: TableScope, name: string, rawInput: unknown): Promise<DataTableView> {
   const schema = await siteSchemaFor(ctx, 'update', 'DataTable');
@@ -149,10 +139,14 @@ export async function updateDataTable(ctx: ServiceContext, scope: TableScope, na
   const row = await tableFor(ctx, schema, scope, name, 'update');
   dropReadOnly(DataTableUpdate, input, view(row));
   let doc: TableSchema | undefined;
-  if (input.json_schema !== undefined && schemaHash(input.json_schema) !== row.schema_hash.trim()) {
+  if (input.json_schema !== undefined && schemaHash(stripRenames(input.json_schema as TableSchema)) !== row.schema_hash.trim()) {
     if (row.is_reference) throw new DomainError('CONFLICT', 'A reference table takes its schema from the source table.');
-    if (row.is_materialized) throw new DomainError('CONFLICT', 'The table is materialized: schema migrations arrive with the migrations feature.');
-    doc = await checkedSchema(ctx.em, schema, row.app_id, row.name, input.json_schema, row.id);
+    const checked = await checkedSchema(ctx.em, schema, row.app_id, row.name, input.json_schema, row.id);
+    if (row.is_materialized) {
+      await migrateTable(ctx, schema, row.id, checked, input.description);
+      return view(await tableRow(ctx.em, schema, row.id));
+    }
+    doc = stripRenames(checked);
   }
   await ctx.em.execute(
     `UPDATE ${quotedSchema(schema)}.data_tables
@@ -177,7 +171,11 @@ export async function deleteDataTable(ctx: ServiceContext, scope: TableScope, na
   );
   if (refs.length) throw new DomainError('BAD_REQUEST', `Data table "${name}" is the source of reference tables: ${refs.map((r) => `${r.app}.${r.name}`).join(', ')}.`);
   await ctx.em.transactional(async (tx) => {
-    if (row.is_materialized && !row.is_reference) await tx.execute(dropTableDdl(schema, row.physical_table_name));
+    if (row.is_materialized && !row.is_reference) {
+      const drop = dropTableDdl(schema, row.physical_table_name);
+      await tx.execute(drop);
+      await recordTableOperation(tx as EntityManager, schema, ctx, row, 'DROP_TABLE', [drop]);
+    }
     await tx.execute(`DELETE FROM ${quotedSchema(schema)}.data_tables WHERE id = ?`, [row.id]);
   });
 }
@@ -219,7 +217,8 @@ export async function materializeDataTable(ctx: ServiceContext, scope: TableScop
   try {
     await ctx.em.transactional(async (tx) => {
       await allowLongStatements(ctx, tx as EntityManager);
-      for (const statement of ddl) await tx.execute(statement);
+      for (const statement of ddl) await executeNative(tx as EntityManager, statement);
+      await recordTableOperation(tx as EntityManager, schema, ctx, row, 'CREATE_TABLE', ddl);
       await tx.execute(`UPDATE ${q}.data_tables SET is_materialized = true, updated_at = now(), modified_by = ? WHERE id = ?`, [actorUuid(ctx), row.id]);
     });
   } catch (err) {

@@ -7,7 +7,7 @@ import { quotedSchema } from '../tenancy/schema.ts';
 import { compileFragment } from './index-expression.ts';
 import {
   GENERATED_KEY, anchored, declaredKey, fieldNamesOf, foreignKeysOf, primaryKeyOf,
-  type Field, type TableSchema,
+  type Field, type ForeignKey, type IndexDef, type TableSchema,
 } from './table-schema.ts';
 
 export type ProviderType = 'flat_table' | 'jsonb' | 'docstore';
@@ -57,30 +57,44 @@ export function physicalTableName(appId: number, name: string, suffix = 1): stri
   return `a${appId}_${name}`.slice(0, 63 - tail.length) + tail;
 }
 
+/** The CHECK expressions of a flat column (constraints, yearmonth's form), in a stable order. */
+export function fieldChecks(f: Field): string[] {
+  const c = f.constraints ?? {};
+  const col = quoteIdent(f.name);
+  const type = columnType(f);
+  const checks: string[] = [];
+  const numericType = ['bigint', 'double precision', 'integer'].includes(type);
+  if (c.minimum !== undefined) checks.push(`${col} >= ${numericType ? Number(c.minimum) : sqlLiteral(f, c.minimum)}`);
+  if (c.maximum !== undefined) checks.push(`${col} <= ${numericType ? Number(c.maximum) : sqlLiteral(f, c.maximum)}`);
+  const lengthOf = type === 'jsonb' ? (f.type === 'array' ? `jsonb_array_length(${col})` : undefined) : `char_length(${col}::text)`;
+  if (lengthOf && c.minLength !== undefined) checks.push(`${lengthOf} >= ${Number(c.minLength)}`);
+  if (lengthOf && c.maxLength !== undefined) checks.push(`${lengthOf} <= ${Number(c.maxLength)}`);
+  if (c.pattern !== undefined && type !== 'jsonb') checks.push(`${col}::text ~ ${quoteLiteral(anchored(c.pattern))}`);
+  if (f.type === 'yearmonth') checks.push(`${col} ~ ${quoteLiteral(YEARMONTH_RE)}`);
+  if (c.enum) checks.push(`${col} IN (${c.enum.map((v) => sqlLiteral(f, v)).join(', ')})`);
+  return checks;
+}
+
+/** `DEFAULT …` of a field, or undefined. */
+export const defaultSql = (f: Field): string | undefined => (f.default === undefined ? undefined : sqlLiteral(f, f.default));
+
+/** A flat column's definition: type, NOT NULL, UNIQUE, DEFAULT and CHECKs (`pk`: the key's fields). */
+export function columnDefinition(f: Field, pk: string[]): string {
+  const c = f.constraints ?? {};
+  const parts = [quoteIdent(f.name), columnType(f)];
+  if (c.required || pk.includes(f.name)) parts.push('NOT NULL');
+  if (c.unique && !(pk.length === 1 && pk[0] === f.name)) parts.push('UNIQUE');
+  const dflt = defaultSql(f);
+  if (dflt !== undefined) parts.push(`DEFAULT ${dflt}`);
+  for (const check of fieldChecks(f)) parts.push(`CHECK (${check})`);
+  return parts.join(' ');
+}
+
 function flatColumns(s: TableSchema): string[] {
   const pk = primaryKeyOf(s);
   const cols: string[] = [];
   if (!declaredKey(s)) cols.push(`${quoteIdent(GENERATED_KEY)} uuid NOT NULL DEFAULT gen_random_uuid()`);
-  for (const f of s.fields) {
-    const c = f.constraints ?? {};
-    const col = quoteIdent(f.name);
-    const parts = [col, columnType(f)];
-    if (c.required || pk.includes(f.name)) parts.push('NOT NULL');
-    if (c.unique && !(pk.length === 1 && pk[0] === f.name)) parts.push('UNIQUE');
-    if (f.default !== undefined) parts.push(`DEFAULT ${sqlLiteral(f, f.default)}`);
-    const checks: string[] = [];
-    const numericType = ['bigint', 'double precision', 'integer'].includes(columnType(f));
-    if (c.minimum !== undefined) checks.push(`${col} >= ${numericType ? Number(c.minimum) : sqlLiteral(f, c.minimum)}`);
-    if (c.maximum !== undefined) checks.push(`${col} <= ${numericType ? Number(c.maximum) : sqlLiteral(f, c.maximum)}`);
-    const lengthOf = columnType(f) === 'jsonb' ? (f.type === 'array' ? `jsonb_array_length(${col})` : undefined) : `char_length(${col}::text)`;
-    if (lengthOf && c.minLength !== undefined) checks.push(`${lengthOf} >= ${Number(c.minLength)}`);
-    if (lengthOf && c.maxLength !== undefined) checks.push(`${lengthOf} <= ${Number(c.maxLength)}`);
-    if (c.pattern !== undefined && columnType(f) !== 'jsonb') checks.push(`${col}::text ~ ${quoteLiteral(anchored(c.pattern))}`);
-    if (f.type === 'yearmonth') checks.push(`${col} ~ ${quoteLiteral(YEARMONTH_RE)}`);
-    if (c.enum) checks.push(`${col} IN (${c.enum.map((v) => sqlLiteral(f, v)).join(', ')})`);
-    for (const check of checks) parts.push(`CHECK (${check})`);
-    cols.push(parts.join(' '));
-  }
+  for (const f of s.fields) cols.push(columnDefinition(f, pk));
   return cols;
 }
 
@@ -108,7 +122,7 @@ export interface DdlOptions {
 export function createTableDdl(s: TableSchema, o: DdlOptions): string[] {
   const q = quotedSchema(o.schema);
   const t = `${q}.${quoteIdent(o.table)}`;
-  const idx = (name: string) => quoteIdent(`${o.table}_${name}`.slice(0, 63));
+  const idx = (name: string) => ownName(o.table, name);
   if (o.provider === 'docstore') {
     return [
       `CREATE TABLE ${t} (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), doc jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now(), updated_at timestamptz NOT NULL DEFAULT now())`,
@@ -133,27 +147,37 @@ export function createTableDdl(s: TableSchema, o: DdlOptions): string[] {
   }
   const cols = flatColumns(s);
   cols.push(`CONSTRAINT ${idx('pkey')} PRIMARY KEY (${primaryKeyOf(s).map(quoteIdent).join(', ')})`);
-  foreignKeysOf(s).forEach((fk, i) => {
-    const target = fk.reference.resource === '' ? o.table : o.resolveTable ? o.resolveTable(fk.reference.resource) : fk.reference.resource;
-    const onDelete = fk['x-actions']?.onDelete ?? 'RESTRICT';
-    cols.push(
-      `CONSTRAINT ${idx(`fk${i + 1}`)} FOREIGN KEY (${fk.fields.map(quoteIdent).join(', ')}) REFERENCES ${q}.${quoteIdent(target)} (${fk.reference.fields.map(quoteIdent).join(', ')}) ON DELETE ${onDelete}`,
-    );
-  });
+  foreignKeysOf(s).forEach((fk, i) => cols.push(`CONSTRAINT ${idx(`fk${i + 1}`)} ${foreignKeySql(fk, o)}`));
   const out = [`CREATE TABLE ${t} (\n  ${cols.join(',\n  ')}\n)`];
   const search = searchVector('flat_table', s, quoteIdent);
   if (search) out.push(`CREATE INDEX ${idx('_search')} ON ${t} USING gin (${search})`);
+  for (const ix of s.indexes ?? []) out.push(...indexDdl(s, ix, o));
+  return out;
+}
+
+/** A physical name of the table's own: `{table}_{name}`, cut to 63 characters, quoted. */
+export const ownName = (table: string, name: string): string => quoteIdent(`${table}_${name}`.slice(0, 63));
+
+/** `FOREIGN KEY (…) REFERENCES … ON DELETE …` of a flat table's foreign key. */
+export function foreignKeySql(fk: ForeignKey, o: Omit<DdlOptions, 'provider'>): string {
+  const target = fk.reference.resource === '' ? o.table : o.resolveTable ? o.resolveTable(fk.reference.resource) : fk.reference.resource;
+  const onDelete = fk['x-actions']?.onDelete ?? 'RESTRICT';
+  return `FOREIGN KEY (${fk.fields.map(quoteIdent).join(', ')}) REFERENCES ${quotedSchema(o.schema)}.${quoteIdent(target)} (${fk.reference.fields.map(quoteIdent).join(', ')}) ON DELETE ${onDelete}`;
+}
+
+/** The statements creating one declared index of a flat table (and its comment). */
+export function indexDdl(s: TableSchema, ix: IndexDef, o: Pick<DdlOptions, 'schema' | 'table'>): string[] {
+  const t = `${quotedSchema(o.schema)}.${quoteIdent(o.table)}`;
   const all = new Set(fieldNamesOf(s));
   const pkFields = primaryKeyOf(s);
-  for (const ix of s.indexes ?? []) {
-    // A plain btree index on fields also carries the primary key, so that a page sorted on those
-    // fields (the records API appends the key) is read in index order without a sort step.
-    const keyed = ix.expression === undefined && !ix.unique && (ix.method ?? 'btree') === 'btree' ? [...ix.fields!, ...pkFields.filter((k) => !ix.fields!.includes(k))] : ix.fields;
-    const target = ix.expression !== undefined ? `(${compileFragment(ix.expression, all)})` : keyed!.map(quoteIdent).join(', ');
-    const where = ix.where !== undefined ? ` WHERE ${compileFragment(ix.where, all)}` : '';
-    out.push(`CREATE ${ix.unique ? 'UNIQUE ' : ''}INDEX ${idx(ix.name)} ON ${t} USING ${ix.method ?? 'btree'} (${target})${where}`);
-    if (ix.comment) out.push(`COMMENT ON INDEX ${q}.${idx(ix.name)} IS ${quoteLiteral(ix.comment)}`);
-  }
+  // A plain btree index on fields also carries the primary key, so that a page sorted on those
+  // fields (the records API appends the key) is read in index order without a sort step.
+  const keyed = ix.expression === undefined && !ix.unique && (ix.method ?? 'btree') === 'btree' ? [...ix.fields!, ...pkFields.filter((k) => !ix.fields!.includes(k))] : ix.fields;
+  const target = ix.expression !== undefined ? `(${compileFragment(ix.expression, all)})` : keyed!.map(quoteIdent).join(', ');
+  const where = ix.where !== undefined ? ` WHERE ${compileFragment(ix.where, all)}` : '';
+  const name = ownName(o.table, ix.name);
+  const out = [`CREATE ${ix.unique ? 'UNIQUE ' : ''}INDEX ${name} ON ${t} USING ${ix.method ?? 'btree'} (${target})${where}`];
+  if (ix.comment) out.push(`COMMENT ON INDEX ${quotedSchema(o.schema)}.${name} IS ${quoteLiteral(ix.comment)}`);
   return out;
 }
 

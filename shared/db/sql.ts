@@ -49,3 +49,18 @@ export function quoteIdent(name: string): string {
   if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(name)) throw new Error(`Invalid identifier ${JSON.stringify(name)}.`);
   return `"${name}"`;
 }
+
+/**
+ * Runs a statement written with PostgreSQL's own `$n` placeholders (DDL has none): every `?` in
+ * it is SQL text — a regular expression's in a CHECK, say — never a placeholder of db/bind.ts.
+ */
+export async function executeNative<T>(em: EntityManager, sql: string, params: readonly unknown[] = []): Promise<T[]> {
+  const escaped = sql.replaceAll('?', '\\?');
+  if (!params.length) return rows<T>(em, escaped);
+  const values: unknown[] = [];
+  const text = escaped.replace(/\$(\d+)/g, (_, n: string) => {
+    values.push(params[Number(n) - 1]);
+    return '?';
+  });
+  return rows<T>(em, text, values);
+}

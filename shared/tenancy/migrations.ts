@@ -295,6 +295,42 @@ export const tenantMigrations: TenantMigration[] = [
       ),
     ],
   },
+  {
+    version: 7,
+    name: 'schema_operations',
+    // The history of every data table's physical changes (shared/data/migrations/): materialize,
+    // each migration, its rollback, the drop. Kept after the table is deleted (no foreign key:
+    // it is also inserted, committed, while the migration holds the table row's lock).
+    statements: [
+      `CREATE TABLE schema_operations (
+        id bigserial PRIMARY KEY,
+        revision_id char(12) NOT NULL UNIQUE,
+        data_table_id integer NOT NULL,
+        app_id integer NOT NULL,
+        table_name varchar(63) NOT NULL,
+        operation_type varchar(20) NOT NULL CHECK (operation_type IN ('CREATE_TABLE', 'ALTER_TABLE', 'ROLLBACK', 'DROP_TABLE')),
+        status varchar(20) NOT NULL CHECK (status IN ('PENDING', 'IN_PROGRESS', 'SUCCESS', 'FAILED', 'ROLLED_BACK')),
+        operations jsonb NOT NULL DEFAULT '[]',
+        executed_sql jsonb NOT NULL DEFAULT '[]',
+        rollback_sql jsonb,
+        rollback_warnings jsonb NOT NULL DEFAULT '[]',
+        old_schema jsonb,
+        new_schema jsonb,
+        old_schema_hash char(64),
+        new_schema_hash char(64),
+        parent_id bigint REFERENCES schema_operations (id),
+        description text NOT NULL DEFAULT '',
+        error text,
+        started_at timestamptz NOT NULL DEFAULT now(),
+        completed_at timestamptz,
+        duration_ms integer,
+        created_by uuid,
+        rolled_back_at timestamptz,
+        rolled_back_by uuid
+      )`,
+      'CREATE INDEX schema_operations_table_idx ON schema_operations (data_table_id, id DESC)',
+    ],
+  },
 ];
 
 export const CURRENT_TENANT_VERSION = tenantMigrations.at(-1)!.version;
