@@ -136,6 +136,8 @@ type OperationInput<F extends Interfaces.FlagInput, A extends Interfaces.ArgInpu
   args: Interfaces.InferredArgs<A>;
   /** Progress and notices (stderr). */
   info: (line: string) => void;
+  /** Another request before the command's own (a read it builds on). */
+  call: <T>(req: ApiRequest) => Promise<T>;
 };
 
 export interface OperationSpec<F extends Interfaces.FlagInput, A extends Interfaces.ArgInput, B> {
@@ -171,7 +173,7 @@ export function operation<F extends Interfaces.FlagInput = {}, A extends Interfa
     static override args = spec.args ?? {};
 
     async run(): Promise<B> {
-      const input = { flags: this.flags, args: this.args, info: (line: string) => this.info(line) } as unknown as OperationInput<F, A>;
+      const input = { flags: this.flags, args: this.args, info: (line: string) => this.info(line), call: <T>(req: ApiRequest) => this.call<T>(req) } as unknown as OperationInput<F, A>;
       const body = await this.call<B>(await spec.request(input));
       const text = spec.render ? spec.render(body, input) : readable(body);
       for (const line of Array.isArray(text) ? text : text === undefined ? [] : [text]) this.log(line);

@@ -62,19 +62,28 @@ export const DATASOURCE_COMMANDS = {
 
   'datasource:update': operation({
     summary: 'Change a data source (the provider type stays).',
-    examples: ['datasource update main-store --name "Store" --site shop_prod --app sales-tracker'],
+    description:
+      '--allow-data-loss lets schema migrations of its tables run unsafe operations (drop a type\'s precision, make a field required, …: docs/migrations.md); --no-allow-data-loss takes that back. Both keep the rest of provider_config.',
+    examples: ['datasource update main-store --name "Store" --site shop_prod --app sales-tracker', 'datasource update main-store --allow-data-loss --site shop_prod --app sales-tracker'],
     args: dsArg,
     flags: {
       ...dsFlags,
       name: Flags.string({ summary: 'The new name.' }),
       slug: Flags.string({ summary: 'The new slug.' }),
       config: Flags.string({ summary: 'provider_config as a JSON object (replaces it).' }),
+      'allow-data-loss': Flags.boolean({ summary: 'Set provider_config.allow_data_loss (unsafe schema migrations run).', allowNo: true, exclusive: ['config'] }),
       description: Flags.string({ summary: 'The new description.' }),
     },
-    request: ({ flags: f, args }) => {
-      const body = defined({ name: f.name, slug: f.slug, provider_config: config(f.config), description: f.description });
-      if (!Object.keys(body).length) throw new DomainError('BAD_REQUEST', 'Nothing to change: give --name, --slug, --config or --description.');
-      return { method: 'PATCH', site: f.site, path: path`/api/apps/${f.app}/datasources/${args.datasource}/`, body };
+    request: async ({ flags: f, args, call }) => {
+      const at = path`/api/apps/${f.app}/datasources/${args.datasource}/`;
+      let providerConfig = config(f.config);
+      if (f['allow-data-loss'] !== undefined) {
+        const current = await call<DataSourceView>({ method: 'GET', site: f.site, path: at });
+        providerConfig = { ...current.provider_config, allow_data_loss: f['allow-data-loss'] };
+      }
+      const body = defined({ name: f.name, slug: f.slug, provider_config: providerConfig, description: f.description });
+      if (!Object.keys(body).length) throw new DomainError('BAD_REQUEST', 'Nothing to change: give --name, --slug, --config, --allow-data-loss or --description.');
+      return { method: 'PATCH', site: f.site, path: at, body };
     },
   }),
 

@@ -3,6 +3,7 @@ import { Args, Flags } from '@oclif/core';
 import type { CreatedBody } from '../../shared/common/envelopes.ts';
 import type { PageEnvelope } from '../../shared/common/pagination.ts';
 import type { DataTableListItem, DataTableStats, DataTableView } from '../../shared/data/datatable.schemas.ts';
+import type { Preview, RollbackResult, SchemaOperation } from '../../shared/data/migrations/migration.schemas.ts';
 import { DomainError, fieldError } from '../../shared/errors.ts';
 import { defined, path } from '../api.ts';
 import { operation } from '../base.ts';
@@ -83,7 +84,7 @@ export const TABLE_COMMANDS = {
 
   'table:update': operation({
     summary: 'Change the description or the schema of a data table (PATCH).',
-    description: 'A changed schema is accepted while the table is not materialized (409 afterwards).',
+    description: 'A changed schema replaces the schema of a table that is not materialized and migrates a materialized one (`platform table migrate` shows the plan and progress first).',
     examples: ['table update contacts --description "People" --site shop_prod --app crm', 'table update contacts --schema contacts-v2.json --site shop_prod --app crm'],
     args: tableArg,
     flags: {
@@ -162,5 +163,81 @@ export const TABLE_COMMANDS = {
         { header: 'Materialized', get: (d) => d.materialized_count },
       ])}`;
     },
+  }),
+
+  'table:migrate': operation({
+    summary: 'Migrate a data table to a new Table Schema (or, with --preview, only show what would run).',
+    description:
+      'Prints the plan first (each operation, unsafe ones marked, the estimated time), then runs it in one transaction. Unsafe operations run only when the data source allows data loss (`platform datasource update <ds> --allow-data-loss`). A field renamed keeps its values when it carries "x-rename-from": "<old name>". docs/migrations.md.',
+    examples: [
+      'table migrate contacts --schema contacts-v2.json --preview --site shop_prod --app crm',
+      'table migrate contacts --schema contacts-v2.json --site shop_prod --app crm --json',
+    ],
+    args: tableArg,
+    flags: {
+      ...tableFlags,
+      schema: Flags.string({ summary: 'The new Table Schema, a JSON file.', required: true }),
+      preview: Flags.boolean({ summary: 'Show the operations, their SQL and warnings; change nothing.' }),
+      description: Flags.string({ summary: 'A new description of the table, set with the migration.' }),
+    },
+    request: async ({ flags: f, args, info, call }) => {
+      const doc = readJson(f.schema, 'schema');
+      const base = path`/api/apps/${f.app}/datatables/${args.name}/`;
+      if (f.preview) return { method: 'POST', site: f.site, path: `${base}preview-changes/`, body: { new_schema: doc } };
+      const plan = await call<Preview>({ method: 'POST', site: f.site, path: `${base}preview-changes/`, body: { new_schema: doc } });
+      info(`${plural(plan.operations.length, 'operation')}${plan.is_safe ? '' : ' (unsafe ones marked !)'}, estimated ${plan.estimated_duration_ms} ms:`);
+      for (const op of plan.operations) info(`  ${op.is_safe ? ' ' : '!'} ${op.type}${op.column ? ` ${op.column}` : ''}`);
+      info(`Migrating ${args.name}…`);
+      return { method: 'PATCH', site: f.site, path: base, body: defined({ json_schema: doc, description: f.description }) };
+    },
+    render: (body: Preview | DataTableView, { flags, args }) => {
+      if (!('operations' in body)) return [`Migrated ${args.name}: schema_hash ${body.schema_hash}. \`platform table history ${args.name} --site ${flags.site} --app ${flags.app}\` shows the revision.`];
+      return [
+        `${plural(body.operations.length, 'operation')}, ${body.is_safe ? 'all safe' : 'some unsafe'}, estimated ${body.estimated_duration_ms} ms:`,
+        ...body.operations.map((op) => `${op.is_safe ? ' ' : '!'} ${op.type}${op.column ? ` ${op.column}` : ''}\n    ${op.sql.replaceAll('\n', '\n    ')}`),
+        ...body.warnings.map((w) => `warning: ${w}`),
+      ];
+    },
+  }),
+
+  'table:history': operation({
+    summary: 'List the schema operations of a data table, newest first (materialize, migrations, rollbacks).',
+    description: 'Prints the API page {count, next, previous, results} with --json (each operation with its SQL and rollback SQL).',
+    examples: ['table history contacts --site shop_prod --app crm', 'table history contacts --status failed --site shop_prod --app crm --json'],
+    args: tableArg,
+    flags: {
+      ...tableFlags,
+      status: Flags.string({ summary: 'Only operations in this state.', options: ['pending', 'in_progress', 'success', 'failed', 'rolled_back'] }),
+      ...pageFlags,
+    },
+    request: ({ flags: f, args }) => ({
+      method: 'GET',
+      site: f.site,
+      path: path`/api/apps/${f.app}/datatables/${args.name}/operation-history/`,
+      query: { status: f.status, page: f.page, page_size: f['page-size'] },
+    }),
+    render: (page: PageEnvelope<SchemaOperation>) =>
+      pageTable(page, [
+        { header: 'Revision', get: (o) => o.revision_id },
+        { header: 'Type', get: (o) => o.operation_type },
+        { header: 'Status', get: (o) => o.status },
+        { header: 'Operations', get: (o) => o.operations.map((x) => `${x.type}${x.column ? ` ${x.column}` : ''}`).join(', ') || null },
+        { header: 'Started', get: (o) => when(o.started_at) },
+        { header: 'ms', get: (o) => o.duration_ms },
+        { header: 'Error', get: (o) => o.error },
+      ], ['operation', 'operations']),
+  }),
+
+  'table:rollback': operation({
+    summary: 'Roll back a migration of a data table (its latest one still standing).',
+    description: 'Runs the revision\'s stored rollback SQL in one transaction. Dropped columns come back empty; what cannot be restored is printed.',
+    examples: ['table rollback contacts --revision 3f9a0c1b2d4e --site shop_prod --app crm'],
+    args: tableArg,
+    flags: { ...tableFlags, revision: Flags.string({ summary: 'The revision_id of the migration (`platform table history`).', required: true }) },
+    request: ({ flags: f, args, info }) => {
+      info(`Rolling back ${f.revision} of ${args.name}…`);
+      return { method: 'POST', site: f.site, path: path`/api/apps/${f.app}/datatables/${args.name}/rollback/`, body: { revision_id: f.revision } };
+    },
+    render: (r: RollbackResult) => [`${r.message} (${plural(r.operations_reversed, 'operation')} reversed; recorded as ${r.revision_id})`, ...r.warnings.map((w) => `warning: ${w}`)],
   }),
 };

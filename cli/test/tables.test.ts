@@ -89,7 +89,7 @@ test.serial('table create, get, schema, update, materialize, validate, list, sta
     t.is(again.stderr, 'Error: Data table "companies" is already materialized.\n');
     const locked = await run(mode, ['table', 'update', 'companies', '--schema', schemaFile('contacts.json'), ...app]);
     t.is(locked.code, 1);
-    t.regex(locked.stderr, /^Error: The table is materialized/);
+    t.regex(locked.stderr, /^Error: The schema change has unsafe operations; they run only when the data source "main" allows data loss/);
 
     const ok = await run(mode, ['table', 'validate', 'companies', '--file', valid, ...app]);
     t.is(ok.code, 0, ok.stderr);
@@ -130,6 +130,65 @@ test.serial('table create, get, schema, update, materialize, validate, list, sta
     t.is((await api('GET', `/api/apps/tab-${mode}/datatables/contacts/`)).status, 404);
   }
   t.deepEqual(shown.direct.map(normalize), shown.remote.map(normalize));
+});
+
+test.serial('table migrate (plan, progress, --preview), history, rollback and datasource update --allow-data-loss in both modes', async (t) => {
+  const v1 = { fields: [{ name: 'id', type: 'integer' }, { name: 'n', type: 'integer' }, { name: 'label', type: 'string' }], primaryKey: ['id'] };
+  const v2 = { ...v1, fields: [v1.fields[0], { name: 'amount', type: 'integer', 'x-rename-from': 'n' }, v1.fields[2], { name: 'extra', type: 'string' }] };
+  const v3 = { ...v1, fields: [v1.fields[0], { name: 'amount', type: 'integer', constraints: { required: true } }, v1.fields[2], { name: 'extra', type: 'string' }] };
+  const files = Object.fromEntries(Object.entries({ v1, v2, v3 }).map(([k, doc]) => {
+    const file = path.join(tmp, `mig-${k}.json`);
+    fs.writeFileSync(file, JSON.stringify(doc));
+    return [k, file];
+  }));
+  const shown: Record<Mode, string[]> = { remote: [], direct: [] };
+  for (const mode of MODES) {
+    const app = ['--app', `tab-${mode}`];
+    t.is((await run(mode, ['table', 'create', '--datasource', 'main', '--name', 'mig', '--schema', files.v1!, ...app])).code, 0);
+    t.is((await run(mode, ['table', 'materialize', 'mig', ...app])).code, 0);
+    t.is((await api('POST', `/api/apps/tab-${mode}/datatables/mig/data/`, [{ id: 1, n: 5, label: 'a' }, { id: 2, n: null, label: 'b' }])).status, 201);
+
+    const preview = await run(mode, ['table', 'migrate', 'mig', '--schema', files.v2!, '--preview', ...app]);
+    t.is(preview.code, 0, preview.stderr);
+    t.regex(preview.stdout, /^4 operations, all safe, estimated \d+ ms:\n {2}drop_search_index\n.*\n {2}rename_column amount\n {4}ALTER TABLE "[^"]+"\."a\d+_mig" RENAME COLUMN "n" TO "amount"\n {2}add_column extra\n/);
+    t.regex(preview.stdout, /\nwarning: The keyword search index covers/);
+    shown[mode].push(normalize(preview.stdout));
+    const migrated = await run(mode, ['table', 'migrate', 'mig', '--schema', files.v2!, ...app]);
+    t.is(migrated.code, 0, migrated.stderr);
+    t.regex(migrated.stderr, /^4 operations, estimated \d+ ms:\n {4}drop_search_index\n {4}rename_column amount\n {4}add_column extra\n {4}create_search_index\nMigrating mig…\n$/);
+    t.regex(migrated.stdout, /^Migrated mig: schema_hash [0-9a-f]{64}\./);
+    t.deepEqual((await api('GET', `/api/apps/tab-${mode}/datatables/mig/data/1/`)).body.data, { id: 1, amount: 5, label: 'a', extra: null });
+
+    // Unsafe (amount becomes required): refused until the data source allows data loss; then PostgreSQL refuses the NULL row.
+    const unsafe = await run(mode, ['table', 'migrate', 'mig', '--schema', files.v3!, ...app]);
+    t.is(unsafe.code, 1);
+    t.regex(unsafe.stderr, /Error: The schema change has unsafe operations; .*--allow-data-loss\)\. \(json_schema: Unsafe operation set_not_null \(amount\)/);
+    const allow = await run(mode, ['datasource', 'update', 'main', '--allow-data-loss', ...app, '--json']);
+    t.is(allow.code, 0, allow.stderr);
+    t.deepEqual(json(allow).provider_config, { allow_data_loss: true });
+    const failed = await run(mode, ['table', 'migrate', 'mig', '--schema', files.v3!, ...app]);
+    t.is(failed.code, 1);
+    t.regex(failed.stderr, /Error: The migration failed and changed nothing: column "amount" of relation "a\d+_mig" contains null values/);
+    t.is((await run(mode, ['datasource', 'update', 'main', '--no-allow-data-loss', ...app])).code, 0);
+    t.deepEqual((await api('GET', `/api/apps/tab-${mode}/datasources/main/`)).body.provider_config, { allow_data_loss: false });
+
+    const history = await run(mode, ['table', 'history', 'mig', ...app]);
+    t.is(history.code, 0, history.stderr);
+    t.regex(history.stdout, /^REVISION +TYPE +STATUS +OPERATIONS +STARTED +MS +ERROR\n[0-9a-f]{12} +ALTER_TABLE +FAILED +set_not_null amount .*contains null values\n[0-9a-f]{12} +ALTER_TABLE +SUCCESS +drop_search_index, rename_column amount, add_column extra, create_search_index .*\n[0-9a-f]{12} +CREATE_TABLE +SUCCESS .*\n\n3 operations\n$/);
+    shown[mode].push(normalize(history.stdout).replace(/[0-9a-f]{12}/g, '<rev>').replace(/\d{4}-\d\d-\d\d \d\d:\d\d/g, '<when>').replace(/ +\d+ +/g, ' <ms> '));
+    const ops = json(await run(mode, ['table', 'history', 'mig', '--status', 'success', ...app, '--json']));
+    t.is(ops.count, 2);
+    const revision = ops.results[0].revision_id;
+    const rolled = await run(mode, ['table', 'rollback', 'mig', '--revision', revision, ...app]);
+    t.is(rolled.code, 0, rolled.stderr);
+    t.is(rolled.stderr, `Rolling back ${revision} of mig…\n`);
+    t.regex(rolled.stdout, new RegExp(`^Revision ${revision} of data table "mig" is rolled back\\. \\(4 operations reversed; recorded as [0-9a-f]{12}\\)\\n`));
+    t.deepEqual((await api('GET', `/api/apps/tab-${mode}/datatables/mig/data/1/`)).body.data, { id: 1, n: 5, label: 'a' });
+    const twice = await run(mode, ['table', 'rollback', 'mig', '--revision', revision, ...app]);
+    t.is(twice.code, 1);
+    t.regex(twice.stderr, /rolled back already/);
+  }
+  t.deepEqual(shown.direct, shown.remote);
 });
 
 test.serial('demo: loads the fixtures, and a second run says what exists', async (t) => {
