@@ -132,18 +132,22 @@ function pairFields(old: TableSchema, next: TableSchema, errors: string[]): { pa
   const renames: [string, string][] = [];
   const pairs: [Field, Field][] = [];
   const added: Field[] = [];
+  const byName: Field[] = [];
+  const keeps = (name: string) => next.fields.some((g) => g.name === name && (g['x-rename-from'] === undefined || g['x-rename-from'] === name));
   for (const f of next.fields) {
     const from = f['x-rename-from'];
-    if (from !== undefined && from !== f.name && !oldByName.has(f.name)) {
-      const o = oldByName.get(from);
-      if (!o) { errors.push(`Field '${f.name}': x-rename-from '${from}' is not a field of the current schema.`); continue; }
-      if (taken.has(from)) { errors.push(`Field '${f.name}': field '${from}' is renamed twice.`); continue; }
-      if (next.fields.some((g) => g.name === from)) { errors.push(`Field '${f.name}': x-rename-from '${from}' is still a field of the new schema (a rename moves the column; to copy it, add a field).`); continue; }
+    if (from === undefined || from === f.name || (!oldByName.has(from) && oldByName.has(f.name))) { byName.push(f); continue; }
+    const o = oldByName.get(from);
+    if (!o) errors.push(`Field '${f.name}': x-rename-from '${from}' is not a field of the current schema.`);
+    else if (taken.has(from)) errors.push(`Field '${f.name}': field '${from}' is renamed twice.`);
+    else if (keeps(from)) errors.push(`Field '${f.name}': x-rename-from '${from}' is still a field of the new schema (a rename moves the column; to copy it, add a field).`);
+    else {
       taken.add(from);
       renames.push([from, f.name]);
       pairs.push([o, f]);
-      continue;
     }
+  }
+  for (const f of byName) {
     const o = oldByName.get(f.name);
     if (o && !taken.has(f.name)) { taken.add(f.name); pairs.push([o, f]); } else added.push(f);
   }
