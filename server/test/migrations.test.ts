@@ -478,6 +478,17 @@ test.serial('jsonb and docstore tables: keys renamed, filled, dropped and conver
   t.regex(toNumber.body.message, /Field 'kind': some documents hold values that are not of type integer/);
 });
 
+test.serial('deleting a table records DROP_TABLE after its other operations; the history stays in the site schema', async (t) => {
+  await freshTable('doomed');
+  t.is((await onA('PATCH', `${T}doomed/`, { json_schema: withFields([...ITEMS.fields, { name: 'x', type: 'integer' }]) })).status, 200);
+  const [row] = await sql(`SELECT id FROM "${a.schema}".data_tables WHERE name = 'doomed'`);
+  t.is((await onA('DELETE', `${T}doomed/`)).status, 200);
+  const ops = await sql(`SELECT operation_type, status, executed_sql FROM "${a.schema}".schema_operations WHERE data_table_id = ? ORDER BY id`, [row.id]);
+  t.deepEqual(ops.map((o: any) => [o.operation_type, o.status]), [['CREATE_TABLE', 'SUCCESS'], ['ALTER_TABLE', 'SUCCESS'], ['DROP_TABLE', 'SUCCESS']]);
+  t.regex(ops[2].executed_sql[0].sql, /^DROP TABLE IF EXISTS/);
+  t.is((await onA('GET', `${T}doomed/operation-history/`)).status, 404);
+});
+
 test.serial('permissions: a site user without update may read the history but not preview, migrate or roll back', async (t) => {
   const pleb = on(a, 'pleb');
   t.is((await pleb('GET', `${T}items/operation-history/`)).status, 200);
