@@ -18,6 +18,9 @@ import type { Action } from '../auth/actor.ts';
 import { createDataSource } from '../apps/datasource.service.ts';
 import { activeApp, type ActiveApp } from '../apps/lookup.ts';
 import { createTableDdl, dropTableDdl } from './ddl.ts';
+import { dropEdgesDdl } from './graph/ddl.ts';
+import { hasEdges } from './graph/schema.ts';
+import { edgesDdlFor } from './graph/tables.ts';
 import {
   DataTableCreate, DataTableListQuery, DataTableUpdate, ImportReference,
   type DataTableListItem, type DataTableStats, type DataTableView,
@@ -177,7 +180,10 @@ export async function deleteDataTable(ctx: ServiceContext, scope: TableScope, na
   );
   if (refs.length) throw new DomainError('BAD_REQUEST', `Data table "${name}" is the source of reference tables: ${refs.map((r) => `${r.app}.${r.name}`).join(', ')}.`);
   await ctx.em.transactional(async (tx) => {
-    if (row.is_materialized && !row.is_reference) await tx.execute(dropTableDdl(schema, row.physical_table_name));
+    if (row.is_materialized && !row.is_reference) {
+      if (hasEdges(row.json_schema)) for (const statement of dropEdgesDdl(schema, row.physical_table_name)) await tx.execute(statement);
+      await tx.execute(dropTableDdl(schema, row.physical_table_name));
+    }
     await tx.execute(`DELETE FROM ${quotedSchema(schema)}.data_tables WHERE id = ?`, [row.id]);
   });
 }
@@ -216,6 +222,11 @@ export async function materializeDataTable(ctx: ServiceContext, scope: TableScop
     schema, table: row.physical_table_name, provider: row.provider_type,
     resolveTable: (resource) => (resource === row.name ? row.physical_table_name : targets.get(resource)!),
   });
+  if (hasEdges(doc)) {
+    const edges = await edgesDdlFor(ctx.em, schema, row.physical_table_name, doc, row.provider_type);
+    if (edges.problems.length) throw schemaError(edges.problems, 'The edges table could not be created.');
+    ddl.push(...edges.ddl);
+  }
   try {
     await ctx.em.transactional(async (tx) => {
       await allowLongStatements(ctx, tx as EntityManager);
