@@ -10,6 +10,7 @@ import type { RouteDef } from '../http/registry.ts';
 import type { AppContext } from '../http/types.ts';
 import { JsonText, jsonBody } from '../../shared/common/json-text.ts';
 import { perTable, scopeOf } from './datatables.routes.ts';
+import { HierarchyBody, type GraphSettings } from '../../shared/data/graph/hierarchy.ts';
 
 const WHO_WRITE = 'Site administrators (superusers and staff of the site) only.';
 const WHO_READ = 'Any user of the site.';
@@ -47,7 +48,7 @@ function send(ctx: AppContext, body: Record<string, unknown>): void {
   ctx.body = jsonBody(body);
 }
 
-export function recordRoutes(): RouteDef[] {
+export function recordRoutes(graph: GraphSettings): RouteDef[] {
   return [
     ...perTable({
       method: 'get',
@@ -66,7 +67,8 @@ export function recordRoutes(): RouteDef[] {
           ctx.body = csv;
           return;
         }
-        send(ctx, await records.listRecords(ctx.state.service(), scopeOf(params), params.name!, query, countMode(ctx, query)));
+        const page = await records.listRecords(ctx.state.service(), scopeOf(params), params.name!, query, countMode(ctx, query), graph);
+        send(ctx, page instanceof HierarchyBody ? page.body : page);
       },
     }, 'records'),
     ...perTable({
@@ -147,7 +149,8 @@ export function recordRoutes(): RouteDef[] {
       description: `The key's value; for a composite key the values in primaryKey order, comma-separated (\`1001,2\`) or as a JSON array. ${READ} ${WHO_READ}`,
       responses: { 200: RecordData },
       async handler(ctx, { params, query }) {
-        send(ctx, { data: await records.getRecord(ctx.state.service(), scopeOf(params), params.name!, params.pk!, query) });
+        const found = await records.getRecord(ctx.state.service(), scopeOf(params), params.name!, params.pk!, query, graph);
+        send(ctx, found instanceof HierarchyBody ? found.body : { data: found });
       },
     }, 'records'),
     ...perTable({

@@ -3,14 +3,23 @@
 // statement), deletes (one and many), updates of an edge's ends or type, record deletes that
 // cascade to edges, and a truncate; after each, every stored pair must be the one a breadth-first
 // search over the edges gives (shortest depth up to CLOSURE_DEPTH, smallest end types on a
-// shortest path) and no other pair may be stored.
-import test from 'ava';
+// shortest path) and no other pair may be stored. And the traversals (traverse.ts) on the same
+// graphs: the closure's answers and the recursive walk's (all types; a subset of types with
+// records the caller may not read) equal a breadth-first search's, at several depths.
+import test, { type ExecutionContext } from 'ava';
 import pg from 'pg';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { createOrm, type Orm } from '../../db/orm.ts';
 import { createTestDatabase, type TestDatabase } from '../../testing/database.ts';
+import { ALL_ROWS } from '../records/access.ts';
+import type { Target } from '../records/target.ts';
 import { CLOSURE_DEPTH, closureTableName, dropEdgesDdl, edgesTableDdl, edgesTableName } from './ddl.ts';
+import type { GraphTarget } from './target.ts';
+import { reach, type Direction } from './traverse.ts';
 
 let db: TestDatabase;
 let client: pg.Client;
+let orm: Orm;
 const S = 'site_closure';
 const MAIN = 'a1_nodes';
 const E = `"${S}"."${edgesTableName(MAIN)}"`;
@@ -22,8 +31,10 @@ test.before(async () => {
   client = new pg.Client({ connectionString: db.url });
   await client.connect();
   await client.query(`CREATE SCHEMA ${S}`);
+  orm = await createOrm(db.url, { poolMax: 2 });
 });
 test.after.always(async () => {
+  await orm?.close();
   await client?.end();
   await db?.drop();
 });
@@ -75,6 +86,63 @@ function expected(edges: Edge[]): Pair[] {
   return pairs.sort((x, y) => x.anc - y.anc || x.des - y.des);
 }
 
+/** What `reach` must give by definition: per base and direction, breadth-first over the followed edges and the readable nodes. */
+function expectedReach(edges: Edge[], bases: number[], dirs: Direction[], depth: number, types: string[] | null, readable: (n: number) => boolean) {
+  const follow = edges.filter((e) => (!types || types.includes(e.type)) && readable(e.from) && readable(e.to));
+  const out: { bi: number; dir: Direction; depth: number; type: string; k: string }[] = [];
+  bases.forEach((base, i) => {
+    for (const dir of dirs) {
+      const [here, next] = dir === 'descendants' ? (['to', 'from'] as const) : (['from', 'to'] as const);
+      const dist = new Map([[base, 0]]);
+      let frontier = [base];
+      for (let k = 1; k <= depth && frontier.length; k++) {
+        const found: number[] = [];
+        for (const n of frontier) for (const e of follow) if (e[here] === n && !dist.has(e[next])) { dist.set(e[next], k); found.push(e[next]); }
+        frontier = found;
+      }
+      const rowsOf = [...dist].filter(([n]) => n !== base).map(([n, d]) => ({
+        bi: i + 1, dir, depth: d,
+        type: follow.filter((e) => e[next] === n && dist.get(e[here]) === d - 1).map((e) => e.type).sort()[0]!,
+        k: String(n),
+      }));
+      out.push(...rowsOf.sort((x, y) => x.depth - y.depth || Number(x.k) - Number(y.k)));
+    }
+  });
+  return out;
+}
+
+/** A hierarchy table as traverse.ts needs it, over the test's tables; `readable` a condition over alias t. */
+function graphOver(readable: { sql: string; params: unknown[] }): GraphTarget {
+  const t = { readable, table: `"${S}"."${MAIN}"`, jsonSql: `json_build_object('id', t."id")::text` } as unknown as Target;
+  return { t, edges: E, closure: C, key: { column: 'id', pgType: 'bigint', sql: 't."id"' }, keyType: 'bigint', types: new Map() };
+}
+
+/** reach() by the closure, by the walk over all types, and by the walk over a subset with unreadable records, against the definition. */
+async function checkTraversals(t: ExecutionContext, nodes: number, label: string): Promise<boolean> {
+  const em = orm.em.fork() as EntityManager;
+  const edges = await edgesNow();
+  const bases = Array.from({ length: nodes }, (_, i) => i + 1);
+  const dirs: Direction[] = ['ancestors', 'descendants'];
+  const strip = (list: Awaited<ReturnType<typeof reach>>) => list.map(({ bi, dir, depth, type, k }) => ({ bi, dir, depth, type, k }));
+  const cases = [
+    { name: 'closure', g: graphOver(ALL_ROWS), types: null, readable: () => true },
+    { name: 'walk, every type', g: graphOver({ sql: 'TRUE', params: [] }), types: null, readable: () => true },
+    { name: 'walk, types a and b, records not multiple of 5', g: graphOver({ sql: 't."id" % ? <> 0', params: [5] }), types: ['a', 'b'], readable: (n: number) => n % 5 !== 0 },
+  ];
+  for (const depth of [1, 3, CLOSURE_DEPTH]) {
+    for (const c of cases) {
+      const from = bases.filter(c.readable); // the API starts from records the caller may read
+      const got = strip(await reach(em, c.g, from.map(String), { dirs, types: c.types, depth }));
+      const want = expectedReach(edges, from, dirs, depth, c.types, c.readable);
+      if (JSON.stringify(got) !== JSON.stringify(want)) {
+        t.deepEqual(got, want, `${label}: ${c.name}, depth ${depth}`);
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 async function stored(): Promise<Pair[]> {
   const r = await client.query(`SELECT anc::int, des::int, depth::int, first_type, last_type FROM ${C} ORDER BY anc, des`);
   return r.rows;
@@ -92,7 +160,7 @@ async function freshTables(nodes: number): Promise<void> {
 }
 
 /** Random operations on a graph of `nodes` nodes; `dag` keeps every edge from a higher to a lower number. */
-async function run(t: import('ava').ExecutionContext, seed: number, nodes: number, dag: boolean, steps: number): Promise<void> {
+async function run(t: ExecutionContext, seed: number, nodes: number, dag: boolean, steps: number): Promise<void> {
   const r = rng(seed);
   const pick = (n: number) => 1 + Math.floor(r() * n);
   await freshTables(nodes);
@@ -145,6 +213,7 @@ async function run(t: import('ava').ExecutionContext, seed: number, nodes: numbe
       t.deepEqual(got, want, `seed ${seed}, step ${step} (${what})`);
       return;
     }
+    if (step % 5 === 4 && !(await checkTraversals(t, nodes, `seed ${seed}, step ${step}`))) return;
   }
   await client.query(`TRUNCATE ${E}`);
   t.deepEqual(await stored(), [], 'truncate empties the closure');
