@@ -164,8 +164,10 @@ async function checkLimits(em: EntityManager, g: GraphTarget, edges: EdgeInput[]
   const errors: FieldErrors = {};
   const reported = new Set<string>();
   let first: string | undefined;
-  counts.forEach((c, i) => {
-    const e = limited[i]!;
+  // Reported at the last edge of the request that reaches the record: the one over the limit.
+  const byN = new Map(limited.map((e) => [e.n, e]));
+  for (const c of [...counts].reverse()) {
+    const e = byN.get(c.n)!;
     const limits = g.types.get(e.type)!.constraints!;
     const sides = [['max_outgoing', 'from_id', e.from_id, c.outgoing, 'outgoing'], ['max_incoming', 'to_id', e.to_id, c.incoming, 'incoming']] as const;
     for (const [constraint, field, key, count, way] of sides) {
@@ -176,7 +178,7 @@ async function checkLimits(em: EntityManager, g: GraphTarget, edges: EdgeInput[]
       first ??= text;
       addFieldError(errors, `${prefix(e)}${field}`, text);
     }
-  });
+  }
   if (first) throw validationError(errors, edges.length > 1 ? `${first} Nothing was stored.` : first);
 }
 

@@ -33,6 +33,8 @@ export class HierarchyBody {
 export const HIERARCHY_PARAMS = ['include', 'depth', 'relationship_type', 'graph_types'];
 const INCLUDES = ['descendants', 'ancestors', 'both'] as const;
 const FORMATS = ['include', 'tree', 'graph'] as const;
+/** The records API's own formats: a plain record or list (csv: the export). */
+const PLAIN_FORMATS = ['json', 'flat', 'csv'];
 /** The tree form repeats a record under each of its parents: at most this many nodes in one answer. */
 export const MAX_TREE_NODES = 100_000;
 
@@ -80,7 +82,7 @@ function typesOf(g: GraphTarget, query: Record<string, unknown>): string[] | nul
  * or the query asks for none of it (a plain record or list).
  */
 export function hierarchyRequest(t: Target, query: Record<string, unknown>, settings: GraphSettings): { g: GraphTarget; h: HierarchyRequest } | undefined {
-  const asked = HIERARCHY_PARAMS.some((p) => query[p] !== undefined) || FORMATS.includes(query.format as Format);
+  const asked = HIERARCHY_PARAMS.some((p) => query[p] !== undefined) || (query.format !== undefined && !PLAIN_FORMATS.includes(query.format as string));
   if (!asked) return undefined;
   let g: GraphTarget;
   try {
@@ -92,7 +94,7 @@ export function hierarchyRequest(t: Target, query: Record<string, unknown>, sett
   const include = oneValue('include', query.include);
   if (include !== undefined && !(INCLUDES as readonly string[]).includes(include)) throw invalid('include', `include must be descendants, ancestors or both; got "${include}".`);
   const format = oneValue('format', query.format) ?? 'include';
-  if (!(FORMATS as readonly string[]).includes(format) && format !== 'json' && format !== 'flat') {
+  if (!(FORMATS as readonly string[]).includes(format) && !PLAIN_FORMATS.includes(format)) {
     throw invalid('format', `format must be include (the default), tree or graph on a hierarchy table; got "${format}".`);
   }
   const rawDepth = oneValue('depth', query.depth);
@@ -102,7 +104,7 @@ export function hierarchyRequest(t: Target, query: Record<string, unknown>, sett
     depth = Number(rawDepth);
     if (depth > settings.maxDepth) throw invalid('depth', `depth ${depth} is above the maximum ${settings.maxDepth} (DATA_SERVICE_GRAPH_MAX_DEPTH).`);
   }
-  return { g, h: { include: include as Include | undefined, format: (format === 'json' || format === 'flat' ? 'include' : format) as Format, depth, types: typesOf(g, query) } };
+  return { g, h: { include: include as Include | undefined, format: (PLAIN_FORMATS.includes(format) ? 'include' : format) as Format, depth, types: typesOf(g, query) } };
 }
 
 const DIRS: Record<Include, Direction[]> = { descendants: ['descendants'], ancestors: ['ancestors'], both: ['ancestors', 'descendants'] };
