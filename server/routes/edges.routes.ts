@@ -3,7 +3,7 @@
 // docs/hierarchy.md.
 import { Type } from '@sinclair/typebox';
 import * as edges from '../../shared/data/graph/edges.ts';
-import { EdgeData, EdgeIdParam, EdgeListQuery, EdgePage, EdgesCreated, EdgesDeleted } from '../../shared/data/graph/edges.schemas.ts';
+import { EdgeData, EdgeIdParam, EdgeListQuery, EdgePage, EdgesCreated, EdgesDeleted, MAX_EDGE_IDS, MAX_EDGES_PER_REQUEST } from '../../shared/data/graph/edges.schemas.ts';
 import type { RouteDef } from '../http/registry.ts';
 import { perTable, scopeOf } from './datatables.routes.ts';
 
@@ -30,7 +30,7 @@ export function edgeRoutes(): RouteDef[] {
       bodyLimit: 'data',
       operationId: 'edges_create',
       summary: 'Create edges (all or nothing)',
-      description: `An array (at most ${edges.MAX_EDGES_PER_REQUEST}) of {from_id, to_id, type, metadata?} → 201 {total, results}. The edge from A to B of type T reads "A's T is B". type must be one of graph.types when the table declares some; the same edge twice is a 409. ${WRITE}`,
+      description: `An array (at most ${MAX_EDGES_PER_REQUEST}) of {from_id, to_id, type, metadata?} → 201 {total, results}. The edge from A to B of type T reads "A's T is B". type must be one of graph.types when the table declares some; the same edge twice is a 409. ${WRITE}`,
       body: Type.Unknown(),
       responses: { 201: EdgesCreated },
       async handler(ctx, { params, body }) {
@@ -43,7 +43,7 @@ export function edgeRoutes(): RouteDef[] {
       suffix: 'edges/',
       operationId: 'edges_destroy_many',
       summary: 'Delete edges by id',
-      description: `Body {edge_ids: [...]} (at most ${edges.MAX_EDGE_IDS}) → {deleted, message}; ids that do not exist are not counted. ${WRITE}`,
+      description: `Body {edge_ids: [...]} (at most ${MAX_EDGE_IDS}) → {deleted, message}; ids that do not exist are not counted. ${WRITE}`,
       body: Type.Unknown(),
       responses: { 200: EdgesDeleted },
       async handler(ctx, { params, body }) {

@@ -14,7 +14,7 @@ import { createTestDatabase, type TestDatabase } from '../../testing/database.ts
 import { ALL_ROWS } from '../records/access.ts';
 import type { Target } from '../records/target.ts';
 import { CLOSURE_DEPTH, closureTableName, dropEdgesDdl, edgesTableDdl, edgesTableName } from './ddl.ts';
-import type { GraphTarget } from './target.ts';
+import { keyArray, type GraphTarget } from './target.ts';
 import { reach, type Direction } from './traverse.ts';
 
 let db: TestDatabase;
@@ -233,4 +233,10 @@ test.serial('one statement inserting a whole tree builds its closure; detaching 
   t.is((await client.query(`SELECT count(*)::int AS n FROM ${C}`)).rows[0].n, 10 * 1 + 100 * 2 + 1000 * 3);
   await client.query(`DELETE FROM ${E} WHERE from_id = 2`);
   t.deepEqual(await stored(), expected(await edgesNow()));
+});
+
+test.serial('key texts travel as one array literal: quotes, backslashes, commas and braces survive', async (t) => {
+  const keys = ['plain', 'with,comma', 'quote"d', 'back\\slash', '{brace}', ' spaced ', 'NULL', ''];
+  const { rows } = await client.query('SELECT unnest($1::text[]) AS k', [keyArray(keys)]);
+  t.deepEqual(rows.map((r) => r.k), keys);
 });

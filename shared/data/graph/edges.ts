@@ -14,27 +14,10 @@ import { coerceValue } from '../query/filter.ts';
 import { ALL_ROWS, rowsAllowed } from '../records/access.ts';
 import { pageOf } from '../records/read.ts';
 import { openTarget } from '../records/target.ts';
+import { MAX_EDGE_IDS, MAX_EDGES_PER_REQUEST, type EdgePage, type EdgeView } from './edges.schemas.ts';
 import { EDGE_TYPE_RE } from './schema.ts';
 import { graphTarget, type GraphTarget } from './target.ts';
 
-/** Edges per create request (one statement), and ids per delete. */
-export const MAX_EDGES_PER_REQUEST = 10_000;
-export const MAX_EDGE_IDS = 1000;
-
-export interface EdgeView {
-  id: string;
-  from_id: unknown;
-  to_id: unknown;
-  type: string;
-  metadata: unknown;
-  created_at: string;
-}
-export interface EdgePage {
-  total: number;
-  page: number;
-  page_size: number;
-  results: EdgeView[];
-}
 
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const EDGE_KEYS = ['from_id', 'to_id', 'type', 'metadata'];

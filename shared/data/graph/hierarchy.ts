@@ -13,7 +13,7 @@ import { compileOn, listQuery, pageOf, plain } from '../records/read.ts';
 import type { RecordRow, Target } from '../records/target.ts';
 import { keyFilter, recordNotFound } from '../records/write.ts';
 import { EDGE_TYPE_RE } from './schema.ts';
-import { graphTarget, labelOf, keySet, type GraphTarget } from './target.ts';
+import { graphTarget, keyArray, keySet, labelOf, type GraphTarget } from './target.ts';
 import { edgesAmong, reach, type Direction, type EdgeRow, type Reached } from './traverse.ts';
 
 export interface GraphSettings {
@@ -45,7 +45,7 @@ export interface HierarchyRequest {
   include?: Include;
   format: Format;
   depth: number;
-  /** The followed types; null: all (the declared ones when graph.types has some). */
+  /** The followed types; null: every edge. */
   types: string[] | null;
 }
 
@@ -73,8 +73,7 @@ function typesOf(g: GraphTarget, query: Record<string, unknown>): string[] | nul
       throw invalid(param === 'graph_types' ? 'graph_types' : 'relationship_type', `Unknown relationship_type "${v}"${known}.`);
     }
   }
-  if (asked.length) return [...new Set(asked.map(([, v]) => v))].sort();
-  return g.types.size ? [...g.types.keys()].sort() : null;
+  return asked.length ? [...new Set(asked.map(([, v]) => v))].sort() : null;
 }
 
 /**
@@ -139,9 +138,13 @@ async function baseRecord(em: EntityManager, g: GraphTarget, id: string): Promis
 function labelled(g: GraphTarget, h: HierarchyRequest, reached: Reached[]): Map<string, string[]> {
   const out = new Map<string, string[]>();
   // Declared types in their declared order; undeclared ones share their direction's label.
-  const followed = g.types.size ? [...g.types.keys()].filter((x) => h.types!.includes(x)) : (h.types ?? ['']);
+  const followed = g.types.size ? [...g.types.keys()].filter((x) => !h.types || h.types.includes(x)) : (h.types ?? ['']);
   for (const dir of DIRS[h.include!]) for (const type of followed) out.set(labelOf(g, type, dir), []);
-  for (const x of reached) out.get(labelOf(g, x.type, x.dir))?.push(withKeys(x.r, { _depth: x.depth, _relationship_type: x.type }));
+  for (const x of reached) {
+    const label = labelOf(g, x.type, x.dir);
+    if (!out.has(label)) out.set(label, []);
+    out.get(label)!.push(withKeys(x.r, { _depth: x.depth, _relationship_type: x.type }));
+  }
   return out;
 }
 
@@ -205,7 +208,7 @@ async function naturalRoots(em: EntityManager, g: GraphTarget, h: HierarchyReque
   const above = await reach(em, g, [base.k], { dirs: ['ancestors'], types: h.types, depth: maxDepth });
   const candidates = [{ ...base, depth: 0 }, ...above.map((x) => ({ k: x.k, r: x.r, depth: x.depth }))];
   const t = g.t;
-  const params: unknown[] = [JSON.stringify(candidates.map((c) => c.k)), ...(h.types ?? []), ...(t.readable === ALL_ROWS ? [] : t.readable.params)];
+  const params: unknown[] = [keyArray(candidates.map((c) => c.k)), ...(h.types ?? []), ...(t.readable === ALL_ROWS ? [] : t.readable.params)];
   const readable = t.readable === ALL_ROWS ? '' : ` AND EXISTS (SELECT 1 FROM ${t.table} t WHERE ${g.key.sql} = e.to_id AND (${t.readable.sql}))`;
   const typeCond = h.types ? ` AND e.type IN (${h.types.map(() => '?').join(', ')})` : '';
   const withParent = new Set(

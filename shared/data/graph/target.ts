@@ -43,5 +43,8 @@ export function labelOf(g: GraphTarget, type: string, dir: 'descendants' | 'ance
   return dir === 'descendants' ? declared.inverse : declared.name;
 }
 
-/** `?` bound to a JSON array of key texts, as a set of key values (`value`). */
-export const keySet = (g: GraphTarget): string => `(SELECT value::${g.keyType} FROM jsonb_array_elements_text(?::jsonb))`;
+/** `?` bound to keyArray(keys), as a set of key values (`value`): one array parameter, so the planner reads the edges by index per key. */
+export const keySet = (g: GraphTarget): string => `(SELECT value FROM unnest(?::${g.keyType}[]) AS value)`;
+
+/** Key texts as one PostgreSQL array literal (elements quoted, `"` and `\` escaped): a bound value, never SQL. */
+export const keyArray = (keys: string[]): string => `{${keys.map((k) => `"${k.replace(/[\\"]/g, '\\$&')}"`).join(',')}}`;

@@ -6,12 +6,12 @@
 // in a recursive CTE instead. Both give, per base and reached record, the length of a shortest
 // path (`depth`) and the smallest type of the edge at the record's end of one (`type`).
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { preparedRows, rows } from '../../db/sql.ts';
+import { preparedRows } from '../../db/sql.ts';
 import { ALL_ROWS } from '../records/access.ts';
 import type { RecordRow } from '../records/target.ts';
 import { plain } from '../records/read.ts';
 import { CLOSURE_DEPTH } from './ddl.ts';
-import { keySet, type GraphTarget } from './target.ts';
+import { keyArray, keySet, type GraphTarget } from './target.ts';
 
 export type Direction = 'descendants' | 'ancestors';
 
@@ -44,13 +44,13 @@ const ENDS = { descendants: { here: 'to_id', next: 'from_id' }, ancestors: { her
 async function closureServes(em: EntityManager, g: GraphTarget, walk: Walk): Promise<boolean> {
   if (g.t.readable !== ALL_ROWS || walk.depth > CLOSURE_DEPTH) return false;
   if (walk.types === null) return true;
-  // The distinct types present, read off the (type) index one probe per type.
-  const present = await rows<{ type: string }>(
-    em,
-    `WITH RECURSIVE p(type) AS (SELECT min(type) FROM ${g.edges} UNION ALL SELECT (SELECT min(e.type) FROM ${g.edges} e WHERE e.type > p.type) FROM p WHERE p.type IS NOT NULL) SELECT type FROM p WHERE type IS NOT NULL`,
-  );
+  const present = await preparedRows<{ type: string }>(em, presentTypesSql(g));
   return present.every((p) => walk.types!.includes(p.type));
 }
+
+/** The distinct edge types present, read off the (type) index one probe per type. */
+export const presentTypesSql = (g: GraphTarget): string =>
+  `WITH RECURSIVE p(type) AS (SELECT min(type) FROM ${g.edges} UNION ALL SELECT (SELECT min(e.type) FROM ${g.edges} e WHERE e.type > p.type) FROM p WHERE p.type IS NOT NULL) SELECT type FROM p WHERE type IS NOT NULL`;
 
 /** The reached set of one direction by the closure: (bi, node, depth, type). */
 function closureSql(g: GraphTarget, dir: Direction): string {
@@ -94,12 +94,21 @@ function walkSql(g: GraphTarget, dir: Direction, walk: Walk, params: unknown[]):
  */
 export async function reach(em: EntityManager, g: GraphTarget, bases: string[], walk: Walk): Promise<Reached[]> {
   if (!bases.length || !walk.dirs.length || walk.depth === 0) return [];
+  const { sql, params } = reachStatement(g, bases, walk, await closureServes(em, g, walk));
+  const found = await preparedRows<Reached>(em, sql, params);
+  if (!g.t.jsonSql) for (const x of found) x.r = plain(g.t, x.r as RecordRow);
+  return found;
+}
+
+/** The statement of `reach`, by the closure or by the walk over the edges. */
+export function reachStatement(g: GraphTarget, bases: string[], walk: Walk, closure: boolean): { sql: string; params: unknown[] } {
   const t = g.t;
-  const params: unknown[] = [JSON.stringify(bases)];
-  const ctes = [`b AS (SELECT v.value::${g.keyType} AS base, v.ordinality::int AS bi FROM jsonb_array_elements_text(?::jsonb) WITH ORDINALITY v)`];
+  // The bases as VALUES: the planner knows how many there are (one, or a page), so it reads the
+  // closure or the edges by index for each rather than scanning them.
+  const params: unknown[] = bases.flatMap((k, i) => [k, i + 1]);
+  const ctes = [`b(base, bi) AS (VALUES ${bases.map(() => `(?::${g.keyType}, ?::int)`).join(', ')})`];
   const parts: string[] = [];
   const partParams: unknown[] = [];
-  const closure = await closureServes(em, g, walk);
   for (const dir of walk.dirs) {
     if (closure) {
       parts.push(`(${closureSql(g, dir)})`);
@@ -115,9 +124,7 @@ export async function reach(em: EntityManager, g: GraphTarget, bases: string[], 
 SELECT x.bi, x.dir, x.depth, x.type, ${g.key.sql}::text AS k, ${record} AS r
   FROM (${parts.join(' UNION ALL ')}) x JOIN ${t.table} t ON ${g.key.sql} = x.node
  ORDER BY x.bi, x.dir, x.depth, ${g.key.sql}`;
-  const found = await preparedRows<Reached>(em, sql, [...params, ...partParams]);
-  if (!t.jsonSql) for (const x of found) x.r = plain(t, x.r as RecordRow);
-  return found;
+  return { sql, params: [...params, ...partParams] };
 }
 
 /** An edge among reached records, as the graph form shows it (and the tree form links them). */
@@ -135,14 +142,19 @@ export interface EdgeRow {
 /** The edges of the followed types whose two ends are among `keys` (key texts), by ends and type. */
 export async function edgesAmong(em: EntityManager, g: GraphTarget, keys: string[], types: string[] | null): Promise<EdgeRow[]> {
   if (!keys.length) return [];
+  const { sql, params } = edgesAmongStatement(g, keys, types);
+  return preparedRows<EdgeRow>(em, sql, params);
+}
+
+/** The statement of `edgesAmong`. */
+export function edgesAmongStatement(g: GraphTarget, keys: string[], types: string[] | null): { sql: string; params: unknown[] } {
   const typeCond = types ? ` AND e.type IN (${types.map(() => '?').join(', ')})` : '';
-  return preparedRows<EdgeRow>(
-    em,
-    `WITH n AS MATERIALIZED ${keySet(g)}
+  return {
+    sql: `WITH n AS MATERIALIZED ${keySet(g)}
 SELECT e.id, e.from_id::text AS f, e.to_id::text AS o, to_jsonb(e.from_id) AS "from", to_jsonb(e.to_id) AS "to", e.type, e.metadata
   FROM ${g.edges} e
  WHERE e.from_id IN (SELECT value FROM n) AND e.to_id IN (SELECT value FROM n)${typeCond}
  ORDER BY e.from_id, e.to_id, e.type`,
-    [JSON.stringify(keys), ...(types ?? [])],
-  );
+    params: [keyArray(keys), ...(types ?? [])],
+  };
 }
