@@ -155,7 +155,7 @@ async function main(): Promise<number> {
   client = new pg.Client({ connectionString: db.url, application_name: 'bench-sql' });
   await client.connect();
   const c = client;
-  const main = `"${site}"."${physical}"`;
+  const records = `"${site}"."${physical}"`;
   const edges = `"${site}"."${physical}_edges"`;
   const closure = `"${site}"."${physical}_edges_closure"`;
   const timed = async (what: string, sql: string, params: unknown[] = []) => {
@@ -167,13 +167,13 @@ async function main(): Promise<number> {
   };
   log(`${NODES.toLocaleString('en')} nodes (${LEVELS} levels)…`);
   const setup = {
-    recordsSec: await timed('records', `INSERT INTO ${main} (id, name, level, score) SELECT md5(g::text)::uuid, 'Node ' || g, floor(log((9 * g - 8)::numeric))::int, (hashint4(g) & 1023) / 10.0 FROM generate_series(1, $1::int) g`, [NODES]),
+    recordsSec: await timed('records', `INSERT INTO ${records} (id, name, level, score) SELECT md5(g::text)::uuid, 'Node ' || g, floor(log((9 * g - 8)::numeric))::int, (hashint4(g) & 1023) / 10.0 FROM generate_series(1, $1::int) g`, [NODES]),
     edgesAndClosureSec: await timed('edges, and the closure by their trigger', `INSERT INTO ${edges} (from_id, to_id, type) SELECT md5(g::text)::uuid, md5(((g - 2) / 10 + 1)::text)::uuid, 'reports_to' FROM generate_series(2, $1::int) g`, [NODES]),
     vacuumSec: 0,
     refClosureSec: 0,
   };
   const t0 = performance.now();
-  for (const t of [main, edges, closure]) await c.query(`VACUUM ANALYZE ${t}`);
+  for (const t of [records, edges, closure]) await c.query(`VACUUM ANALYZE ${t}`);
   setup.vacuumSec = r2((performance.now() - t0) / 1000);
   setup.refClosureSec = await timed(
     'the hand-written closure (comparison only)',
@@ -185,7 +185,7 @@ async function main(): Promise<number> {
   await c.query(`CREATE INDEX ref_closure_des ON "${site}".ref_closure (des, depth) INCLUDE (anc)`);
   await c.query(`VACUUM ANALYZE "${site}".ref_closure`);
   const size = async (t: string) => r2(Number((await c.query(`SELECT pg_total_relation_size('${t}') AS s`)).rows[0].s) / 2 ** 20);
-  const sizes = { recordsMiB: await size(main), edgesMiB: await size(edges), closureMiB: await size(closure), refClosureMiB: await size(`"${site}".ref_closure`) };
+  const sizes = { recordsMiB: await size(records), edgesMiB: await size(edges), closureMiB: await size(closure), refClosureMiB: await size(`"${site}".ref_closure`) };
   const counts = (await c.query(`SELECT (SELECT count(*) FROM ${edges})::int AS edges, (SELECT count(*) FROM ${closure})::int AS pairs, (SELECT count(*) FROM "${site}".ref_closure)::int AS ref`)).rows[0];
   assert.equal(counts.pairs, counts.ref, 'the maintained closure has every pair of the hand-written one');
   log(`sizes (MiB): ${JSON.stringify(sizes)}; ${counts.pairs.toLocaleString('en')} pairs`);
@@ -263,7 +263,7 @@ async function main(): Promise<number> {
   const far = (s: Scenario) => (s.walk.dirs[0] === 'descendants' ? 'des' : 'anc');
   const handWritten = (s: Scenario) => (n: number): Statement[] => {
     const [from, to] = [near(s), far(s)];
-    const list: Statement[] = [{ sql: `SELECT c.depth, ${record} AS r FROM ${ref} c JOIN ${main} t ON t.id = c.${to} WHERE c.${from} = ?::uuid AND c.depth <= ? ORDER BY c.depth, t.id`, params: [key(n), MAX_DEPTH] }];
+    const list: Statement[] = [{ sql: `SELECT c.depth, ${record} AS r FROM ${ref} c JOIN ${records} t ON t.id = c.${to} WHERE c.${from} = ?::uuid AND c.depth <= ? ORDER BY c.depth, t.id`, params: [key(n), MAX_DEPTH] }];
     if (s.tree) list.push({ sql: `SELECT e.id, e.from_id, e.to_id, e.type, e.metadata FROM ${ref} c JOIN ${edges} e ON e.from_id = c.des WHERE c.anc = ?::uuid AND c.depth <= ? ORDER BY e.from_id`, params: [key(n), MAX_DEPTH] });
     return list;
   };
