@@ -6,6 +6,7 @@ import { DATA_COMMANDS } from './commands/data.ts';
 import { DATASOURCE_COMMANDS } from './commands/datasource.ts';
 import DemoCommand from './commands/demo.ts';
 import { DOMAIN_COMMANDS } from './commands/domain.ts';
+import { EDGE_COMMANDS } from './commands/edges.ts';
 import { GROUP_COMMANDS } from './commands/group.ts';
 import { INVITE_COMMANDS } from './commands/invite.ts';
 import LoginCommand from './commands/login.ts';
@@ -48,5 +49,6 @@ export const COMMANDS = {
   ...ROLE_COMMANDS,
   ...TABLE_COMMANDS,
   ...DATA_COMMANDS,
+  ...EDGE_COMMANDS,
   ...POLICY_COMMANDS,
 };

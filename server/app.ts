@@ -30,6 +30,7 @@ import { secretRoutes } from './routes/secrets.routes.ts';
 import { dataTableRoutes } from './routes/datatables.routes.ts';
 import { migrationRoutes } from './routes/migrations.routes.ts';
 import { recordRoutes } from './routes/records.routes.ts';
+import { edgeRoutes } from './routes/edges.routes.ts';
 import { SecretKeyring } from '../shared/secrets/crypto.ts';
 import { SecretHistoryItem, SecretListItem, SecretView } from '../shared/secrets/secret.schemas.ts';
 import { SecretTypeView } from '../shared/secrets/secret-type.schemas.ts';
@@ -79,7 +80,7 @@ export function buildRegistry(deps: Pick<AppDeps, 'config' | 'tokens' | 'mailer'
     .add(...organizationRoutes(deps.config), ...memberRoutes(deps.config.publicUrl), ...groupRoutes(deps.config.publicUrl))
     .add(...tenantUserRoutes(deps.config.publicUrl))
     .add(...secretRoutes(deps.secrets ?? new SecretKeyring(deps.tokens.secretKey, deps.config.secretsKeyVersion), deps.config.publicUrl))
-    .add(...dataTableRoutes(deps.config.publicUrl), ...migrationRoutes(deps.config.publicUrl), ...recordRoutes())
+    .add(...dataTableRoutes(deps.config.publicUrl), ...migrationRoutes(deps.config.publicUrl), ...recordRoutes({ maxDepth: deps.config.graphMaxDepth }), ...edgeRoutes())
     .add(...appRoutes(deps.config), ...dataSourceRoutes())
     .add(...policyRoutes())
     .add(...appRoleRoutes(deps.config.publicUrl));

@@ -66,6 +66,8 @@ export interface Config {
   publicUrl: string | undefined;
   /** What one user may create (platform superusers and staff are exempt); 0 = no limit. */
   quotas: QuotaConfig;
+  /** The deepest hierarchy traversal a request may ask for (DATA_SERVICE_GRAPH_MAX_DEPTH, default 10). */
+  graphMaxDepth: number;
 }
 
 export interface QuotaConfig {
@@ -197,5 +199,6 @@ export function loadConfig(env: Env = process.env): Config {
       organizationsPerUser: int(env, 'QUOTA_ORGANIZATIONS_PER_USER', 10),
       sitesPerOrganization: int(env, 'QUOTA_SITES_PER_ORGANIZATION', 25),
     },
+    graphMaxDepth: int(env, 'DATA_SERVICE_GRAPH_MAX_DEPTH', 10, 0, 100),
   };
 }

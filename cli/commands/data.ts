@@ -9,6 +9,7 @@ import type { CsvImportReport } from '../../shared/data/records.schemas.ts';
 import { DomainError, fieldError } from '../../shared/errors.ts';
 import { path as apiPath, type Api } from '../api.ts';
 import { ApiCommand, operation } from '../base.ts';
+import { asksHierarchy, hierarchyFlags, hierarchyLines, hierarchyQuery } from '../hierarchy.ts';
 import { appFlag, bytes, CsvRowCounter, fileSize, filterFlag, jsonInput, jsonObject, plural, Progress, recordLines, recordQuery, recordsTable, siteFlag, sortFlag, tableFlag, watch, type RecordRow } from '../tables.ts';
 
 const tableFlags = { site: siteFlag, app: appFlag, table: tableFlag };
@@ -173,6 +174,7 @@ export const DATA_COMMANDS = {
       "data list --table contacts --filter 'status=lead' --sort -id --site shop_prod --app crm",
       "data list --table contacts --filter 'id__gte=10' --filter 'email__icontains=example' --page-size 50 --site shop_prod --app crm --json",
       "data list --table orders --aggregate 'count,sum(unit_price)' --group-by status --site shop_prod --app crm",
+      'data list --table employees --format tree --depth 3 --site shop_prod --app hr',
     ],
     flags: {
       ...tableFlags,
@@ -184,16 +186,19 @@ export const DATA_COMMANDS = {
       search: Flags.string({ summary: 'Full-text search keywords.' }),
       aggregate: Flags.string({ summary: "Aggregates instead of records: 'count,sum(price)'." }),
       'group-by': Flags.string({ summary: 'Group the aggregates by this field.' }),
+      ...hierarchyFlags,
     },
     request: ({ flags: f }) => ({
       method: 'GET',
       site: f.site,
       path: records(f),
-      query: recordQuery(f.filter, {
-        _sort: f.sort, page: f.page, page_size: f['page-size'], populate: f.populate, search: f.search, _aggregate: f.aggregate, _group_by: f['group-by'],
-      }),
+      query: {
+        ...recordQuery(f.filter, { _sort: f.sort, page: f.page, page_size: f['page-size'], populate: f.populate, search: f.search, _aggregate: f.aggregate, _group_by: f['group-by'] }),
+        ...hierarchyQuery(f),
+      },
     }),
-    render: (body: RecordPage) => {
+    render: (body: RecordPage, { flags }) => {
+      if (asksHierarchy(flags)) return hierarchyLines(body as unknown as Record<string, unknown>, flags.format);
       if (!Array.isArray(body.data) || typeof body.total !== 'number') return JSON.stringify(body, null, 2); // aggregates: the API's own shape
       let footer = plural(body.total, 'record');
       if (body.data.length < body.total) footer += `, ${body.data.length} shown (page ${body.page}, ${body.page_size} a page)`;
@@ -204,11 +209,15 @@ export const DATA_COMMANDS = {
 
   'data:get': operation({
     summary: 'Show one record by its primary key.',
-    examples: ['data get 7 --table contacts --site shop_prod --app crm', 'data get 7 --table contacts --populate company_id --site shop_prod --app crm --json'],
+    examples: [
+      'data get 7 --table contacts --site shop_prod --app crm',
+      'data get 7 --table contacts --populate company_id --site shop_prod --app crm --json',
+      'data get 7 --table employees --include descendants --relationship-type reports_to --site shop_prod --app hr',
+    ],
     args: { id: Args.string({ description: 'The primary key value', required: true }) },
-    flags: { ...tableFlags, populate: Flags.string({ summary: 'Related records to include: a,b or *.' }) },
-    request: ({ flags: f, args }) => ({ method: 'GET', site: f.site, path: records(f, apiPath`${args.id}/`), query: { populate: f.populate } }),
-    render: (body: { data: RecordRow }) => recordLines(body.data),
+    flags: { ...tableFlags, populate: Flags.string({ summary: 'Related records to include: a,b or *.' }), ...hierarchyFlags },
+    request: ({ flags: f, args }) => ({ method: 'GET', site: f.site, path: records(f, apiPath`${args.id}/`), query: { populate: f.populate, ...hierarchyQuery(f) } }),
+    render: (body: { data: RecordRow }, { flags }) => (asksHierarchy(flags) ? hierarchyLines(body, flags.format) : recordLines(body.data)),
   }),
 
   'data:create': operation({

@@ -10,11 +10,14 @@ import type { RouteDef } from '../http/registry.ts';
 import type { AppContext } from '../http/types.ts';
 import { JsonText, jsonBody } from '../../shared/common/json-text.ts';
 import { perTable, scopeOf } from './datatables.routes.ts';
+import { HierarchyBody, type GraphSettings } from '../../shared/data/graph/hierarchy.ts';
 
 const WHO_WRITE = 'Site administrators (superusers and staff of the site) only.';
 const WHO_READ = 'Any user of the site.';
 const FILTERS = 'Conditions `field=value` or `field__op=value` with op one of eq, ne, gt, gte, lt, lte, in, nin (comma lists), contains, icontains, startswith, istartswith, endswith, iendswith, isnull (true/false), between (low,high); all must hold. `field` may be `fk_field.related_field` (through a foreign key), `relation.field` (a reverse foreign key or a many-to-many relation, named by the other table), or a dotted document path on docstore tables.';
 const READ = '`populate`: comma list of relations or `*` (a foreign key becomes the referenced record; reverse and many-to-many relations are arrays of records).';
+
+const HIERARCHY = 'On a hierarchy table: `include` (descendants, ancestors, both), `depth`, `format` (include, tree, graph), `relationship_type` (repeatable) give the hierarchy forms of docs/hierarchy.md.';
 
 const COUNT = `\`_count=exact|planned|none\` (or the header \`Prefer: count=exact|planned|none\`; the parameter wins): \`total\` is the exact count (default), the planner's estimate (no scan: large matches cost nothing to count), or null. A \`Prefer\` count that was applied is named in \`Preference-Applied\`.`;
 
@@ -47,14 +50,14 @@ function send(ctx: AppContext, body: Record<string, unknown>): void {
   ctx.body = jsonBody(body);
 }
 
-export function recordRoutes(): RouteDef[] {
+export function recordRoutes(graph: GraphSettings): RouteDef[] {
   return [
     ...perTable({
       method: 'get',
       suffix: 'data/',
       operationId: 'records_list',
       summary: 'List records',
-      description: `${FILTERS} Pages: page/page_size (default 20, at most 1000) or limit/offset. \`_sort\`: comma list of fields (also \`fk_field.related_field\`), \`-\` for descending. \`search\`: keywords matched as word prefixes over the text fields (full-text index). ${READ} \`_aggregate\`: comma list of count, count_distinct(f), sum(f), avg(f), min(f), max(f), with optional \`_group_by=a,b\` → one row per group. \`format=csv\` streams every matching record (same conditions, search and sort; no pages) as \`text/csv\`, a header of the table's fields then one line per record. Answers {data, total, page, page_size}. ${COUNT} ${WHO_READ}`,
+      description: `${FILTERS} Pages: page/page_size (default 20, at most 1000) or limit/offset. \`_sort\`: comma list of fields (also \`fk_field.related_field\`), \`-\` for descending. \`search\`: keywords matched as word prefixes over the text fields (full-text index). ${READ} \`_aggregate\`: comma list of count, count_distinct(f), sum(f), avg(f), min(f), max(f), with optional \`_group_by=a,b\` → one row per group. \`format=csv\` streams every matching record (same conditions, search and sort; no pages) as \`text/csv\`, a header of the table's fields then one line per record. Answers {data, total, page, page_size}. ${COUNT} ${HIERARCHY} ${WHO_READ}`,
       query: ListQuery,
       responses: { 200: RecordPage },
       produces: { 200: 'text/csv' },
@@ -66,7 +69,8 @@ export function recordRoutes(): RouteDef[] {
           ctx.body = csv;
           return;
         }
-        send(ctx, await records.listRecords(ctx.state.service(), scopeOf(params), params.name!, query, countMode(ctx, query)));
+        const page = await records.listRecords(ctx.state.service(), scopeOf(params), params.name!, query, countMode(ctx, query), graph);
+        send(ctx, page instanceof HierarchyBody ? page.body : page);
       },
     }, 'records'),
     ...perTable({
@@ -144,10 +148,11 @@ export function recordRoutes(): RouteDef[] {
       extraParams: RecordKeyParam,
       operationId: 'records_retrieve',
       summary: 'Get a record by primary key',
-      description: `The key's value; for a composite key the values in primaryKey order, comma-separated (\`1001,2\`) or as a JSON array. ${READ} ${WHO_READ}`,
+      description: `The key's value; for a composite key the values in primaryKey order, comma-separated (\`1001,2\`) or as a JSON array. ${READ} ${HIERARCHY} ${WHO_READ}`,
       responses: { 200: RecordData },
       async handler(ctx, { params, query }) {
-        send(ctx, { data: await records.getRecord(ctx.state.service(), scopeOf(params), params.name!, params.pk!, query) });
+        const found = await records.getRecord(ctx.state.service(), scopeOf(params), params.name!, params.pk!, query, graph);
+        send(ctx, found instanceof HierarchyBody ? found.body : { data: found });
       },
     }, 'records'),
     ...perTable({

@@ -18,6 +18,9 @@ import type { Action } from '../auth/actor.ts';
 import { createDataSource } from '../apps/datasource.service.ts';
 import { activeApp, type ActiveApp } from '../apps/lookup.ts';
 import { createTableDdl, dropTableDdl } from './ddl.ts';
+import { dropEdgesDdl } from './graph/ddl.ts';
+import { hasEdges } from './graph/schema.ts';
+import { edgesDdlFor } from './graph/tables.ts';
 import {
   DataTableCreate, DataTableListQuery, DataTableUpdate, ImportReference,
   type DataTableListItem, type DataTableStats, type DataTableView,
@@ -172,9 +175,9 @@ export async function deleteDataTable(ctx: ServiceContext, scope: TableScope, na
   if (refs.length) throw new DomainError('BAD_REQUEST', `Data table "${name}" is the source of reference tables: ${refs.map((r) => `${r.app}.${r.name}`).join(', ')}.`);
   await ctx.em.transactional(async (tx) => {
     if (row.is_materialized && !row.is_reference) {
-      const drop = dropTableDdl(schema, row.physical_table_name);
-      await tx.execute(drop);
-      await recordTableOperation(tx as EntityManager, schema, ctx, row, 'DROP_TABLE', [drop]);
+      const drop = [...(hasEdges(row.json_schema) ? dropEdgesDdl(schema, row.physical_table_name) : []), dropTableDdl(schema, row.physical_table_name)];
+      for (const statement of drop) await tx.execute(statement);
+      await recordTableOperation(tx as EntityManager, schema, ctx, row, 'DROP_TABLE', drop);
     }
     await tx.execute(`DELETE FROM ${quotedSchema(schema)}.data_tables WHERE id = ?`, [row.id]);
   });
@@ -214,6 +217,11 @@ export async function materializeDataTable(ctx: ServiceContext, scope: TableScop
     schema, table: row.physical_table_name, provider: row.provider_type,
     resolveTable: (resource) => (resource === row.name ? row.physical_table_name : targets.get(resource)!),
   });
+  if (hasEdges(doc)) {
+    const edges = await edgesDdlFor(ctx.em, schema, row.physical_table_name, doc, row.provider_type);
+    if (edges.problems.length) throw schemaError(edges.problems, 'The edges table could not be created.');
+    ddl.push(...edges.ddl);
+  }
   try {
     await ctx.em.transactional(async (tx) => {
       await allowLongStatements(ctx, tx as EntityManager);

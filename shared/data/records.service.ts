@@ -18,6 +18,7 @@ import { requireAllowed, rowsAllowed, withinAllowed } from './records/access.ts'
 import { loadRelations, openTarget, resolver, type RecordRow, type Target } from './records/target.ts';
 import { batchOf, failingRecord, guarded, insertRecords, keyFilter, recordErrors, recordNotFound, updateRecord, violation } from './records/write.ts';
 import type { RecordPage } from './records.schemas.ts';
+import { HierarchyBody, hierarchyOfList, hierarchyOfRecord, hierarchyRequest, type GraphSettings } from './graph/hierarchy.ts';
 
 export type { RecordRow } from './records/target.ts';
 
@@ -30,7 +31,7 @@ const FORMATS = new Set(['json', 'flat']);
 function checkFormat(query: Record<string, unknown>): void {
   const f = query.format;
   if (f === undefined || (typeof f === 'string' && FORMATS.has(f))) return;
-  if (f === 'tree' || f === 'graph') throw fieldError('format', `format=${f} applies to hierarchy tables, which this platform does not serve yet.`);
+  if (f === 'tree' || f === 'graph' || f === 'include') throw fieldError('format', `format=${f} applies to tables with hierarchy: true (and graph.enabled) only.`);
   throw fieldError('format', 'Expected json, flat or csv.');
 }
 
@@ -86,8 +87,10 @@ export const COUNT_MODES: readonly CountMode[] = ['exact', 'planned', 'none'];
  * A page of records. `data` is JSON text written by PostgreSQL (TableView.jsonSql) when the
  * table allows and nothing is populated; otherwise records.
  */
-export async function listRecords(ctx: ServiceContext, scope: TableScope, name: string, query: Record<string, unknown>, count: CountMode = 'exact'): Promise<RecordPage | RecordTextPage> {
+export async function listRecords(ctx: ServiceContext, scope: TableScope, name: string, query: Record<string, unknown>, count: CountMode = 'exact', graph?: GraphSettings): Promise<RecordPage | RecordTextPage | HierarchyBody> {
   const t = await openTarget(ctx, scope, name, 'read');
+  const hierarchy = graph && hierarchyRequest(t, query, graph);
+  if (hierarchy) return new HierarchyBody(await hierarchyOfList(ctx, hierarchy.g, hierarchy.h, query));
   checkFormat(query);
   if (query._aggregate !== undefined) return guarded(t, () => aggregate(ctx.em, t, query));
   if (query._group_by !== undefined) throw fieldError('_group_by', '_group_by needs _aggregate.');
@@ -123,8 +126,10 @@ export async function listRecords(ctx: ServiceContext, scope: TableScope, name: 
 export type RecordTextPage = Omit<RecordPage, 'data'> & { data: JsonText };
 
 /** One record: JSON text written by PostgreSQL when the table allows and nothing is populated (as listRecords), else the record. */
-export async function getRecord(ctx: ServiceContext, scope: TableScope, name: string, id: string, query: Record<string, unknown> = {}): Promise<RecordRow | JsonText> {
+export async function getRecord(ctx: ServiceContext, scope: TableScope, name: string, id: string, query: Record<string, unknown> = {}, graph?: GraphSettings): Promise<RecordRow | JsonText | HierarchyBody> {
   const t = await openTarget(ctx, scope, name, 'read');
+  const hierarchy = graph && hierarchyRequest(t, query, graph);
+  if (hierarchy) return new HierarchyBody(await hierarchyOfRecord(ctx, hierarchy.g, hierarchy.h, id, graph));
   checkFormat(query);
   if (query.populate === undefined && t.jsonSql) {
     const where = keyCondition(t, id);

@@ -131,7 +131,7 @@ test('top level: title/description strings, hierarchy boolean, graph object', (t
   t.true(has(errors, 'title must be a string.'));
   t.true(has(errors, 'hierarchy must be a boolean.'));
   t.true(has(errors, 'graph must be an object.'));
-  t.deepEqual(ok({ fields: [{ name: 'a', type: 'any' }], hierarchy: true, graph: { edge_types: [] } }), []);
+  t.deepEqual(ok({ fields: [{ name: 'a', type: 'any' }], hierarchy: true, graph: { enabled: true, types: [] } }), []);
 });
 
 test('canonical form and hash: key order never changes the hash, content does', (t) => {

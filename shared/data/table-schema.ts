@@ -5,6 +5,7 @@ import { createHash } from 'node:crypto';
 import { patternProblem } from '../common/linear-regexp.ts';
 import { compileFragment } from './index-expression.ts';
 import { TYPE_FORMATS, TYPE_PROPERTIES } from './field-types.ts';
+import { checkGraph } from './graph/schema.ts';
 
 export const IDENT_RE = /^[a-z_][a-z0-9_]{0,62}$/;
 
@@ -276,8 +277,7 @@ export function validateTableSchema(doc: unknown, tables: ReadonlyMap<string, re
     }
   }
   for (const k of ['title', 'description'] as const) if (doc[k] !== undefined && typeof doc[k] !== 'string') errors.push(`${k} must be a string.`);
-  if (doc.hierarchy !== undefined && typeof doc.hierarchy !== 'boolean') errors.push('hierarchy must be a boolean.');
-  if (doc.graph !== undefined && !isObj(doc.graph)) errors.push('graph must be an object.');
+  checkGraph(doc, fields.columns, pk, errors);
   return errors;
 }
 

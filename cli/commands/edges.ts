@@ -1,0 +1,153 @@
+// `platform edges …`: the edges of a hierarchy table (/api/apps/{app}/datatables/{table}/edges/).
+import fs from 'node:fs';
+import { Args, Flags } from '@oclif/core';
+import { MAX_EDGES_PER_REQUEST, type EdgePage, type EdgeView } from '../../shared/data/graph/edges.schemas.ts';
+import { DomainError, fieldError } from '../../shared/errors.ts';
+import { defined, path as apiPath } from '../api.ts';
+import { ApiCommand, operation } from '../base.ts';
+import { parseJson } from '../flags.ts';
+import { keyValues, table, type Column } from '../output.ts';
+import { appFlag, plural, Progress, siteFlag, tableFlag } from '../tables.ts';
+
+const tableFlags = { site: siteFlag, app: appFlag, table: tableFlag };
+const edgesPath = (f: { app: string; table: string }, rest = '') => apiPath`/api/apps/${f.app}/datatables/${f.table}/edges/` + rest;
+const show = (v: unknown) => (v !== null && typeof v === 'object' ? JSON.stringify(v) : String(v));
+
+const COLUMNS: Column<EdgeView>[] = [
+  { header: 'ID', get: (e) => e.id },
+  { header: 'From', get: (e) => show(e.from_id) },
+  { header: 'Type', get: (e) => e.type },
+  { header: 'To', get: (e) => show(e.to_id) },
+  { header: 'Metadata', get: (e) => (e.metadata === null ? '-' : JSON.stringify(e.metadata)) },
+  { header: 'Created', get: (e) => e.created_at },
+];
+
+const endFlags = {
+  'from-id': Flags.string({ summary: 'The key of the record the edge starts from ("A" in "A\'s type is B").' }),
+  'to-id': Flags.string({ summary: 'The key of the record the edge points to.' }),
+  type: Flags.string({ summary: 'The edge type (one of graph.types when the table declares some).' }),
+  metadata: Flags.string({ summary: 'The edge\'s metadata, as JSON.' }),
+};
+
+interface Created {
+  total: number;
+  results: EdgeView[];
+}
+
+/** The edges to create: a JSON file (`-`: stdin) or --data holding an array (or one edge), or one edge from the flags. */
+function edgesToCreate(f: { file?: string; data?: string; 'from-id'?: string; 'to-id'?: string; type?: string; metadata?: string }): unknown[] {
+  const single = f['from-id'] !== undefined || f['to-id'] !== undefined || f.type !== undefined;
+  if ([f.file !== undefined, f.data !== undefined, single].filter(Boolean).length !== 1) {
+    throw new DomainError('BAD_REQUEST', 'Give the edges one way: --file F.json (or - for stdin), --data JSON, or --from-id/--to-id/--type.');
+  }
+  if (single) return [defined({ from_id: f['from-id'], to_id: f['to-id'], type: f.type, metadata: f.metadata === undefined ? undefined : parseJson(f.metadata, 'metadata') })];
+  let text: string;
+  if (f.data !== undefined) text = f.data;
+  else {
+    try {
+      text = fs.readFileSync(f.file === '-' ? 0 : f.file!, 'utf8');
+    } catch (err) {
+      throw fieldError('file', `Cannot read ${f.file}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'No such file.' : (err as Error).message}`);
+    }
+  }
+  const value = parseJson(text, f.data !== undefined ? 'data' : 'file');
+  return Array.isArray(value) ? value : [value];
+}
+
+class EdgesCreateCommand extends ApiCommand<typeof EdgesCreateCommand> {
+  static override summary = 'Create edges: one from the flags, or an array from a JSON file, stdin or --data (all or nothing).';
+  static override description =
+    `One request holds at most ${MAX_EDGES_PER_REQUEST} edges and stores all of them or none. A larger file needs --batch-size: the edges then go in batches of that size, each all or nothing, with progress on stderr; a batch that fails stops the command (the batches before it stay stored: the message says how many). --json prints {total, results}.`;
+  static override examples = [
+    '<%= config.bin %> edges create --from-id 7 --to-id 3 --type reports_to --table employees --site shop_prod --app hr',
+    '<%= config.bin %> edges create --file edges.json --table employees --site shop_prod --app hr --json',
+    'cat edges.json | <%= config.bin %> edges create --file - --batch-size 5000 --table employees --site shop_prod --app hr',
+  ];
+  static override flags = {
+    ...tableFlags,
+    file: Flags.string({ summary: 'A JSON file holding an array of {from_id, to_id, type, metadata?} (- reads stdin).' }),
+    data: Flags.string({ summary: 'The edges as JSON (an array, or one edge).' }),
+    ...endFlags,
+    'batch-size': Flags.integer({ summary: `Send the edges in batches of this many (1 to ${MAX_EDGES_PER_REQUEST}); each batch is all or nothing.`, min: 1, max: MAX_EDGES_PER_REQUEST }),
+  };
+
+  async run(): Promise<Created> {
+    const f = this.flags;
+    const edges = edgesToCreate(f);
+    const size = f['batch-size'] ?? MAX_EDGES_PER_REQUEST;
+    if (f['batch-size'] === undefined && edges.length > MAX_EDGES_PER_REQUEST) {
+      throw fieldError('batch-size', `${edges.length} edges are more than one request holds (${MAX_EDGES_PER_REQUEST}): give --batch-size to send them in batches, each all or nothing.`);
+    }
+    const out: Created = { total: 0, results: [] };
+    const progress = new Progress((line) => this.info(line));
+    for (let from = 0; from < edges.length; from += size) {
+      const batch = edges.slice(from, from + size);
+      try {
+        const body = await this.call<Created>({ method: 'POST', site: f.site, path: edgesPath(f), body: batch });
+        out.total += body.total;
+        out.results.push(...body.results);
+      } catch (err) {
+        if (from > 0 && err instanceof DomainError) {
+          throw new DomainError(err.code, `${err.message} (batch of edges ${from + 1}–${from + batch.length}; the ${out.total} edges before it are stored)`, { errors: err.errors, detail: err.detail });
+        }
+        throw err;
+      }
+      if (edges.length > size) progress.tick(() => `  ${out.total} of ${edges.length} edges stored…`);
+    }
+    this.log(`Created ${plural(out.total, 'edge')}.`);
+    if (out.results.length <= 20) this.log(table(out.results, COLUMNS));
+    return out;
+  }
+}
+
+export const EDGE_COMMANDS = {
+  'edges:list': operation({
+    summary: 'List the edges of a hierarchy table.',
+    description: 'Oldest first. Prints the API body {total, page, page_size, results} with --json.',
+    examples: ['edges list --table employees --site shop_prod --app hr', 'edges list --from-id 7 --types reports_to,mentored_by --table employees --site shop_prod --app hr --json'],
+    flags: {
+      ...tableFlags,
+      'from-id': Flags.string({ summary: 'Only the edges starting from this record.' }),
+      'to-id': Flags.string({ summary: 'Only the edges pointing to this record.' }),
+      types: Flags.string({ summary: 'Only edges of these types: a,b.' }),
+      page: Flags.string({ summary: 'Page number (default 1).' }),
+      'page-size': Flags.string({ summary: 'Edges per page (default 20, at most 1000).' }),
+    },
+    request: ({ flags: f }) => ({
+      method: 'GET',
+      site: f.site,
+      path: edgesPath(f),
+      query: { from_id: f['from-id'], to_id: f['to-id'], types: f.types, page: f.page, page_size: f['page-size'] },
+    }),
+    render: (body: EdgePage) => {
+      let footer = plural(body.total, 'edge');
+      if (body.results.length < body.total) footer += `, ${body.results.length} shown (page ${body.page}, ${body.page_size} a page)`;
+      if (body.page * body.page_size < body.total) footer += ` (next: --page ${body.page + 1})`;
+      return body.results.length ? `${table(body.results, COLUMNS)}\n\n${footer}` : footer;
+    },
+  }),
+
+  'edges:create': EdgesCreateCommand,
+
+  'edges:update': operation({
+    summary: 'Change an edge: the given fields replace its own, and the whole edge is checked again.',
+    examples: ['edges update 3f0c…-… --to-id 4 --table employees --site shop_prod --app hr', `edges update 3f0c…-… --metadata '{"since":2024}' --table employees --site shop_prod --app hr`],
+    args: { id: Args.string({ description: 'The edge id', required: true }) },
+    flags: { ...tableFlags, ...endFlags },
+    request: ({ flags: f, args }) => {
+      const body = defined({ from_id: f['from-id'], to_id: f['to-id'], type: f.type, metadata: f.metadata === undefined ? undefined : parseJson(f.metadata, 'metadata') });
+      if (!Object.keys(body).length) throw new DomainError('BAD_REQUEST', 'Nothing to change: give --from-id, --to-id, --type or --metadata.');
+      return { method: 'PATCH', site: f.site, path: edgesPath(f, apiPath`${args.id}/`), body };
+    },
+    render: (body: { data: EdgeView }) => keyValues({ ...body.data }),
+  }),
+
+  'edges:delete': operation({
+    summary: 'Delete edges by id.',
+    description: 'Ids that do not exist are not counted. Prints {deleted, message} with --json.',
+    examples: ['edges delete --ids 3f0c…,9a1b… --table employees --site shop_prod --app hr'],
+    flags: { ...tableFlags, ids: Flags.string({ summary: 'The edge ids: a,b,c.', required: true }) },
+    request: ({ flags: f }) => ({ method: 'DELETE', site: f.site, path: edgesPath(f), body: { edge_ids: f.ids.split(',').map((x) => x.trim()).filter(Boolean) } }),
+    render: (body: { message: string }) => body.message,
+  }),
+};
