@@ -478,6 +478,34 @@ test.serial('jsonb and docstore tables: keys renamed, filled, dropped and conver
   t.regex(toNumber.body.message, /Field 'kind': some documents hold values that are not of type integer/);
 });
 
+test.serial('hierarchy switched on by a migration gets its edges table (and traversal); switched off it is unsafe; both roll back', async (t) => {
+  const plain = { fields: [{ name: 'id', type: 'integer' }, { name: 'name', type: 'string' }], primaryKey: ['id'] };
+  await freshTable('org', plain, 'main', [{ id: 1, name: 'boss' }, { id: 2, name: 'mid' }, { id: 3, name: 'dev' }]);
+  const edgesTable = async () => (await sql('SELECT to_regclass(?) AS r', [`"${a.schema}"."${physical('org')}_edges"`]))[0].r;
+  t.falsy(await edgesTable());
+  const on = await onA('PATCH', `${T}org/`, { json_schema: { ...plain, hierarchy: true } });
+  t.is(on.status, 200, on.text);
+  t.truthy(await edgesTable());
+  const [op] = (await history('org')).results;
+  t.deepEqual(op.operations.map((o: any) => [o.type, o.is_safe]), [['add_edges_table', true]]);
+  const linked = await onA('POST', `${T}org/edges/`, [{ from_id: 3, to_id: 2, type: 'reports_to' }, { from_id: 2, to_id: 1, type: 'reports_to' }]);
+  t.is(linked.status, 201, linked.text);
+  const up = await onA('GET', `${T}org/data/3/?include=ancestors`);
+  t.is(up.status, 200, up.text);
+  t.deepEqual(up.body.ancestors.map((r: any) => [r.id, r._depth]), [[2, 1], [1, 2]]);
+
+  const off = await onA('PATCH', `${T}org/`, { json_schema: plain });
+  t.is(off.status, 400);
+  t.deepEqual(off.body.unsafe_operations.map((o: any) => o.type), ['drop_edges_table']);
+  t.truthy(await edgesTable());
+  // The rollback of the switch drops the edges table (and says so: its edges are gone).
+  const back = await onA('POST', `${T}org/rollback/`, { revision_id: op.revision_id });
+  t.is(back.status, 200, back.text);
+  t.deepEqual(back.body.warnings, ['A rollback drops the edges table with its edges.']);
+  t.falsy(await edgesTable());
+  t.is((await onA('GET', `${T}org/edges/`)).status, 400);
+});
+
 test.serial('deleting a table records DROP_TABLE after its other operations; the history stays in the site schema', async (t) => {
   await freshTable('doomed');
   t.is((await onA('PATCH', `${T}doomed/`, { json_schema: withFields([...ITEMS.fields, { name: 'x', type: 'integer' }]) })).status, 200);

@@ -15,6 +15,9 @@ import { siteSchemaFor } from '../../tenancy/site-access.ts';
 import { SELECT, checkedSchema, schemaError, type TableRow, type TableScope } from '../datatable.queries.ts';
 import { tableFor } from '../datatable.service.ts';
 import { quoteIdent } from '../../db/sql.ts';
+import { dropEdgesDdl, edgesTableDdl } from '../graph/ddl.ts';
+import { hasEdges } from '../graph/schema.ts';
+import { edgesDdlFor, keyColumnType } from '../graph/tables.ts';
 import { foreignKeysOf, schemaHash, type TableSchema } from '../table-schema.ts';
 import {
   HistoryQuery, PreviewBody, RollbackBody, ValidateSchemaBody,
@@ -127,8 +130,19 @@ async function planInput(em: EntityManager, schema: string, row: TableRow, next:
       for (const f of fk.reference.fields) referenced.set(f, [...new Set([...(referenced.get(f) ?? []), o.name])]);
     }
   }
+  let edges: PlanInput['edges'];
+  if (hasEdges(row.json_schema) !== hasEdges(next)) {
+    // Switched on: the companions' names must be free; switched off: they exist (the rollback re-creates them).
+    let create = edgesTableDdl(schema, row.physical_table_name, keyColumnType(row.json_schema, row.provider_type));
+    if (hasEdges(next)) {
+      const made = await edgesDdlFor(em, schema, row.physical_table_name, next, row.provider_type);
+      if (made.problems.length) throw schemaError(made.problems, 'The schema change cannot be applied.');
+      create = made.ddl;
+    }
+    edges = { create, drop: dropEdgesDdl(schema, row.physical_table_name) };
+  }
   return {
-    schema, table: row.physical_table_name, provider: row.provider_type, old: row.json_schema, next,
+    schema, table: row.physical_table_name, provider: row.provider_type, old: row.json_schema, next, edges,
     catalog: { constraints: constraints.map((c) => ({ ...c, type: String(c.type) })), rows: Number(estimate?.n ?? 0) },
     resolveTable: (resource) => (resource === '' || resource === row.name ? row.physical_table_name : physical.get(resource)),
     referenced,

@@ -8,6 +8,7 @@ import { quotedSchema } from '../../tenancy/schema.ts';
 import {
   columnDefinition, columnType, defaultSql, fieldChecks, foreignKeySql, indexDdl, ownName, searchVector, type ProviderType,
 } from '../ddl.ts';
+import { hasEdges } from '../graph/schema.ts';
 import {
   declaredKey, foreignKeysOf, primaryKeyOf, type Field, type ForeignKey, type IndexDef, type TableSchema,
 } from '../table-schema.ts';
@@ -55,7 +56,7 @@ export interface PlanInput {
   resolveTable: (resource: string) => string | undefined;
   /** This table's columns that other tables' foreign keys reference: column → those tables. */
   referenced: ReadonlyMap<string, string[]>;
-  /** The companion edges table's statements, when the hierarchy is switched on or off. */
+  /** The companions' statements (graph/ddl.ts), when the hierarchy is switched on or off. */
   edges?: { create: string[]; drop: string[] };
 }
 
@@ -174,6 +175,9 @@ export function planMigration(input: PlanInput): Plan {
   if (!same(oldPk.map(newName), newPk) || (declaredKey(old) === undefined) !== (declaredKey(stored) === undefined)) {
     errors.push(`primaryKey cannot change on a materialized table (from [${oldPk.join(', ')}] to [${newPk.join(', ')}]); create a new table and copy the records.`);
   }
+  for (const [o, n] of pairs) {
+    if (oldPk.includes(o.name) && columnType(o) !== columnType(n)) errors.push(`Field '${n.name}': the type of a primary key field cannot change on a materialized table (foreign keys and edges reference it).`);
+  }
   for (const [from, refs] of input.referenced) {
     const pair = pairs.find(([o]) => o.name === from);
     const what = !pair ? 'dropped' : pair[1].name !== from ? 'renamed' : columnType(pair[0]) !== columnType(pair[1]) ? 'retyped' : undefined;
@@ -182,10 +186,9 @@ export function planMigration(input: PlanInput): Plan {
   const steps = provider === 'flat_table'
     ? flatSteps({ input, t, pairs, added, dropped, renames, stored, oldPk, newPk, newName, errors })
     : documentSteps({ input, t, pairs, added, dropped, stored, newPk });
-  const hierarchyOn = (d: TableSchema) => d.hierarchy === true && (d.graph as { enabled?: unknown } | undefined)?.enabled !== false;
-  if (hierarchyOn(old) !== hierarchyOn(stored)) {
+  if (hasEdges(old) !== hasEdges(stored)) {
     if (!input.edges) errors.push('The hierarchy cannot be switched on this table.');
-    else if (hierarchyOn(stored)) steps.push({ type: 'add_edges_table', sql: input.edges.create.map(s), rollback: input.edges.drop.map(s), is_safe: true, cost: 'metadata', warnings: [] });
+    else if (hasEdges(stored)) steps.push({ type: 'add_edges_table', sql: input.edges.create.map(s), rollback: input.edges.drop.map(s), is_safe: true, cost: 'metadata', warnings: ['A rollback drops the edges table with its edges.'] });
     else {
       steps.push({
         type: 'drop_edges_table', sql: input.edges.drop.map(s), rollback: input.edges.create.map(s), is_safe: false, cost: 'metadata',
