@@ -21,7 +21,9 @@ export interface ApiRequest {
   /** A JSON body. */
   body?: unknown;
   /** A raw body instead, opened again if the request has to be repeated (a refreshed token). */
-  upload?: { open: () => Readable; contentType: string };
+  upload?: { open: () => Readable; contentType: string; length?: number };
+  /** Further request headers (an upload's `X-Metadata-*`); the transport's own (accept, authorization, content type) win. */
+  headers?: Record<string, string>;
   /** Sent without a token (sign-in). */
   anonymous?: boolean;
 }
@@ -31,6 +33,8 @@ export interface ApiResponse {
   /** The body as it arrives (call once). */
   stream(): Readable;
   text(): Promise<string>;
+  /** A response header (`content-length`), or undefined. */
+  header(name: string): string | undefined;
 }
 
 export interface Transport {
@@ -108,8 +112,13 @@ export class Api {
 
   /** A request whose answer is a stream of `accept` (CSV export); an error answer throws. */
   async download(req: ApiRequest, accept: string): Promise<Readable> {
+    return (await this.receive(req, accept)).stream();
+  }
+
+  /** The same, with the response's headers (an object's size and type). */
+  async receive(req: ApiRequest, accept: string): Promise<ApiResponse> {
     const res = await this.transport.send(req, `${accept}, application/json`);
-    if (res.status >= 200 && res.status < 300) return res.stream();
+    if (res.status >= 200 && res.status < 300) return res;
     return decode<never>(res, req);
   }
 }

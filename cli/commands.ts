@@ -2,6 +2,7 @@
 // directory scan). An API operation's command is one entry of its topic's module
 // (`operation()` in base.ts); the others are classes of their own.
 import { APP_COMMANDS } from './commands/app.ts';
+import { BUCKET_COMMANDS } from './commands/bucket.ts';
 import { DATA_COMMANDS } from './commands/data.ts';
 import { DATASOURCE_COMMANDS } from './commands/datasource.ts';
 import DemoCommand from './commands/demo.ts';
@@ -13,6 +14,7 @@ import LoginCommand from './commands/login.ts';
 import LogoutCommand from './commands/logout.ts';
 import { MEMBER_COMMANDS } from './commands/member.ts';
 import MigrateCommand from './commands/migrate.ts';
+import { OBJECT_COMMANDS } from './commands/object.ts';
 import { ORG_COMMANDS } from './commands/org.ts';
 import { POLICY_COMMANDS } from './commands/policy.ts';
 import PruneCommand from './commands/prune.ts';
@@ -22,6 +24,7 @@ import SecretRotateCommand from './commands/secret-rotate.ts';
 import { SECRET_TYPE_COMMANDS } from './commands/secret-type.ts';
 import ServeCommand from './commands/serve.ts';
 import { SITE_COMMANDS } from './commands/site.ts';
+import { STORAGE_COMMANDS } from './commands/storage.ts';
 import { TABLE_COMMANDS } from './commands/table.ts';
 import { USER_COMMANDS } from './commands/user.ts';
 import WhoamiCommand from './commands/whoami.ts';
@@ -51,4 +54,7 @@ export const COMMANDS = {
   ...DATA_COMMANDS,
   ...EDGE_COMMANDS,
   ...POLICY_COMMANDS,
+  ...BUCKET_COMMANDS,
+  ...OBJECT_COMMANDS,
+  ...STORAGE_COMMANDS,
 };

@@ -31,6 +31,9 @@ function directHost(config: Config): string {
   return `${name.includes(':') ? `[${name}]` : name}:${config.port}`;
 }
 
+/** Header names as Node gives them (lower case), so that the transport's own replace the caller's. */
+const lowerCased = (headers: Record<string, string> = {}) => Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
+
 export class DirectTransport implements Transport {
   readonly mode = 'direct' as const;
   private readonly config: Config;
@@ -69,10 +72,11 @@ export class DirectTransport implements Transport {
 
   async send(req: ApiRequest, accept: string): Promise<ApiResponse> {
     const { dispatch } = await this.start();
-    const headers: Record<string, string> = { host: directHost(this.config), accept };
+    const headers: Record<string, string> = { ...lowerCased(req.headers), host: directHost(this.config), accept };
     let payload: string | Readable | undefined;
     if (req.upload) {
       headers['content-type'] = req.upload.contentType;
+      if (req.upload.length !== undefined) headers['content-length'] = String(req.upload.length);
       payload = req.upload.open();
     } else if (req.body !== undefined) {
       headers['content-type'] = 'application/json';
@@ -91,6 +95,10 @@ export class DirectTransport implements Transport {
       status: res.statusCode,
       stream: () => stream,
       text: () => readAll(stream),
+      header: (name) => {
+        const value = res.headers[name.toLowerCase()];
+        return value === undefined ? undefined : Array.isArray(value) ? value.join(', ') : String(value);
+      },
     };
   }
 

@@ -41,27 +41,33 @@ export class RemoteTransport implements Transport {
   }
 
   private async exchange(method: string, url: string, headers: Record<string, string>, body?: RequestInit['body'], duplex = false): Promise<Response> {
+    // The timeout is for the answer's head: a streamed body (an upload, a download) lasts as long as its data.
+    const abort = new AbortController();
+    const timer = duplex ? undefined : setTimeout(() => abort.abort(new DOMException(`no answer in ${TIMEOUT_MS / 1000} s`, 'TimeoutError')), TIMEOUT_MS);
     try {
-      const init: RequestInit & { duplex?: 'half' } = { method, headers, body };
+      const init: RequestInit & { duplex?: 'half' } = { method, headers, body, signal: abort.signal };
       if (duplex) init.duplex = 'half';
-      else init.signal = AbortSignal.timeout(TIMEOUT_MS); // a stream lasts as long as its data
       return await fetch(url, init);
     } catch (err) {
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;
       const reason = cause?.code ?? cause?.message ?? (err as Error).message;
       throw new DomainError('SERVICE_UNAVAILABLE', `Cannot reach the API at ${this.apiUrl} (${reason}).`);
+    } finally {
+      clearTimeout(timer);
     }
   }
 
   private async raw(req: ApiRequest, accept: string, access?: string): Promise<Response> {
-    const headers: Record<string, string> = { Accept: accept };
-    if (access) headers.Authorization = `Bearer ${access}`;
+    const headers: Record<string, string> = { ...Object.fromEntries(Object.entries(req.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v])), accept };
+    if (access) headers.authorization = `Bearer ${access}`;
+    else delete headers.authorization;
     let body: RequestInit['body'];
     if (req.upload) {
-      headers['Content-Type'] = req.upload.contentType;
+      headers['content-type'] = req.upload.contentType;
+      if (req.upload.length !== undefined) headers['content-length'] = String(req.upload.length);
       body = Readable.toWeb(req.upload.open()) as ReadableStream;
     } else if (req.body !== undefined) {
-      headers['Content-Type'] = 'application/json';
+      headers['content-type'] = 'application/json';
       body = JSON.stringify(req.body);
     }
     return this.exchange(req.method, this.apiUrl + target(req), headers, body, !!req.upload);
@@ -128,7 +134,7 @@ export class RemoteTransport implements Transport {
     let res = await this.raw(req, accept, creds?.access);
     if (creds && res.status === 401) {
       const text = await res.text();
-      if (!isInvalidToken(res.status, jsonOrUndefined(text))) return answer(res.status, Readable.from([text]), text);
+      if (!isInvalidToken(res.status, jsonOrUndefined(text))) return answer(res, Readable.from([text]), text);
       const site = req.site;
       creds = await this.refresh(creds, site).catch((err: unknown) => {
         // A site session that ended: a new exchange, when there is a platform login to exchange.
@@ -137,16 +143,17 @@ export class RemoteTransport implements Transport {
       });
       res = await this.raw(req, accept, creds.access);
     }
-    return answer(res.status, res.body ? Readable.fromWeb(res.body as import('node:stream/web').ReadableStream<Uint8Array>) : Readable.from([]));
+    return answer(res, res.body ? Readable.fromWeb(res.body as import('node:stream/web').ReadableStream<Uint8Array>) : Readable.from([]));
   }
 
   async close(): Promise<void> {}
 }
 
-function answer(status: number, stream: Readable, text?: string): ApiResponse {
+function answer(res: Response, stream: Readable, text?: string): ApiResponse {
   return {
-    status,
+    status: res.status,
     stream: () => stream,
     text: async () => text ?? readAll(stream),
+    header: (name) => res.headers.get(name) ?? undefined,
   };
 }

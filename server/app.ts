@@ -46,6 +46,10 @@ import { appRoutes } from './routes/apps.routes.ts';
 import { dataSourceRoutes } from './routes/datasources.routes.ts';
 import { policyRoutes } from './routes/policies.routes.ts';
 import { appRoleRoutes } from './routes/app-roles.routes.ts';
+import { storageRoutes } from './routes/storage.routes.ts';
+import type { ObjectStore } from '../shared/storage/objstore/types.ts';
+import { storeFromConfig } from '../shared/storage/objstore/index.ts';
+import { BucketView } from '../shared/storage/bucket.schemas.ts';
 
 export interface AppDeps {
   config: Config;
@@ -68,11 +72,13 @@ export interface AppDeps {
   mailer?: Mailer;
   /** The process's caches of users and table definitions; without it, nothing is cached. */
   caches?: RequestCaches;
+  /** Where storage objects' bytes live; without it, the one the configuration names (a filesystem directory or S3). */
+  store?: ObjectStore;
 }
 
 export const API_VERSION = '1.0.0';
 
-export function buildRegistry(deps: Pick<AppDeps, 'config' | 'tokens' | 'mailer' | 'secrets' | 'log'>): RouteRegistry {
+export function buildRegistry(deps: Pick<AppDeps, 'config' | 'tokens' | 'mailer' | 'secrets' | 'log' | 'store'>): RouteRegistry {
   const mailer = deps.mailer ?? createMailer(deps.config);
   return new RouteRegistry().add(...authRoutes(deps.tokens, deps.log), ...userRoutes(deps.config, mailer))
     .add(...invitationRoutes(deps.config, mailer))
@@ -83,7 +89,8 @@ export function buildRegistry(deps: Pick<AppDeps, 'config' | 'tokens' | 'mailer'
     .add(...dataTableRoutes(deps.config.publicUrl), ...migrationRoutes(deps.config.publicUrl), ...recordRoutes({ maxDepth: deps.config.graphMaxDepth }), ...edgeRoutes())
     .add(...appRoutes(deps.config), ...dataSourceRoutes())
     .add(...policyRoutes())
-    .add(...appRoleRoutes(deps.config.publicUrl));
+    .add(...appRoleRoutes(deps.config.publicUrl))
+    .add(...storageRoutes({ store: deps.store ?? storeFromConfig(deps.config.storage, deps.config.dataDir), publicUrl: deps.config.publicUrl, doclibEnabled: deps.config.doclibEnabled }));
 }
 
 export function openapiDocument(registry: RouteRegistry): Record<string, unknown> {
@@ -94,7 +101,7 @@ export function openapiDocument(registry: RouteRegistry): Record<string, unknown
       description: 'Multi-tenant application platform. Authenticate with `POST /api/auth/jwt/token/` and send `Authorization: Bearer <access>`.',
     },
     { User: UserView, Error: ErrorBody, Message: MessageBody, Organization: OrganizationView, Member: MemberView, Privileges, Group: GroupView, Permission: PermissionView,
-      SiteUser: SiteUserView, PublicProfile, SecretType: SecretTypeView, Secret: SecretView, SecretListItem, SecretHistoryItem },
+      SiteUser: SiteUserView, PublicProfile, SecretType: SecretTypeView, Secret: SecretView, SecretListItem, SecretHistoryItem, Bucket: BucketView },
   );
 }
 

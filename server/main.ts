@@ -20,6 +20,10 @@ import { migrateAllTenants } from '../shared/tenancy/migrations.ts';
 import { bootstrapAdmin } from '../shared/users/user.service.ts';
 import { createMailer } from '../shared/mail/mailer.ts';
 import { SecretKeyring } from '../shared/secrets/crypto.ts';
+import { refreshUsage } from '../shared/storage/bucket.service.ts';
+import { sweepBlobs } from '../shared/storage/object.service.ts';
+import { storeFromConfig } from '../shared/storage/objstore/index.ts';
+import type { ObjectStore } from '../shared/storage/objstore/types.ts';
 import { createApp } from './app.ts';
 import type { RouteDef } from './http/registry.ts';
 
@@ -41,18 +45,18 @@ export interface StartOptions {
 }
 
 /**
- * Prunes the token blacklists (platform and sites) every `intervalMs`, the first time at most a
- * minute after start (servers restarted more often than the interval still prune). Unref'd: it
- * never keeps the process alive. Several servers pruning at once is harmless.
+ * Runs `job` every `intervalMs`, the first time at most a minute after start (servers restarted
+ * more often than the interval still run it). Unref'd: it never keeps the process alive. The
+ * jobs are idempotent, so several servers running one at once is harmless.
  */
-function schedulePruning(db: Database, log: Logger, intervalMs: number): { stop(): Promise<void> } {
+function schedule(log: Logger, name: string, intervalMs: number, job: () => Promise<Record<string, unknown> | undefined>): { stop(): Promise<void> } {
   let stopped = false;
   let running: Promise<void> | undefined;
   let timer: NodeJS.Timeout;
   const run = () => {
-    running = pruneBlacklist(db.orm.em.fork()).then(
-      (deleted) => void (deleted && log.info({ deleted }, 'token blacklists pruned')),
-      (err: unknown) => log.warn({ err }, 'token blacklist pruning failed'),
+    running = job().then(
+      (done) => void (done && log.info(done, `${name} done`)),
+      (err: unknown) => log.warn({ err }, `${name} failed`),
     );
     void running.then(() => {
       if (!stopped) timer = setTimeout(run, intervalMs).unref();
@@ -67,6 +71,25 @@ function schedulePruning(db: Database, log: Logger, intervalMs: number): { stop(
     },
   };
 }
+
+/** The token blacklists of the platform and its sites: expired rows go. */
+const pruneJob = (db: Database) => async () => {
+  const deleted = await pruneBlacklist(db.orm.em.fork());
+  return deleted ? { deleted } : undefined;
+};
+
+/** Storage upkeep of every site: usage counters and quota state (`check_storage_quotas`), then blobs no record holds (shared/storage/). */
+const storageJob = (db: Database, store: ObjectStore) => async () => {
+  const em = db.orm.em.fork();
+  const sites = await em.getConnection().execute('SELECT schema_name FROM public.tenant_schemas WHERE version >= 8 ORDER BY schema_name');
+  let buckets = 0;
+  let swept = 0;
+  for (const { schema_name: schema } of sites) {
+    buckets += (await refreshUsage(em, schema)).buckets;
+    swept += await sweepBlobs(em, store, schema);
+  }
+  return buckets || swept ? { sites: sites.length, buckets, swept } : undefined;
+};
 
 /** Platform migrations, then every site schema's (a site schema that fails is logged: `platform migrate` resumes it). */
 async function migrate(db: Database, log: Logger): Promise<void> {
@@ -143,6 +166,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   let redis: Redis | undefined;
   let server: http.Server | undefined;
   let changes: ChangeListener | undefined;
+  let store: ObjectStore | undefined;
   try {
     if (options.migrate !== false) await migrate(db, log);
     const tokens = tokenSettings(config);
@@ -154,13 +178,18 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     let shuttingDown = false;
     const mailer = createMailer(config, log);
     const secrets = new SecretKeyring(tokens.secretKey, config.secretsKeyVersion);
-    const app = createApp({ config, orm: db.orm, log, tokens, redis, hosts, appLimits, caches, mailer, secrets, isShuttingDown: () => shuttingDown, extraRoutes: options.extraRoutes });
+    const objects = storeFromConfig(config.storage, config.dataDir);
+    store = objects;
+    const app = createApp({ config, orm: db.orm, log, tokens, redis, hosts, appLimits, caches, mailer, secrets, store: objects, isShuttingDown: () => shuttingDown, extraRoutes: options.extraRoutes });
     const srv = http.createServer(app.callback());
     server = srv;
     srv.keepAliveTimeout = 65_000;
     const { url, port } = await listen(srv, config);
     log.info({ url, database: db.embedded ? 'embedded' : 'external', environment: config.environment }, 'platform listening');
-    const pruner = config.blacklistPruneIntervalMs ? schedulePruning(db, log, config.blacklistPruneIntervalMs) : undefined;
+    const jobs = [
+      config.blacklistPruneIntervalMs ? schedule(log, 'token blacklist pruning', config.blacklistPruneIntervalMs, pruneJob(db)) : undefined,
+      config.storageMaintenanceIntervalMs ? schedule(log, 'storage maintenance', config.storageMaintenanceIntervalMs, storageJob(db, objects)) : undefined,
+    ];
     let closing: Promise<void> | undefined;
     return {
       url,
@@ -172,7 +201,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
         closing ??= (async () => {
           shuttingDown = true;
           await stopAccepting(srv, config.shutdownTimeoutMs, log);
-          await pruner?.stop();
+          for (const job of jobs) await job?.stop();
+          await objects.close();
           await redis?.quit().catch(() => undefined);
           await changes?.close();
           await db.close();
@@ -184,6 +214,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   } catch (err) {
     server?.close();
     redis?.disconnect();
+    await store?.close().catch(() => undefined);
     await changes?.close();
     await db.close().catch(() => undefined);
     throw err;

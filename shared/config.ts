@@ -1,6 +1,7 @@
 // The platform's configuration: read from the environment once, checked, typed.
 // A bad value stops the start with a message that names the variable.
 import path from 'node:path';
+import { loadStorageConfig, type StorageConfig } from './storage/objstore/config.ts';
 
 export const ENVIRONMENTS = ['production', 'staging', 'dev', 'test'] as const;
 export type Environment = (typeof ENVIRONMENTS)[number];
@@ -68,6 +69,12 @@ export interface Config {
   quotas: QuotaConfig;
   /** The deepest hierarchy traversal a request may ask for (DATA_SERVICE_GRAPH_MAX_DEPTH, default 10). */
   graphMaxDepth: number;
+  /** The document-library storage provider (DOCLIB_ENABLED, default false: `doclib` buckets answer 503). */
+  doclibEnabled: boolean;
+  /** How often a server refreshes storage usage counters and sweeps unreferenced blobs (STORAGE_MAINTENANCE_INTERVAL_MS; 0: never). */
+  storageMaintenanceIntervalMs: number;
+  /** Where objects' bytes live: a directory or an S3 service (docs/configuration.md "Storage"). */
+  storage: StorageConfig;
 }
 
 export interface QuotaConfig {
@@ -81,9 +88,9 @@ export class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
-type Env = Record<string, string | undefined>;
+export type Env = Record<string, string | undefined>;
 
-function str(env: Env, name: string): string | undefined {
+export function str(env: Env, name: string): string | undefined {
   const v = env[name];
   return v === undefined || v.trim() === '' ? undefined : v.trim();
 }
@@ -97,7 +104,7 @@ function int(env: Env, name: string, def: number, min = 0, max = Number.MAX_SAFE
   return n;
 }
 
-function bool(env: Env, name: string, def: boolean): boolean {
+export function bool(env: Env, name: string, def: boolean): boolean {
   const v = str(env, name)?.toLowerCase();
   if (v === undefined) return def;
   if (['true', '1', 'yes', 'on'].includes(v)) return true;
@@ -114,7 +121,7 @@ function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], 
   return v as T;
 }
 
-function url(env: Env, name: string, protocols: string[]): string | undefined {
+export function url(env: Env, name: string, protocols: string[]): string | undefined {
   const v = str(env, name);
   if (v === undefined) return undefined;
   let parsed: URL;
@@ -200,5 +207,8 @@ export function loadConfig(env: Env = process.env): Config {
       sitesPerOrganization: int(env, 'QUOTA_SITES_PER_ORGANIZATION', 25),
     },
     graphMaxDepth: int(env, 'DATA_SERVICE_GRAPH_MAX_DEPTH', 10, 0, 100),
+    doclibEnabled: bool(env, 'DOCLIB_ENABLED', false),
+    storageMaintenanceIntervalMs: int(env, 'STORAGE_MAINTENANCE_INTERVAL_MS', 3_600_000, 0, 2_147_483_647),
+    storage: loadStorageConfig(env),
   };
 }

@@ -126,5 +126,7 @@ export function bodyParser(config: Config): RouteStep {
   const normal = parser(config.bodyLimitBytes);
   const data = parser(config.dataBodyLimitBytes);
   const done = async () => undefined;
-  return async (ctx, def) => (def.bodyLimit === 'data' ? data : normal)(ctx as never, done);
+  return async (ctx, def) => {
+    if (def.bodyLimit !== 'stream') await (def.bodyLimit === 'data' ? data : normal)(ctx as never, done);
+  };
 }

@@ -26,9 +26,10 @@ async function serve(registry: RouteRegistry) {
   const server = http.createServer(app.callback()).listen(0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const get = async (path: string, tenant?: string) => {
-    const res = await fetch(base + path, { headers: tenant ? { 'X-Tenant': tenant } : {} });
-    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  const get = async (path: string, tenant?: string, method = 'GET') => {
+    const res = await fetch(base + path, { method, headers: tenant ? { 'X-Tenant': tenant } : {} });
+    const text = await res.text();
+    return { status: res.status, body: (text.startsWith('{') ? JSON.parse(text) : { text }) as Record<string, unknown> };
   };
   return { get, close: () => new Promise((r) => server.close(r)) };
 }
@@ -65,5 +66,32 @@ test('two defs of one path for the same scope are refused when the router is bui
   for (const [x, y] of [[undefined, 'platform'], ['tenant', 'both'], ['both', 'both']] as RouteDef['scope'][][]) {
     const registry = new RouteRegistry().add(route('one', x), route('two', y));
     t.throws(() => registry.router([]), { message: /declared twice for the same scope/ });
+  }
+});
+
+test('a *rest parameter takes one or more segments; literals registered first win; %2F stays inside the key', async (t) => {
+  const keyed = (operationId: string, path: string, method: RouteDef['method'] = 'get'): RouteDef =>
+    defineRoute({ method, path, operationId, summary: operationId, tags: ['t'], auth: 'public', responses: { 200: null }, handler: (ctx) => void (ctx.body = { operationId, key: ctx.params.key ?? null }) });
+  const registry = new RouteRegistry().add(
+    keyed('search', '/o/search/', 'post'),
+    keyed('view', '/o/*key/view/'),
+    keyed('download', '/o/*key'),
+    keyed('download_slash', '/o/*key/'),
+    keyed('upload', '/o/*key', 'post'),
+  );
+  const srv = await serve(registry);
+  try {
+    t.deepEqual((await srv.get('/o/a')).body, { operationId: 'download', key: 'a' });
+    t.deepEqual((await srv.get('/o/a/b/c.txt')).body, { operationId: 'download', key: 'a/b/c.txt' });
+    t.deepEqual((await srv.get('/o/a/b/')).body, { operationId: 'download_slash', key: 'a/b' });
+    t.deepEqual((await srv.get('/o/a/b/view/')).body, { operationId: 'view', key: 'a/b' });
+    t.deepEqual((await srv.get('/o/a/b/view')).body, { operationId: 'download', key: 'a/b/view' });
+    t.deepEqual((await srv.get('/o/a%2Fview/')).body, { operationId: 'download_slash', key: 'a/view' });
+    t.deepEqual((await srv.get('/o/sp%20ace')).body, { operationId: 'download', key: 'sp ace' });
+    t.is((await srv.get('/o/')).status, 404);
+    t.deepEqual((await srv.get('/o/search/', undefined, 'POST')).body, { operationId: 'search', key: null });
+    t.deepEqual((await srv.get('/o/search', undefined, 'POST')).body, { operationId: 'upload', key: 'search' });
+  } finally {
+    await srv.close();
   }
 });

@@ -34,8 +34,11 @@ export interface RouteDef {
   scope?: 'platform' | 'tenant' | 'both';
   /** `auth`: the login-attempt limit applies (spec §8.2). */
   rateLimit?: 'auth';
-  /** `data`: the body may be up to DATA_BODY_LIMIT_BYTES (bulk record writes) instead of BODY_LIMIT_BYTES. */
-  bodyLimit?: 'data';
+  /**
+   * `data`: the body may be up to DATA_BODY_LIMIT_BYTES (bulk record writes) instead of BODY_LIMIT_BYTES.
+   * `stream`: the body is not parsed at all: the handler streams `ctx.req` (uploads of any type and size).
+   */
+  bodyLimit?: 'data' | 'stream';
   /**
    * `long`: the service's transaction may run statements up to DATABASE_LONG_STATEMENT_TIMEOUT_MS
    * instead of DATABASE_STATEMENT_TIMEOUT_MS (the service calls allowLongStatements in it).
@@ -148,7 +151,7 @@ export class RouteRegistry {
       for (const [i, path] of [def.path, ...(def.aliases ?? [])].entries()) {
         // A site route sharing its path with a platform route is documented in its `/sites/{schema_name}/…` form.
         const prefixed = def.scope === 'tenant' && onPlatform.has(`${def.method} ${path}`);
-        const oaPath = (prefixed ? `/sites/:schema_name${path}` : path).replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
+        const oaPath = (prefixed ? `/sites/:schema_name${path}` : path).replace(/[:*]([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
         const parameters: unknown[] = prefixed
           ? [{ name: 'schema_name', in: 'path', required: true, schema: { type: 'string' }, description: 'The site schema (or call the path without this prefix on a site host)' }]
           : [];
@@ -170,7 +173,7 @@ export class RouteRegistry {
           responses[status] = Object.keys(content).length ? { description: statusText(Number(status)), content } : { description: statusText(Number(status)) };
         }
         const errorStatuses = [...(def.body || def.query || def.params ? [400] : []), ...(def.auth === 'public' ? [] : [401, 403]), ...(def.rawBody ? [413, 415] : []), 429];
-        if (/:\w/.test(path)) errorStatuses.push(404);
+        if (/[:*]\w/.test(path)) errorStatuses.push(404);
         for (const status of errorStatuses) {
           responses[String(status)] ??= {
             description: ERROR_RESPONSES[status],
@@ -212,10 +215,12 @@ interface RouteNode {
   statics: Map<string, RouteNode>;
   /** `:name` segments here (routes may name the same position differently). */
   params: { name: string; node: RouteNode }[];
+  /** `*name` here: one or more whole segments, joined by `/` (an object key). */
+  rests: { name: string; node: RouteNode }[];
   /** Method → the defs of this path (one per scope) and their registration order. */
   methods: Map<string, { defs: RouteDef[]; index: number }>;
 }
-const newNode = (): RouteNode => ({ statics: new Map(), params: [], methods: new Map() });
+const newNode = (): RouteNode => ({ statics: new Map(), params: [], rests: [], methods: new Map() });
 
 /** `/a/b/` → ['a', 'b', '']. */
 const segmentsOf = (path: string): string[] => path.slice(1).split('/');
@@ -232,7 +237,8 @@ function decodeParam(raw: string): string {
  * Paths by segment (a tree of literal segments and `:param`s): a request is matched in a few map
  * lookups, where a router tests every route's pattern in turn. Paths are case-sensitive and a
  * parameter is one non-empty segment (ROUTER_OPTIONS). Where a literal and a parameter both match,
- * the route registered first wins, as in the router.
+ * the route registered first wins, as in the router. A `*rest` parameter (object keys) is one or
+ * more segments, each decoded (so `%2F` inside a segment is a slash of the key, never a boundary).
  */
 class RouteTable {
   private readonly root = newNode();
@@ -240,10 +246,11 @@ class RouteTable {
   add(path: string, def: RouteDef, index: number): void {
     let node = this.root;
     for (const segment of segmentsOf(path)) {
-      if (segment.startsWith(':')) {
+      if (segment.startsWith(':') || segment.startsWith('*')) {
         const name = segment.slice(1);
-        let param = node.params.find((p) => p.name === name);
-        if (!param) node.params.push((param = { name, node: newNode() }));
+        const list = segment.startsWith(':') ? node.params : node.rests;
+        let param = list.find((p) => p.name === name);
+        if (!param) list.push((param = { name, node: newNode() }));
         node = param.node;
       } else {
         let next = node.statics.get(segment);
@@ -276,6 +283,12 @@ class RouteTable {
       const next = node.statics.get(segment);
       if (next) walk(next, i + 1, params);
       if (segment !== '') for (const p of node.params) walk(p.node, i + 1, { ...params, [p.name]: decodeParam(segment) });
+      // A rest takes segments i..j-1, never the empty segment of a trailing slash (`a/b/` is the key `a/b`).
+      for (const r of node.rests) {
+        for (let j = i + 1; j <= segments.length && !(j === segments.length && segments[j - 1] === ''); j++) {
+          walk(r.node, j, { ...params, [r.name]: segments.slice(i, j).map(decodeParam).join('/') });
+        }
+      }
     };
     walk(this.root, 0, {});
   }

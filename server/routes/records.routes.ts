@@ -28,7 +28,7 @@ const ListQuery = Type.Object(
 );
 
 /** The list's count mode: `_count` (checked by ListQuery), else `Prefer: count=…` (RFC 7240; other preferences are ignored), else exact. */
-function countMode(ctx: AppContext, query: Record<string, unknown>): records.CountMode {
+export function countMode(ctx: AppContext, query: Record<string, unknown>): records.CountMode {
   if (query._count !== undefined) return query._count as records.CountMode;
   for (const preference of ctx.get('Prefer').split(',')) {
     const [key, value] = preference.trim().split('=').map((x) => x.trim().toLowerCase());

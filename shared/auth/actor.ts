@@ -56,6 +56,10 @@ export interface SiteSubjects {
   AppRole: { schema: string; app: string; name: string };
   /** Who holds an app role (`user`: the site user's UUID): the site's administrators' only. */
   AppRoleAssignment: { schema: string; app: string; role: string; user: string };
+  /** A storage bucket of an app: every user of the site reads them; administrators manage them. */
+  Bucket: { schema: string; app: string; slug: string };
+  /** The objects of one bucket (per-object rules: visibility, owner, policies: storage/access.ts). */
+  StorageObject: { schema: string; app: string; bucket: string };
 }
 
 export type AppAbility = MongoAbility<[Action, Subject | Record<string, unknown>]>;
@@ -72,7 +76,7 @@ export interface HeldGrants {
 }
 
 const PLATFORM_SUBJECTS: PlatformSubject[] = ['User', 'Organization', 'Site', 'Group'];
-const SITE_SUBJECTS: SiteSubject[] = ['Tenant', 'App', 'DataSource', 'DataTable', 'Record', 'Secret', 'SecretType', 'SiteUser', 'AppRole', 'AppRoleAssignment'];
+const SITE_SUBJECTS: SiteSubject[] = ['Tenant', 'App', 'DataSource', 'DataTable', 'Record', 'Secret', 'SecretType', 'SiteUser', 'AppRole', 'AppRoleAssignment', 'Bucket', 'StorageObject'];
 /** What a user may change of their own account (platform profile, site profile). */
 const PROFILE_FIELDS = ['username', 'email', 'first_name', 'last_name', 'password'];
 /** Admin flags: superusers' to give (staff neither give nor take them). */
@@ -144,6 +148,9 @@ function siteRules({ can, cannot }: Builder, actor: UserActor, schema: string, p
   can('read', ['Tenant', 'App', 'DataSource', 'DataTable', 'AppRole'], site);
   // Records: every action, for the app's policies to decide per table and row (policies/hook.ts).
   can(['read', 'create', 'update', 'delete'], 'Record', site);
+  // Storage: buckets are read by all; objects are decided per object (visibility, owner, policies).
+  can('read', 'Bucket', site);
+  can(['read', 'create', 'update', 'delete'], 'StorageObject', site);
   can('read', 'SiteUser', self);
   can('update', 'SiteUser', PROFILE_FIELDS, self);
   for (const [codename, action, subjects] of SITE_PERMISSION_RULES) if (permissions?.has(codename)) can(action, subjects, site);

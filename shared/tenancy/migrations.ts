@@ -331,6 +331,97 @@ export const tenantMigrations: TenantMigration[] = [
       'CREATE INDEX schema_operations_table_idx ON schema_operations (data_table_id, id DESC)',
     ],
   },
+  {
+    version: 8,
+    name: 'storage',
+    // Storage buckets and objects (shared/storage/, docs/storage.md): the records only; the bytes
+    // are in the object store under `blob_key`. An object's path is a column (a move is an
+    // update; a replace swaps `blob_key`). `storage_blob_journal` names every blob that may be in
+    // the store without a record (an upload in flight, a replaced or deleted object's old bytes):
+    // written before the bytes, removed once they have a record or are gone, so a crash leaves
+    // nothing that the sweep cannot find.
+    statements: [
+      `CREATE TABLE storage_buckets (
+        id serial PRIMARY KEY,
+        uuid uuid NOT NULL UNIQUE DEFAULT gen_random_uuid(),
+        app_id integer NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+        name varchar(255) NOT NULL,
+        slug varchar(255) NOT NULL,
+        visibility varchar(10) NOT NULL DEFAULT 'private' CHECK (visibility IN ('private', 'public')),
+        file_size_limit bigint NOT NULL DEFAULT 52428800 CHECK (file_size_limit > 0),
+        allowed_mime_types text[] NOT NULL DEFAULT '{}',
+        app_category varchar(20) NOT NULL CHECK (app_category IN ('assets', 'attachments')),
+        storage_provider varchar(20) NOT NULL DEFAULT 'objstore' CHECK (storage_provider IN ('objstore', 'doclib')),
+        max_size_bytes bigint CHECK (max_size_bytes > 0),
+        max_objects bigint CHECK (max_objects > 0),
+        usage_total_size bigint NOT NULL DEFAULT 0,
+        usage_total_objects bigint NOT NULL DEFAULT 0,
+        usage_updated_at timestamptz,
+        quota_exceeded boolean NOT NULL DEFAULT false,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        created_by uuid,
+        modified_by uuid,
+        UNIQUE (app_id, slug)
+      )`,
+      `CREATE TABLE storage_objects (
+        id bigserial PRIMARY KEY,
+        uuid uuid NOT NULL UNIQUE,
+        bucket_id integer NOT NULL REFERENCES storage_buckets (id) ON DELETE CASCADE,
+        path text COLLATE "C" NOT NULL,
+        filename text NOT NULL,
+        size bigint NOT NULL CHECK (size >= 0),
+        mimetype varchar(255) NOT NULL,
+        metadata jsonb NOT NULL DEFAULT '{}',
+        visibility varchar(10) CHECK (visibility IN ('private', 'public')),
+        blob_key text NOT NULL UNIQUE,
+        etag text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        created_by uuid,
+        modified_by uuid,
+        UNIQUE (bucket_id, path)
+      )`,
+      // Lists: by creation (the default order), and prefix/path ranges through the unique index (collation "C").
+      'CREATE INDEX storage_objects_created_idx ON storage_objects (bucket_id, created_at, id)',
+      `CREATE TABLE storage_blob_journal (
+        blob_key text PRIMARY KEY,
+        reason varchar(10) NOT NULL CHECK (reason IN ('upload', 'orphan')),
+        created_at timestamptz NOT NULL DEFAULT now()
+      )`,
+      // System policies of a bucket (spec Part 2 §2, resource kind `storage:{slug}`), as data tables have theirs (migration 6).
+      `CREATE FUNCTION storage_policies_follow() RETURNS trigger LANGUAGE plpgsql AS $fn$
+      DECLARE
+        site text := TG_TABLE_SCHEMA;
+        rule jsonb;
+        kind text;
+        scope text;
+        ident text;
+      BEGIN
+        IF TG_OP = 'INSERT' THEN
+          kind := 'storage:' || NEW.slug;
+          ident := 'resource.storage_' || NEW.slug || '.vdefault';
+          EXECUTE format('SELECT slug FROM %I.apps WHERE id = $1', site) INTO scope USING NEW.app_id;
+          scope := site || '_' || scope;
+          rule := jsonb_build_object('name', 'system-deny-all', 'actions', jsonb_build_array('*'), 'effect', 'EFFECT_DENY', 'roles', jsonb_build_array('*'));
+          EXECUTE format('INSERT INTO %I.policies (id, app_id, kind, name, scope, document, is_system) VALUES ($1, NULL, ''resource'', $2, '''', $3, true) ON CONFLICT (id) DO NOTHING', site)
+            USING ident, kind, jsonb_build_object('apiVersion', 'api.cerbos.dev/v1', 'resourcePolicy', jsonb_build_object('resource', kind, 'version', 'default', 'rules', jsonb_build_array(rule)));
+          rule := jsonb_build_object('name', 'system-allow-all', 'actions', jsonb_build_array('*'), 'effect', 'EFFECT_ALLOW', 'roles', jsonb_build_array('*'));
+          EXECUTE format('INSERT INTO %I.policies (id, app_id, kind, name, scope, document, is_system) VALUES ($1, $2, ''resource'', $3, $4, $5, true) ON CONFLICT (id) DO NOTHING', site)
+            USING ident || '/' || scope, NEW.app_id, kind, scope,
+                  jsonb_build_object('apiVersion', 'api.cerbos.dev/v1', 'resourcePolicy', jsonb_build_object('resource', kind, 'version', 'default', 'scope', scope, 'rules', jsonb_build_array(rule)));
+        ELSE
+          kind := 'storage:' || OLD.slug;
+          EXECUTE format('DELETE FROM %I.policies WHERE app_id = $1 AND kind = ''resource'' AND name = $2', site) USING OLD.app_id, kind;
+          EXECUTE format('DELETE FROM %I.policies p WHERE p.app_id IS NULL AND p.kind = ''resource'' AND p.name = $1
+                           AND NOT EXISTS (SELECT 1 FROM %I.policies o WHERE o.kind = ''resource'' AND o.name = $1 AND o.app_id IS NOT NULL)', site, site)
+            USING kind;
+        END IF;
+        RETURN NULL;
+      END $fn$`,
+      'CREATE TRIGGER storage_buckets_policies AFTER INSERT OR DELETE ON storage_buckets FOR EACH ROW EXECUTE FUNCTION storage_policies_follow()',
+    ],
+  },
 ];
 
 export const CURRENT_TENANT_VERSION = tenantMigrations.at(-1)!.version;

@@ -1,0 +1,237 @@
+// The filesystem store: a directory per site, `{root}/{schema}/{key}`. Writes go to a temporary
+// file in `{root}/.tmp/` (the same filesystem, so the final rename is atomic), are flushed to
+// disk, and are renamed into place only when the whole body arrived: a reader sees the old bytes
+// or the new ones, and a failed upload leaves nothing but a temp file that is removed at once
+// (or by sweepTemp after a crash). docs/storage.md "Providers".
+import { constants, createReadStream, createWriteStream } from 'node:fs';
+import { copyFile, mkdir, open, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
+import { createHash, randomUUID } from 'node:crypto';
+import path from 'node:path';
+import { Transform, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { isValidSchemaName } from '../../tenancy/schema.ts';
+import { assertKey, assertPrefix } from './keys.ts';
+import { BlobNotFound, InvalidRange, type BlobStat, type ByteRange, type ObjectStore, type PutResult, type SiteStore } from './types.ts';
+
+/** The directory of in-flight writes under the root (never a site: schema names have no dot). */
+export const TEMP_DIR = '.tmp';
+
+export function filesystemStore(root: string): ObjectStore {
+  const base = path.resolve(root);
+  return {
+    kind: 'filesystem',
+    site(schema: string): SiteStore {
+      if (!isValidSchemaName(schema)) throw new Error(`Invalid site schema name ${JSON.stringify(schema)}.`);
+      return new FilesystemSiteStore(base, schema);
+    },
+    async close() {},
+  };
+}
+
+/** Removes temp files older than `olderThanMs` (leftovers of a crash mid-write); returns how many. */
+export async function sweepTemp(root: string, olderThanMs: number): Promise<number> {
+  const dir = path.join(path.resolve(root), TEMP_DIR);
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch (e) {
+    if (code(e) === 'ENOENT') return 0;
+    throw e;
+  }
+  const cutoff = Date.now() - olderThanMs;
+  let removed = 0;
+  for (const name of names) {
+    const file = path.join(dir, name);
+    try {
+      if ((await stat(file)).mtimeMs < cutoff) {
+        await rm(file, { force: true, recursive: true });
+        removed++;
+      }
+    } catch (e) {
+      if (code(e) !== 'ENOENT') throw e;
+    }
+  }
+  return removed;
+}
+
+const code = (e: unknown): string | undefined => (e as NodeJS.ErrnoException | null)?.code;
+const MISSING = new Set(['ENOENT', 'ENOTDIR', 'EISDIR']);
+
+class FilesystemSiteStore implements SiteStore {
+  readonly #root: string;
+  readonly #dir: string;
+
+  constructor(root: string, schema: string) {
+    this.#root = root;
+    this.#dir = path.join(root, schema);
+  }
+
+  #path(key: string): string {
+    return path.join(this.#dir, ...assertKey(key).split('/'));
+  }
+
+  async #tempFile(): Promise<string> {
+    const dir = path.join(this.#root, TEMP_DIR);
+    await mkdir(dir, { recursive: true });
+    return path.join(dir, `${randomUUID()}.part`);
+  }
+
+  /** Renames a complete temp file into place and makes the rename durable. */
+  async #commit(temp: string, target: string): Promise<void> {
+    await mkdir(path.dirname(target), { recursive: true });
+    await rename(temp, target);
+    await fsyncDirectory(path.dirname(target));
+  }
+
+  async put(key: string, body: Readable, options: { contentType: string; size?: number }): Promise<PutResult> {
+    const target = this.#path(key);
+    const temp = await this.#tempFile();
+    const md5 = createHash('md5');
+    let size = 0;
+    const meter = new Transform({
+      transform(chunk: Buffer, _encoding, callback) {
+        md5.update(chunk);
+        size += chunk.length;
+        callback(null, chunk);
+      },
+    });
+    try {
+      // `flush`: the file is fsynced before it closes, so the rename publishes durable bytes.
+      await pipeline(body, meter, createWriteStream(temp, { flags: 'wx', flush: true }));
+      if (options.size !== undefined && options.size !== size) throw new Error(`Expected ${options.size} bytes, received ${size}.`);
+      await this.#commit(temp, target);
+    } catch (e) {
+      await rm(temp, { force: true });
+      if (!body.destroyed) body.destroy();
+      throw e;
+    }
+    return { size, etag: `"${md5.digest('hex')}"` };
+  }
+
+  async get(key: string, range?: ByteRange): Promise<Readable> {
+    const file = this.#path(key);
+    let handle;
+    try {
+      handle = await open(file, 'r');
+    } catch (e) {
+      if (MISSING.has(code(e) ?? '')) throw new BlobNotFound(key);
+      throw e;
+    }
+    try {
+      const info = await handle.stat();
+      if (!info.isFile()) throw new BlobNotFound(key);
+      if (!range) return handle.createReadStream();
+      if (!validRange(range) || range.start >= info.size) throw new InvalidRange(key, range);
+      return handle.createReadStream({ start: range.start, end: Math.min(range.end, info.size - 1) });
+    } catch (e) {
+      await handle.close();
+      throw e;
+    }
+  }
+
+  /** The etag is the MD5 of the bytes, read again here (O(size)): keep put's etag where it is needed often. */
+  async stat(key: string): Promise<BlobStat | null> {
+    const file = this.#path(key);
+    try {
+      const info = await stat(file);
+      if (!info.isFile()) return null;
+      const md5 = createHash('md5');
+      await pipeline(createReadStream(file), md5);
+      return { size: info.size, etag: `"${md5.digest('hex')}"` };
+    } catch (e) {
+      if (MISSING.has(code(e) ?? '')) return null;
+      throw e;
+    }
+  }
+
+  async copy(from: string, to: string): Promise<void> {
+    const source = this.#path(from);
+    const target = this.#path(to);
+    const temp = await this.#tempFile();
+    try {
+      // A reflink where the filesystem has them (btrfs, XFS), a plain copy elsewhere.
+      await copyFile(source, temp, constants.COPYFILE_FICLONE | constants.COPYFILE_EXCL);
+      const handle = await open(temp, 'r+');
+      try {
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      await this.#commit(temp, target);
+    } catch (e) {
+      await rm(temp, { force: true });
+      if (MISSING.has(code(e) ?? '')) throw new BlobNotFound(from);
+      throw e;
+    }
+  }
+
+  async delete(keys: string[]): Promise<void> {
+    const files = keys.map((k) => this.#path(k));
+    for (const file of files) {
+      try {
+        await unlink(file);
+      } catch (e) {
+        if (!MISSING.has(code(e) ?? '') && code(e) !== 'EPERM') throw e;
+      }
+    }
+  }
+
+  async deletePrefix(prefix: string): Promise<void> {
+    assertPrefix(prefix);
+    if (prefix === '' || prefix.endsWith('/')) {
+      await rm(path.join(this.#dir, ...prefix.split('/').filter(Boolean)), { recursive: true, force: true });
+      return;
+    }
+    const keys: string[] = [];
+    for await (const key of this.list(prefix)) keys.push(key);
+    await this.delete(keys);
+    // A directory named exactly like the prefix (`{bucket_uuid}` without its slash) goes too.
+    const dir = path.join(this.#dir, ...prefix.split('/'));
+    if ((await stat(dir).catch(() => null))?.isDirectory()) await rm(dir, { recursive: true, force: true });
+  }
+
+  async *list(prefix: string): AsyncIterable<string> {
+    assertPrefix(prefix);
+    const slash = prefix.lastIndexOf('/');
+    const base = slash < 0 ? '' : prefix.slice(0, slash + 1);
+    // Below the prefix's last slash only the entries starting with the rest can match.
+    yield* walk(path.join(this.#dir, ...base.split('/').filter(Boolean)), base, prefix.slice(base.length));
+  }
+}
+
+function validRange(r: ByteRange): boolean {
+  return Number.isSafeInteger(r.start) && Number.isSafeInteger(r.end) && r.start >= 0 && r.end >= r.start;
+}
+
+/**
+ * Regular files under `dir` as keys (`base` + relative path), sorted per directory; links are
+ * not followed. At the top level only entries whose name starts with `first` (no slash in it).
+ */
+async function* walk(dir: string, base: string, first = ''): AsyncGenerator<string> {
+  let entries;
+  try {
+    entries = await readdir(dir, { withFileTypes: true });
+  } catch (e) {
+    if (MISSING.has(code(e) ?? '')) return;
+    throw e;
+  }
+  entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  for (const entry of entries) {
+    if (!entry.name.startsWith(first)) continue;
+    if (entry.isDirectory()) yield* walk(path.join(dir, entry.name), `${base}${entry.name}/`);
+    else if (entry.isFile()) yield `${base}${entry.name}`;
+  }
+}
+
+/** Makes a rename in `dir` durable (a no-op where directories cannot be fsynced). */
+async function fsyncDirectory(dir: string): Promise<void> {
+  let handle;
+  try {
+    handle = await open(dir, 'r');
+    await handle.sync();
+  } catch (e) {
+    if (!['EISDIR', 'EINVAL', 'EPERM', 'EBADF'].includes(code(e) ?? '')) throw e;
+  } finally {
+    await handle?.close();
+  }
+}
