@@ -3,6 +3,8 @@
 // --site`), or else a site token exchanged on demand for the platform login
 // (POST /api/cloud/sites/<site>/token/: for the organization owners and admins who administer
 // the site), kept beside it. A 401 INVALID_TOKEN refreshes the access token once and retries.
+import http from 'node:http';
+import https from 'node:https';
 import { Readable } from 'node:stream';
 import { DomainError, NOT_AUTHENTICATED_DETAIL } from '../shared/errors.ts';
 import { jsonOrUndefined, path, readAll, target, type ApiRequest, type ApiResponse, type Transport } from './api.ts';
@@ -40,17 +42,17 @@ export class RemoteTransport implements Transport {
     this.store = store;
   }
 
-  private async exchange(method: string, url: string, headers: Record<string, string>, body?: RequestInit['body'], duplex = false): Promise<Response> {
+  private async exchange(method: string, url: string, headers: Record<string, string>, body?: string | Readable): Promise<Response> {
     // The timeout is for the answer's head: a streamed body (an upload, a download) lasts as long as its data.
     const abort = new AbortController();
-    const timer = duplex ? undefined : setTimeout(() => abort.abort(new DOMException(`no answer in ${TIMEOUT_MS / 1000} s`, 'TimeoutError')), TIMEOUT_MS);
+    const timer = body instanceof Readable ? undefined : setTimeout(() => abort.abort(new DOMException(`no answer in ${TIMEOUT_MS / 1000} s`, 'TimeoutError')), TIMEOUT_MS);
     try {
-      const init: RequestInit & { duplex?: 'half' } = { method, headers, body, signal: abort.signal };
-      if (duplex) init.duplex = 'half';
-      return await fetch(url, init);
+      if (body instanceof Readable) return await streamed(method, url, headers, body);
+      return await fetch(url, { method, headers, body, signal: abort.signal });
     } catch (err) {
+      if (err instanceof DomainError) throw err;
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-      const reason = cause?.code ?? cause?.message ?? (err as Error).message;
+      const reason = cause?.code ?? cause?.message ?? (err as NodeJS.ErrnoException).code ?? (err as Error).message;
       throw new DomainError('SERVICE_UNAVAILABLE', `Cannot reach the API at ${this.apiUrl} (${reason}).`);
     } finally {
       clearTimeout(timer);
@@ -61,16 +63,16 @@ export class RemoteTransport implements Transport {
     const headers: Record<string, string> = { ...Object.fromEntries(Object.entries(req.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v])), accept };
     if (access) headers.authorization = `Bearer ${access}`;
     else delete headers.authorization;
-    let body: RequestInit['body'];
+    let body: string | Readable | undefined;
     if (req.upload) {
       headers['content-type'] = req.upload.contentType;
       if (req.upload.length !== undefined) headers['content-length'] = String(req.upload.length);
-      body = Readable.toWeb(req.upload.open()) as ReadableStream;
+      body = req.upload.open();
     } else if (req.body !== undefined) {
       headers['content-type'] = 'application/json';
       body = JSON.stringify(req.body);
     }
-    return this.exchange(req.method, this.apiUrl + target(req), headers, body, !!req.upload);
+    return this.exchange(req.method, this.apiUrl + target(req), headers, body);
   }
 
   /** A JSON exchange for the transport's own needs (refresh, site tokens). */
@@ -147,6 +149,44 @@ export class RemoteTransport implements Transport {
   }
 
   async close(): Promise<void> {}
+}
+
+/**
+ * A request with a streamed body, over node:http(s): fetch (undici 7.29) keeps every chunk of
+ * a request body it has sent until the exchange ends, so a large upload would end up whole in
+ * memory; here the file is read as fast as the socket drains and nothing is kept. An answer
+ * that comes before the end of the body (a refusal: too large, not allowed) stops the upload.
+ */
+function streamed(method: string, url: string, headers: Record<string, string>, body: Readable): Promise<Response> {
+  return new Promise((resolve, reject) => {
+    const target = new URL(url);
+    const req = (target.protocol === 'https:' ? https : http).request(target, { method, headers });
+    let answered = false;
+    req.on('response', (res) => {
+      answered = true;
+      if (!body.readableEnded) {
+        // Refused before the end: stop reading the file, and drop the connection once the answer is read.
+        body.unpipe(req);
+        body.destroy();
+        res.once('close', () => req.destroy());
+      }
+      const h = new Headers();
+      for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) h.append(res.rawHeaders[i]!, res.rawHeaders[i + 1]!);
+      const status = res.statusCode ?? 502;
+      const empty = status === 204 || status === 205 || status === 304;
+      if (empty) res.resume();
+      resolve(new Response(empty ? null : (Readable.toWeb(res) as ReadableStream), { status, statusText: res.statusMessage, headers: h }));
+    });
+    req.on('error', (err) => {
+      if (!answered) reject(err); // after an answer, the server closing on the rest of the body is expected
+    });
+    body.on('error', (err) => {
+      if (answered) return;
+      reject(new DomainError('BAD_REQUEST', `The upload stopped: ${err.message}`));
+      req.destroy();
+    });
+    body.pipe(req);
+  });
 }
 
 function answer(res: Response, stream: Readable, text?: string): ApiResponse {

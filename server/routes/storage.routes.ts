@@ -106,10 +106,10 @@ async function sendObject(ctx: AppContext, store: ObjectStore, b: buckets.Bucket
     return;
   }
   if (ctx.method === 'HEAD') {
+    // Headers only (no body assigned: Koa would turn a null body into a 204).
     ctx.status = 200;
     ctx.type = o.mimetype;
     ctx.length = size;
-    ctx.body = null;
     return;
   }
   const { row, stream } = await objects.openObject(em, store, b, o, range);

@@ -130,6 +130,10 @@ export function storageSuite(test: TestFn, env: () => Promise<Record<string, str
     const etag = dl.headers.get('etag')!;
     t.regex(etag, /^"[^"]+"$/);
     t.is((await on('GET', `${B}docs/objects/reports/2024/q1.txt/`)).text, 'HELLO AGAIN!');
+    const head = await on('HEAD', `${B}docs/objects/reports/2024/q1.txt`);
+    t.is(head.status, 200);
+    t.is(head.headers.get('content-length'), '12');
+    t.is(head.headers.get('etag'), etag);
     t.is((await on('GET', `${B}docs/objects/reports/2024/q1.txt`, { headers: { 'If-None-Match': etag } })).status, 304);
     const part = await on('GET', `${B}docs/objects/reports/2024/q1.txt`, { headers: { Range: 'bytes=6-10' } });
     t.is(part.status, 206);
@@ -357,6 +361,38 @@ export function storageSuite(test: TestFn, env: () => Promise<Record<string, str
     t.is(denied.body.data.deleted_count, 0);
     t.deepEqual(denied.body.data.failed.map((f: { path: string }) => f.path).sort(), ['secret.txt', 'shared.txt']);
     t.is((await on('GET', `${B}priv/objects/secret.txt`)).text, 'secret');
+  });
+
+  test.serial('policies: the bucket\'s policy decides as well (the list filtered in SQL, download, upload, delete)', async (t) => {
+    await bucket({ name: 'pol', visibility: 'public' });
+    t.is((await sql(`SELECT count(*) AS n FROM "${a.schema}".policies WHERE name = 'storage:pol' AND is_system`))[0].n, '2');
+    for (const [key, size] of [['a/small.txt', 5], ['a/big.txt', 50], ['b/x.txt', 7]] as const) await put('pol', key, 'x'.repeat(size), { 'Content-Type': 'text/plain' });
+    const policy = await on('PUT', '/api/apps/crm/policies/', {
+      body: {
+        resourcePolicy: {
+          resource: 'storage:pol',
+          version: 'default',
+          rules: [
+            { actions: ['*'], effect: 'EFFECT_ALLOW', roles: ['admin'] },
+            { actions: ['read', 'download'], effect: 'EFFECT_ALLOW', roles: ['user'], condition: { match: { expr: 'R.attr.size < 20' } } },
+            { actions: ['upload'], effect: 'EFFECT_ALLOW', roles: ['user'], condition: { match: { expr: 'R.attr.size < 100' } } },
+          ],
+        },
+      },
+    });
+    t.true([200, 201].includes(policy.status), policy.text);
+    const listed = await on('GET', `${B}pol/objects/?ordering=path`, { who: 'pleb' });
+    t.deepEqual(listed.body.results.map((o: { file_path: string }) => o.file_path), ['a/small.txt', 'b/x.txt']);
+    t.is(listed.body.count, 2);
+    t.is((await on('GET', `${B}pol/objects/a/big.txt`, { who: 'pleb' })).status, 403);
+    t.is((await on('GET', `${B}pol/objects/a/small.txt`, { who: 'pleb' })).text, 'xxxxx');
+    t.is((await on('GET', `${B}pol/objects/a/big.txt`)).status, 200);
+    t.is((await put('pol', 'p.txt', 'abc', { 'Content-Type': 'text/plain' }, 'pleb')).status, 201);
+    const before = await blobs();
+    t.is((await put('pol', 'p2.txt', 'y'.repeat(150), { 'Content-Type': 'text/plain' }, 'pleb')).status, 403);
+    t.deepEqual(await blobs(), before);
+    t.is(await journal(), 0);
+    t.is((await on('DELETE', `${B}pol/objects/p.txt`, { who: 'pleb' })).status, 403);
   });
 
   test.serial('quotas monitor only: uploads beyond them are accepted; check-quotas refreshes the counters; usage/ body', async (t) => {

@@ -116,8 +116,10 @@ export function bucketView(b: BucketRow): BucketView {
   };
 }
 
-export async function findBucket(em: EntityManager, schema: string, app: Pick<ActiveApp, 'id'>, slug: string): Promise<BucketRow> {
-  const row = await firstRow<BucketRow>(em, `${select(quotedSchema(schema))} WHERE b.app_id = ? AND b.slug = ?`, [app.id, slug]);
+/** A bucket by slug, or 404; `withCount`: with its exact object_count (a count of its objects: only where the view is shown, never on the object routes). */
+export async function findBucket(em: EntityManager, schema: string, app: Pick<ActiveApp, 'id'>, slug: string, withCount = false): Promise<BucketRow> {
+  const q = quotedSchema(schema);
+  const row = await firstRow<BucketRow>(em, `${withCount ? select(q) : `SELECT b.* FROM ${q}.storage_buckets b`} WHERE b.app_id = ? AND b.slug = ?`, [app.id, slug]);
   if (!row) throw notFound(`Bucket "${slug}"`);
   return row;
 }
@@ -135,7 +137,7 @@ const bucketResource = (b: BucketRow) => ({
 export async function bucketFor(ctx: ServiceContext, appSlug: string, slug: string, action: Action, policyAction: string = action): Promise<BucketTarget> {
   const schema = await siteSchemaFor(ctx, action, 'Bucket');
   const app = await activeApp(readsOf(ctx), schema, appSlug);
-  const bucket = await findBucket(readsOf(ctx), schema, app, slug);
+  const bucket = await findBucket(readsOf(ctx), schema, app, slug, action === 'read');
   await authorizeSiteSubject(ctx, action, 'Bucket', { schema, app: app.slug, slug: bucket.slug });
   await authorize(ctx, schema, app, storageKind(bucket.slug), policyAction, bucketResource(bucket));
   return { schema, app, bucket };
@@ -209,7 +211,7 @@ export async function createBucket(ctx: ServiceContext, appSlug: string, raw: un
     });
   const taken = async (base: string) => (await rows<{ slug: string }>(readsOf(ctx), `SELECT slug FROM ${q}.storage_buckets WHERE app_id = ? AND (slug = ? OR slug LIKE ?)`, [app.id, base, `${base}-%`])).map((r) => r.slug);
   const slug = await insertWithUniqueSlug(slugify(input.name, 100) || 'bucket', SLUG_KEY, taken, insert);
-  return bucketView(await findBucket(ctx.em, schema, app, slug));
+  return bucketView(await findBucket(ctx.em, schema, app, slug, true));
 }
 
 /**
@@ -256,7 +258,7 @@ export async function updateBucket(ctx: ServiceContext, appSlug: string, slug: s
       [bucket.id],
     );
   }
-  return bucketView(await findBucket(ctx.em, schema, app, slug));
+  return bucketView(await findBucket(ctx.em, schema, app, slug, true));
 }
 
 /**

@@ -211,7 +211,7 @@ const ignore = (): void => {};
  */
 function meter(source: Readable, head: Buffer[], headLength: number, ended: boolean, limit: number): Pick<Ingested, 'body' | 'size'> {
   let count = headLength;
-  let detached = ended;
+  let detached = ended || source.readableEnded;
   const detach = () => {
     if (detached) return;
     detached = true;
@@ -252,7 +252,8 @@ function meter(source: Readable, head: Buffer[], headLength: number, ended: bool
     body.destroy(prematureClose());
   };
   for (const chunk of head) body.push(chunk);
-  if (ended) body.push(null);
+  // Ended while the type was sniffed ('end' comes once the head drained the last bytes).
+  if (ended || source.readableEnded) body.push(null);
   else if (source.destroyed) {
     // Gone while the type was sniffed.
     detached = true;
