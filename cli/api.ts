@@ -66,7 +66,12 @@ export async function readAll(stream: Readable): Promise<string> {
 
 /** `path\`/api/apps/${slug}/\``: every interpolated value URI-encoded. */
 export function path(strings: TemplateStringsArray, ...values: string[]): string {
-  return strings.reduce((out, s, i) => out + s + (i < values.length ? encodeURIComponent(values[i]!) : ''), '');
+  // URLs resolve `.` and `..` segments (encoded ones too): such a name would move the request elsewhere.
+  const segment = (v: string) => {
+    if (v === '.' || v === '..') throw new DomainError('BAD_REQUEST', `"${v}" is not a valid name.`);
+    return encodeURIComponent(v);
+  };
+  return strings.reduce((out, s, i) => out + s + (i < values.length ? segment(values[i]!) : ''), '');
 }
 
 /** The request's path and query string as the server sees them (site routes in their `/sites/<schema>` form). */

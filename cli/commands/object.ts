@@ -238,7 +238,7 @@ async function planUpload(args: string[], f: { prefix?: string; path?: string })
       throw fieldError('files', `Cannot read ${arg}: ${st ? 'Not a file or directory.' : 'No such file.'}`);
     }
   }
-  if (f.path !== undefined && (args.length !== 1 || planned.length !== 1 || !fs.statSync(args[0]!).isFile())) {
+  if (f.path !== undefined && (args.length !== 1 || planned.length !== 1 || !fs.statSync(args[0]!, { throwIfNoEntry: false })?.isFile())) {
     throw fieldError('path', '--path names the key of one file: with several files, or a directory or a pattern, use --prefix.');
   }
   if (!planned.length) throw fieldError('files', 'There is no file to upload.');
