@@ -45,7 +45,7 @@ import { edgesAmongStatement, reachStatement, type Walk } from '../shared/data/g
 import { runBench, startChild, type Child } from './children.ts';
 import { openBenchDatabase, type BenchDatabase } from './database.ts';
 import { api, envNumber, ok, r2, serverEnv, siteToken } from './records-setup.ts';
-import { machineInfo, writeResults } from './report.ts';
+import { machineInfo, writeResults, reproduceCommand } from './report.ts';
 
 const LEVELS = Math.max(4, Math.min(7, Math.round(envNumber('BENCH_LEVELS', 7))));
 const NODES = (10 ** LEVELS - 1) / 9;
@@ -85,14 +85,6 @@ const cleanup = () =>
     await db?.close().catch((err) => log(`dropping the bench database failed: ${err.message}`));
   })());
 
-function reproduceCommand(): string {
-  const hide = (v: string) => v.replace(/^([a-z]+:\/\/[^:/@]+):[^@]*@/i, '$1:***@');
-  const vars = Object.entries(process.env)
-    .filter(([k, v]) => v !== undefined && (k.startsWith('BENCH_') || (k === 'TEST_DATABASE_URL' && !process.env.BENCH_DATABASE_URL)))
-    .sort(([x], [y]) => x.localeCompare(y))
-    .map(([k, v]) => `${k}=${hide(v!)}`);
-  return [...vars, 'npm run bench:hierarchy'].join(' ');
-}
 
 interface Scenario {
   id: string;
@@ -133,7 +125,7 @@ async function measure(c: pg.Client, statementsOf: (n: number) => Statement[], n
 async function main(): Promise<number> {
   const timestamp = new Date().toISOString();
   const machine = machineInfo();
-  const command = reproduceCommand();
+  const command = reproduceCommand('bench:hierarchy');
   log(`reproduce with: ${command}`);
   db = await openBenchDatabase(log);
   log(`database: ${db.source} (${db.version.split(',')[0]})`);

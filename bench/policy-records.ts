@@ -64,7 +64,7 @@ import { runBench, startChild, type Child } from './children.ts';
 import { openBenchDatabase, type BenchDatabase } from './database.ts';
 import { compare, type LoadSettings, type Measurement, type Request, type Target } from './load.ts';
 import { APP, CITIES, FILTER, TABLE, api, envNumber, ok, r2, seedRows, serverEnv, setupTable, siteToken } from './records-setup.ts';
-import { machineInfo, totalCpuUs, writeResults } from './report.ts';
+import { machineInfo, totalCpuUs, writeResults, reproduceCommand } from './report.ts';
 
 const settings: LoadSettings = {
   connections: envNumber('BENCH_CONNECTIONS', 50),
@@ -113,16 +113,6 @@ const cleanup = () =>
     await db?.close().catch((err) => log(`dropping the bench database failed: ${err.message}`));
   })());
 
-/** The command that reproduces this run: the BENCH_* variables it was given (a URL's password hidden). */
-function reproduceCommand(): string {
-  const quote = (v: string) => (/^[\w@%+=:,./-]*$/.test(v) ? v : `'${v.replace(/'/g, `'\\''`)}'`);
-  const hide = (v: string) => v.replace(/^([a-z]+:\/\/[^:/@]+):[^@]*@/i, '$1:***@');
-  const vars = Object.entries(process.env)
-    .filter(([k, v]) => v !== undefined && (k.startsWith('BENCH_') || (k === 'TEST_DATABASE_URL' && !process.env.BENCH_DATABASE_URL)))
-    .sort(([a], [b]) => a.localeCompare(b))
-    .map(([k, v]) => `${k}=${quote(hide(v!))}`);
-  return [...vars, 'npm run bench:policy-records'].join(' ');
-}
 
 interface Page {
   rows: number;
@@ -202,7 +192,7 @@ function formatRows(rows: Row[]): string {
 async function main(): Promise<number> {
   const timestamp = new Date().toISOString();
   const machine = machineInfo();
-  const command = reproduceCommand();
+  const command = reproduceCommand('bench:policy-records');
   log(`reproduce with: ${command}`);
   db = await openBenchDatabase(log);
   const dbUrl = db.url;

@@ -127,3 +127,14 @@ export function writeResults(name: string, report: unknown, timestamp: string, l
   for (const f of files) fs.writeFileSync(f, json);
   log(`written: ${files.map((f) => path.relative(process.cwd(), f)).join(', ')}`);
 }
+
+/** The command that reproduces a run of `npm run {script}`: the BENCH_* variables it was given (a URL's password hidden). */
+export function reproduceCommand(script: string): string {
+  const quote = (v: string) => (/^[\w@%+=:,./-]*$/.test(v) ? v : `'${v.replace(/'/g, `'\\''`)}'`);
+  const hide = (v: string) => v.replace(/^([a-z]+:\/\/[^:/@]+):[^@]*@/i, '$1:***@');
+  const vars = Object.entries(process.env)
+    .filter(([k, v]) => v !== undefined && (k.startsWith('BENCH_') || (k === 'TEST_DATABASE_URL' && !process.env.BENCH_DATABASE_URL)))
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([k, v]) => `${k}=${quote(hide(v!))}`);
+  return [...vars, `npm run ${script}`].join(' ');
+}

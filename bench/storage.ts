@@ -213,7 +213,7 @@ async function benchMain(): Promise<void> {
   const { cpuSeconds, runBench, startChild } = await import('./children.ts');
   const { openBenchDatabase } = await import('./database.ts');
   const { api, envNumber, ok, serverEnv, siteToken } = await import('./records-setup.ts');
-  const { machineInfo, writeResults } = await import('./report.ts');
+  const { machineInfo, reproduceCommand, writeResults } = await import('./report.ts');
 
   const ROUNDS = Math.max(1, Math.round(envNumber('BENCH_ROUNDS', 2)));
   const SMALL_COUNT = Math.max(1, Math.round(envNumber('BENCH_SMALL_COUNT', 200)));
@@ -243,19 +243,11 @@ async function benchMain(): Promise<void> {
       if (tmp) await rm(tmp, { recursive: true, force: true }).catch((err) => log(`removing ${tmp} failed: ${err.message}`));
     })());
 
-  function reproduceCommand(): string {
-    const hide = (v: string) => v.replace(/^([a-z]+:\/\/[^:/@]+):[^@]*@/i, '$1:***@');
-    const vars = Object.entries(process.env)
-      .filter(([k, v]) => v !== undefined && (k.startsWith('BENCH_') || (k === 'TEST_DATABASE_URL' && !process.env.BENCH_DATABASE_URL)))
-      .sort(([x], [y]) => x.localeCompare(y))
-      .map(([k, v]) => `${k}=${hide(v!)}`);
-    return [...vars, 'npm run bench:storage'].join(' ');
-  }
 
   async function main(): Promise<number> {
     const timestamp = new Date().toISOString();
     const machine = machineInfo();
-    const command = reproduceCommand();
+    const command = reproduceCommand('bench:storage');
     log(`reproduce with: ${command}`);
     log(`${machine.cpus} cores (${machine.cpuModel}), ${machine.totalMemoryMiB} MiB RAM, load average ${(machine.loadAverageAtStart as number[]).join(' ')}`);
     tmp = await mkdtemp(path.join(os.tmpdir(), 'platform-bench-storage-'));

@@ -14,7 +14,7 @@ import { UploadRejected } from '../../shared/storage/ingest.ts';
 import { metadataFromHeaders, metadataValue, normalizeKey } from '../../shared/storage/keys.ts';
 import type { ObjectRow } from '../../shared/storage/access.ts';
 import type { ObjectStore } from '../../shared/storage/objstore/types.ts';
-import { DomainError, notAuthenticated, notFound, validationError } from '../../shared/errors.ts';
+import { DomainError, notFound, validationError } from '../../shared/errors.ts';
 import { paginated, sendPage } from '../http/envelopes.ts';
 import { defineRoute, type RouteDef } from '../http/registry.ts';
 import type { AppContext } from '../http/types.ts';
@@ -140,7 +140,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       const parsed = await streamMultipart(ctx, { fileFields: ['file'], maxFiles: 1 }, (part) =>
         objects.storeBlob(service, store, b, { body: part.stream, declaredType: part.mimeType, filename: part.filename || key || 'file' }),
       ).catch(async (err) => {
-        for (const f of (err as { files?: { result?: objects.StoredBlob }[] }).files ?? []) if (f.result) await objects.dropBlob(service, store, b, f.result);
+        await dropStored(service, b, (err as { files?: StoredFiles }).files);
         throw err;
       });
       const [file] = parsed.files;
@@ -164,6 +164,12 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
     await objects.checkUploadTarget(service, b, key);
     const blob = await objects.storeBlob(service, store, b, { body: ctx.req, declaredType: ctx.get('Content-Type') || undefined, declaredSize: declaredSize(ctx), filename: key.slice(key.lastIndexOf('/') + 1) });
     return objects.commitBlob(service, store, b, key, blob, { metadata: metadataFromHeaders(ctx.req.headers), visibility: visibilityValue(ctx.query.visibility) });
+  };
+
+  type StoredFiles = { result?: objects.StoredBlob }[];
+  /** Removes the blobs of a multipart request's files that will not become objects. */
+  const dropStored = async (service: ReturnType<AppContext['state']['service']>, b: buckets.BucketTarget, files: StoredFiles = []) => {
+    for (const f of files) if (f.result) await objects.dropBlob(service, store, b, f.result);
   };
 
   const routes: RouteDef[] = [
@@ -332,12 +338,8 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       responses: { 200: StorageEnvelope(), 207: StorageEnvelope() },
       async handler(ctx, { params, body }) {
         await storageErrors(ctx, async () => {
-          const { paths } = body as { paths: string[] };
-          if (!paths.length) throw validationError({ paths: ['Paths list cannot be empty'] });
-          if (paths.length > objects.MAX_BATCH_DELETE) throw validationError({ paths: [`Cannot delete more than ${objects.MAX_BATCH_DELETE} objects at once`] });
-          const keys = paths.map((p, i) => normalizeKey(p, `paths.${i}`));
           const b = await bucketTarget(ctx, params, 'delete');
-          const data = await objects.batchDelete(ctx.state.service(), store, b, keys);
+          const data = await objects.batchDelete(ctx.state.service(), store, b, (body as { paths: string[] }).paths);
           const status = data.failed.length ? 207 : 200;
           reply(ctx, status, data.failed.length ? `${data.deleted_count} deleted, ${data.failed.length} failed.` : `${data.deleted_count} objects deleted.`, data);
         });
@@ -417,10 +419,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
         responses: { 200: Type.Object({ status: Type.String(), message: Type.String(), data: Type.Object({ url: Type.String(), mode: Type.String() }) }) },
         async handler(ctx, { params }) {
           const b = await bucketTarget(ctx, params, 'read');
-          const key = keyOf(params);
-          await objects.objectFor(ctx.state.service(), b, key, mode === 'view' ? 'read' : 'update');
-          if (b.bucket.storage_provider === 'objstore') throw new DomainError('BUSINESS_LOGIC_ERROR', `Object "${key}" is in an objstore bucket: ${mode} access is for document-library buckets only.`, { extra: { code: 'VALIDATION_ERROR' } });
-          throw buckets.doclibUnavailable(options.doclibEnabled);
+          await objects.documentAccess(ctx.state.service(), b, keyOf(params), mode, options.doclibEnabled);
         },
       }),
     ),
@@ -446,9 +445,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
           if (!ctx.state.actor) {
             // Anonymous: public objects only (a private one is not found, whoever asks without a token).
             if (ctx.state.tenant === null) throw notFound();
-            const b = await objects.anonymousBucket(ctx.state.reads(), ctx.state.tenant, params.app_slug!, params.bucket!);
-            const o = await objects.findObject(ctx.state.reads(), b, key);
-            if (!o || (o.visibility ?? b.bucket.visibility) !== 'public') throw (o ? notAuthenticated() : notFound(`Object "${key}"`));
+            const { b, o } = await objects.publicObject(ctx.state.reads(), ctx.state.tenant, params.app_slug!, params.bucket!, key);
             if (asJson) return reply(ctx, 200, 'Object retrieved.', objects.objectView(b, o));
             return sendObject(ctx, store, b, o, ctx.state.reads());
           }
@@ -533,12 +530,10 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       });
       return objects.storeBlob(service, store, b, { body: counted, declaredType: part.mimeType, filename: part.filename });
     }).catch(async (err) => {
-      for (const f of (err as { files?: { result?: objects.StoredBlob }[] }).files ?? []) if (f.result) await objects.dropBlob(service, store, b, f.result);
+      await dropStored(service, b, (err as { files?: StoredFiles }).files);
       throw err;
     });
-    const dropAll = async () => {
-      for (const f of parsed.files) if (f.result) await objects.dropBlob(service, store, b, f.result);
-    };
+    const dropAll = () => dropStored(service, b, parsed.files);
     if (total > MAX_BATCH_BYTES) {
       await dropAll();
       throw validationError({ files: [`The files exceed ${MAX_BATCH_BYTES} bytes in all.`] });

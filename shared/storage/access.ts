@@ -9,12 +9,10 @@
 //   public buckets too (a public bucket is readable by all, not writable over other users' files).
 // The system actor (operators, the CLI's direct mode) is above both rules. docs/storage.md.
 import type { ServiceContext } from '../context.ts';
-import { permissionDenied } from '../errors.ts';
+import { DomainError, permissionDenied } from '../errors.ts';
 import { decide, planFor } from '../policies/hook.ts';
-import { planSql } from '../data/records/policy-sql.ts';
+import { PlanNotSupported, planSql } from '../data/records/policy-sql.ts';
 import type { ColumnInfo, SqlFragment } from '../data/query/filter.ts';
-import { DomainError } from '../errors.ts';
-import { PlanNotSupported } from '../data/records/policy-sql.ts';
 import { storageKind, type BucketTarget } from './bucket.service.ts';
 
 export interface ObjectRow {

@@ -13,6 +13,7 @@ import { validate } from '../common/validation.ts';
 import { actorUuid, readsOf, type ServiceContext } from '../context.ts';
 import { countOf, firstRow, iso, rows } from '../db/sql.ts';
 import { DomainError, notFound, validationError, type FieldErrors } from '../errors.ts';
+import { likeEscape } from '../common/filters.ts';
 import { authorize } from '../policies/hook.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { authorizeSiteSubject, siteSchemaFor } from '../tenancy/site-access.ts';
@@ -36,7 +37,6 @@ export interface BucketRow {
   usage_total_size: string | number;
   usage_total_objects: string | number;
   usage_updated_at: Date | string | null;
-  quota_exceeded: boolean;
   object_count?: string | number;
   created_at: Date | string;
   updated_at: Date | string;
@@ -106,7 +106,7 @@ export function bucketView(b: BucketRow): BucketView {
     max_size_mb: f.quota.max_size_mb,
     max_size_gb: f.quota.max_size_gb,
     max_objects: f.quota.max_objects,
-    quota_exceeded: b.quota_exceeded,
+    quota_exceeded: f.exceeded.any,
     usage: f.usage,
     quota_status: f.hasQuota ? { exceeded: f.exceeded, percent_used: f.percent_used, overage: f.overage } : null,
     created_at: iso(b.created_at),
@@ -168,7 +168,7 @@ export async function listBuckets(ctx: ServiceContext, appSlug: string, query: R
   const params: unknown[] = [app.id];
   if (typeof query.search === 'string' && query.search !== '') {
     where.push("(b.name ILIKE ? ESCAPE '\\' OR b.slug ILIKE ? ESCAPE '\\')");
-    const like = `%${query.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    const like = `%${likeEscape(query.search)}%`;
     params.push(like, like);
   }
   for (const field of ['visibility', 'app_category'] as const) {
@@ -246,16 +246,9 @@ export async function updateBucket(ctx: ServiceContext, appSlug: string, slug: s
     params.push(JSON.stringify(normalizedTypes(input.allowed_mime_types)));
   }
   if (set.length) {
-    // A changed quota is judged against the stored usage at once (no wait for the next refresh).
     await ctx.em.execute(
       `UPDATE ${quotedSchema(schema)}.storage_buckets SET ${set.join(', ')}, modified_by = ?, updated_at = now() WHERE id = ?`,
       [...params, actorUuid(ctx), bucket.id],
-    );
-    await ctx.em.execute(
-      `UPDATE ${quotedSchema(schema)}.storage_buckets
-          SET quota_exceeded = (max_size_bytes IS NOT NULL AND usage_total_size > max_size_bytes) OR (max_objects IS NOT NULL AND usage_total_objects > max_objects)
-        WHERE id = ?`,
-      [bucket.id],
     );
   }
   return bucketView(await findBucket(ctx.em, schema, app, slug, true));
@@ -304,25 +297,24 @@ export async function bucketUsage(ctx: ServiceContext, appSlug: string, slug: st
 }
 
 /**
- * Refreshes the stored usage counters and `quota_exceeded` of every bucket of a site (or of
- * one app) in one statement; returns the buckets over quota. The spec's `check_storage_quotas`.
+ * Refreshes the stored usage counters of every bucket of a site (or of one app) in one
+ * statement; returns the buckets over quota. The spec's `check_storage_quotas`.
  */
 export async function refreshUsage(em: EntityManager, schema: string, appId?: number): Promise<{ buckets: number; exceeded: { app_id: number; slug: string }[] }> {
   const q = quotedSchema(schema);
-  const updated = await rows<{ app_id: number; slug: string; quota_exceeded: boolean }>(
+  const updated = await rows<BucketRow>(
     em,
     `UPDATE ${q}.storage_buckets b
-        SET usage_total_size = s.total_size, usage_total_objects = s.total_objects, usage_updated_at = now(),
-            quota_exceeded = (b.max_size_bytes IS NOT NULL AND s.total_size > b.max_size_bytes) OR (b.max_objects IS NOT NULL AND s.total_objects > b.max_objects)
+        SET usage_total_size = s.total_size, usage_total_objects = s.total_objects, usage_updated_at = now()
        FROM (SELECT b2.id, coalesce(sum(o.size), 0) AS total_size, count(o.id) AS total_objects
                FROM ${q}.storage_buckets b2 LEFT JOIN ${q}.storage_objects o ON o.bucket_id = b2.id
               WHERE (?::integer IS NULL OR b2.app_id = ?::integer)
               GROUP BY b2.id) s
       WHERE s.id = b.id
-      RETURNING b.app_id, b.slug, b.quota_exceeded`,
+      RETURNING b.*`,
     [appId ?? null, appId ?? null],
   );
-  return { buckets: updated.length, exceeded: updated.filter((r) => r.quota_exceeded).map((r) => ({ app_id: Number(r.app_id), slug: r.slug })) };
+  return { buckets: updated.length, exceeded: updated.filter((r) => quotaFigures(r).exceeded.any).map((r) => ({ app_id: Number(r.app_id), slug: r.slug })) };
 }
 
 /** `check_storage_quotas` for the caller's site: its administrators (and operators). */

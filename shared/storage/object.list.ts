@@ -5,6 +5,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { parsePageRequest, pageOffset, type Page } from '../common/pagination.ts';
 import { actorUuid, readsOf, type ServiceContext } from '../context.ts';
 import { countOf, rows } from '../db/sql.ts';
+import { likeEscape } from '../common/filters.ts';
 import { validationError, type FieldErrors } from '../errors.ts';
 import { plannedCount } from '../data/records/read.ts';
 import type { SqlFragment } from '../data/query/filter.ts';
@@ -18,12 +19,11 @@ export const OBJECT_MAX_PAGE_SIZE = 100;
 const ORDERABLE: Record<string, string> = { created_at: 'o.created_at', updated_at: 'o.updated_at', size: 'o.size', filename: 'o.filename', path: 'o.path' };
 const CATEGORIES = new Set(['image', 'video', 'audio', 'application', 'text']);
 
-const like = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
 type Build = (v: string, ctx: ServiceContext, b: BucketTarget) => SqlFragment;
 
 const text = (sql: string, pattern: (v: string) => string, op = 'ILIKE'): Build => (v) => ({ sql: `${sql} ${op} ? ESCAPE '\\'`, params: [pattern(v)] });
-const contains = (col: string) => text(col, (v) => `%${like(v)}%`);
-const startsWith = (col: string, op = 'LIKE') => text(col, (v) => `${like(v)}%`, op);
+const contains = (col: string) => text(col, (v) => `%${likeEscape(v)}%`);
+const startsWith = (col: string, op = 'LIKE') => text(col, (v) => `${likeEscape(v)}%`, op);
 
 function integer(name: string, v: string): number {
   if (!/^\d{1,15}$/.test(v)) throw validationError({ [name]: ['Enter a whole number of bytes.'] });
@@ -58,7 +58,7 @@ const timeFilters = (col: string, name: string, after: string, before: string): 
 
 /** Every filter of the list, by parameter name. */
 const FILTERS: Record<string, Build> = {
-  search: (v) => ({ sql: "(o.filename ILIKE ? ESCAPE '\\' OR o.path ILIKE ? ESCAPE '\\')", params: [`%${like(v)}%`, `%${like(v)}%`] }),
+  search: (v) => ({ sql: "(o.filename ILIKE ? ESCAPE '\\' OR o.path ILIKE ? ESCAPE '\\')", params: [`%${likeEscape(v)}%`, `%${likeEscape(v)}%`] }),
   file: (v) => ({ sql: 'o.path = ?', params: [v] }),
   file__startswith: startsWith('o.path'),
   prefix: startsWith('o.path'),
@@ -67,7 +67,7 @@ const FILTERS: Record<string, Build> = {
   filename: (v) => ({ sql: 'o.filename = ?', params: [v] }),
   filename__icontains: contains('o.filename'),
   filename__istartswith: startsWith('o.filename', 'ILIKE'),
-  filename__iendswith: text('o.filename', (v) => `%${like(v)}`),
+  filename__iendswith: text('o.filename', (v) => `%${likeEscape(v)}`),
   size__gte: sizeOp('>='),
   size__lte: sizeOp('<='),
   size__gt: sizeOp('>'),
@@ -99,8 +99,8 @@ const FILTERS: Record<string, Build> = {
     return { sql: 'o.created_by = ?::uuid', params: [v] };
   },
   created_by__username: (v, _c, b) => ({ sql: `o.created_by IN (SELECT u.uuid FROM ${quotedSchema(b.schema)}.users u WHERE u.username = ?)`, params: [v] }),
-  created_by__username__icontains: (v, _c, b) => ({ sql: `o.created_by IN (SELECT u.uuid FROM ${quotedSchema(b.schema)}.users u WHERE u.username ILIKE ? ESCAPE '\\')`, params: [`%${like(v)}%`] }),
-  metadata_search: (v) => ({ sql: "o.metadata::text ILIKE ? ESCAPE '\\'", params: [`%${like(v)}%`] }),
+  created_by__username__icontains: (v, _c, b) => ({ sql: `o.created_by IN (SELECT u.uuid FROM ${quotedSchema(b.schema)}.users u WHERE u.username ILIKE ? ESCAPE '\\')`, params: [`%${likeEscape(v)}%`] }),
+  metadata_search: (v) => ({ sql: "o.metadata::text ILIKE ? ESCAPE '\\'", params: [`%${likeEscape(v)}%`] }),
 };
 const PAGING = new Set(['page', 'page_size', 'ordering', '_count']);
 

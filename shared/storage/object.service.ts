@@ -14,14 +14,14 @@ import type { Action } from '../auth/actor.ts';
 import { actorUuid, readsOf, type ServiceContext } from '../context.ts';
 import { firstRow, iso, rows } from '../db/sql.ts';
 import { uniqueViolation } from '../common/slug.ts';
-import { DomainError, notFound, permissionDenied, validationError, type FieldErrors } from '../errors.ts';
+import { DomainError, notAuthenticated, notFound, permissionDenied, validationError, type FieldErrors } from '../errors.ts';
 import { READ_ONLY_MESSAGE, sameValue } from '../common/read-only.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { authorizeSiteSubject, siteSchemaFor } from '../tenancy/site-access.ts';
 import { objectsAllowed, requireNewObject, requireObject, ruleAllows, type ObjectAction, type ObjectRow } from './access.ts';
-import { findBucket, StorageFailure, type BucketTarget } from './bucket.service.ts';
+import { doclibUnavailable, findBucket, StorageFailure, type BucketTarget } from './bucket.service.ts';
 import { ingest, isDocumentEditable } from './ingest.ts';
-import { filenameOf, metadataValue } from './keys.ts';
+import { filenameOf, metadataValue, normalizeKey } from './keys.ts';
 import { BlobNotFound, type ObjectStore, type SiteStore } from './objstore/types.ts';
 
 export interface ObjectView {
@@ -82,29 +82,31 @@ export async function objectsBucket(ctx: ServiceContext, appSlug: string, bucket
   return { schema, app, bucket };
 }
 
-/** The bucket of an anonymous read (public objects only: the caller checks visibility). */
-export async function anonymousBucket(em: EntityManager, schema: string, appSlug: string, bucketSlug: string): Promise<BucketTarget> {
-  const app = await activeApp(em, schema, appSlug);
-  return { schema, app, bucket: await findBucket(em, schema, app, bucketSlug) };
-}
-
 export async function findObject(em: EntityManager, b: BucketTarget, key: string, lock = false): Promise<ObjectRow | undefined> {
   return firstRow<ObjectRow>(em, `SELECT * FROM ${quotedSchema(b.schema)}.storage_objects WHERE bucket_id = ? AND path = ?${lock ? ' FOR UPDATE' : ''}`, [b.bucket.id, key]);
 }
 
 const objectNotFound = (key: string) => notFound(`Object "${key}"`);
 
-/** An existing object the actor may `action`: 404 when absent (or unreadable and private), 403 when readable but denied. */
+/** An existing object the actor may `action`: 404 when absent or when the caller may not even read it (nothing learnt of its existence), 403 otherwise. */
 export async function objectFor(ctx: ServiceContext, b: BucketTarget, key: string, action: ObjectAction): Promise<ObjectRow> {
   const o = await findObject(readsOf(ctx), b, key);
   if (!o) throw objectNotFound(key);
-  if (action !== 'read' && action !== 'download' && !ruleAllows(ctx, b, o, 'read')) throw objectNotFound(key);
-  await requireObject(ctx, b, action, o).catch((err) => {
-    // Whoever may not even read it learns nothing of its existence.
-    if (!ruleAllows(ctx, b, o, 'read')) throw objectNotFound(key);
-    throw err;
-  });
+  if (!(await objectsAllowed(ctx, b, action, [o]))[0]) throw ruleAllows(ctx, b, o, 'read') ? permissionDenied() : objectNotFound(key);
   return o;
+}
+
+/**
+ * An anonymous read (no token): public objects only, the object's visibility or else its
+ * bucket's; a private one is a 401, a missing one a 404.
+ */
+export async function publicObject(em: EntityManager, schema: string, appSlug: string, bucketSlug: string, key: string): Promise<{ b: BucketTarget; o: ObjectRow }> {
+  const app = await activeApp(em, schema, appSlug);
+  const b = { schema, app, bucket: await findBucket(em, schema, app, bucketSlug) };
+  const o = await findObject(em, b, key);
+  if (!o) throw objectNotFound(key);
+  if ((o.visibility ?? b.bucket.visibility) !== 'public') throw notAuthenticated();
+  return { b, o };
 }
 
 // ---- the blob journal -------------------------------------------------------------------------
@@ -199,30 +201,30 @@ export async function checkUploadTarget(ctx: ServiceContext, b: BucketTarget, ke
 }
 
 /**
+ * The check of a write at `key`, run under the row's lock with the row found there (if any):
+ * a new path needs `upload` on the object as it will be; replacing needs being the owner or
+ * staff, and `upload` on the object as it will be.
+ */
+const uploadCheck = (ctx: ServiceContext, b: BucketTarget, key: string, will: { size: number; mimetype: string; metadata: Record<string, unknown>; visibility?: 'private' | 'public' | null }) =>
+  async (current: ObjectRow | undefined): Promise<void> => {
+    const resource = { path: key, filename: filenameOf(key), size: will.size, mimetype: will.mimetype, metadata: will.metadata, visibility: will.visibility ?? current?.visibility ?? null, created_by: current ? current.created_by : actorUuid(ctx) };
+    if (!current) return requireNewObject(ctx, b, resource);
+    if (!ruleAllows(ctx, b, current, 'upload')) throw permissionDenied();
+    return requireObject(ctx, b, 'upload', { ...current, ...resource });
+  };
+
+/**
  * Makes `blob` the object at `key`: created (201) or replaced (200: content, type, size and
  * metadata replaced, no duplicate). Needs `upload` on the object as it will be; on refusal or
  * failure the blob is removed.
  */
 export async function commitBlob(ctx: ServiceContext, store: ObjectStore, b: BucketTarget, key: string, blob: StoredBlob, options: { metadata?: Record<string, unknown>; visibility?: 'private' | 'public' | null } = {}): Promise<{ created: boolean; object: ObjectView }> {
-  const em = readsOf(ctx);
-  const site = store.site(b.schema);
-  let result: { created: boolean; row: ObjectRow; old?: string };
-  try {
-    const existing = await findObject(em, b, key);
-    const would = { path: key, filename: filenameOf(key), size: blob.size, mimetype: blob.mimetype, visibility: options.visibility ?? existing?.visibility ?? null, created_by: existing ? existing.created_by : actorUuid(ctx), metadata: options.metadata ?? {} };
-    if (existing) {
-      if (!ruleAllows(ctx, b, existing, 'upload')) throw permissionDenied();
-      await requireObject(ctx, b, 'upload', { ...existing, ...would });
-    } else await requireNewObject(ctx, b, would);
-    result = await ctx.em.transactional((tx) => writeRow(tx, b, key, {
-      blobKey: blob.blobKey, size: blob.size, etag: blob.etag, mimetype: blob.mimetype, metadata: options.metadata ?? {}, visibility: options.visibility, who: actorUuid(ctx), mayReplace: (row) => ruleAllows(ctx, b, row, 'upload'),
-    }));
-  } catch (err) {
-    await dropBlobs(em, site, b.schema, [blob.blobKey]);
-    throw err;
-  }
-  if (result.old) await dropBlobs(em, site, b.schema, [result.old]);
-  return { created: result.created, object: objectView(b, result.row) };
+  const metadata = options.metadata ?? {};
+  const row = await writeBlobRow(ctx, store, b, key, {
+    blobKey: blob.blobKey, size: blob.size, etag: blob.etag, mimetype: blob.mimetype, metadata, visibility: options.visibility, who: actorUuid(ctx),
+    check: uploadCheck(ctx, b, key, { size: blob.size, mimetype: blob.mimetype, metadata, visibility: options.visibility }),
+  });
+  return { created: row.created, object: objectView(b, row.row) };
 }
 
 interface RowWrite {
@@ -233,9 +235,26 @@ interface RowWrite {
   metadata: Record<string, unknown>;
   visibility?: 'private' | 'public' | null;
   who: string | null;
-  /** Whether the caller may replace a row found at the key (one made by another upload meanwhile). */
-  mayReplace: (row: ObjectRow) => boolean;
-  uuid?: string;
+  /** Refuses the write (throws) given the row at the key, if any, under its lock. */
+  check: (current: ObjectRow | undefined) => Promise<void>;
+}
+
+/**
+ * Points the row at `key` at a stored blob (inserted, or replacing the one there: its old blob
+ * journaled and removed after the commit). On refusal or failure the new blob is removed.
+ */
+async function writeBlobRow(ctx: ServiceContext, store: ObjectStore, b: BucketTarget, key: string, w: RowWrite): Promise<{ created: boolean; row: ObjectRow }> {
+  const em = readsOf(ctx);
+  const site = store.site(b.schema);
+  let result: { created: boolean; row: ObjectRow; old?: string };
+  try {
+    result = await ctx.em.transactional((tx) => writeRow(tx, b, key, w));
+  } catch (err) {
+    await dropBlobs(em, site, b.schema, [w.blobKey]);
+    throw err;
+  }
+  if (result.old) await dropBlobs(em, site, b.schema, [result.old]);
+  return result;
 }
 
 /** In `tx`: inserts the row at `key`, or replaces the one there (its old blob journaled as an orphan). */
@@ -243,8 +262,8 @@ async function writeRow(tx: EntityManager, b: BucketTarget, key: string, w: RowW
   const q = quotedSchema(b.schema);
   for (;;) {
     const current = await findObject(tx, b, key, true);
+    await w.check(current);
     if (current) {
-      if (!w.mayReplace(current)) throw permissionDenied();
       const [row] = await rows<ObjectRow>(
         tx,
         `UPDATE ${q}.storage_objects SET blob_key = ?, size = ?, etag = ?, mimetype = ?, metadata = ?::jsonb, visibility = coalesce(?, visibility),
@@ -259,7 +278,7 @@ async function writeRow(tx: EntityManager, b: BucketTarget, key: string, w: RowW
       tx,
       `INSERT INTO ${q}.storage_objects (uuid, bucket_id, path, filename, size, mimetype, metadata, visibility, blob_key, etag, created_by, modified_by)
        VALUES (?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?, ?) ON CONFLICT (bucket_id, path) DO NOTHING RETURNING *`,
-      [w.uuid ?? randomUUID(), b.bucket.id, key, filenameOf(key), w.size, w.mimetype, JSON.stringify(w.metadata), w.visibility ?? null, w.blobKey, w.etag, w.who, w.who],
+      [randomUUID(), b.bucket.id, key, filenameOf(key), w.size, w.mimetype, JSON.stringify(w.metadata), w.visibility ?? null, w.blobKey, w.etag, w.who, w.who],
     );
     if (row) {
       await unjournal(tx, b.schema, [w.blobKey]);
@@ -340,8 +359,10 @@ export async function deleteObject(ctx: ServiceContext, store: ObjectStore, b: B
 export const MAX_BATCH_DELETE = 100;
 
 /** Spec §4 batch-delete: paths deduplicated; the ones missing or denied are reported, not fatal. */
-export async function batchDelete(ctx: ServiceContext, store: ObjectStore, b: BucketTarget, keys: string[]): Promise<{ deleted_count: number; failed: { path: string; error: string }[] }> {
-  const unique = [...new Set(keys)];
+export async function batchDelete(ctx: ServiceContext, store: ObjectStore, b: BucketTarget, paths: string[]): Promise<{ deleted_count: number; failed: { path: string; error: string }[] }> {
+  if (!paths.length) throw validationError({ paths: ['Paths list cannot be empty'] });
+  if (paths.length > MAX_BATCH_DELETE) throw validationError({ paths: [`Cannot delete more than ${MAX_BATCH_DELETE} objects at once`] });
+  const unique = [...new Set(paths.map((p, i) => normalizeKey(p, `paths.${i}`)))];
   const found = await rows<ObjectRow>(readsOf(ctx), `SELECT * FROM ${quotedSchema(b.schema)}.storage_objects WHERE bucket_id = ? AND path = ANY(ARRAY(SELECT jsonb_array_elements_text(?::jsonb)))`, [b.bucket.id, JSON.stringify(unique)]);
   const byPath = new Map(found.map((o) => [o.path, o]));
   const failed: { path: string; error: string }[] = [];
@@ -364,9 +385,6 @@ export async function batchDelete(ctx: ServiceContext, store: ObjectStore, b: Bu
  */
 export async function copyObject(ctx: ServiceContext, store: ObjectStore, src: BucketTarget, sourceKey: string, dst: BucketTarget, destKey: string): Promise<ObjectView> {
   const o = await objectFor(ctx, src, sourceKey, 'download');
-  const existing = await findObject(readsOf(ctx), dst, destKey);
-  if (existing) await requireObject(ctx, dst, 'upload', existing);
-  else await requireNewObject(ctx, dst, { ...o, path: destKey, filename: filenameOf(destKey), created_by: actorUuid(ctx) });
   const blobKey = `${dst.bucket.uuid}/${randomUUID()}`;
   const em = readsOf(ctx);
   const site = store.site(src.schema);
@@ -379,17 +397,12 @@ export async function copyObject(ctx: ServiceContext, store: ObjectStore, src: B
     throw new StorageFailure(`The object could not be copied in storage: ${(err as Error).message}`, err);
   }
   const metadata = { ...o.metadata, copied_from: { bucket: src.bucket.slug, path: o.path, uuid: o.uuid } };
-  let result;
-  try {
-    result = await ctx.em.transactional((tx) => writeRow(tx, dst, destKey, {
-      blobKey, size: Number(o.size), etag: o.etag, mimetype: o.mimetype, metadata, visibility: o.visibility, who: actorUuid(ctx), mayReplace: (row) => ruleAllows(ctx, dst, row, 'upload'),
-    }));
-  } catch (err) {
-    await dropBlobs(em, site, src.schema, [blobKey]);
-    throw err;
-  }
-  if (result.old) await dropBlobs(em, site, src.schema, [result.old]);
-  return objectView(dst, result.row);
+  const size = Number(o.size);
+  const { row } = await writeBlobRow(ctx, store, dst, destKey, {
+    blobKey, size, etag: o.etag, mimetype: o.mimetype, metadata, visibility: o.visibility, who: actorUuid(ctx),
+    check: uploadCheck(ctx, dst, destKey, { size, mimetype: o.mimetype, metadata, visibility: o.visibility }),
+  });
+  return objectView(dst, row);
 }
 
 /** Move (spec §4): same bucket, a new path for the same object (uuid and bytes kept); 409 when the destination exists. */
@@ -408,4 +421,16 @@ export async function moveObject(ctx: ServiceContext, b: BucketTarget, sourceKey
     }
     throw err;
   }
+}
+
+/**
+ * Document-library view/edit (spec §4): needs `read` (view) or `update` (edit) on the object; an
+ * `objstore` object is a 422; a `doclib` bucket cannot exist in this build (doclibUnavailable).
+ */
+export async function documentAccess(ctx: ServiceContext, b: BucketTarget, key: string, mode: 'view' | 'edit', doclibEnabled: boolean): Promise<never> {
+  await objectFor(ctx, b, key, mode === 'view' ? 'read' : 'update');
+  if (b.bucket.storage_provider === 'objstore') {
+    throw new DomainError('BUSINESS_LOGIC_ERROR', `Object "${key}" is in an objstore bucket: ${mode} access is for document-library buckets only.`, { extra: { code: 'VALIDATION_ERROR' } });
+  }
+  throw doclibUnavailable(doclibEnabled);
 }

@@ -357,7 +357,6 @@ export const tenantMigrations: TenantMigration[] = [
         usage_total_size bigint NOT NULL DEFAULT 0,
         usage_total_objects bigint NOT NULL DEFAULT 0,
         usage_updated_at timestamptz,
-        quota_exceeded boolean NOT NULL DEFAULT false,
         created_at timestamptz NOT NULL DEFAULT now(),
         updated_at timestamptz NOT NULL DEFAULT now(),
         created_by uuid,
