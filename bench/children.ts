@@ -5,6 +5,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { freePort } from '../shared/db/embedded.ts';
+import { SERVER_NODE_FLAGS } from '../server/node-flags.ts';
 
 let clockTicks: number | undefined;
 
@@ -69,7 +70,10 @@ export interface SpawnOptions {
 /** Starts `node <script>` with PORT set to a free port and waits until GET /readyz answers 200. */
 export async function startChild(name: string, script: string, options: SpawnOptions): Promise<Child> {
   const port = await freePort();
-  const execArgv = options.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`, `--cpu-prof-name=${name}.cpuprofile`] : [];
+  const execArgv = [
+    ...(script === 'server.ts' ? SERVER_NODE_FLAGS : []),
+    ...(options.cpuProfileDir ? ['--cpu-prof', `--cpu-prof-dir=${options.cpuProfileDir}`, `--cpu-prof-name=${name}.cpuprofile`] : []),
+  ];
   const child = spawn(process.execPath, [...execArgv, path.resolve(import.meta.dirname, script)], {
     cwd: path.resolve(import.meta.dirname, '..'),
     env: { ...options.env, PORT: String(port), HOST: '127.0.0.1' },

@@ -25,6 +25,7 @@ import { sweepBlobs } from '../shared/storage/object.service.ts';
 import { storeFromConfig } from '../shared/storage/objstore/index.ts';
 import type { ObjectStore } from '../shared/storage/objstore/types.ts';
 import { createApp } from './app.ts';
+import { tuneHeap } from './node-flags.ts';
 import type { RouteDef } from './http/registry.ts';
 
 export interface ServerHandle {
@@ -161,6 +162,7 @@ function stopAccepting(srv: http.Server, timeoutMs: number, log: Logger): Promis
 }
 
 export async function startServer(config: Config, options: StartOptions = {}): Promise<ServerHandle> {
+  tuneHeap();
   const log = options.log ?? createLogger(config.logLevel);
   const db = await openDatabase(config, { info: (m) => log.info(m), error: (m) => log.error(m) });
   let redis: Redis | undefined;

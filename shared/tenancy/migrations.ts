@@ -421,6 +421,63 @@ export const tenantMigrations: TenantMigration[] = [
       'CREATE TRIGGER storage_buckets_policies AFTER INSERT OR DELETE ON storage_buckets FOR EACH ROW EXECUTE FUNCTION storage_policies_follow()',
     ],
   },
+  {
+    version: 9,
+    name: 'social_login',
+    // Social login (shared/social/, docs/social-login.md). `social_apps`: a provider's client
+    // configuration, the client secret sealed like a secret value (AAD: the app's uuid).
+    // `login_key` is how `/api/auth/{provider}/…` names the app: its provider_id, else its
+    // provider — unique, so one path names one app. `social_accounts`: a provider identity
+    // (issuer + subject) attached to a site user. `social_login_states`: the server side of one
+    // authorization (state → nonce, PKCE verifier, redirect URI), consumed by the token call.
+    // `users.email_verified`: whether the address may be trusted to auto-connect a provider
+    // identity to the user — set by an administrator, a verified platform account or a provider
+    // that verified it; not when the user typed it into their own profile.
+    statements: [
+      `ALTER TABLE users ADD COLUMN email_verified boolean NOT NULL DEFAULT false`,
+      `UPDATE users SET email_verified = true WHERE platform_user_uuid IS NOT NULL`,
+      `CREATE TABLE social_apps (
+        id serial PRIMARY KEY,
+        uuid uuid NOT NULL UNIQUE,
+        provider varchar(64) NOT NULL,
+        provider_id varchar(64) NOT NULL DEFAULT '',
+        login_key varchar(64) NOT NULL UNIQUE GENERATED ALWAYS AS (CASE WHEN provider_id = '' THEN provider ELSE provider_id END) STORED,
+        name varchar(100) NOT NULL,
+        client_id varchar(255) NOT NULL,
+        secret_ciphertext text NOT NULL,
+        secret_key_version integer NOT NULL,
+        key varchar(255) NOT NULL DEFAULT '',
+        settings jsonb NOT NULL DEFAULT '{}',
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now()
+      )`,
+      `CREATE TABLE social_accounts (
+        id bigserial PRIMARY KEY,
+        social_app_id integer NOT NULL REFERENCES social_apps (id) ON DELETE RESTRICT,
+        user_uuid uuid NOT NULL REFERENCES users (uuid) ON DELETE CASCADE,
+        issuer text NOT NULL,
+        subject text NOT NULL,
+        email varchar(254) NOT NULL DEFAULT '',
+        email_verified boolean NOT NULL DEFAULT false,
+        extra_data jsonb NOT NULL DEFAULT '{}',
+        created_at timestamptz NOT NULL DEFAULT now(),
+        last_login timestamptz NOT NULL DEFAULT now(),
+        UNIQUE (social_app_id, subject)
+      )`,
+      'CREATE INDEX social_accounts_user_idx ON social_accounts (user_uuid)',
+      `CREATE TABLE social_login_states (
+        state_hash bytea PRIMARY KEY,
+        social_app_id integer NOT NULL REFERENCES social_apps (id) ON DELETE CASCADE,
+        nonce text NOT NULL,
+        code_verifier text NOT NULL,
+        redirect_uri text NOT NULL,
+        requested_by uuid,
+        expires_at timestamptz NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now()
+      )`,
+      'CREATE INDEX social_login_states_expiry_idx ON social_login_states (expires_at)',
+    ],
+  },
 ];
 
 export const CURRENT_TENANT_VERSION = tenantMigrations.at(-1)!.version;

@@ -5,7 +5,7 @@
 // (or by sweepTemp after a crash). docs/storage.md "Providers".
 import { constants, createReadStream, createWriteStream } from 'node:fs';
 import { copyFile, mkdir, open, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, randomUUID, type Hash } from 'node:crypto';
 import path from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -54,6 +54,15 @@ export async function sweepTemp(root: string, olderThanMs: number): Promise<numb
   return removed;
 }
 
+/**
+ * The ETag of a blob here: the first 128 bits of the SHA-256 of its bytes, hex, quoted — a
+ * content hash (equal bytes, equal tag) but not MD5: SHA-256 runs on the CPU's SHA extensions at
+ * twice MD5's speed, and the hash is the one per-byte cost an upload pays on the event loop
+ * (docs/storage.md "ETags").
+ */
+export const contentHash = (): Hash => createHash('sha256');
+export const etagOf = (hash: Hash): string => `"${hash.digest('hex').slice(0, 32)}"`;
+
 const code = (e: unknown): string | undefined => (e as NodeJS.ErrnoException | null)?.code;
 const MISSING = new Set(['ENOENT', 'ENOTDIR', 'EISDIR']);
 
@@ -86,11 +95,11 @@ class FilesystemSiteStore implements SiteStore {
   async put(key: string, body: Readable, options: { contentType: string; size?: number }): Promise<PutResult> {
     const target = this.#path(key);
     const temp = await this.#tempFile();
-    const md5 = createHash('md5');
+    const hash = contentHash();
     let size = 0;
     const meter = new Transform({
       transform(chunk: Buffer, _encoding, callback) {
-        md5.update(chunk);
+        hash.update(chunk);
         size += chunk.length;
         callback(null, chunk);
       },
@@ -105,7 +114,7 @@ class FilesystemSiteStore implements SiteStore {
       if (!body.destroyed) body.destroy();
       throw e;
     }
-    return { size, etag: `"${md5.digest('hex')}"` };
+    return { size, etag: etagOf(hash) };
   }
 
   async get(key: string, range?: ByteRange): Promise<Readable> {
@@ -129,15 +138,15 @@ class FilesystemSiteStore implements SiteStore {
     }
   }
 
-  /** The etag is the MD5 of the bytes, read again here (O(size)): keep put's etag where it is needed often. */
+  /** The etag is the hash of the bytes, read again here (O(size)): keep put's etag where it is needed often. */
   async stat(key: string): Promise<BlobStat | null> {
     const file = this.#path(key);
     try {
       const info = await stat(file);
       if (!info.isFile()) return null;
-      const md5 = createHash('md5');
-      await pipeline(createReadStream(file), md5);
-      return { size: info.size, etag: `"${md5.digest('hex')}"` };
+      const hash = contentHash();
+      await pipeline(createReadStream(file), hash);
+      return { size: info.size, etag: etagOf(hash) };
     } catch (e) {
       if (MISSING.has(code(e) ?? '')) return null;
       throw e;
