@@ -27,6 +27,7 @@ import { healthRouter } from './routes/health.routes.ts';
 import { userRoutes } from './routes/users.routes.ts';
 import { tenantUserRoutes } from './routes/tenant-users.routes.ts';
 import { secretRoutes } from './routes/secrets.routes.ts';
+import { socialRoutes } from './routes/social.routes.ts';
 import { dataTableRoutes } from './routes/datatables.routes.ts';
 import { migrationRoutes } from './routes/migrations.routes.ts';
 import { recordRoutes } from './routes/records.routes.ts';
@@ -80,12 +81,13 @@ export const API_VERSION = '1.0.0';
 
 export function buildRegistry(deps: Pick<AppDeps, 'config' | 'tokens' | 'mailer' | 'secrets' | 'log' | 'store'>): RouteRegistry {
   const mailer = deps.mailer ?? createMailer(deps.config);
+  const keyring = deps.secrets ?? new SecretKeyring(deps.tokens.secretKey, deps.config.secretsKeyVersion);
   return new RouteRegistry().add(...authRoutes(deps.tokens, deps.log), ...userRoutes(deps.config, mailer))
     .add(...invitationRoutes(deps.config, mailer))
     .add(...siteRoutes(deps.config), ...domainRoutes(deps.config))
     .add(...organizationRoutes(deps.config), ...memberRoutes(deps.config.publicUrl), ...groupRoutes(deps.config.publicUrl))
     .add(...tenantUserRoutes(deps.config.publicUrl))
-    .add(...secretRoutes(deps.secrets ?? new SecretKeyring(deps.tokens.secretKey, deps.config.secretsKeyVersion), deps.config.publicUrl))
+    .add(...secretRoutes(keyring, deps.config.publicUrl), ...socialRoutes(keyring, deps.tokens, deps.config.socialAllowHttp))
     .add(...dataTableRoutes(deps.config.publicUrl), ...migrationRoutes(deps.config.publicUrl), ...recordRoutes({ maxDepth: deps.config.graphMaxDepth }), ...edgeRoutes())
     .add(...appRoutes(deps.config), ...dataSourceRoutes())
     .add(...policyRoutes())

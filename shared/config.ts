@@ -71,6 +71,8 @@ export interface Config {
   graphMaxDepth: number;
   /** The document-library storage provider (DOCLIB_ENABLED, default false: `doclib` buckets answer 503). */
   doclibEnabled: boolean;
+  /** Social login providers and redirect URIs may be plain http:// (SOCIAL_LOGIN_ALLOW_HTTP, default false: https only, http for localhost redirects). */
+  socialAllowHttp: boolean;
   /** How often a server refreshes storage usage counters and sweeps unreferenced blobs (STORAGE_MAINTENANCE_INTERVAL_MS; 0: never). */
   storageMaintenanceIntervalMs: number;
   /** Where objects' bytes live: a directory or an S3 service (docs/configuration.md "Storage"). */
@@ -208,6 +210,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     graphMaxDepth: int(env, 'DATA_SERVICE_GRAPH_MAX_DEPTH', 10, 0, 100),
     doclibEnabled: bool(env, 'DOCLIB_ENABLED', false),
+    socialAllowHttp: bool(env, 'SOCIAL_LOGIN_ALLOW_HTTP', false),
     storageMaintenanceIntervalMs: int(env, 'STORAGE_MAINTENANCE_INTERVAL_MS', 3_600_000, 0, 2_147_483_647),
     storage: loadStorageConfig(env),
   };

@@ -60,6 +60,8 @@ export interface SiteSubjects {
   Bucket: { schema: string; app: string; slug: string };
   /** The objects of one bucket (per-object rules: visibility, owner, policies: storage/access.ts). */
   StorageObject: { schema: string; app: string; bucket: string };
+  /** A social login provider of the site: every user reads it; superusers (the organization's owners and admins among them) manage it. */
+  SocialApp: { schema: string };
 }
 
 export type AppAbility = MongoAbility<[Action, Subject | Record<string, unknown>]>;
@@ -76,7 +78,7 @@ export interface HeldGrants {
 }
 
 const PLATFORM_SUBJECTS: PlatformSubject[] = ['User', 'Organization', 'Site', 'Group'];
-const SITE_SUBJECTS: SiteSubject[] = ['Tenant', 'App', 'DataSource', 'DataTable', 'Record', 'Secret', 'SecretType', 'SiteUser', 'AppRole', 'AppRoleAssignment', 'Bucket', 'StorageObject'];
+const SITE_SUBJECTS: SiteSubject[] = ['Tenant', 'App', 'DataSource', 'DataTable', 'Record', 'Secret', 'SecretType', 'SiteUser', 'AppRole', 'AppRoleAssignment', 'Bucket', 'StorageObject', 'SocialApp'];
 /** What a user may change of their own account (platform profile, site profile). */
 const PROFILE_FIELDS = ['username', 'email', 'first_name', 'last_name', 'password'];
 /** Admin flags: superusers' to give (staff neither give nor take them). */
@@ -151,6 +153,7 @@ function siteRules({ can, cannot }: Builder, actor: UserActor, schema: string, p
   // Storage: buckets are read by all; objects are decided per object (visibility, owner, policies).
   can('read', 'Bucket', site);
   can(['read', 'create', 'update', 'delete'], 'StorageObject', site);
+  can('read', 'SocialApp', site);
   can('read', 'SiteUser', self);
   can('update', 'SiteUser', PROFILE_FIELDS, self);
   for (const [codename, action, subjects] of SITE_PERMISSION_RULES) if (permissions?.has(codename)) can(action, subjects, site);
@@ -159,6 +162,7 @@ function siteRules({ can, cannot }: Builder, actor: UserActor, schema: string, p
     cannot(['create', 'update', 'delete'], 'SiteUser', { is_superuser: true });
     cannot(['create', 'update'], 'SiteUser', ADMIN_FIELDS);
   }
+  if (!actor.is_superuser) cannot(['create', 'update', 'delete'], 'SocialApp');
   cannot('rotate', 'Secret');
 }
 

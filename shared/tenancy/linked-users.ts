@@ -46,8 +46,8 @@ export async function syncLinkedSiteUsers(em: EntityManager, orgUuid: string, us
     if (standing.admin) {
       // A site user of the same username (not linked) keeps it: then the admin has no linked user there.
       await em.execute(
-        `INSERT INTO ${s}.users (uuid, username, email, first_name, last_name, password, platform_user_uuid, is_active, is_staff, is_superuser)
-         VALUES (gen_random_uuid(), ?, ?, ?, ?, NULL, ?, true, true, true) ON CONFLICT DO NOTHING`,
+        `INSERT INTO ${s}.users (uuid, username, email, email_verified, first_name, last_name, password, platform_user_uuid, is_active, is_staff, is_superuser)
+         VALUES (gen_random_uuid(), ?, ?, true, ?, ?, NULL, ?, true, true, true) ON CONFLICT DO NOTHING`,
         [standing.username, standing.email, standing.first_name, standing.last_name, userUuid],
       );
       await em.execute(

@@ -61,8 +61,8 @@ export async function seedTenantSchema(em: EntityManager, schema: string, organi
   await em.execute(`INSERT INTO ${s}.tags (name, slug) VALUES ${placeholders(DEFAULT_TAGS.length, 2)}`, DEFAULT_TAGS.flatMap((t) => [t.name, t.slug]));
   // The organization's owners and admins, as the site's superusers (password NULL: platform sign-in).
   const users = (await em.execute(
-    `INSERT INTO ${s}.users (uuid, username, email, first_name, last_name, password, platform_user_uuid, is_active, is_staff, is_superuser)
-     SELECT gen_random_uuid(), u.username, u.email, u.first_name, u.last_name, NULL, u.uuid, u.is_active, true, true
+    `INSERT INTO ${s}.users (uuid, username, email, email_verified, first_name, last_name, password, platform_user_uuid, is_active, is_staff, is_superuser)
+     SELECT gen_random_uuid(), u.username, u.email, true, u.first_name, u.last_name, NULL, u.uuid, u.is_active, true, true
        FROM public.organization_members m JOIN public.users u ON u.uuid = m.user_uuid
       WHERE m.organization_uuid = ? AND (m.is_owner OR m.is_admin) AND NOT u.is_deleted
      RETURNING uuid`,

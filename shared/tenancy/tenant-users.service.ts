@@ -119,9 +119,9 @@ export async function createSiteUser(ctx: ServiceContext, rawInput: unknown): Pr
   const insert = async (username: string) =>
     (await one(
       ctx.em,
-      `INSERT INTO ${q}.users (uuid, username, email, password, first_name, last_name, is_active, is_staff, is_superuser)
-       VALUES (gen_random_uuid(), ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
-      [username, email, password, input.first_name ?? '', input.last_name ?? '', input.is_active ?? true, input.is_staff ?? false, input.is_superuser ?? false],
+      `INSERT INTO ${q}.users (uuid, username, email, email_verified, password, first_name, last_name, is_active, is_staff, is_superuser)
+       VALUES (gen_random_uuid(), ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
+      [username, email, email !== '', password, input.first_name ?? '', input.last_name ?? '', input.is_active ?? true, input.is_staff ?? false, input.is_superuser ?? false],
     ))!;
   try {
     if (input.username) return view(await insert(input.username));
@@ -152,6 +152,12 @@ async function writeUser(ctx: ServiceContext, schema: string, user: Row, input: 
     if (input[field] === undefined) continue;
     sets.push(`${field} = ?`);
     params.push(field === 'email' ? (input.email as string).trim() : input[field]);
+  }
+  if (input.email !== undefined && input.email.trim() !== user.email) {
+    // An address an administrator sets is vouched for; one users type into their own profile is
+    // not, until a provider verifies it (social login auto-connects only to vouched addresses).
+    sets.push('email_verified = ?');
+    params.push(ctx.actor.kind === 'system' || ctx.actor.uuid !== user.uuid);
   }
   if (input.attributes !== undefined) {
     checkAttributes(input.attributes);

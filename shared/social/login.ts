@@ -1,0 +1,371 @@
+// Headless social login (spec Part 1 §4; docs/social-login.md):
+//   GET  /api/auth/{provider}/redirect/?redirect_uri=…  → the provider's authorization URL, with
+//        state, nonce and a PKCE S256 challenge; the state, nonce, verifier and redirect URI are
+//        kept server-side (social_login_states, the state hashed), for 10 minutes, once;
+//   POST /api/auth/{provider}/token/ {code, state}      → the code exchanged (openid-client: the
+//        ID token's issuer, audience, signature, nonce and expiry checked), the provider identity
+//        mapped to a site user, the platform's tokens for that site.
+// Who the identity becomes: the user already connected to it; else the user whose e-mail it
+// carries, only when both sides vouch for that address (the provider verified it, and the
+// site's record of it is trusted: users.email_verified); else a new user — with the address only
+// if the provider verified it. An unverified address that matches a user is refused: never a
+// second account, never an attachment.
+import { createHash } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import jwt from 'jsonwebtoken';
+import * as oidc from 'openid-client';
+import type { TokenPair } from '../auth/auth.service.ts';
+import { signToken, type TokenSettings } from '../auth/tokens.ts';
+import { likeEscape } from '../common/filters.ts';
+import { insertWithUniqueSlug, slugify, uniqueViolation } from '../common/slug.ts';
+import { DomainError, validationError } from '../errors.ts';
+import type { SecretKeyring } from '../secrets/crypto.ts';
+import { LINKED_STANDING_SQL } from '../tenancy/linked-users.ts';
+import { quotedSchema } from '../tenancy/schema.ts';
+import { githubEndpoints, providerInfo, serverUrl, type ProviderInfo } from './providers.ts';
+import { appByLoginKey, openSecret, type SocialAppRow } from './social-app.service.ts';
+
+export interface SocialLoginOptions {
+  keyring: SecretKeyring;
+  tokens: TokenSettings;
+  /** Allow http:// provider URLs (development and the tests' local providers); https only otherwise. */
+  allowHttp: boolean;
+  /** Outbound request timeout to the provider, ms. */
+  timeoutMs?: number;
+}
+
+const STATE_TTL_SECONDS = 600;
+const CONFIG_TTL_MS = 10 * 60_000;
+const hashState = (state: string): Buffer => createHash('sha256').update(state).digest();
+
+const badRequest = (message: string) => new DomainError('BAD_REQUEST', message);
+/** The provider failed or refused: 400 for what the caller sent (a bad or used code), never its secrets. */
+const providerRefused = (what: string) => badRequest(`The provider refused the sign-in: ${what}.`);
+
+// ---- the provider's configuration ------------------------------------------------------------
+
+const configs = new Map<string, { config: oidc.Configuration; at: number }>();
+
+/** openid-client's Configuration for an app (OIDC: from discovery, cached 10 minutes per app version). */
+async function configFor(schema: string, app: SocialAppRow, info: ProviderInfo, options: SocialLoginOptions): Promise<oidc.Configuration> {
+  const server = serverUrl(info, app.settings);
+  if (!server) throw badRequest(`Social app "${app.name}" is not configured (no server_url).`);
+  const url = new URL(server);
+  if (url.protocol !== 'https:' && !(options.allowHttp && url.protocol === 'http:')) throw badRequest(`Social app "${app.name}": the provider must be reached over https.`);
+  const cacheKey = `${schema}:${app.id}:${app.client_id}:${app.secret_ciphertext}:${JSON.stringify(app.settings)}`;
+  const cached = configs.get(cacheKey);
+  if (cached && Date.now() - cached.at < CONFIG_TTL_MS && info.id !== 'apple') return cached.config;
+  const secret = openSecret(options.keyring, schema, app);
+  const auth = oidc.ClientSecretPost(info.id === 'apple' ? appleClientSecret(app, secret) : secret);
+  let config: oidc.Configuration;
+  if (info.kind === 'github') {
+    const ep = githubEndpoints(server);
+    config = new oidc.Configuration({ issuer: server, authorization_endpoint: ep.authorize, token_endpoint: ep.token }, app.client_id, undefined, auth);
+  } else {
+    try {
+      config = await oidc.discovery(url, app.client_id, undefined, auth, { execute: url.protocol === 'http:' ? [oidc.allowInsecureRequests] : [], timeout: (options.timeoutMs ?? 10_000) / 1000 });
+    } catch (err) {
+      throw new DomainError('BAD_GATEWAY', `The discovery document of social app "${app.name}" could not be read: ${(err as Error).message}`);
+    }
+  }
+  if (url.protocol === 'http:') oidc.allowInsecureRequests(config);
+  config.timeout = (options.timeoutMs ?? 10_000) / 1000;
+  configs.set(cacheKey, { config, at: Date.now() });
+  return config;
+}
+
+/** Apple's client secret: an ES256 JWT (5 minutes) signed with the app's private key, `key` its key ID. */
+function appleClientSecret(app: SocialAppRow, privateKey: string): string {
+  try {
+    return jwt.sign({ sub: app.client_id }, privateKey, {
+      algorithm: 'ES256',
+      keyid: app.key,
+      issuer: String(app.settings.team_id),
+      audience: serverUrl(providerInfo('apple')!, app.settings),
+      expiresIn: 300,
+    });
+  } catch {
+    throw badRequest(`Social app "${app.name}": the secret is not a valid ES256 private key (Apple's .p8 key).`);
+  }
+}
+
+function appInfo(app: SocialAppRow): ProviderInfo {
+  const info = providerInfo(app.provider);
+  if (!info) throw badRequest(`Social app "${app.name}" names an unknown provider.`);
+  return info;
+}
+
+// ---- redirect ---------------------------------------------------------------------------------
+
+function checkRedirectUri(value: unknown, allowHttp: boolean): string {
+  if (typeof value !== 'string' || !value) throw validationError({ redirect_uri: ['This field is required: the URL the provider sends the code back to.'] });
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw validationError({ redirect_uri: ['Not a valid URL.'] });
+  }
+  const local = ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
+  if (!(url.protocol === 'https:' || (url.protocol === 'http:' && (local || allowHttp))) || url.hash) {
+    throw validationError({ redirect_uri: ['An https URL (http only for localhost) without a fragment.'] });
+  }
+  return url.toString();
+}
+
+export interface RedirectResult {
+  authorization_url: string;
+  state: string;
+  provider: string;
+  expires_in: number;
+}
+
+export async function socialRedirect(em: EntityManager, schema: string, loginKey: string, query: { redirect_uri?: unknown }, requestedBy: string | null, options: SocialLoginOptions): Promise<RedirectResult> {
+  const app = await appByLoginKey(em, schema, loginKey);
+  const info = appInfo(app);
+  const redirectUri = checkRedirectUri(query.redirect_uri, options.allowHttp);
+  const config = await configFor(schema, app, info, options);
+  const state = oidc.randomState();
+  const nonce = oidc.randomNonce();
+  const verifier = oidc.randomPKCECodeVerifier();
+  const params: Record<string, string> = {
+    redirect_uri: redirectUri,
+    scope: info.scope,
+    state,
+    code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: 'S256',
+  };
+  if (info.kind === 'oidc') params.nonce = nonce;
+  const q = quotedSchema(schema);
+  const conn = em.getConnection();
+  await conn.execute(`DELETE FROM ${q}.social_login_states WHERE expires_at < now()`);
+  await conn.execute(
+    `INSERT INTO ${q}.social_login_states (state_hash, social_app_id, nonce, code_verifier, redirect_uri, requested_by, expires_at)
+     VALUES (?, ?, ?, ?, ?, ?, now() + make_interval(secs => ?))`,
+    [hashState(state), app.id, nonce, verifier, redirectUri, requestedBy, STATE_TTL_SECONDS],
+  );
+  return { authorization_url: oidc.buildAuthorizationUrl(config, params).toString(), state, provider: loginKey, expires_in: STATE_TTL_SECONDS };
+}
+
+// ---- token ------------------------------------------------------------------------------------
+
+interface Identity {
+  issuer: string;
+  subject: string;
+  email: string;
+  emailVerified: boolean;
+  username: string;
+  firstName: string;
+  lastName: string;
+  extra: Record<string, unknown>;
+}
+
+interface StateRow {
+  social_app_id: number;
+  nonce: string;
+  code_verifier: string;
+  redirect_uri: string;
+  expired: boolean;
+}
+
+export interface SocialTokenResult extends TokenPair {
+  user: { uuid: string; username: string; email: string };
+  created: boolean;
+}
+
+export async function socialToken(em: EntityManager, schema: string, loginKey: string, body: unknown, options: SocialLoginOptions): Promise<SocialTokenResult> {
+  const input = (body && typeof body === 'object' ? body : {}) as Record<string, unknown>;
+  const errors: Record<string, string[]> = {};
+  for (const field of ['code', 'state'] as const) {
+    if (typeof input[field] !== 'string' || !input[field]) errors[field] = ['This field is required.'];
+    else if ((input[field] as string).length > 2048) errors[field] = ['Ensure this field has no more than 2048 characters.'];
+  }
+  if (input.iss !== undefined && typeof input.iss !== 'string') errors.iss = ['Not a valid string.'];
+  if (Object.keys(errors).length) throw validationError(errors);
+  const code = input.code as string;
+  const state = input.state as string;
+  const app = await appByLoginKey(em, schema, loginKey);
+  const info = appInfo(app);
+  // Single use: the state row is gone whatever happens next (a replayed code finds nothing).
+  const row = (await em.getConnection().execute(
+    `DELETE FROM ${quotedSchema(schema)}.social_login_states WHERE state_hash = ? AND social_app_id = ?
+     RETURNING social_app_id, nonce, code_verifier, redirect_uri, expires_at < now() AS expired`,
+    [hashState(state), app.id],
+    'get',
+  )) as StateRow | undefined;
+  if (!row || row.expired) throw badRequest('Invalid or expired state: start the sign-in again (GET …/redirect/).');
+  const config = await configFor(schema, app, info, options);
+  const callback = new URL(row.redirect_uri);
+  callback.searchParams.set('code', code);
+  callback.searchParams.set('state', state);
+  // RFC 9207: the issuer the code came from. The state is bound to this app server-side, so a
+  // client that does not relay `iss` gets the app's own (a different one is refused).
+  if (info.kind === 'oidc' && config.serverMetadata().authorization_response_iss_parameter_supported) {
+    callback.searchParams.set('iss', typeof input.iss === 'string' ? input.iss : config.serverMetadata().issuer);
+  }
+  let identity: Identity;
+  try {
+    const tokens = await oidc.authorizationCodeGrant(config, callback, {
+      pkceCodeVerifier: row.code_verifier,
+      expectedState: state,
+      ...(info.kind === 'oidc' ? { expectedNonce: row.nonce, idTokenExpected: true } : {}),
+    });
+    identity = info.kind === 'github' ? await githubIdentity(app, tokens.access_token, options) : await oidcIdentity(config, tokens);
+  } catch (err) {
+    if (err instanceof DomainError) throw err;
+    const e = err as { error?: string; error_description?: string; message?: string; code?: string };
+    throw providerRefused(e.error ? `${e.error}${e.error_description ? ` (${e.error_description})` : ''}` : (e.message ?? 'unknown error'));
+  }
+  return em.transactional(async (tx) => {
+    const { uuid, created } = await connectUser(tx as EntityManager, schema, app, identity);
+    return { ...(await tokensFor(tx as EntityManager, schema, uuid, options.tokens)), created };
+  });
+}
+
+async function oidcIdentity(config: oidc.Configuration, tokens: oidc.TokenEndpointResponse & oidc.TokenEndpointResponseHelpers): Promise<Identity> {
+  const claims = tokens.claims();
+  if (!claims) throw providerRefused('no ID token');
+  let profile: Record<string, unknown> = claims as Record<string, unknown>;
+  if (claims.email === undefined && config.serverMetadata().userinfo_endpoint) {
+    profile = { ...(await oidc.fetchUserInfo(config, tokens.access_token, claims.sub)), ...claims };
+  }
+  const str = (k: string) => (typeof profile[k] === 'string' ? (profile[k] as string) : '');
+  return {
+    issuer: claims.iss,
+    subject: claims.sub,
+    email: str('email').trim(),
+    // Apple sends the flag as a string.
+    emailVerified: profile.email_verified === true || profile.email_verified === 'true',
+    username: str('preferred_username') || str('nickname'),
+    firstName: str('given_name'),
+    lastName: str('family_name'),
+    extra: { name: str('name') || undefined, picture: str('picture') || undefined },
+  };
+}
+
+/** GitHub has no ID token: the user and their verified primary e-mail from its API. */
+async function githubIdentity(app: SocialAppRow, accessToken: string, options: SocialLoginOptions): Promise<Identity> {
+  const { api } = githubEndpoints(serverUrl(providerInfo('github')!, app.settings)!);
+  const get = async (path: string) => {
+    const res = await fetch(`${api}${path}`, {
+      headers: { Authorization: `Bearer ${accessToken}`, Accept: 'application/vnd.github+json', 'User-Agent': 'platform-social-login' },
+      signal: AbortSignal.timeout(options.timeoutMs ?? 10_000),
+    });
+    if (!res.ok) throw providerRefused(`GitHub API ${path} answered ${res.status}`);
+    return res.json() as Promise<unknown>;
+  };
+  const user = (await get('/user')) as { id?: number; login?: string; name?: string; avatar_url?: string };
+  if (typeof user.id !== 'number') throw providerRefused('GitHub returned no user id');
+  const emails = (await get('/user/emails')) as { email: string; primary: boolean; verified: boolean }[];
+  const primary = Array.isArray(emails) ? (emails.find((e) => e.primary && e.verified) ?? emails.find((e) => e.primary)) : undefined;
+  const [first, ...rest] = (user.name ?? '').split(' ');
+  return {
+    issuer: githubEndpoints(serverUrl(providerInfo('github')!, app.settings)!).api,
+    subject: String(user.id),
+    email: primary?.email ?? '',
+    emailVerified: primary?.verified === true,
+    username: user.login ?? '',
+    firstName: first ?? '',
+    lastName: rest.join(' '),
+    extra: { login: user.login, avatar_url: user.avatar_url },
+  };
+}
+
+// ---- the site user ----------------------------------------------------------------------------
+
+interface UserMatch {
+  uuid: string;
+  email_verified: boolean;
+  usable: boolean;
+}
+
+const refused = (message: string) => new DomainError('PERMISSION_DENIED', message);
+
+/** The site user the identity signs in as: connected, auto-connected by a trusted e-mail, or new. */
+async function connectUser(em: EntityManager, schema: string, app: SocialAppRow, id: Identity): Promise<{ uuid: string; created: boolean }> {
+  const q = quotedSchema(schema);
+  const conn = em.getConnection();
+  const usable = `u.is_active AND NOT u.is_deleted AND ${LINKED_STANDING_SQL}`;
+  const connected = (await conn.execute(
+    `SELECT u.uuid, u.email_verified, ${usable} AS usable FROM ${q}.social_accounts a JOIN ${q}.users u ON u.uuid = a.user_uuid
+       LEFT JOIN public.users p ON p.uuid = u.platform_user_uuid WHERE a.social_app_id = ? AND a.subject = ?`,
+    [schema, app.id, id.subject],
+    'get',
+  )) as UserMatch | undefined;
+  if (connected) {
+    if (!connected.usable) throw refused('This account is inactive.');
+    await conn.execute(`UPDATE ${q}.social_accounts SET last_login = now(), email = ?, email_verified = ?, extra_data = ?::jsonb WHERE social_app_id = ? AND subject = ?`, [
+      id.email, id.emailVerified, JSON.stringify(id.extra), app.id, id.subject,
+    ]);
+    await conn.execute(`UPDATE ${q}.users SET last_login = now() WHERE uuid = ?`, [connected.uuid]);
+    return { uuid: connected.uuid, created: false };
+  }
+  let uuid: string;
+  let created = false;
+  const byEmail = id.email
+    ? ((await conn.execute(
+        `SELECT u.uuid, u.email_verified, ${usable} AS usable FROM ${q}.users u LEFT JOIN public.users p ON p.uuid = u.platform_user_uuid
+          WHERE lower(u.email) = lower(?) AND u.email <> '' AND NOT u.is_deleted`,
+        [schema, id.email],
+        'get',
+      )) as UserMatch | undefined)
+    : undefined;
+  if (byEmail) {
+    if (!id.emailVerified) throw refused('An account with this e-mail address exists, and the provider has not verified the address: sign in with that account instead.');
+    if (!byEmail.email_verified) {
+      throw refused('An account with this e-mail address exists, but its address was never verified: sign in with that account (or have an administrator confirm its address) first.');
+    }
+    if (!byEmail.usable) throw refused('This account is inactive.');
+    uuid = byEmail.uuid;
+  } else {
+    uuid = await createSocialUser(em, schema, id);
+    created = true;
+  }
+  try {
+    await conn.execute(
+      `INSERT INTO ${q}.social_accounts (social_app_id, user_uuid, issuer, subject, email, email_verified, extra_data) VALUES (?, ?, ?, ?, ?, ?, ?::jsonb)`,
+      [app.id, uuid, id.issuer, id.subject, id.email, id.emailVerified, JSON.stringify(id.extra)],
+    );
+  } catch (err) {
+    // A concurrent first sign-in of the same identity connected it first: retry as connected.
+    if (uniqueViolation(err)) throw new DomainError('CONFLICT', 'This identity was connected by a concurrent sign-in: try again.');
+    throw err;
+  }
+  await conn.execute(`UPDATE ${q}.users SET last_login = now() WHERE uuid = ?`, [uuid]);
+  return { uuid, created };
+}
+
+/**
+ * A new site user for the identity: no password (social sign-in only until one is set), the
+ * e-mail only when the provider verified it — an unverified address would let whoever typed it
+ * at the provider be auto-connected to later sign-ins of its real owner.
+ */
+async function createSocialUser(em: EntityManager, schema: string, id: Identity): Promise<string> {
+  const q = quotedSchema(schema);
+  const conn = em.getConnection();
+  const email = id.emailVerified ? id.email : '';
+  const base = slugify(id.username || id.email.split('@')[0] || `${id.firstName} ${id.lastName}` || 'user', 140) || 'user';
+  const taken = async (b: string) => ((await conn.execute(`SELECT username FROM ${q}.users WHERE username ILIKE ?`, [`${likeEscape(b)}%`])) as { username: string }[]).map((r) => r.username);
+  const insert = async (username: string) =>
+    ((await conn.execute(
+      `INSERT INTO ${q}.users (uuid, username, email, email_verified, password, first_name, last_name, is_active)
+       VALUES (gen_random_uuid(), ?, ?, ?, NULL, ?, ?, true) RETURNING uuid`,
+      [username, email, email !== '', id.firstName.slice(0, 150), id.lastName.slice(0, 150)],
+      'get',
+    )) as { uuid: string }).uuid;
+  return insertWithUniqueSlug(base, 'users_username_key', taken, insert);
+}
+
+async function tokensFor(em: EntityManager, schema: string, uuid: string, settings: TokenSettings): Promise<TokenPair & { user: SocialTokenResult['user'] }> {
+  const row = (await em.getConnection().execute(
+    `SELECT u.uuid, u.username, u.email, u.token_generation + coalesce(p.token_generation, 0) AS token_generation
+       FROM ${quotedSchema(schema)}.users u LEFT JOIN public.users p ON p.uuid = u.platform_user_uuid WHERE u.uuid = ?`,
+    [uuid],
+    'get',
+  )) as { uuid: string; username: string; email: string; token_generation: number };
+  const subject = { uuid: row.uuid, token_generation: Number(row.token_generation) };
+  return {
+    access: signToken(settings, 'access', subject, schema),
+    refresh: signToken(settings, 'refresh', subject, schema),
+    user: { uuid: row.uuid, username: row.username, email: row.email },
+  };
+}
