@@ -288,9 +288,11 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
         const b = await bucketTarget(ctx, params, 'read');
         const query = { ...ctx.query } as Record<string, unknown>;
         const mode = countMode(ctx, query);
-        const page = await listObjects(ctx.state.service(), b, query, mode);
-        sendPage(ctx, { ...page, count: page.count ?? Number.MAX_SAFE_INTEGER }, options.publicUrl);
-        if (page.count === null) (ctx.body as { count: number | null }).count = null;
+        const { hasNext, ...page } = await listObjects(ctx.state.service(), b, query, mode);
+        // The links follow what the page found (an estimated or absent count cannot tell); `count` is the mode's.
+        const seen = (page.page - 1) * page.pageSize + page.results.length + (hasNext ? 1 : 0);
+        sendPage(ctx, { ...page, count: seen }, options.publicUrl);
+        (ctx.body as { count: number | null }).count = page.count;
       },
     }),
     defineRoute({

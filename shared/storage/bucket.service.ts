@@ -300,9 +300,16 @@ export async function bucketUsage(ctx: ServiceContext, appSlug: string, slug: st
  * Refreshes the stored usage counters of every bucket of a site (or of one app) in one
  * statement; returns the buckets over quota. The spec's `check_storage_quotas`.
  */
-export async function refreshUsage(em: EntityManager, schema: string, appId?: number): Promise<{ buckets: number; exceeded: { app_id: number; slug: string }[] }> {
+/** A bucket over a quota: its app (slug and id) and its slug. */
+export interface QuotaExceeded {
+  app: string;
+  app_id: number;
+  slug: string;
+}
+
+export async function refreshUsage(em: EntityManager, schema: string, appId?: number): Promise<{ buckets: number; exceeded: QuotaExceeded[] }> {
   const q = quotedSchema(schema);
-  const updated = await rows<BucketRow>(
+  const updated = await rows<BucketRow & { app_slug: string }>(
     em,
     `UPDATE ${q}.storage_buckets b
         SET usage_total_size = s.total_size, usage_total_objects = s.total_objects, usage_updated_at = now()
@@ -311,14 +318,17 @@ export async function refreshUsage(em: EntityManager, schema: string, appId?: nu
               WHERE (?::integer IS NULL OR b2.app_id = ?::integer)
               GROUP BY b2.id) s
       WHERE s.id = b.id
-      RETURNING b.*`,
+      RETURNING b.*, (SELECT a.slug FROM ${q}.apps a WHERE a.id = b.app_id) AS app_slug`,
     [appId ?? null, appId ?? null],
   );
-  return { buckets: updated.length, exceeded: updated.filter((r) => quotaFigures(r).exceeded.any).map((r) => ({ app_id: Number(r.app_id), slug: r.slug })) };
+  return {
+    buckets: updated.length,
+    exceeded: updated.filter((r) => quotaFigures(r).exceeded.any).map((r) => ({ app: r.app_slug, app_id: Number(r.app_id), slug: r.slug })),
+  };
 }
 
 /** `check_storage_quotas` for the caller's site: its administrators (and operators). */
-export async function checkQuotas(ctx: ServiceContext): Promise<{ buckets: number; exceeded: { app_id: number; slug: string }[] }> {
+export async function checkQuotas(ctx: ServiceContext): Promise<{ buckets: number; exceeded: QuotaExceeded[] }> {
   const schema = await siteSchemaFor(ctx, 'update', 'Bucket');
   return refreshUsage(ctx.em, schema);
 }

@@ -117,7 +117,12 @@ function orderBy(raw: unknown): string {
 export type CountMode = 'exact' | 'planned' | 'none';
 
 /** The list of §4: filters, ordering, pages of at most 100 (default 10), the count as asked. */
-export async function listObjects(ctx: ServiceContext, b: BucketTarget, query: Record<string, unknown>, count: CountMode): Promise<Omit<Page<ObjectView>, 'count'> & { count: number | null }> {
+export async function listObjects(
+  ctx: ServiceContext,
+  b: BucketTarget,
+  query: Record<string, unknown>,
+  count: CountMode,
+): Promise<Omit<Page<ObjectView>, 'count'> & { count: number | null; hasNext: boolean }> {
   const errors: FieldErrors = {};
   for (const name of Object.keys(query)) if (!FILTERS[name] && !PAGING.has(name)) errors[name] = ['Unknown filter.'];
   if (Object.keys(errors).length) throw validationError(errors);
@@ -137,9 +142,11 @@ export async function listObjects(ctx: ServiceContext, b: BucketTarget, query: R
   const [total, found] = await Promise.all([
     count === 'exact' ? countOf(em, `SELECT count(*) AS n FROM ${q}.storage_objects o WHERE ${where.sql}`, where.params)
       : count === 'planned' ? plannedCount(em, `SELECT 1 FROM ${q}.storage_objects o WHERE ${where.sql}`, where.params) : null,
-    rows<ObjectRow>(em, `SELECT o.* FROM ${q}.storage_objects o WHERE ${where.sql} ORDER BY ${orderBy(query.ordering)} LIMIT ? OFFSET ?`, [...where.params, page.pageSize, pageOffset(page)]),
+    // One row more than the page: whether there is a next page, whatever the count mode says.
+    rows<ObjectRow>(em, `SELECT o.* FROM ${q}.storage_objects o WHERE ${where.sql} ORDER BY ${orderBy(query.ordering)} LIMIT ? OFFSET ?`, [...where.params, page.pageSize + 1, pageOffset(page)]),
   ]);
-  return { ...page, count: total, results: found.map((o) => objectView(b, o)) };
+  const hasNext = found.length > page.pageSize;
+  return { ...page, count: total, hasNext, results: found.slice(0, page.pageSize).map((o) => objectView(b, o)) };
 }
 
 const SEARCH_COLUMNS = new Set(['created_at', 'updated_at', 'size', 'filename']);
