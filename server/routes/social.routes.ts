@@ -36,7 +36,6 @@ const SocialApp = Type.Object(
     provider_display: Type.String(),
     is_configured: Type.Boolean(),
   },
-  { $id: 'SocialApp' },
 );
 const Flag = (data: ReturnType<typeof Type.Object> | ReturnType<typeof Type.Array>) => Type.Object({ success: Type.Literal(true), message: Type.String(), data });
 /** The site of a public route (scope 'tenant': host routing has set it). */
