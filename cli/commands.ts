@@ -24,6 +24,7 @@ import SecretRotateCommand from './commands/secret-rotate.ts';
 import { SECRET_TYPE_COMMANDS } from './commands/secret-type.ts';
 import ServeCommand from './commands/serve.ts';
 import { SITE_COMMANDS } from './commands/site.ts';
+import { SOCIAL_APP_COMMANDS } from './commands/social-app.ts';
 import { STORAGE_COMMANDS } from './commands/storage.ts';
 import { TABLE_COMMANDS } from './commands/table.ts';
 import { USER_COMMANDS } from './commands/user.ts';
@@ -57,4 +58,5 @@ export const COMMANDS = {
   ...BUCKET_COMMANDS,
   ...OBJECT_COMMANDS,
   ...STORAGE_COMMANDS,
+  ...SOCIAL_APP_COMMANDS,
 };
