@@ -3,12 +3,9 @@
 // replayed code, auto-connect only by an address both sides vouch for, an unverified address
 // refused, deletion blocked while users are connected, masking, validation, who may, and
 // tenant isolation.
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import test from 'ava';
-// @ts-expect-error oidc-provider ships no type declarations
-import Provider from 'oidc-provider';
 import { hashPassword } from '../../shared/auth/passwords.ts';
+import { followToRedirect, startOidcProvider, type TestOidcProvider } from '../../shared/testing/oidc.ts';
 import { createTestSite, type TestSite } from '../../shared/testing/sites.ts';
 import { startTestServer, type TestServer } from './helpers.ts';
 
@@ -19,10 +16,7 @@ const OP_SECRET = 'op-client-secret-0123456789';
 let s: TestServer;
 let a: TestSite;
 let b: TestSite;
-let op: { issuer: string; server: http.Server };
-/** The OP's accounts (id → claims) and who the next authorization signs in as. */
-const accounts = new Map<string, Record<string, unknown>>();
-let signInAs = '';
+let op: TestOidcProvider;
 const tok: Record<string, string> = {};
 
 const sql = (text: string, params: unknown[] = []) => s.handle.db.orm.em.fork().getConnection().execute(text, params);
@@ -42,68 +36,17 @@ async function siteToken(site: TestSite, username: string): Promise<string> {
 
 const on = (site: TestSite, method: string, path: string, body?: unknown, token?: string) => s.api(method, path, { host: site.domain, token, body });
 
-async function startOp(): Promise<{ issuer: string; server: http.Server }> {
-  let provider: any;
-  const server = http.createServer(async (req, res) => {
-    try {
-      if (req.url?.startsWith('/interaction/')) {
-        // The OP's login and consent pages, answered at once for the account the test chose.
-        const details = await provider.interactionDetails(req, res);
-        const grant = new provider.Grant({ accountId: signInAs, clientId: details.params.client_id });
-        grant.addOIDCScope(details.params.scope);
-        const grantId = await grant.save();
-        await provider.interactionFinished(req, res, { login: { accountId: signInAs }, consent: { grantId } }, { mergeWithLastSubmission: false });
-        return;
-      }
-      provider.callback()(req, res);
-    } catch (err) {
-      res.writeHead(500).end(String(err));
-    }
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  provider = new Provider(issuer, {
-    clients: [{ client_id: 'platform', client_secret: OP_SECRET, redirect_uris: [REDIRECT], token_endpoint_auth_method: 'client_secret_post' }],
-    claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['preferred_username', 'given_name', 'family_name', 'name'] },
-    findAccount: async (_ctx: unknown, id: string) => ({ accountId: id, claims: async () => ({ sub: id, ...accounts.get(id) }) }),
-    interactions: { url: (_ctx: unknown, interaction: { uid: string }) => `/interaction/${interaction.uid}` },
-    features: { devInteractions: { enabled: false } },
-    cookies: { keys: ['test-cookie-key'] },
-  });
-  return { issuer, server };
-}
-
-/** Plays the browser: follows the OP's redirects with its cookies until it lands on REDIRECT. */
-async function authorize(url: string): Promise<URLSearchParams> {
-  const jar = new Map<string, string>();
-  let next = url;
-  for (let i = 0; i < 10; i++) {
-    const res = await fetch(next, { redirect: 'manual', headers: { cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; ') } });
-    for (const c of res.headers.getSetCookie()) {
-      const [kv] = c.split(';');
-      const at = kv!.indexOf('=');
-      jar.set(kv!.slice(0, at), kv!.slice(at + 1));
-    }
-    const location = res.headers.get('location');
-    if (!location) throw new Error(`no redirect from ${next}: ${res.status} ${await res.text()}`);
-    const target = new URL(location, next);
-    if (target.href.startsWith(REDIRECT)) return target.searchParams;
-    next = target.href;
-  }
-  throw new Error('too many redirects');
-}
-
 /** One sign-in as `account` on `site` through the app `key`: the redirect, the OP, the callback's params. */
 async function signIn(site: TestSite, account: string, key = 'company') {
-  signInAs = account;
+  op.signInAs(account);
   const start = await on(site, 'GET', `/api/auth/${key}/redirect/?redirect_uri=${encodeURIComponent(REDIRECT)}`, undefined, tok[site === a ? 'userA' : 'userB']);
   if (start.status !== 200) throw new Error(start.text);
-  const callback = await authorize(start.body.data.authorization_url);
+  const callback = await followToRedirect(start.body.data.authorization_url, REDIRECT);
   return { start: start.body.data, code: callback.get('code')!, state: callback.get('state')!, iss: callback.get('iss') ?? undefined };
 }
 
 test.before(async () => {
-  op = await startOp();
+  op = await startOidcProvider({ clientId: 'platform', clientSecret: OP_SECRET, redirectUri: REDIRECT });
   s = await startTestServer({ SOCIAL_LOGIN_ALLOW_HTTP: 'true' });
   const em = s.handle.db.orm.em.fork();
   a = await createTestSite(em);
@@ -122,8 +65,7 @@ test.before(async () => {
 });
 test.after.always(async () => {
   await s?.close();
-  op?.server.closeAllConnections();
-  await new Promise((resolve) => op?.server.close(resolve));
+  await op?.close();
 });
 
 test.serial('social apps: create echoes the secret once; retrieve masks it; the public list flattens icon and auto_redirect', async (t) => {
@@ -187,7 +129,7 @@ test.serial('social apps: validation messages as §4; only superusers manage; ot
 test.serial('OIDC round trip: PKCE S256, state and nonce; a new user with the verified e-mail; the tokens work on this site only', async (t) => {
   t.is((await on(a, 'GET', `/api/auth/company/redirect/?redirect_uri=${encodeURIComponent(REDIRECT)}`)).status, 401, 'the redirect needs a bearer token');
   t.is((await on(a, 'GET', '/api/auth/company/redirect/', undefined, tok.userA)).status, 400, 'redirect_uri is required');
-  accounts.set('carol-sub', { email: 'carol@example.com', email_verified: true, preferred_username: 'carol', given_name: 'Carol', family_name: 'Smith' });
+  op.accounts.set('carol-sub', { email: 'carol@example.com', email_verified: true, preferred_username: 'carol', given_name: 'Carol', family_name: 'Smith' });
   const flow = await signIn(a, 'carol-sub');
   const url = new URL(flow.start.authorization_url);
   t.is(url.origin, op.issuer);
@@ -219,7 +161,7 @@ test.serial('OIDC round trip: PKCE S256, state and nonce; a new user with the ve
 });
 
 test.serial('a wrong state, a replayed code and a code under another state are refused', async (t) => {
-  accounts.set('dave-sub', { email: 'dave@example.com', email_verified: true, preferred_username: 'dave' });
+  op.accounts.set('dave-sub', { email: 'dave@example.com', email_verified: true, preferred_username: 'dave' });
   const flow = await signIn(a, 'dave-sub');
   const wrong = await on(a, 'POST', '/api/auth/company/token/', { code: flow.code, state: 'not-the-state' });
   t.is(wrong.status, 400);
@@ -242,7 +184,7 @@ test.serial('a wrong state, a replayed code and a code under another state are r
 test.serial('auto-connect: only to an address both sides vouch for; an unverified address that matches is refused, never a second account', async (t) => {
   // Erin: made by an administrator (vouched); the provider verified the address → connected.
   const erin = await seedSiteUser(a, 'erin', { email: 'erin@example.com', emailVerified: true });
-  accounts.set('erin-sub', { email: 'erin@example.com', email_verified: true, preferred_username: 'erin-at-op' });
+  op.accounts.set('erin-sub', { email: 'erin@example.com', email_verified: true, preferred_username: 'erin-at-op' });
   let flow = await signIn(a, 'erin-sub');
   const connected = await on(a, 'POST', '/api/auth/company/token/', { code: flow.code, state: flow.state, iss: flow.iss });
   t.is(connected.status, 200, connected.text);
@@ -251,7 +193,7 @@ test.serial('auto-connect: only to an address both sides vouch for; an unverifie
 
   // Frank exists; the provider does not vouch for the address → refused, nothing made.
   await seedSiteUser(a, 'frank', { email: 'frank@example.com', emailVerified: true });
-  accounts.set('mallory-sub', { email: 'frank@example.com', email_verified: false, preferred_username: 'mallory' });
+  op.accounts.set('mallory-sub', { email: 'frank@example.com', email_verified: false, preferred_username: 'mallory' });
   flow = await signIn(a, 'mallory-sub');
   const refused = await on(a, 'POST', '/api/auth/company/token/', { code: flow.code, state: flow.state, iss: flow.iss });
   t.is(refused.status, 403);
@@ -262,14 +204,14 @@ test.serial('auto-connect: only to an address both sides vouch for; an unverifie
   // Grace typed the victim's address into her own profile: never auto-connected to it.
   const graceToken = (await seedSiteUser(a, 'grace'), await siteToken(a, 'grace'));
   t.is((await on(a, 'PUT', '/api/profile/', { email: 'victim@example.com' }, graceToken)).status, 200);
-  accounts.set('victim-sub', { email: 'victim@example.com', email_verified: true, preferred_username: 'victim' });
+  op.accounts.set('victim-sub', { email: 'victim@example.com', email_verified: true, preferred_username: 'victim' });
   flow = await signIn(a, 'victim-sub');
   const hijack = await on(a, 'POST', '/api/auth/company/token/', { code: flow.code, state: flow.state, iss: flow.iss });
   t.is(hijack.status, 403);
   t.regex(hijack.body.message, /never verified/);
 
   // No match, unverified: a new user without the address.
-  accounts.set('henry-sub', { email: 'henry@example.com', email_verified: false, preferred_username: 'henry' });
+  op.accounts.set('henry-sub', { email: 'henry@example.com', email_verified: false, preferred_username: 'henry' });
   flow = await signIn(a, 'henry-sub');
   const henry = await on(a, 'POST', '/api/auth/company/token/', { code: flow.code, state: flow.state, iss: flow.iss });
   t.is(henry.status, 200, henry.text);
