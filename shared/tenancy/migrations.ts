@@ -478,6 +478,20 @@ export const tenantMigrations: TenantMigration[] = [
       'CREATE INDEX social_login_states_expiry_idx ON social_login_states (expires_at)',
     ],
   },
+  {
+    version: 10,
+    name: 'storage_search',
+    // The object list's substring filters (`search`, `file__icontains`, `filename__icontains`,
+    // `metadata_search`: ILIKE '%…%') served by trigram indexes instead of a scan of the bucket
+    // (docs/storage.md "List"). pg_trgm is a trusted extension (PostgreSQL ≥ 13): the database
+    // owner may create it; it lives in public, shared by every site.
+    statements: [
+      'CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA public',
+      'CREATE INDEX storage_objects_path_trgm ON storage_objects USING gin (path public.gin_trgm_ops)',
+      'CREATE INDEX storage_objects_filename_trgm ON storage_objects USING gin (filename public.gin_trgm_ops)',
+      'CREATE INDEX storage_objects_metadata_trgm ON storage_objects USING gin ((metadata::text) public.gin_trgm_ops)',
+    ],
+  },
 ];
 
 export const CURRENT_TENANT_VERSION = tenantMigrations.at(-1)!.version;
