@@ -484,8 +484,10 @@ export const tenantMigrations: TenantMigration[] = [
     // The object list's substring filters (`search`, `file__icontains`, `filename__icontains`,
     // `metadata_search`: ILIKE '%…%') served by trigram indexes instead of a scan of the bucket
     // (docs/storage.md "List"). pg_trgm is a trusted extension (PostgreSQL ≥ 13): the database
-    // owner may create it; it lives in public, shared by every site.
+    // owner may create it; it lives in public, shared by every site. Sites migrate concurrently
+    // (parallel site creation): the lock makes the first one create it and the others see it.
     statements: [
+      "SELECT pg_advisory_xact_lock(hashtext('platform:extension:pg_trgm'))",
       'CREATE EXTENSION IF NOT EXISTS pg_trgm WITH SCHEMA public',
       'CREATE INDEX storage_objects_path_trgm ON storage_objects USING gin (path public.gin_trgm_ops)',
       'CREATE INDEX storage_objects_filename_trgm ON storage_objects USING gin (filename public.gin_trgm_ops)',
