@@ -20,6 +20,9 @@ export const MessageBody = Type.Object({ status: Type.Literal('success'), messag
 
 export const created = (data: TSchema) => Type.Object({ status: Type.Literal('success'), message: Type.String(), data });
 
+/** The flag form of §7 ({success, message, data}). */
+export const flagged = (data: TSchema) => Type.Object({ success: Type.Literal(true), message: Type.String(), data });
+
 export const paginated = (item: TSchema) =>
   Type.Object({
     count: Type.Integer(),

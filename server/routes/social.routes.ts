@@ -8,6 +8,7 @@ import { socialRedirect, socialToken, type SocialLoginOptions } from '../../shar
 import * as apps from '../../shared/social/social-app.service.ts';
 import { assertSchemaName } from '../../shared/tenancy/schema.ts';
 import type { AppContext } from '../http/types.ts';
+import { flagged } from '../http/envelopes.ts';
 import { defineRoute, type RouteDef } from '../http/registry.ts';
 
 const Open = Type.Object({}, { additionalProperties: true });
@@ -37,7 +38,6 @@ const SocialApp = Type.Object(
     is_configured: Type.Boolean(),
   },
 );
-const Flag = (data: ReturnType<typeof Type.Object> | ReturnType<typeof Type.Array>) => Type.Object({ success: Type.Literal(true), message: Type.String(), data });
 /** The site of a public route (scope 'tenant': host routing has set it). */
 const siteOf = (ctx: AppContext): string => assertSchemaName(ctx.state.tenant ?? '');
 const WHO_MANAGES = 'The site\'s superusers (the organization\'s owners and admins are superusers of its sites).';
@@ -84,7 +84,7 @@ export function socialRoutes(keyring: SecretKeyring, tokens: TokenSettings, allo
       summary: 'Create a social app',
       description: `${WHO_MANAGES} The secret is stored encrypted and echoed in this response only.`,
       body: Open,
-      responses: { 201: Flag(SocialApp) },
+      responses: { 201: flagged(SocialApp) },
       async handler(ctx, { body }) {
         const data = await apps.createSocialApp(ctx.state.service(), keyring, body);
         ctx.status = 201;
@@ -116,7 +116,7 @@ export function socialRoutes(keyring: SecretKeyring, tokens: TokenSettings, allo
         description: `${WHO_MANAGES} \`secret\` sent back as \`***HIDDEN***\` keeps the stored one; read-only fields sent back are ignored.`,
         params: IdParam,
         body: Open,
-        responses: { 200: Flag(SocialApp) },
+        responses: { 200: flagged(SocialApp) },
         async handler(ctx, { params, body }) {
           ctx.body = { success: true, message: 'Social app updated.', data: await apps.updateSocialApp(ctx.state.service(), keyring, params.id!, body) };
         },
@@ -148,7 +148,7 @@ export function socialRoutes(keyring: SecretKeyring, tokens: TokenSettings, allo
         "`{provider}` is the social app's `provider_id`, or its provider when it has none. Query `redirect_uri`: where the provider sends the user back with `code` and `state` (https; http for localhost). State, nonce and the PKCE verifier stay on the server for 10 minutes, for one token call. The bearer token (§4) identifies the calling client; it does not decide who signs in.",
       params: ProviderParam,
       query: Type.Object({ redirect_uri: Type.Optional(Type.String()) }, { additionalProperties: false }),
-      responses: { 200: Flag(Type.Object({ authorization_url: Type.String(), state: Type.String(), provider: Type.String(), expires_in: Type.Integer() })) },
+      responses: { 200: flagged(Type.Object({ authorization_url: Type.String(), state: Type.String(), provider: Type.String(), expires_in: Type.Integer() })) },
       async handler(ctx, { params, query }) {
         const actor = ctx.state.actor!;
         const data = await socialRedirect(ctx.state.em, siteOf(ctx), params.provider!, query as { redirect_uri?: string }, actor.kind === 'user' ? actor.uuid : null, login);

@@ -266,7 +266,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       aliases: ['/api/storage/check_storage_quotas/'],
       operationId: 'storage_check_quotas',
       summary: 'Refresh the usage counters and quota state of every bucket of the site',
-      description: 'The spec\'s `check_storage_quotas`; the server also runs it every STORAGE_MAINTENANCE_INTERVAL_MS. Site administrators. → {success, message, status_code, data: {buckets, exceeded: [{app_id, slug}]}}',
+      description: 'The spec\'s `check_storage_quotas`; the server also runs it every STORAGE_MAINTENANCE_INTERVAL_MS. Site administrators. → {success, message, status_code, data: {buckets, exceeded: [{app, app_id, slug}]}}',
       responses: { 200: StorageEnvelope() },
       async handler(ctx) {
         const data = await buckets.checkQuotas(ctx.state.service());
@@ -288,10 +288,9 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
         const b = await bucketTarget(ctx, params, 'read');
         const query = { ...ctx.query } as Record<string, unknown>;
         const mode = countMode(ctx, query);
-        const { hasNext, ...page } = await listObjects(ctx.state.service(), b, query, mode);
-        // The links follow what the page found (an estimated or absent count cannot tell); `count` is the mode's.
-        const seen = (page.page - 1) * page.pageSize + page.results.length + (hasNext ? 1 : 0);
-        sendPage(ctx, { ...page, count: seen }, options.publicUrl);
+        const page = await listObjects(ctx.state.service(), b, query, mode);
+        sendPage(ctx, { ...page, count: page.count ?? 0 }, options.publicUrl);
+        // `_count=none`: null, as on records (the links come from `hasNext`).
         (ctx.body as { count: number | null }).count = page.count;
       },
     }),

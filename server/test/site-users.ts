@@ -6,21 +6,33 @@ import type { TestServer } from './helpers.ts';
 
 const SITE_PASSWORD = 'Site-pass-word-1';
 
-/** A site user with SITE_PASSWORD; `admin` makes it site staff. Returns its UUID. */
-async function seedSiteUser(server: TestServer, site: TestSite, username: string, admin: boolean): Promise<string> {
+export interface SeedOptions {
+  /** Site staff (administers the site). */
+  staff?: boolean;
+  /** Site superuser (also staff). */
+  superuser?: boolean;
+  email?: string;
+  /** Whether the site trusts the e-mail (users.email_verified). */
+  emailVerified?: boolean;
+}
+
+/** A site user with SITE_PASSWORD, seeded straight in the site's schema. Returns its UUID. */
+export async function seedSiteUser(server: TestServer, site: TestSite, username: string, o: SeedOptions = {}): Promise<string> {
   const [row] = await server.handle.db.orm.em
     .fork()
-    .getConnection()
-    .execute(`INSERT INTO "${site.schema}".users (uuid, username, password, is_staff) VALUES (gen_random_uuid(), ?, ?, ?) RETURNING uuid`, [
+    .execute(`INSERT INTO "${site.schema}".users (uuid, username, password, is_staff, is_superuser, email, email_verified) VALUES (gen_random_uuid(), ?, ?, ?, ?, ?, ?) RETURNING uuid`, [
       username,
       await hashPassword(SITE_PASSWORD),
-      admin,
+      (o.staff ?? false) || (o.superuser ?? false),
+      o.superuser ?? false,
+      o.email ?? '',
+      o.emailVerified ?? false,
     ]);
   return row.uuid as string;
 }
 
 /** An access token of that site user, issued on the site's host. */
-async function siteToken(server: TestServer, site: TestSite, username: string): Promise<string> {
+export async function siteToken(server: TestServer, site: TestSite, username: string): Promise<string> {
   const res = await server.api('POST', '/api/auth/jwt/token/', { host: site.domain, body: { username, password: SITE_PASSWORD } });
   if (res.status !== 200) throw new Error(res.text);
   return res.body.access;
@@ -41,9 +53,9 @@ export async function twoSitesWithUsers(server: TestServer, tok: Record<string, 
   const em = server.handle.db.orm.em.fork();
   const a = await createTestSite(em);
   const b = await createTestSite(em);
-  const adminUuid = await seedSiteUser(server, a, 'boss', true);
-  await seedSiteUser(server, a, 'pleb', false);
-  await seedSiteUser(server, b, 'boss', true);
+  const adminUuid = await seedSiteUser(server, a, 'boss', { staff: true });
+  await seedSiteUser(server, a, 'pleb');
+  await seedSiteUser(server, b, 'boss', { staff: true });
   tok.adminA = await siteToken(server, a, 'boss');
   tok.pleb = await siteToken(server, a, 'pleb');
   tok.adminB = await siteToken(server, b, 'boss');

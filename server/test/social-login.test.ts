@@ -4,12 +4,11 @@
 // refused, deletion blocked while users are connected, masking, validation, who may, and
 // tenant isolation.
 import test from 'ava';
-import { hashPassword } from '../../shared/auth/passwords.ts';
 import { followToRedirect, startOidcProvider, type TestOidcProvider } from '../../shared/testing/oidc.ts';
 import { createTestSite, type TestSite } from '../../shared/testing/sites.ts';
 import { startTestServer, type TestServer } from './helpers.ts';
+import { seedSiteUser, siteToken } from './site-users.ts';
 
-const PASSWORD = 'Site-pass-word-1';
 const REDIRECT = 'http://localhost:5173/callback';
 const OP_SECRET = 'op-client-secret-0123456789';
 
@@ -20,19 +19,6 @@ let op: TestOidcProvider;
 const tok: Record<string, string> = {};
 
 const sql = (text: string, params: unknown[] = []) => s.handle.db.orm.em.fork().getConnection().execute(text, params);
-
-async function seedSiteUser(site: TestSite, username: string, fields: { superuser?: boolean; email?: string; emailVerified?: boolean } = {}): Promise<string> {
-  const [row] = await sql(`INSERT INTO "${site.schema}".users (uuid, username, password, is_superuser, is_staff, email, email_verified) VALUES (gen_random_uuid(), ?, ?, ?, ?, ?, ?) RETURNING uuid`, [
-    username, await hashPassword(PASSWORD), fields.superuser ?? false, fields.superuser ?? false, fields.email ?? '', fields.emailVerified ?? false,
-  ]);
-  return row.uuid;
-}
-
-async function siteToken(site: TestSite, username: string): Promise<string> {
-  const res = await s.api('POST', '/api/auth/jwt/token/', { host: site.domain, body: { username, password: PASSWORD } });
-  if (res.status !== 200) throw new Error(res.text);
-  return res.body.access;
-}
 
 const on = (site: TestSite, method: string, path: string, body?: unknown, token?: string) => s.api(method, path, { host: site.domain, token, body });
 
@@ -51,12 +37,12 @@ test.before(async () => {
   const em = s.handle.db.orm.em.fork();
   a = await createTestSite(em);
   b = await createTestSite(em);
-  await seedSiteUser(a, 'boss', { superuser: true });
-  await seedSiteUser(a, 'pleb');
-  await seedSiteUser(b, 'boss', { superuser: true });
-  tok.adminA = await siteToken(a, 'boss');
-  tok.userA = await siteToken(a, 'pleb');
-  tok.adminB = await siteToken(b, 'boss');
+  await seedSiteUser(s, a, 'boss', { superuser: true });
+  await seedSiteUser(s, a, 'pleb');
+  await seedSiteUser(s, b, 'boss', { superuser: true });
+  tok.adminA = await siteToken(s, a, 'boss');
+  tok.userA = await siteToken(s, a, 'pleb');
+  tok.adminB = await siteToken(s, b, 'boss');
   tok.userB = tok.adminB;
   const created = await on(a, 'POST', '/api/auth/social-apps/', {
     provider: 'openid_connect', provider_id: 'company', name: 'Company SSO', client_id: 'platform', secret: OP_SECRET, settings: { server_url: op.issuer, icon: 'key', auto_redirect: true },
@@ -183,7 +169,7 @@ test.serial('a wrong state, a replayed code and a code under another state are r
 
 test.serial('auto-connect: only to an address both sides vouch for; an unverified address that matches is refused, never a second account', async (t) => {
   // Erin: made by an administrator (vouched); the provider verified the address → connected.
-  const erin = await seedSiteUser(a, 'erin', { email: 'erin@example.com', emailVerified: true });
+  const erin = await seedSiteUser(s, a, 'erin', { email: 'erin@example.com', emailVerified: true });
   op.accounts.set('erin-sub', { email: 'erin@example.com', email_verified: true, preferred_username: 'erin-at-op' });
   let flow = await signIn(a, 'erin-sub');
   const connected = await on(a, 'POST', '/api/auth/company/token/', { code: flow.code, state: flow.state, iss: flow.iss });
@@ -192,7 +178,7 @@ test.serial('auto-connect: only to an address both sides vouch for; an unverifie
   t.is(connected.body.user.uuid, erin);
 
   // Frank exists; the provider does not vouch for the address → refused, nothing made.
-  await seedSiteUser(a, 'frank', { email: 'frank@example.com', emailVerified: true });
+  await seedSiteUser(s, a, 'frank', { email: 'frank@example.com', emailVerified: true });
   op.accounts.set('mallory-sub', { email: 'frank@example.com', email_verified: false, preferred_username: 'mallory' });
   flow = await signIn(a, 'mallory-sub');
   const refused = await on(a, 'POST', '/api/auth/company/token/', { code: flow.code, state: flow.state, iss: flow.iss });
@@ -202,7 +188,7 @@ test.serial('auto-connect: only to an address both sides vouch for; an unverifie
   t.is((await sql(`SELECT count(*)::int AS n FROM "${a.schema}".social_accounts WHERE subject = 'mallory-sub'`))[0].n, 0);
 
   // Grace typed the victim's address into her own profile: never auto-connected to it.
-  const graceToken = (await seedSiteUser(a, 'grace'), await siteToken(a, 'grace'));
+  const graceToken = (await seedSiteUser(s, a, 'grace'), await siteToken(s, a, 'grace'));
   t.is((await on(a, 'PUT', '/api/profile/', { email: 'victim@example.com' }, graceToken)).status, 200);
   op.accounts.set('victim-sub', { email: 'victim@example.com', email_verified: true, preferred_username: 'victim' });
   flow = await signIn(a, 'victim-sub');

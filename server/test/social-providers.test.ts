@@ -12,14 +12,13 @@ import type { AddressInfo } from 'node:net';
 import test from 'ava';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import jwt from 'jsonwebtoken';
-import { hashPassword } from '../../shared/auth/passwords.ts';
 import { githubEndpoints, providerInfo, serverUrl } from '../../shared/social/providers.ts';
 import { followToRedirect, startOidcProvider, type TestOidcProvider } from '../../shared/testing/oidc.ts';
 import { createTestSite, type TestSite } from '../../shared/testing/sites.ts';
 import { startTestServer, type TestServer } from './helpers.ts';
+import { seedSiteUser, siteToken } from './site-users.ts';
 
 const REDIRECT = 'http://localhost:5173/callback';
-const PASSWORD = 'Site-pass-word-1';
 let s: TestServer;
 let site: TestSite;
 let admin: string;
@@ -139,8 +138,8 @@ test.before(async () => {
   standin = await startStandins();
   s = await startTestServer({ SOCIAL_LOGIN_ALLOW_HTTP: 'true' });
   site = await createTestSite(s.handle.db.orm.em.fork());
-  await s.handle.db.orm.em.fork().execute(`INSERT INTO "${site.schema}".users (uuid, username, password, is_superuser) VALUES (gen_random_uuid(), 'boss', ?, true)`, [await hashPassword(PASSWORD)]);
-  admin = (await s.api('POST', '/api/auth/jwt/token/', { host: site.domain, body: { username: 'boss', password: PASSWORD } })).body.access;
+  await seedSiteUser(s, site, 'boss', { superuser: true });
+  admin = await siteToken(s, site, 'boss');
 });
 test.after.always(async () => {
   await s?.close();

@@ -15,6 +15,8 @@ export interface Page<T> extends PageRequest {
   results: T[];
   /** Set when the request paged by `limit`/`offset`: the links then carry those. */
   offset?: number;
+  /** Whether a next page exists, when the query knows it without the count (one row more than the page was read). */
+  hasNext?: boolean;
 }
 
 export interface PageEnvelope<T> {
@@ -69,12 +71,12 @@ export function pageEnvelope<T>(page: Page<T>, requestUrl: string): PageEnvelope
     };
     return {
       count: page.count,
-      next: page.offset + page.pageSize < page.count ? at(page.offset + page.pageSize) : null,
+      next: (page.hasNext ?? page.offset + page.pageSize < page.count) ? at(page.offset + page.pageSize) : null,
       previous: page.offset > 0 ? at(Math.max(0, page.offset - page.pageSize)) : null,
       results: page.results,
     };
   }
-  const hasNext = page.page * page.pageSize < page.count;
+  const hasNext = page.hasNext ?? page.page * page.pageSize < page.count;
   return {
     count: page.count,
     next: hasNext ? link(page.page + 1) : null,

@@ -15,13 +15,15 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import jwt from 'jsonwebtoken';
 import * as oidc from 'openid-client';
 import type { TokenPair } from '../auth/auth.service.ts';
-import { signToken, type TokenSettings } from '../auth/tokens.ts';
-import { likeEscape } from '../common/filters.ts';
-import { insertWithUniqueSlug, slugify, uniqueViolation } from '../common/slug.ts';
+import type { TokenSettings } from '../auth/tokens.ts';
+import { slugify } from '../common/slug.ts';
+import { firstRow, rows } from '../db/sql.ts';
 import { DomainError, validationError } from '../errors.ts';
 import type { SecretKeyring } from '../secrets/crypto.ts';
-import { LINKED_STANDING_SQL } from '../tenancy/linked-users.ts';
+import { USABLE_SQL } from '../tenancy/linked-users.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
+import { siteTokenPair } from '../tenancy/tenant-auth.ts';
+import { insertWithUniqueUsername } from '../tenancy/tenant-users.service.ts';
 import { githubEndpoints, providerInfo, serverUrl, type ProviderInfo } from './providers.ts';
 import { appByLoginKey, openSecret, type SocialAppRow } from './social-app.service.ts';
 
@@ -44,17 +46,21 @@ const providerRefused = (what: string) => badRequest(`The provider refused the s
 
 // ---- the provider's configuration ------------------------------------------------------------
 
-const configs = new Map<string, { config: oidc.Configuration; at: number }>();
+/** One entry per app (`schema:id`), replaced when the app's provider, credentials or settings change. */
+const configs = new Map<string, { config: oidc.Configuration; version: string; at: number }>();
 
-/** openid-client's Configuration for an app (OIDC: from discovery, cached 10 minutes per app version). */
+/** openid-client's Configuration for an app (OIDC: from discovery), cached 10 minutes. */
 async function configFor(schema: string, app: SocialAppRow, info: ProviderInfo, options: SocialLoginOptions): Promise<oidc.Configuration> {
   const server = serverUrl(info, app.settings);
   if (!server) throw badRequest(`Social app "${app.name}" is not configured (no server_url).`);
   const url = new URL(server);
   if (url.protocol !== 'https:' && !(options.allowHttp && url.protocol === 'http:')) throw badRequest(`Social app "${app.name}": the provider must be reached over https.`);
-  const cacheKey = `${schema}:${app.id}:${app.client_id}:${app.secret_ciphertext}:${JSON.stringify(app.settings)}`;
+  const cacheKey = `${schema}:${app.id}`;
+  const version = `${app.provider}:${app.client_id}:${app.key}:${app.secret_ciphertext}:${JSON.stringify(app.settings)}`;
   const cached = configs.get(cacheKey);
-  if (cached && Date.now() - cached.at < CONFIG_TTL_MS && info.id !== 'apple') return cached.config;
+  // Apple's client secret is a JWT of 5 minutes: signed again for each sign-in.
+  if (cached && cached.version === version && Date.now() - cached.at < CONFIG_TTL_MS && info.id !== 'apple') return cached.config;
+  const timeout = (options.timeoutMs ?? 10_000) / 1000;
   const secret = openSecret(options.keyring, schema, app);
   const auth = oidc.ClientSecretPost(info.id === 'apple' ? appleClientSecret(app, secret) : secret);
   let config: oidc.Configuration;
@@ -63,14 +69,14 @@ async function configFor(schema: string, app: SocialAppRow, info: ProviderInfo, 
     config = new oidc.Configuration({ issuer: server, authorization_endpoint: ep.authorize, token_endpoint: ep.token }, app.client_id, undefined, auth);
   } else {
     try {
-      config = await oidc.discovery(url, app.client_id, undefined, auth, { execute: url.protocol === 'http:' ? [oidc.allowInsecureRequests] : [], timeout: (options.timeoutMs ?? 10_000) / 1000 });
+      config = await oidc.discovery(url, app.client_id, undefined, auth, { execute: url.protocol === 'http:' ? [oidc.allowInsecureRequests] : [], timeout });
     } catch (err) {
       throw new DomainError('BAD_GATEWAY', `The discovery document of social app "${app.name}" could not be read: ${(err as Error).message}`);
     }
   }
   if (url.protocol === 'http:') oidc.allowInsecureRequests(config);
-  config.timeout = (options.timeoutMs ?? 10_000) / 1000;
-  configs.set(cacheKey, { config, at: Date.now() });
+  config.timeout = timeout;
+  configs.set(cacheKey, { config, version, at: Date.now() });
   return config;
 }
 
@@ -136,10 +142,11 @@ export async function socialRedirect(em: EntityManager, schema: string, loginKey
   };
   if (info.kind === 'oidc') params.nonce = nonce;
   const q = quotedSchema(schema);
-  const conn = em.getConnection();
-  await conn.execute(`DELETE FROM ${q}.social_login_states WHERE expires_at < now()`);
-  await conn.execute(
-    `INSERT INTO ${q}.social_login_states (state_hash, social_app_id, nonce, code_verifier, redirect_uri, requested_by, expires_at)
+  // One statement: the expired states of the site go as the new one is kept.
+  await rows(
+    em,
+    `WITH expired AS (DELETE FROM ${q}.social_login_states WHERE expires_at < now())
+     INSERT INTO ${q}.social_login_states (state_hash, social_app_id, nonce, code_verifier, redirect_uri, requested_by, expires_at)
      VALUES (?, ?, ?, ?, ?, ?, now() + make_interval(secs => ?))`,
     [hashState(state), app.id, nonce, verifier, redirectUri, requestedBy, STATE_TTL_SECONDS],
   );
@@ -160,7 +167,6 @@ interface Identity {
 }
 
 interface StateRow {
-  social_app_id: number;
   nonce: string;
   code_verifier: string;
   redirect_uri: string;
@@ -186,12 +192,12 @@ export async function socialToken(em: EntityManager, schema: string, loginKey: s
   const app = await appByLoginKey(em, schema, loginKey);
   const info = appInfo(app);
   // Single use: the state row is gone whatever happens next (a replayed code finds nothing).
-  const row = (await em.getConnection().execute(
+  const row = await firstRow<StateRow>(
+    em,
     `DELETE FROM ${quotedSchema(schema)}.social_login_states WHERE state_hash = ? AND social_app_id = ?
-     RETURNING social_app_id, nonce, code_verifier, redirect_uri, expires_at < now() AS expired`,
+     RETURNING nonce, code_verifier, redirect_uri, expires_at < now() AS expired`,
     [hashState(state), app.id],
-    'get',
-  )) as StateRow | undefined;
+  );
   if (!row || row.expired) throw badRequest('Invalid or expired state: start the sign-in again (GET …/redirect/).');
   const config = await configFor(schema, app, info, options);
   const callback = new URL(row.redirect_uri);
@@ -212,12 +218,12 @@ export async function socialToken(em: EntityManager, schema: string, loginKey: s
     identity = info.kind === 'github' ? await githubIdentity(app, tokens.access_token, options) : await oidcIdentity(config, tokens);
   } catch (err) {
     if (err instanceof DomainError) throw err;
-    const e = err as { error?: string; error_description?: string; message?: string; code?: string };
+    const e = err as { error?: string; error_description?: string; message?: string };
     throw providerRefused(e.error ? `${e.error}${e.error_description ? ` (${e.error_description})` : ''}` : (e.message ?? 'unknown error'));
   }
   return em.transactional(async (tx) => {
     const { uuid, created } = await connectUser(tx as EntityManager, schema, app, identity);
-    return { ...(await tokensFor(tx as EntityManager, schema, uuid, options.tokens)), created };
+    return { ...(await signedIn(tx as EntityManager, schema, uuid, options.tokens)), created };
   });
 }
 
@@ -259,7 +265,7 @@ async function githubIdentity(app: SocialAppRow, accessToken: string, options: S
   const primary = Array.isArray(emails) ? (emails.find((e) => e.primary && e.verified) ?? emails.find((e) => e.primary)) : undefined;
   const [first, ...rest] = (user.name ?? '').split(' ');
   return {
-    issuer: githubEndpoints(serverUrl(providerInfo('github')!, app.settings)!).api,
+    issuer: api,
     subject: String(user.id),
     email: primary?.email ?? '',
     emailVerified: primary?.verified === true,
@@ -280,57 +286,37 @@ interface UserMatch {
 
 const refused = (message: string) => new DomainError('PERMISSION_DENIED', message);
 
-/** The site user the identity signs in as: connected, auto-connected by a trusted e-mail, or new. */
+/**
+ * The site user the identity signs in as — connected, auto-connected by a trusted e-mail, or new —
+ * with the connection recorded; in `em`'s transaction (a user made here goes if anything fails).
+ */
 async function connectUser(em: EntityManager, schema: string, app: SocialAppRow, id: Identity): Promise<{ uuid: string; created: boolean }> {
   const q = quotedSchema(schema);
-  const conn = em.getConnection();
-  const usable = `u.is_active AND NOT u.is_deleted AND ${LINKED_STANDING_SQL}`;
-  const connected = (await conn.execute(
-    `SELECT u.uuid, u.email_verified, ${usable} AS usable FROM ${q}.social_accounts a JOIN ${q}.users u ON u.uuid = a.user_uuid
-       LEFT JOIN public.users p ON p.uuid = u.platform_user_uuid WHERE a.social_app_id = ? AND a.subject = ?`,
-    [schema, app.id, id.subject],
-    'get',
-  )) as UserMatch | undefined;
-  if (connected) {
-    if (!connected.usable) throw refused('This account is inactive.');
-    await conn.execute(`UPDATE ${q}.social_accounts SET last_login = now(), email = ?, email_verified = ?, extra_data = ?::jsonb WHERE social_app_id = ? AND subject = ?`, [
-      id.email, id.emailVerified, JSON.stringify(id.extra), app.id, id.subject,
-    ]);
-    await conn.execute(`UPDATE ${q}.users SET last_login = now() WHERE uuid = ?`, [connected.uuid]);
-    return { uuid: connected.uuid, created: false };
-  }
-  let uuid: string;
+  const match = (from: string, where: string, params: unknown[]) =>
+    firstRow<UserMatch>(em, `SELECT u.uuid, u.email_verified, ${USABLE_SQL} AS usable FROM ${from} LEFT JOIN public.users p ON p.uuid = u.platform_user_uuid WHERE ${where}`, [schema, ...params]);
+  let user = await match(`${q}.social_accounts a JOIN ${q}.users u ON u.uuid = a.user_uuid`, 'a.social_app_id = ? AND a.subject = ?', [app.id, id.subject]);
   let created = false;
-  const byEmail = id.email
-    ? ((await conn.execute(
-        `SELECT u.uuid, u.email_verified, ${usable} AS usable FROM ${q}.users u LEFT JOIN public.users p ON p.uuid = u.platform_user_uuid
-          WHERE lower(u.email) = lower(?) AND u.email <> '' AND NOT u.is_deleted`,
-        [schema, id.email],
-        'get',
-      )) as UserMatch | undefined)
-    : undefined;
-  if (byEmail) {
-    if (!id.emailVerified) throw refused('An account with this e-mail address exists, and the provider has not verified the address: sign in with that account instead.');
-    if (!byEmail.email_verified) {
+  if (!user && id.email) {
+    user = await match(`${q}.users u`, "lower(u.email) = lower(?) AND u.email <> '' AND NOT u.is_deleted", [id.email]);
+    if (user && !id.emailVerified) throw refused('An account with this e-mail address exists, and the provider has not verified the address: sign in with that account instead.');
+    if (user && !user.email_verified) {
       throw refused('An account with this e-mail address exists, but its address was never verified: sign in with that account (or have an administrator confirm its address) first.');
     }
-    if (!byEmail.usable) throw refused('This account is inactive.');
-    uuid = byEmail.uuid;
-  } else {
-    uuid = await createSocialUser(em, schema, id);
-    created = true;
   }
-  try {
-    await conn.execute(
-      `INSERT INTO ${q}.social_accounts (social_app_id, user_uuid, issuer, subject, email, email_verified, extra_data) VALUES (?, ?, ?, ?, ?, ?, ?::jsonb)`,
-      [app.id, uuid, id.issuer, id.subject, id.email, id.emailVerified, JSON.stringify(id.extra)],
-    );
-  } catch (err) {
-    // A concurrent first sign-in of the same identity connected it first: retry as connected.
-    if (uniqueViolation(err)) throw new DomainError('CONFLICT', 'This identity was connected by a concurrent sign-in: try again.');
-    throw err;
-  }
-  await conn.execute(`UPDATE ${q}.users SET last_login = now() WHERE uuid = ?`, [uuid]);
+  if (user && !user.usable) throw refused('This account is inactive.');
+  const uuid = user?.uuid ?? (await createSocialUser(em, schema, id));
+  created = !user;
+  // Recorded, or refreshed when already connected; a concurrent first sign-in that connected the
+  // identity to another user leaves no row to return.
+  const recorded = await firstRow(
+    em,
+    `INSERT INTO ${q}.social_accounts (social_app_id, user_uuid, issuer, subject, email, email_verified, extra_data) VALUES (?, ?, ?, ?, ?, ?, ?::jsonb)
+     ON CONFLICT (social_app_id, subject) DO UPDATE SET last_login = now(), email = EXCLUDED.email, email_verified = EXCLUDED.email_verified, extra_data = EXCLUDED.extra_data
+       WHERE social_accounts.user_uuid = EXCLUDED.user_uuid
+     RETURNING id`,
+    [app.id, uuid, id.issuer, id.subject, id.email, id.emailVerified, JSON.stringify(id.extra)],
+  );
+  if (!recorded) throw new DomainError('CONFLICT', 'This identity was connected by a concurrent sign-in: try again.');
   return { uuid, created };
 }
 
@@ -340,32 +326,25 @@ async function connectUser(em: EntityManager, schema: string, app: SocialAppRow,
  * at the provider be auto-connected to later sign-ins of its real owner.
  */
 async function createSocialUser(em: EntityManager, schema: string, id: Identity): Promise<string> {
-  const q = quotedSchema(schema);
-  const conn = em.getConnection();
   const email = id.emailVerified ? id.email : '';
   const base = slugify(id.username || id.email.split('@')[0] || `${id.firstName} ${id.lastName}` || 'user', 140) || 'user';
-  const taken = async (b: string) => ((await conn.execute(`SELECT username FROM ${q}.users WHERE username ILIKE ?`, [`${likeEscape(b)}%`])) as { username: string }[]).map((r) => r.username);
-  const insert = async (username: string) =>
-    ((await conn.execute(
-      `INSERT INTO ${q}.users (uuid, username, email, email_verified, password, first_name, last_name, is_active)
+  return insertWithUniqueUsername(em, schema, base, async (tx, username) =>
+    (await firstRow<{ uuid: string }>(
+      tx,
+      `INSERT INTO ${quotedSchema(schema)}.users (uuid, username, email, email_verified, password, first_name, last_name, is_active)
        VALUES (gen_random_uuid(), ?, ?, ?, NULL, ?, ?, true) RETURNING uuid`,
       [username, email, email !== '', id.firstName.slice(0, 150), id.lastName.slice(0, 150)],
-      'get',
-    )) as { uuid: string }).uuid;
-  return insertWithUniqueSlug(base, 'users_username_key', taken, insert);
+    ))!.uuid,
+  );
 }
 
-async function tokensFor(em: EntityManager, schema: string, uuid: string, settings: TokenSettings): Promise<TokenPair & { user: SocialTokenResult['user'] }> {
-  const row = (await em.getConnection().execute(
-    `SELECT u.uuid, u.username, u.email, u.token_generation + coalesce(p.token_generation, 0) AS token_generation
-       FROM ${quotedSchema(schema)}.users u LEFT JOIN public.users p ON p.uuid = u.platform_user_uuid WHERE u.uuid = ?`,
+/** The sign-in recorded on the user (last_login) and the site's tokens for it. */
+async function signedIn(em: EntityManager, schema: string, uuid: string, settings: TokenSettings): Promise<TokenPair & { user: SocialTokenResult['user'] }> {
+  const row = (await firstRow<{ uuid: string; username: string; email: string; token_generation: number }>(
+    em,
+    `UPDATE ${quotedSchema(schema)}.users u SET last_login = now() WHERE u.uuid = ?
+     RETURNING u.uuid, u.username, u.email, u.token_generation + coalesce((SELECT p.token_generation FROM public.users p WHERE p.uuid = u.platform_user_uuid), 0) AS token_generation`,
     [uuid],
-    'get',
-  )) as { uuid: string; username: string; email: string; token_generation: number };
-  const subject = { uuid: row.uuid, token_generation: Number(row.token_generation) };
-  return {
-    access: signToken(settings, 'access', subject, schema),
-    refresh: signToken(settings, 'refresh', subject, schema),
-    user: { uuid: row.uuid, username: row.username, email: row.email },
-  };
+  ))!;
+  return { ...siteTokenPair(settings, schema, { uuid: row.uuid, token_generation: Number(row.token_generation) }), user: { uuid: row.uuid, username: row.username, email: row.email } };
 }

@@ -6,12 +6,14 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { likeEscape } from '../common/filters.ts';
+import { uniqueViolation } from '../common/slug.ts';
+import { countOf, firstRow, rows } from '../db/sql.ts';
 import type { ServiceContext } from '../context.ts';
 import { DomainError, notFound, validationError, type FieldErrors } from '../errors.ts';
 import type { SecretKeyring } from '../secrets/crypto.ts';
 import { MASKS } from '../secrets/secret.schemas.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
-import { authorizeSiteSubject, siteSchemaFor } from '../tenancy/site-access.ts';
+import { siteSchemaFor } from '../tenancy/site-access.ts';
 import { PROVIDER_IDS, providerInfo, serverUrl } from './providers.ts';
 
 export const HIDDEN = '***HIDDEN***';
@@ -84,14 +86,14 @@ function view(row: SocialAppRow, secret: string = HIDDEN): SocialAppView {
 
 /** The social app a login path names (`provider_id`, else the provider), or 404. */
 export async function appByLoginKey(em: EntityManager, schema: string, key: string): Promise<SocialAppRow> {
-  const row = (await em.getConnection().execute(`SELECT ${COLUMNS} FROM ${quotedSchema(schema)}.social_apps WHERE login_key = ?`, [key], 'get')) as SocialAppRow | undefined;
+  const row = await firstRow<SocialAppRow>(em, `SELECT ${COLUMNS} FROM ${quotedSchema(schema)}.social_apps WHERE login_key = ?`, [key]);
   if (!row) throw notFound({ message: `No social app "${key}" on this site.` });
   return row;
 }
 
 async function findApp(em: EntityManager, schema: string, id: string): Promise<SocialAppRow> {
   if (!/^\d{1,9}$/.test(id)) throw notFound('Social app');
-  const row = (await em.getConnection().execute(`SELECT ${COLUMNS} FROM ${quotedSchema(schema)}.social_apps WHERE id = ?`, [Number(id)], 'get')) as SocialAppRow | undefined;
+  const row = await firstRow<SocialAppRow>(em, `SELECT ${COLUMNS} FROM ${quotedSchema(schema)}.social_apps WHERE id = ?`, [Number(id)]);
   if (!row) throw notFound('Social app');
   return row;
 }
@@ -172,8 +174,7 @@ function checkSettings(settings: Record<string, unknown>, add: (field: string, m
 }
 
 function duplicate(err: unknown): DomainError | undefined {
-  const e = err as { code?: string; constraint?: string };
-  if (e?.code === '23505' && String(e.constraint).includes('login_key')) {
+  if (uniqueViolation(err)?.includes('login_key')) {
     return validationError({ provider_id: ['A social app with this provider_id (or, without one, this provider) already exists on this site.'] });
   }
   return undefined;
@@ -219,13 +220,13 @@ export async function listSocialApps(em: EntityManager, schema: string, query: S
     params.push(like, like, like, like);
   }
   const q = quotedSchema(schema);
-  const conn = em.getConnection();
-  const total = Number(((await conn.execute(`SELECT count(*) AS n FROM ${q}.social_apps WHERE ${where.join(' AND ')}`, params, 'get')) as { n: string }).n);
-  const rows = (await conn.execute(
+  const total = await countOf(em, `SELECT count(*) AS n FROM ${q}.social_apps WHERE ${where.join(' AND ')}`, params);
+  const found = await rows<SocialAppRow>(
+    em,
     `SELECT ${COLUMNS} FROM ${q}.social_apps WHERE ${where.join(' AND ')} ORDER BY ${order}, id LIMIT ? OFFSET ?`,
     [...params, pageSize, (page - 1) * pageSize],
-  )) as SocialAppRow[];
-  const items = rows.map((r) => {
+  );
+  const items = found.map((r) => {
     const { secret: _s, client_id: _c, key: _k, settings, ...rest } = view(r);
     return { ...rest, icon: typeof settings.icon === 'string' ? settings.icon : null, auto_redirect: settings.auto_redirect === true };
   });
@@ -238,12 +239,12 @@ export async function createSocialApp(ctx: ServiceContext, keyring: SecretKeyrin
   const uuid = randomUUID();
   const sealed = keyring.seal(secret!, socialSecretAad(schema, uuid));
   try {
-    const row = (await ctx.em.getConnection().execute(
+    const row = (await firstRow<SocialAppRow>(
+      ctx.em,
       `INSERT INTO ${quotedSchema(schema)}.social_apps (uuid, provider, provider_id, name, client_id, secret_ciphertext, secret_key_version, key, settings)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb) RETURNING ${COLUMNS}`,
       [uuid, merged.provider, merged.provider_id, merged.name, merged.client_id, sealed.ciphertext, sealed.key_version, merged.key, JSON.stringify(merged.settings)],
-      'get',
-    )) as SocialAppRow;
+    ))!;
     return view(row, secret);
   } catch (err) {
     throw duplicate(err) ?? err;
@@ -259,16 +260,15 @@ export async function getSocialApp(ctx: ServiceContext, id: string): Promise<Soc
 export async function updateSocialApp(ctx: ServiceContext, keyring: SecretKeyring, id: string, raw: unknown): Promise<SocialAppView> {
   const schema = await siteSchemaFor(ctx, 'update', 'SocialApp');
   const current = await findApp(ctx.em, schema, id);
-  await authorizeSiteSubject(ctx, 'update', 'SocialApp', { schema });
   const { merged, secret } = checkInput(raw, current);
   const sealed = secret === undefined ? { ciphertext: current.secret_ciphertext, key_version: current.secret_key_version } : keyring.seal(secret, socialSecretAad(schema, current.uuid));
   try {
-    const row = (await ctx.em.getConnection().execute(
+    const row = (await firstRow<SocialAppRow>(
+      ctx.em,
       `UPDATE ${quotedSchema(schema)}.social_apps SET provider = ?, provider_id = ?, name = ?, client_id = ?, secret_ciphertext = ?, secret_key_version = ?, key = ?,
               settings = ?::jsonb, updated_at = now() WHERE id = ? RETURNING ${COLUMNS}`,
       [merged.provider, merged.provider_id, merged.name, merged.client_id, sealed.ciphertext, sealed.key_version, merged.key, JSON.stringify(merged.settings), current.id],
-      'get',
-    )) as SocialAppRow;
+    ))!;
     return view(row);
   } catch (err) {
     throw duplicate(err) ?? err;
@@ -280,22 +280,23 @@ export async function deleteSocialApp(ctx: ServiceContext, id: string): Promise<
   const schema = await siteSchemaFor(ctx, 'delete', 'SocialApp');
   const current = await findApp(ctx.em, schema, id);
   const q = quotedSchema(schema);
-  const conn = ctx.em.getConnection();
-  await conn.execute(`SELECT id FROM ${q}.social_apps WHERE id = ? FOR UPDATE`, [current.id]);
-  const active = Number(
-    ((await conn.execute(
+  // One transaction under the app's row lock: a sign-in connecting a user meanwhile (its foreign
+  // key locks the app's row) waits, then the count sees it or the app is gone.
+  await ctx.em.transactional(async (tx) => {
+    await rows(tx, `SELECT id FROM ${q}.social_apps WHERE id = ? FOR UPDATE`, [current.id]);
+    const active = await countOf(
+      tx,
       `SELECT count(DISTINCT a.user_uuid) AS n FROM ${q}.social_accounts a JOIN ${q}.users u ON u.uuid = a.user_uuid
         WHERE a.social_app_id = ? AND u.is_active AND NOT u.is_deleted`,
       [current.id],
-      'get',
-    )) as { n: string }).n,
-  );
-  if (active > 0) {
-    throw new DomainError('BAD_REQUEST', `Cannot delete social app "${current.name}": ${active} active user${active === 1 ? ' is' : 's are'} connected through it.`, {
-      extra: { success: false, active_users: active, suggestion: 'Disconnect those users (or deactivate them) first, or keep the app and change its credentials.' },
-    });
-  }
-  // Accounts of deleted or inactive users go with the app (they could not sign in through it anyway).
-  await conn.execute(`DELETE FROM ${q}.social_accounts WHERE social_app_id = ?`, [current.id]);
-  await conn.execute(`DELETE FROM ${q}.social_apps WHERE id = ?`, [current.id]);
+    );
+    if (active > 0) {
+      throw new DomainError('BAD_REQUEST', `Cannot delete social app "${current.name}": ${active} active user${active === 1 ? ' is' : 's are'} connected through it.`, {
+        extra: { success: false, active_users: active, suggestion: 'Disconnect those users (or deactivate them) first, or keep the app and change its credentials.' },
+      });
+    }
+    // Accounts of deleted or inactive users go with the app (they could not sign in through it anyway).
+    await rows(tx, `DELETE FROM ${q}.social_accounts WHERE social_app_id = ?`, [current.id]);
+    await rows(tx, `DELETE FROM ${q}.social_apps WHERE id = ?`, [current.id]);
+  });
 }

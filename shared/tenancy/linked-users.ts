@@ -19,6 +19,9 @@ export const LINKED_STANDING_SQL = `(u.platform_user_uuid IS NULL OR coalesce(p.
     SELECT 1 FROM public.sites s JOIN public.organization_members m ON m.organization_uuid = s.organization_uuid
      WHERE s.schema_name = ? AND m.user_uuid = p.uuid AND (m.is_owner OR m.is_admin)), false))`;
 
+/** SQL: whether site user `u` (joined to `p`) may sign in on the site bound as parameter: active, not deleted, in standing. */
+export const USABLE_SQL = `u.is_active AND NOT u.is_deleted AND ${LINKED_STANDING_SQL}`;
+
 /** The schemas of the organization's sites (those whose schema exists). */
 async function siteSchemas(em: EntityManager, orgUuid: string): Promise<string[]> {
   const rows = (await em.execute(

@@ -15,7 +15,7 @@ import { signToken, verifyToken, type TokenSettings } from '../auth/tokens.ts';
 import { validate } from '../common/validation.ts';
 import { invalidToken, notAuthenticated } from '../errors.ts';
 import { selectUserRow } from '../users/user.queries.ts';
-import { LINKED_STANDING_SQL } from './linked-users.ts';
+import { USABLE_SQL } from './linked-users.ts';
 import { quotedSchema } from './schema.ts';
 
 const BAD_CREDENTIALS = 'No active account found with the given credentials.';
@@ -34,7 +34,7 @@ interface LoginRow {
 const loginSql = (schema: string, by: 'username' | 'email') => `
   SELECT u.uuid,
          CASE WHEN u.platform_user_uuid IS NULL THEN u.password ELSE p.password END AS password,
-         u.is_active AND NOT u.is_deleted AND ${LINKED_STANDING_SQL} AS usable,
+         ${USABLE_SQL} AS usable,
          u.token_generation + coalesce(p.token_generation, 0) AS token_generation
     FROM ${quotedSchema(schema)}.users u LEFT JOIN public.users p ON p.uuid = u.platform_user_uuid
    WHERE lower(u.${by}) = ? AND NOT u.is_deleted${by === 'email' ? ` AND u.email <> ''` : ''}`;
@@ -49,7 +49,11 @@ export async function issueTenantTokens(em: EntityManager, settings: TokenSettin
   const ok = await verifyPassword(user?.password ?? undefined, input.password);
   if (!ok || !user?.usable) throw notAuthenticated(BAD_CREDENTIALS);
   await conn.execute(`UPDATE ${quotedSchema(schema)}.users SET last_login = now() WHERE uuid = ?`, [user.uuid]);
-  const subject = { uuid: user.uuid, token_generation: Number(user.token_generation) };
+  return siteTokenPair(settings, schema, { uuid: user.uuid, token_generation: Number(user.token_generation) });
+}
+
+/** The access and refresh tokens of a site user, valid on that site only (password and social sign-in). */
+export function siteTokenPair(settings: TokenSettings, schema: string, subject: { uuid: string; token_generation: number }): TokenPair {
   return { access: signToken(settings, 'access', subject, schema), refresh: signToken(settings, 'refresh', subject, schema) };
 }
 

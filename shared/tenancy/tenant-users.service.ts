@@ -9,6 +9,7 @@ import { boolFilter, likeEscape } from '../common/filters.ts';
 import { pageOffset, parsePageRequest, resolvePage, type Page } from '../common/pagination.ts';
 import { insertWithUniqueSlug, isUuid, slugify, uniqueViolation } from '../common/slug.ts';
 import { validate } from '../common/validation.ts';
+import { firstRow, rows } from '../db/sql.ts';
 import { ownUuid, type ServiceContext } from '../context.ts';
 import { DomainError, fieldError, notFound, validationError } from '../errors.ts';
 import { toUserView, type UserRow } from '../users/user.queries.ts';
@@ -105,6 +106,17 @@ function duplicateError(err: unknown): DomainError | undefined {
   return undefined;
 }
 
+/**
+ * Inserts a site user whose username is made from `base` (`base-2`, `base-3` … when taken),
+ * retrying when a concurrent insert took the name. Each attempt runs in a transaction of its own
+ * (a savepoint inside the caller's), so a failed one leaves the caller's transaction usable.
+ * Every path that makes a site user with a generated name comes through here.
+ */
+export async function insertWithUniqueUsername<T>(em: EntityManager, schema: string, base: string, insert: (tx: EntityManager, username: string) => Promise<T>): Promise<T> {
+  const taken = async (b: string) => (await rows<{ username: string }>(em, `SELECT username FROM ${quotedSchema(schema)}.users WHERE username ILIKE ?`, [`${likeEscape(b)}%`])).map((r) => r.username);
+  return insertWithUniqueSlug(base, 'users_username_key', taken, (username) => em.transactional((tx) => insert(tx as EntityManager, username)));
+}
+
 export async function createSiteUser(ctx: ServiceContext, rawInput: unknown): Promise<SiteUserView> {
   const schema = await siteSchemaFor(ctx, 'create', 'SiteUser');
   const input = validate(SiteUserCreate, rawInput);
@@ -115,21 +127,18 @@ export async function createSiteUser(ctx: ServiceContext, rawInput: unknown): Pr
   const email = input.email?.trim() ?? '';
   checkPasswordStrength(input.password, 'password', { username: input.username, email });
   const password = await hashPassword(input.password);
-  const q = quotedSchema(schema);
-  const insert = async (username: string) =>
-    (await one(
-      ctx.em,
-      `INSERT INTO ${q}.users (uuid, username, email, email_verified, password, first_name, last_name, is_active, is_staff, is_superuser)
+  const insert = async (em: EntityManager, username: string) =>
+    (await firstRow<Row>(
+      em,
+      `INSERT INTO ${quotedSchema(schema)}.users (uuid, username, email, email_verified, password, first_name, last_name, is_active, is_staff, is_superuser)
        VALUES (gen_random_uuid(), ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
       [username, email, email !== '', password, input.first_name ?? '', input.last_name ?? '', input.is_active ?? true, input.is_staff ?? false, input.is_superuser ?? false],
     ))!;
   try {
-    if (input.username) return view(await insert(input.username));
+    if (input.username) return view(await insert(ctx.em, input.username));
     const base = slugify(email.split('@')[0] || `${input.first_name ?? ''} ${input.last_name ?? ''}`, 140);
     if (!base) throw fieldError('username', 'This field is required when no e-mail or name is given.');
-    const taken = async (b: string) =>
-      ((await ctx.em.getConnection().execute(`SELECT username FROM ${q}.users WHERE username ILIKE ?`, [`${likeEscape(b)}%`])) as { username: string }[]).map((r) => r.username);
-    return view(await insertWithUniqueSlug(base, 'users_username_key', taken, insert));
+    return view(await insertWithUniqueUsername(ctx.em, schema, base, insert));
   } catch (err) {
     throw duplicateError(err) ?? err;
   }
