@@ -4,27 +4,16 @@
 // prefix's (bucket, path) index shows in the benchmark's plans (docs/benchmarks.md), on a table
 // with statistics; on an empty one the planner may take either bucket index.
 import test from 'ava';
-import { createOrm, migratePlatform, type Orm } from '../db/orm.ts';
-import { createTestDatabase, type TestDatabase } from '../testing/database.ts';
+import { platformDatabase } from '../testing/platform-db.ts';
 import { createTestSite } from '../testing/sites.ts';
 
-let db: TestDatabase;
-let orm: Orm;
-test.before(async () => {
-  db = await createTestDatabase();
-  orm = await createOrm(db.url);
-  await migratePlatform(orm, db.url);
-});
-test.after.always(async () => {
-  await orm?.close(true);
-  await db?.drop();
-});
+const orm = platformDatabase(test);
 
 test('the substring filters and the ordering of the object list use indexes', async (t) => {
-  const site = await createTestSite(orm.em.fork());
+  const site = await createTestSite(orm().em.fork());
   // The substring conditions alone (beside the bucket's condition the empty table's planner would take the bucket index).
   const plan = async (where: string, params: unknown[], order?: string) =>
-    orm.em.fork().transactional(async (tx) => {
+    orm().em.fork().transactional(async (tx) => {
       await tx.execute('SET LOCAL enable_seqscan = off');
       const rows = (await tx.execute(`EXPLAIN SELECT o.* FROM "${site.schema}".storage_objects o WHERE ${where}${order ? ` ORDER BY ${order} LIMIT 10` : ''}`, params)) as { 'QUERY PLAN': string }[];
       return rows.map((r) => r['QUERY PLAN']).join('\n');
