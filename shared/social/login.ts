@@ -295,7 +295,6 @@ async function connectUser(em: EntityManager, schema: string, app: SocialAppRow,
   const match = (from: string, where: string, params: unknown[]) =>
     firstRow<UserMatch>(em, `SELECT u.uuid, u.email_verified, ${USABLE_SQL} AS usable FROM ${from} LEFT JOIN public.users p ON p.uuid = u.platform_user_uuid WHERE ${where}`, [schema, ...params]);
   let user = await match(`${q}.social_accounts a JOIN ${q}.users u ON u.uuid = a.user_uuid`, 'a.social_app_id = ? AND a.subject = ?', [app.id, id.subject]);
-  let created = false;
   if (!user && id.email) {
     user = await match(`${q}.users u`, "lower(u.email) = lower(?) AND u.email <> '' AND NOT u.is_deleted", [id.email]);
     if (user && !id.emailVerified) throw refused('An account with this e-mail address exists, and the provider has not verified the address: sign in with that account instead.');
@@ -304,8 +303,8 @@ async function connectUser(em: EntityManager, schema: string, app: SocialAppRow,
     }
   }
   if (user && !user.usable) throw refused('This account is inactive.');
+  const created = !user;
   const uuid = user?.uuid ?? (await createSocialUser(em, schema, id));
-  created = !user;
   // Recorded, or refreshed when already connected; a concurrent first sign-in that connected the
   // identity to another user leaves no row to return.
   const recorded = await firstRow(
