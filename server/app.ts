@@ -51,6 +51,10 @@ import { storageRoutes } from './routes/storage.routes.ts';
 import type { ObjectStore } from '../shared/storage/objstore/types.ts';
 import { storeFromConfig } from '../shared/storage/objstore/index.ts';
 import { BucketView } from '../shared/storage/bucket.schemas.ts';
+import { functionRoutes } from './routes/functions.routes.ts';
+import { FunctionRuntime } from '../shared/functions/runtime.ts';
+import { UserEvents } from '../shared/functions/events.service.ts';
+import { FunctionView, InvocationView } from '../shared/functions/function.schemas.ts';
 
 export interface AppDeps {
   config: Config;
@@ -75,24 +79,33 @@ export interface AppDeps {
   caches?: RequestCaches;
   /** Where storage objects' bytes live; without it, the one the configuration names (a filesystem directory or S3). */
   store?: ObjectStore;
+  /** Where functions run (sandboxes, the job queue); without it, one of its own that claims no queued work (the CLI's direct mode). */
+  functions?: FunctionRuntime;
 }
 
 export const API_VERSION = '1.0.0';
 
-export function buildRegistry(deps: Pick<AppDeps, 'config' | 'tokens' | 'mailer' | 'secrets' | 'log' | 'store'>): RouteRegistry {
+/** The function runtime of an app made without one: sandboxes on demand, no queue claims (its `start` is never called). */
+export function functionRuntime(deps: Pick<AppDeps, 'config' | 'orm' | 'tokens' | 'log'>, keyring: SecretKeyring): FunctionRuntime {
+  return new FunctionRuntime({ orm: deps.orm, keyring, tokens: deps.tokens, config: deps.config.functions, log: deps.log, platformHost: deps.config.platformHosts[0] ?? 'localhost' });
+}
+
+export function buildRegistry(deps: Pick<AppDeps, 'config' | 'tokens' | 'mailer' | 'secrets' | 'log' | 'store' | 'orm' | 'functions'>): RouteRegistry {
   const mailer = deps.mailer ?? createMailer(deps.config);
   const keyring = deps.secrets ?? new SecretKeyring(deps.tokens.secretKey, deps.config.secretsKeyVersion);
+  const runtime = deps.functions ?? functionRuntime(deps, keyring);
   return new RouteRegistry().add(...authRoutes(deps.tokens, deps.log), ...userRoutes(deps.config, mailer))
     .add(...invitationRoutes(deps.config, mailer))
     .add(...siteRoutes(deps.config), ...domainRoutes(deps.config))
     .add(...organizationRoutes(deps.config), ...memberRoutes(deps.config.publicUrl), ...groupRoutes(deps.config.publicUrl))
     .add(...tenantUserRoutes(deps.config.publicUrl))
-    .add(...secretRoutes(keyring, deps.config.publicUrl), ...socialRoutes(keyring, deps.tokens, deps.config.socialAllowHttp))
+    .add(...secretRoutes(keyring, deps.config.publicUrl), ...socialRoutes(keyring, deps.tokens, deps.config.socialAllowHttp, new UserEvents(runtime)))
     .add(...dataTableRoutes(deps.config.publicUrl), ...migrationRoutes(deps.config.publicUrl), ...recordRoutes({ maxDepth: deps.config.graphMaxDepth }), ...edgeRoutes())
     .add(...appRoutes(deps.config), ...dataSourceRoutes())
     .add(...policyRoutes())
     .add(...appRoleRoutes(deps.config.publicUrl))
-    .add(...storageRoutes({ store: deps.store ?? storeFromConfig(deps.config.storage, deps.config.dataDir), publicUrl: deps.config.publicUrl, doclibEnabled: deps.config.doclibEnabled }));
+    .add(...storageRoutes({ store: deps.store ?? storeFromConfig(deps.config.storage, deps.config.dataDir), publicUrl: deps.config.publicUrl, doclibEnabled: deps.config.doclibEnabled }))
+    .add(...functionRoutes({ runtime, publicUrl: deps.config.publicUrl }));
 }
 
 export function openapiDocument(registry: RouteRegistry): Record<string, unknown> {
@@ -103,7 +116,8 @@ export function openapiDocument(registry: RouteRegistry): Record<string, unknown
       description: 'Multi-tenant application platform. Authenticate with `POST /api/auth/jwt/token/` and send `Authorization: Bearer <access>`.',
     },
     { User: UserView, Error: ErrorBody, Message: MessageBody, Organization: OrganizationView, Member: MemberView, Privileges, Group: GroupView, Permission: PermissionView,
-      SiteUser: SiteUserView, PublicProfile, SecretType: SecretTypeView, Secret: SecretView, SecretListItem, SecretHistoryItem, Bucket: BucketView },
+      SiteUser: SiteUserView, PublicProfile, SecretType: SecretTypeView, Secret: SecretView, SecretListItem, SecretHistoryItem, Bucket: BucketView,
+      Function: FunctionView, FunctionInvocation: InvocationView },
   );
 }
 
@@ -112,7 +126,8 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   // the entries left of it were written by the client and are not trusted (Koa: maxIpsCount).
   const app = new Koa<AppState>({ proxy: deps.config.trustProxy, maxIpsCount: deps.config.trustProxyHops });
   app.silent = true; // errors are logged by errorMiddleware, with the request id
-  const registry = buildRegistry(deps).add(...(deps.extraRoutes ?? []));
+  const functions = deps.functions ?? functionRuntime(deps, deps.secrets ?? new SecretKeyring(deps.tokens.secretKey, deps.config.secretsKeyVersion));
+  const registry = buildRegistry({ ...deps, functions }).add(...(deps.extraRoutes ?? []));
   const caches = deps.caches ?? requestCaches();
   const steps = [bearerAuthentication(deps.tokens, caches.users)];
   if (deps.config.rateLimit.enabled) steps.push(new RateLimits(deps.config.rateLimit, deps.redis, deps.appLimits ?? new AppRateLimits(deps.orm)).step());
@@ -121,7 +136,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   const health = healthRouter(deps.orm, isShuttingDown);
   const docs = docsRouter(() => openapiDocument(registry));
 
-  app.use(requestContext(deps.orm, deps.log, caches, { longStatementTimeoutMs: deps.config.longStatementTimeoutMs, isShuttingDown, logRequests: deps.logRequests ?? true }));
+  app.use(requestContext(deps.orm, deps.log, caches, { longStatementTimeoutMs: deps.config.longStatementTimeoutMs, isShuttingDown, logRequests: deps.logRequests ?? true, events: new UserEvents(functions) }));
   app.use(errorMiddleware(deps.log));
   for (const m of security(deps.config)) app.use(m);
   app.use(health.routes());

@@ -24,7 +24,8 @@ import { refreshUsage } from '../shared/storage/bucket.service.ts';
 import { sweepBlobs } from '../shared/storage/object.service.ts';
 import { storeFromConfig } from '../shared/storage/objstore/index.ts';
 import type { ObjectStore } from '../shared/storage/objstore/types.ts';
-import { createApp } from './app.ts';
+import { createApp, functionRuntime } from './app.ts';
+import type { FunctionRuntime } from '../shared/functions/runtime.ts';
 import { tuneHeap } from './node-flags.ts';
 import type { RouteDef } from './http/registry.ts';
 
@@ -169,6 +170,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   let server: http.Server | undefined;
   let changes: ChangeListener | undefined;
   let store: ObjectStore | undefined;
+  let functions: FunctionRuntime | undefined;
   try {
     if (options.migrate !== false) await migrate(db, log);
     const tokens = tokenSettings(config);
@@ -182,12 +184,14 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const secrets = new SecretKeyring(tokens.secretKey, config.secretsKeyVersion);
     const objects = storeFromConfig(config.storage, config.dataDir);
     store = objects;
-    const app = createApp({ config, orm: db.orm, log, tokens, redis, hosts, appLimits, caches, mailer, secrets, store: objects, isShuttingDown: () => shuttingDown, extraRoutes: options.extraRoutes });
+    functions = functionRuntime({ config, orm: db.orm, tokens, log }, secrets);
+    const app = createApp({ config, orm: db.orm, log, tokens, redis, hosts, appLimits, caches, mailer, secrets, store: objects, functions, isShuttingDown: () => shuttingDown, extraRoutes: options.extraRoutes });
     const srv = http.createServer(app.callback());
     server = srv;
     srv.keepAliveTimeout = 65_000;
     const { url, port } = await listen(srv, config);
     log.info({ url, database: db.embedded ? 'embedded' : 'external', environment: config.environment }, 'platform listening');
+    functions.start(changes, url);
     const jobs = [
       config.blacklistPruneIntervalMs ? schedule(log, 'token blacklist pruning', config.blacklistPruneIntervalMs, pruneJob(db)) : undefined,
       config.storageMaintenanceIntervalMs ? schedule(log, 'storage maintenance', config.storageMaintenanceIntervalMs, storageJob(db, objects)) : undefined,
@@ -204,6 +208,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
           shuttingDown = true;
           await stopAccepting(srv, config.shutdownTimeoutMs, log);
           for (const job of jobs) await job?.stop();
+          await functions?.close();
           await objects.close();
           await redis?.quit().catch(() => undefined);
           await changes?.close();
@@ -217,6 +222,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     server?.close();
     redis?.disconnect();
     await store?.close().catch(() => undefined);
+    await functions?.close();
     await changes?.close();
     await db.close().catch(() => undefined);
     throw err;

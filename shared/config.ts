@@ -2,6 +2,7 @@
 // A bad value stops the start with a message that names the variable.
 import path from 'node:path';
 import { loadStorageConfig, type StorageConfig } from './storage/objstore/config.ts';
+import type { FunctionsConfig } from './functions/runtime.ts';
 
 export const ENVIRONMENTS = ['production', 'staging', 'dev', 'test'] as const;
 export type Environment = (typeof ENVIRONMENTS)[number];
@@ -77,6 +78,8 @@ export interface Config {
   storageMaintenanceIntervalMs: number;
   /** Where objects' bytes live: a directory or an S3 service (docs/configuration.md "Storage"). */
   storage: StorageConfig;
+  /** The functions' sandboxes and job queue (docs/configuration.md "Functions"). */
+  functions: FunctionsConfig;
 }
 
 export interface QuotaConfig {
@@ -213,5 +216,13 @@ export function loadConfig(env: Env = process.env): Config {
     socialAllowHttp: bool(env, 'SOCIAL_LOGIN_ALLOW_HTTP', false),
     storageMaintenanceIntervalMs: int(env, 'STORAGE_MAINTENANCE_INTERVAL_MS', 3_600_000, 0, 2_147_483_647),
     storage: loadStorageConfig(env),
+    functions: {
+      workers: int(env, 'FUNCTION_WORKERS', 2, 1, 64),
+      workerConcurrency: int(env, 'FUNCTION_WORKER_CONCURRENCY', 8, 1, 256),
+      cpuLimitMs: int(env, 'FUNCTION_CPU_LIMIT_MS', 30_000, 10, 900_000),
+      memoryLimitMb: int(env, 'FUNCTION_MEMORY_LIMIT_MB', 64, 4, 4096),
+      queueEnabled: bool(env, 'FUNCTION_QUEUE_ENABLED', true),
+      apiUrl: url(env, 'FUNCTION_API_URL', ['http:']),
+    },
   };
 }

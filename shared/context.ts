@@ -3,6 +3,7 @@ import { defineAbility, type Actor, type AppAbility } from './auth/actor.ts';
 import { DomainError } from './errors.ts';
 import type { Grants } from './permissions/grants.ts';
 import type { RequestCaches } from './common/request-caches.ts';
+import type { UserEvents } from './functions/events.service.ts';
 
 /** What every service call receives: its unit of work, who acts, what they may do, and the tenant. */
 export interface ServiceContext {
@@ -24,6 +25,8 @@ export interface ServiceContext {
    * one, else the ORM's root (no unit of work is made for a plain read: a fork costs more than the read).
    */
   reads?: () => EntityManager;
+  /** Publishes the site's user-creation events (functions/events.service.ts); the server and the CLI always pass it. */
+  events?: UserEvents;
 }
 
 /** The EntityManager a plain read (no transaction, no entity) uses: see ServiceContext.reads. */
@@ -45,9 +48,9 @@ export function makeContext(
   em: EntityManager | LazyEntityManager,
   actor: Actor,
   tenant: string | null = null,
-  extra: { ability?: AppAbility; caches?: RequestCaches } = {},
+  extra: { ability?: AppAbility; caches?: RequestCaches; events?: UserEvents } = {},
 ): ServiceContext {
-  const ctx = { actor, ability: extra.ability ?? defineAbility(actor), tenant, caches: extra.caches } as ServiceContext;
+  const ctx = { actor, ability: extra.ability ?? defineAbility(actor), tenant, caches: extra.caches, events: extra.events } as ServiceContext;
   if ('reads' in em) {
     Object.defineProperty(ctx, 'em', { get: em.get, enumerable: true });
     ctx.reads = em.reads;

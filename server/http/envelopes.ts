@@ -2,6 +2,7 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { createdBody, messageBody } from '../../shared/common/envelopes.ts';
 import { pageEnvelope, type Page } from '../../shared/common/pagination.ts';
+import { DomainError } from '../../shared/errors.ts';
 import type { AppContext } from './types.ts';
 
 export const ErrorBody = Type.Object(
@@ -47,4 +48,19 @@ export function sendCreated(ctx: AppContext, message: string, data: unknown): vo
 
 export function sendMessage(ctx: AppContext, message: string): void {
   ctx.body = messageBody(message);
+}
+
+/**
+ * Errors of routes answering in the flag form carry its fields as well ({success: false, message,
+ * status_code}) beside the standard ones (§7); `extra`: further fields for some errors.
+ */
+export async function flagFormErrors(run: () => Promise<void>, extra: (err: DomainError) => Record<string, unknown> = () => ({})): Promise<void> {
+  try {
+    await run();
+  } catch (err) {
+    if (err instanceof DomainError) {
+      throw new DomainError(err.code, err.message, { detail: err.detail, errors: err.errors, data: err.data, extra: { ...err.extra, ...extra(err), success: false, status_code: err.status } });
+    }
+    throw err;
+  }
 }

@@ -6,6 +6,7 @@ import { koaBody } from 'koa-body';
 import type { Orm } from '../../shared/db/orm.ts';
 import type { Logger } from '../../shared/common/logger.ts';
 import { lazyEntityManager, makeContext } from '../../shared/context.ts';
+import type { UserEvents } from '../../shared/functions/events.service.ts';
 import { notAuthenticated } from '../../shared/errors.ts';
 import type { Config } from '../../shared/config.ts';
 import type { RequestCaches } from '../../shared/common/request-caches.ts';
@@ -21,7 +22,7 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
  * the longer statement timeout on routes marked `statementTimeout: 'long'`), one log line per
  * request; while shutting down, answers close their connection (no keep-alive to wait for).
  */
-export function requestContext(orm: Orm, log: Logger, caches: RequestCaches, options: { longStatementTimeoutMs: number; isShuttingDown: () => boolean; logRequests: boolean }) {
+export function requestContext(orm: Orm, log: Logger, caches: RequestCaches, options: { longStatementTimeoutMs: number; isShuttingDown: () => boolean; logRequests: boolean; events?: UserEvents }) {
   return async (ctx: AppContext, next: Next) => {
     const start = process.hrtime.bigint();
     const incoming = ctx.get('X-Request-Id');
@@ -33,7 +34,7 @@ export function requestContext(orm: Orm, log: Logger, caches: RequestCaches, opt
     ctx.state.tenant = null;
     ctx.state.service = () => {
       if (!ctx.state.actor) throw notAuthenticated();
-      const service = makeContext(unit, ctx.state.actor, ctx.state.tenant, { ability: ctx.state.ability, caches });
+      const service = makeContext(unit, ctx.state.actor, ctx.state.tenant, { ability: ctx.state.ability, caches, events: options.events });
       if (ctx.state.route?.statementTimeout === 'long') service.statementTimeoutMs = options.longStatementTimeoutMs;
       return service;
     };

@@ -7,6 +7,7 @@ import type { SecretKeyring } from '../../shared/secrets/crypto.ts';
 import { socialRedirect, socialToken, type SocialLoginOptions } from '../../shared/social/login.ts';
 import * as apps from '../../shared/social/social-app.service.ts';
 import { assertSchemaName } from '../../shared/tenancy/schema.ts';
+import type { UserEvents } from '../../shared/functions/events.service.ts';
 import type { AppContext } from '../http/types.ts';
 import { flagged } from '../http/envelopes.ts';
 import { defineRoute, type RouteDef } from '../http/registry.ts';
@@ -42,8 +43,8 @@ const SocialApp = Type.Object(
 const siteOf = (ctx: AppContext): string => assertSchemaName(ctx.state.tenant ?? '');
 const WHO_MANAGES = 'The site\'s superusers (the organization\'s owners and admins are superusers of its sites).';
 
-export function socialRoutes(keyring: SecretKeyring, tokens: TokenSettings, allowHttp: boolean): RouteDef[] {
-  const login: SocialLoginOptions = { keyring, tokens, allowHttp };
+export function socialRoutes(keyring: SecretKeyring, tokens: TokenSettings, allowHttp: boolean, events: UserEvents): RouteDef[] {
+  const login: SocialLoginOptions = { keyring, tokens, allowHttp, events };
   const base = { scope: 'tenant' as const, tags: ['social login'] };
   return [
     defineRoute({

@@ -15,7 +15,7 @@ import { metadataFromHeaders, metadataValue, normalizeKey } from '../../shared/s
 import type { ObjectRow } from '../../shared/storage/access.ts';
 import type { ObjectStore } from '../../shared/storage/objstore/types.ts';
 import { DomainError, notFound, validationError } from '../../shared/errors.ts';
-import { paginated, sendPage } from '../http/envelopes.ts';
+import { flagFormErrors, paginated, sendPage } from '../http/envelopes.ts';
 import { defineRoute, type RouteDef } from '../http/registry.ts';
 import type { AppContext } from '../http/types.ts';
 import { isMultipart, streamMultipart } from '../http/uploads.ts';
@@ -41,22 +41,9 @@ function reply(ctx: AppContext, status: number, message: string, data?: unknown)
   ctx.body = data === undefined ? { success: true, message, status_code: status } : { success: true, message, status_code: status, data };
 }
 
-/**
- * Errors of the object and bucket routes carry the storage envelope's fields as well
- * ({success: false, message, status_code}) beside the standard ones (Part 1 §7).
- */
-async function storageErrors(ctx: AppContext, run: () => Promise<void>): Promise<void> {
-  try {
-    await run();
-  } catch (err) {
-    if (err instanceof DomainError) {
-      // An empty file answers {error} (spec §4); the rest the storage envelope.
-      const extra = err instanceof UploadRejected && err.reason === 'empty' ? { error: err.message } : {};
-      throw new DomainError(err.code, err.message, { detail: err.detail, errors: err.errors, data: err.data, extra: { ...err.extra, ...extra, success: false, status_code: err.status } });
-    }
-    throw err;
-  }
-}
+/** Errors of the object and bucket routes: the flag form; an empty file answers {error} too (spec §4). */
+const storageErrors = (run: () => Promise<void>): Promise<void> =>
+  flagFormErrors(run, (err) => (err instanceof UploadRejected && err.reason === 'empty' ? { error: err.message } : {}));
 
 const keyOf = (params: Record<string, string>) => normalizeKey(params.key, 'path');
 
@@ -240,7 +227,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       params: BucketRef,
       responses: { 200: StorageEnvelope() },
       async handler(ctx, { params }) {
-        await storageErrors(ctx, async () => {
+        await storageErrors(async () => {
           await buckets.deleteBucket(ctx.state.service(), store, params.app_slug!, params.bucket!);
           reply(ctx, 200, `Bucket "${params.bucket}" deleted.`);
         });
@@ -305,7 +292,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       params: BucketRef,
       responses: { 201: StorageEnvelope(), 200: StorageEnvelope() },
       async handler(ctx, { params }) {
-        await storageErrors(ctx, async () => {
+        await storageErrors(async () => {
           const b = await bucketTarget(ctx, params, 'create');
           if (!isMultipart(ctx)) throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'Send multipart/form-data with a "file" field.');
           const { created, object } = await uploadAt(ctx, b, undefined);
@@ -324,7 +311,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       params: BucketRef,
       responses: { 201: StorageEnvelope(), 207: StorageEnvelope(), 400: StorageEnvelope() },
       async handler(ctx, { params }) {
-        await storageErrors(ctx, () => batchUpload(ctx, store, params));
+        await storageErrors(() => batchUpload(ctx, store, params));
       },
     }),
     defineRoute({
@@ -338,7 +325,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       body: Type.Object({ paths: Type.Array(Type.String()) }),
       responses: { 200: StorageEnvelope(), 207: StorageEnvelope() },
       async handler(ctx, { params, body }) {
-        await storageErrors(ctx, async () => {
+        await storageErrors(async () => {
           const b = await bucketTarget(ctx, params, 'delete');
           const data = await objects.batchDelete(ctx.state.service(), store, b, (body as { paths: string[] }).paths);
           const status = data.failed.length ? 207 : 200;
@@ -363,7 +350,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       }, { additionalProperties: false }),
       responses: { 200: StorageEnvelope() },
       async handler(ctx, { params, body }) {
-        await storageErrors(ctx, async () => {
+        await storageErrors(async () => {
           const b = await bucketTarget(ctx, params, 'read');
           reply(ctx, 200, 'Objects found.', await searchObjects(ctx.state.service(), b, body as never));
         });
@@ -380,7 +367,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       body: Type.Object({ source_path: Type.String(), destination_bucket: Type.Optional(Type.String()), destination_path: Type.String() }, { additionalProperties: false }),
       responses: { 201: StorageEnvelope() },
       async handler(ctx, { params, body }) {
-        await storageErrors(ctx, async () => {
+        await storageErrors(async () => {
           const input = body as { source_path: string; destination_bucket?: string; destination_path: string };
           const source = normalizeKey(input.source_path, 'source_path');
           const dest = normalizeKey(input.destination_path, 'destination_path');
@@ -401,7 +388,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       body: Type.Object({ source_path: Type.String(), destination_path: Type.String() }, { additionalProperties: false }),
       responses: { 200: StorageEnvelope() },
       async handler(ctx, { params, body }) {
-        await storageErrors(ctx, async () => {
+        await storageErrors(async () => {
           const input = body as { source_path: string; destination_path: string };
           const b = await bucketTarget(ctx, params, 'update');
           reply(ctx, 200, 'Object moved.', await objects.moveObject(ctx.state.service(), b, normalizeKey(input.source_path, 'source_path'), normalizeKey(input.destination_path, 'destination_path')));
@@ -440,7 +427,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       responses: { 200: StorageEnvelope(), 206: null },
       produces: { 200: 'application/octet-stream' },
       async handler(ctx, { params, query }) {
-        await storageErrors(ctx, async () => {
+        await storageErrors(async () => {
           const key = keyOf(params);
           const asJson = query.metadata === 'true' || query.metadata === '1';
           if (!ctx.state.actor) {
@@ -470,7 +457,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
         params: ObjectKeyRef,
         responses: { 201: StorageEnvelope(), 200: StorageEnvelope() },
         async handler(ctx, { params }) {
-          await storageErrors(ctx, async () => {
+          await storageErrors(async () => {
             const key = keyOf(params);
             const b = await bucketTarget(ctx, params, 'create');
             const { created, object } = await uploadAt(ctx, b, key);
@@ -491,7 +478,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       body: Type.Object({}, { additionalProperties: true }),
       responses: { 200: StorageEnvelope() },
       async handler(ctx, { params, body }) {
-        await storageErrors(ctx, async () => {
+        await storageErrors(async () => {
           const b = await bucketTarget(ctx, params, 'update');
           reply(ctx, 200, 'Object updated.', await objects.patchObject(ctx.state.service(), b, keyOf(params), body as Record<string, unknown>));
         });
@@ -508,7 +495,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       params: ObjectKeyRef,
       responses: { 200: StorageEnvelope() },
       async handler(ctx, { params }) {
-        await storageErrors(ctx, async () => {
+        await storageErrors(async () => {
           const b = await bucketTarget(ctx, params, 'delete');
           await objects.deleteObject(ctx.state.service(), store, b, keyOf(params));
           reply(ctx, 200, 'Object deleted.');

@@ -27,7 +27,7 @@ export type Actor = UserActor | SystemActor;
  * Actions. CRUD on every subject; `materialize` (data tables) and `rotate` (secret keys, the
  * operators' only) as the spec names them; the platform's object permissions by codename.
  */
-export type Action = 'manage' | 'read' | 'create' | 'update' | 'delete' | 'materialize' | 'rotate' | ObjectPermissionName;
+export type Action = 'manage' | 'read' | 'create' | 'update' | 'delete' | 'materialize' | 'rotate' | 'execute' | ObjectPermissionName;
 
 /** Control-plane subjects: a platform user's rules reach these only. */
 export type PlatformSubject = 'User' | 'Organization' | 'Site' | 'Group';
@@ -62,6 +62,10 @@ export interface SiteSubjects {
   StorageObject: { schema: string; app: string; bucket: string };
   /** A social login provider of the site: every user reads it; superusers (the organization's owners and admins among them) manage it. */
   SocialApp: { schema: string };
+  /** A function of an app: every user of the site may execute it (the app's policies decide further); administrators manage it and read its code. */
+  Function: { schema: string; app: string; slug: string };
+  /** The site's event subscriptions (spec Part 1 §6): every user reads them; administrators manage them. */
+  EventSubscription: { schema: string };
 }
 
 export type AppAbility = MongoAbility<[Action, Subject | Record<string, unknown>]>;
@@ -78,7 +82,7 @@ export interface HeldGrants {
 }
 
 const PLATFORM_SUBJECTS: PlatformSubject[] = ['User', 'Organization', 'Site', 'Group'];
-const SITE_SUBJECTS: SiteSubject[] = ['Tenant', 'App', 'DataSource', 'DataTable', 'Record', 'Secret', 'SecretType', 'SiteUser', 'AppRole', 'AppRoleAssignment', 'Bucket', 'StorageObject', 'SocialApp'];
+const SITE_SUBJECTS: SiteSubject[] = ['Tenant', 'App', 'DataSource', 'DataTable', 'Record', 'Secret', 'SecretType', 'SiteUser', 'AppRole', 'AppRoleAssignment', 'Bucket', 'StorageObject', 'SocialApp', 'Function', 'EventSubscription'];
 /** What a user may change of their own account (platform profile, site profile). */
 const PROFILE_FIELDS = ['username', 'email', 'first_name', 'last_name', 'password'];
 /** Admin flags: superusers' to give (staff neither give nor take them). */
@@ -154,6 +158,8 @@ function siteRules({ can, cannot }: Builder, actor: UserActor, schema: string, p
   can('read', 'Bucket', site);
   can(['read', 'create', 'update', 'delete'], 'StorageObject', site);
   can('read', 'SocialApp', site);
+  can('execute', 'Function', site);
+  can('read', 'EventSubscription', site);
   can('read', 'SiteUser', self);
   can('update', 'SiteUser', PROFILE_FIELDS, self);
   for (const [codename, action, subjects] of SITE_PERMISSION_RULES) if (permissions?.has(codename)) can(action, subjects, site);

@@ -23,7 +23,8 @@ import type { SecretKeyring } from '../secrets/crypto.ts';
 import { USABLE_SQL } from '../tenancy/linked-users.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { siteTokenPair } from '../tenancy/tenant-auth.ts';
-import { insertWithUniqueUsername } from '../tenancy/tenant-users.service.ts';
+import { insertSiteUser } from '../tenancy/tenant-users.service.ts';
+import type { UserEvents } from '../functions/events.service.ts';
 import { githubEndpoints, providerInfo, serverUrl, type ProviderInfo } from './providers.ts';
 import { appByLoginKey, openSecret, type SocialAppRow } from './social-app.service.ts';
 
@@ -34,6 +35,8 @@ export interface SocialLoginOptions {
   allowHttp: boolean;
   /** Outbound request timeout to the provider, ms. */
   timeoutMs?: number;
+  /** The site's user-creation events (a new user made by a sign-in publishes them). */
+  events?: UserEvents;
 }
 
 const STATE_TTL_SECONDS = 600;
@@ -222,7 +225,7 @@ export async function socialToken(em: EntityManager, schema: string, loginKey: s
     throw providerRefused(e.error ? `${e.error}${e.error_description ? ` (${e.error_description})` : ''}` : (e.message ?? 'unknown error'));
   }
   return em.transactional(async (tx) => {
-    const { uuid, created } = await connectUser(tx as EntityManager, schema, app, identity);
+    const { uuid, created } = await connectUser(tx as EntityManager, schema, app, identity, options.events);
     return { ...(await signedIn(tx as EntityManager, schema, uuid, options.tokens)), created };
   });
 }
@@ -290,7 +293,7 @@ const refused = (message: string) => new DomainError('PERMISSION_DENIED', messag
  * The site user the identity signs in as — connected, auto-connected by a trusted e-mail, or new —
  * with the connection recorded; in `em`'s transaction (a user made here goes if anything fails).
  */
-async function connectUser(em: EntityManager, schema: string, app: SocialAppRow, id: Identity): Promise<{ uuid: string; created: boolean }> {
+async function connectUser(em: EntityManager, schema: string, app: SocialAppRow, id: Identity, events: UserEvents | undefined): Promise<{ uuid: string; created: boolean }> {
   const q = quotedSchema(schema);
   const match = (from: string, where: string, params: unknown[]) =>
     firstRow<UserMatch>(em, `SELECT u.uuid, u.email_verified, ${USABLE_SQL} AS usable FROM ${from} LEFT JOIN public.users p ON p.uuid = u.platform_user_uuid WHERE ${where}`, [schema, ...params]);
@@ -304,7 +307,7 @@ async function connectUser(em: EntityManager, schema: string, app: SocialAppRow,
   }
   if (user && !user.usable) throw refused('This account is inactive.');
   const created = !user;
-  const uuid = user?.uuid ?? (await createSocialUser(em, schema, id));
+  const uuid = user?.uuid ?? (await createSocialUser(em, schema, id, events));
   // Recorded, or refreshed when already connected; a concurrent first sign-in that connected the
   // identity to another user leaves no row to return.
   const recorded = await firstRow(
@@ -324,17 +327,19 @@ async function connectUser(em: EntityManager, schema: string, app: SocialAppRow,
  * e-mail only when the provider verified it — an unverified address would let whoever typed it
  * at the provider be auto-connected to later sign-ins of its real owner.
  */
-async function createSocialUser(em: EntityManager, schema: string, id: Identity): Promise<string> {
+async function createSocialUser(em: EntityManager, schema: string, id: Identity, events: UserEvents | undefined): Promise<string> {
   const email = id.emailVerified ? id.email : '';
   const base = slugify(id.username || id.email.split('@')[0] || `${id.firstName} ${id.lastName}` || 'user', 140) || 'user';
-  return insertWithUniqueUsername(em, schema, base, async (tx, username) =>
+  const user = { username: base, email, first_name: id.firstName.slice(0, 150), last_name: id.lastName.slice(0, 150), is_active: true, is_staff: false, is_superuser: false };
+  const created = await insertSiteUser(em, schema, { base }, user, async (tx, username) =>
     (await firstRow<{ uuid: string }>(
       tx,
       `INSERT INTO ${quotedSchema(schema)}.users (uuid, username, email, email_verified, password, first_name, last_name, is_active)
        VALUES (gen_random_uuid(), ?, ?, ?, NULL, ?, ?, true) RETURNING uuid`,
-      [username, email, email !== '', id.firstName.slice(0, 150), id.lastName.slice(0, 150)],
-    ))!.uuid,
-  );
+      [username, email, email !== '', user.first_name, user.last_name],
+    ))!,
+  { events, invokedBy: null });
+  return created.uuid;
 }
 
 /** The sign-in recorded on the user (last_login) and the site's tokens for it. */

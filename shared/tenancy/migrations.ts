@@ -494,6 +494,98 @@ export const tenantMigrations: TenantMigration[] = [
       'CREATE INDEX storage_objects_metadata_trgm ON storage_objects USING gin ((metadata::text) public.gin_trgm_ops)',
     ],
   },
+  {
+    version: 11,
+    name: 'functions_and_events',
+    // Functions of the apps (shared/functions/, docs/functions.md): code run in the sandbox;
+    // `environment` maps variable names to secret keys (resolved at each run, never stored in
+    // clear). `function_invocations`: one row per execution, the record the API shows (queued →
+    // running → succeeded | failed | timed_out); a queued one also has its row in
+    // public.function_jobs. `event_subscriptions`: spec Part 1 §6 (one function, one event type).
+    statements: [
+      `CREATE TABLE functions (
+        id serial PRIMARY KEY,
+        uuid uuid NOT NULL UNIQUE DEFAULT gen_random_uuid(),
+        app_id integer NOT NULL REFERENCES apps (id) ON DELETE CASCADE,
+        name varchar(255) NOT NULL,
+        slug varchar(255) NOT NULL,
+        description text NOT NULL DEFAULT '',
+        runtime varchar(20) NOT NULL DEFAULT 'javascript' CHECK (runtime IN ('javascript')),
+        code text NOT NULL,
+        timeout integer NOT NULL DEFAULT 300 CHECK (timeout > 0),
+        environment jsonb NOT NULL DEFAULT '{}',
+        is_active boolean NOT NULL DEFAULT true,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        created_by uuid,
+        modified_by uuid,
+        UNIQUE (app_id, slug)
+      )`,
+      `CREATE TABLE function_invocations (
+        id bigserial PRIMARY KEY,
+        uuid uuid NOT NULL UNIQUE DEFAULT gen_random_uuid(),
+        function_id integer NOT NULL REFERENCES functions (id) ON DELETE CASCADE,
+        trigger varchar(10) NOT NULL CHECK (trigger IN ('api', 'event')),
+        event varchar(64),
+        status varchar(10) NOT NULL DEFAULT 'queued' CHECK (status IN ('queued', 'running', 'succeeded', 'failed', 'timed_out')),
+        payload jsonb,
+        result jsonb,
+        error jsonb,
+        logs jsonb NOT NULL DEFAULT '[]',
+        invoked_by uuid,
+        attempts integer NOT NULL DEFAULT 0,
+        duration_ms integer,
+        cpu_ms integer,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        started_at timestamptz,
+        finished_at timestamptz
+      )`,
+      'CREATE INDEX function_invocations_function_idx ON function_invocations (function_id, created_at DESC, id DESC)',
+      `CREATE TABLE event_subscriptions (
+        id serial PRIMARY KEY,
+        event varchar(64) NOT NULL,
+        function_id integer NOT NULL REFERENCES functions (id) ON DELETE CASCADE,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        UNIQUE (event, function_id)
+      )`,
+      // System policies (spec Part 2 §2) of a resource of the entity type TG_ARGV[0], kind
+      // `{type}:{slug}`: one trigger function for functions and buckets (migration 8's copy goes).
+      `CREATE FUNCTION system_policies_follow() RETURNS trigger LANGUAGE plpgsql AS $fn$
+      DECLARE
+        site text := TG_TABLE_SCHEMA;
+        rule jsonb;
+        kind text;
+        scope text;
+        ident text;
+      BEGIN
+        IF TG_OP = 'INSERT' THEN
+          kind := TG_ARGV[0] || ':' || NEW.slug;
+          ident := 'resource.' || TG_ARGV[0] || '_' || NEW.slug || '.vdefault';
+          EXECUTE format('SELECT slug FROM %I.apps WHERE id = $1', site) INTO scope USING NEW.app_id;
+          scope := site || '_' || scope;
+          rule := jsonb_build_object('name', 'system-deny-all', 'actions', jsonb_build_array('*'), 'effect', 'EFFECT_DENY', 'roles', jsonb_build_array('*'));
+          EXECUTE format('INSERT INTO %I.policies (id, app_id, kind, name, scope, document, is_system) VALUES ($1, NULL, ''resource'', $2, '''', $3, true) ON CONFLICT (id) DO NOTHING', site)
+            USING ident, kind, jsonb_build_object('apiVersion', 'api.cerbos.dev/v1', 'resourcePolicy', jsonb_build_object('resource', kind, 'version', 'default', 'rules', jsonb_build_array(rule)));
+          rule := jsonb_build_object('name', 'system-allow-all', 'actions', jsonb_build_array('*'), 'effect', 'EFFECT_ALLOW', 'roles', jsonb_build_array('*'));
+          EXECUTE format('INSERT INTO %I.policies (id, app_id, kind, name, scope, document, is_system) VALUES ($1, $2, ''resource'', $3, $4, $5, true) ON CONFLICT (id) DO NOTHING', site)
+            USING ident || '/' || scope, NEW.app_id, kind, scope,
+                  jsonb_build_object('apiVersion', 'api.cerbos.dev/v1', 'resourcePolicy', jsonb_build_object('resource', kind, 'version', 'default', 'scope', scope, 'rules', jsonb_build_array(rule)));
+        ELSE
+          kind := TG_ARGV[0] || ':' || OLD.slug;
+          EXECUTE format('DELETE FROM %I.policies WHERE app_id = $1 AND kind = ''resource'' AND name = $2', site) USING OLD.app_id, kind;
+          EXECUTE format('DELETE FROM %I.policies p WHERE p.app_id IS NULL AND p.kind = ''resource'' AND p.name = $1
+                           AND NOT EXISTS (SELECT 1 FROM %I.policies o WHERE o.kind = ''resource'' AND o.name = $1 AND o.app_id IS NOT NULL)', site, site)
+            USING kind;
+        END IF;
+        RETURN NULL;
+      END $fn$`,
+      "CREATE TRIGGER functions_policies AFTER INSERT OR DELETE ON functions FOR EACH ROW EXECUTE FUNCTION system_policies_follow('function')",
+      'DROP TRIGGER storage_buckets_policies ON storage_buckets',
+      "CREATE TRIGGER storage_buckets_policies AFTER INSERT OR DELETE ON storage_buckets FOR EACH ROW EXECUTE FUNCTION system_policies_follow('storage')",
+      'DROP FUNCTION storage_policies_follow()',
+    ],
+  },
 ];
 
 export const CURRENT_TENANT_VERSION = tenantMigrations.at(-1)!.version;

@@ -10,7 +10,8 @@ import { pageOffset, parsePageRequest, resolvePage, type Page } from '../common/
 import { insertWithUniqueSlug, isUuid, slugify, uniqueViolation } from '../common/slug.ts';
 import { validate } from '../common/validation.ts';
 import { firstRow, rows } from '../db/sql.ts';
-import { ownUuid, type ServiceContext } from '../context.ts';
+import { actorUuid, ownUuid, type ServiceContext } from '../context.ts';
+import type { EventUser, UserEvents } from '../functions/events.service.ts';
 import { DomainError, fieldError, notFound, validationError } from '../errors.ts';
 import { toUserView, type UserRow } from '../users/user.queries.ts';
 import { quotedSchema } from './schema.ts';
@@ -106,15 +107,35 @@ function duplicateError(err: unknown): DomainError | undefined {
   return undefined;
 }
 
+/** The new user as the user-creation events carry it (functions/events.service.ts). */
+export type NewSiteUser = Omit<EventUser, 'id'>;
+
 /**
- * Inserts a site user whose username is made from `base` (`base-2`, `base-3` … when taken),
- * retrying when a concurrent insert took the name. Each attempt runs in a transaction of its own
- * (a savepoint inside the caller's), so a failed one leaves the caller's transaction usable.
- * Every path that makes a site user with a generated name comes through here.
+ * Every path that makes a user of a site comes through here (administrators' creation, social
+ * sign-in), so the site's user-creation events cannot be skipped: PRE_USER_CREATE runs first
+ * (its failure aborts with nothing saved), then the insert — with `username`, or a name made from
+ * `base` (`base-2` … when taken, retried when a concurrent insert took it) — each attempt in a
+ * transaction of its own (a savepoint inside the caller's), which also queues POST_USER_CREATE.
+ * `events` absent: a caller outside the server and the CLI (a test's direct service call).
  */
-export async function insertWithUniqueUsername<T>(em: EntityManager, schema: string, base: string, insert: (tx: EntityManager, username: string) => Promise<T>): Promise<T> {
+export async function insertSiteUser<T extends { uuid: string }>(
+  em: EntityManager,
+  schema: string,
+  name: { username?: string; base: string },
+  user: NewSiteUser,
+  insert: (tx: EntityManager, username: string) => Promise<T>,
+  hooks: { events?: UserEvents; invokedBy: string | null },
+): Promise<T> {
+  await hooks.events?.beforeCreate(schema, { ...user, username: name.username ?? name.base }, hooks.invokedBy);
+  const attempt = (username: string) =>
+    em.transactional(async (tx) => {
+      const row = await insert(tx as EntityManager, username);
+      await hooks.events?.afterCreate(tx as EntityManager, schema, { ...user, id: row.uuid, username }, hooks.invokedBy);
+      return row;
+    });
+  if (name.username) return attempt(name.username);
   const taken = async (b: string) => (await rows<{ username: string }>(em, `SELECT username FROM ${quotedSchema(schema)}.users WHERE username ILIKE ?`, [`${likeEscape(b)}%`])).map((r) => r.username);
-  return insertWithUniqueSlug(base, 'users_username_key', taken, (username) => em.transactional((tx) => insert(tx as EntityManager, username)));
+  return insertWithUniqueSlug(name.base, 'users_username_key', taken, attempt);
 }
 
 export async function createSiteUser(ctx: ServiceContext, rawInput: unknown): Promise<SiteUserView> {
@@ -126,19 +147,27 @@ export async function createSiteUser(ctx: ServiceContext, rawInput: unknown): Pr
   if (input.is_staff !== undefined) await authorizeSiteSubject(ctx, 'create', 'SiteUser', created, 'is_staff');
   const email = input.email?.trim() ?? '';
   checkPasswordStrength(input.password, 'password', { username: input.username, email });
+  const base = input.username ? '' : slugify(email.split('@')[0] || `${input.first_name ?? ''} ${input.last_name ?? ''}`, 140);
+  if (!input.username && !base) throw fieldError('username', 'This field is required when no e-mail or name is given.');
   const password = await hashPassword(input.password);
+  const user: NewSiteUser = {
+    username: input.username ?? base,
+    email,
+    first_name: input.first_name ?? '',
+    last_name: input.last_name ?? '',
+    is_active: input.is_active ?? true,
+    is_staff: input.is_staff ?? false,
+    is_superuser: input.is_superuser ?? false,
+  };
   const insert = async (em: EntityManager, username: string) =>
     (await firstRow<Row>(
       em,
       `INSERT INTO ${quotedSchema(schema)}.users (uuid, username, email, email_verified, password, first_name, last_name, is_active, is_staff, is_superuser)
        VALUES (gen_random_uuid(), ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING ${COLUMNS}`,
-      [username, email, email !== '', password, input.first_name ?? '', input.last_name ?? '', input.is_active ?? true, input.is_staff ?? false, input.is_superuser ?? false],
+      [username, email, email !== '', password, user.first_name, user.last_name, user.is_active, user.is_staff, user.is_superuser],
     ))!;
   try {
-    if (input.username) return view(await insert(ctx.em, input.username));
-    const base = slugify(email.split('@')[0] || `${input.first_name ?? ''} ${input.last_name ?? ''}`, 140);
-    if (!base) throw fieldError('username', 'This field is required when no e-mail or name is given.');
-    return view(await insertWithUniqueUsername(ctx.em, schema, base, insert));
+    return view(await insertSiteUser(ctx.em, schema, { username: input.username, base }, user, insert, { events: ctx.events, invokedBy: actorUuid(ctx) }));
   } catch (err) {
     throw duplicateError(err) ?? err;
   }

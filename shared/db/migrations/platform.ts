@@ -262,4 +262,32 @@ export class Migration0004ChangeNotifications extends Migration {
   }
 }
 
-export const platformMigrations = [Migration0001Users, Migration0002Tenancy, Migration0003VerifiedEmail, Migration0004ChangeNotifications];
+/**
+ * The function job queue (shared/functions/queue.ts): one row per queued execution, naming the
+ * site schema and the invocation record there. Shared by every server process: a process claims
+ * a row (`FOR UPDATE SKIP LOCKED`) with a lease it renews while the function runs; a row whose
+ * lease ran out (its process died) is claimed again. A new row notifies `platform_changes`
+ * (`function-jobs:`) so idle processes claim it at once. A site's rows go with its schema.
+ */
+export class Migration0005FunctionJobs extends Migration {
+  override name = '0005_function_jobs';
+  override async up(): Promise<void> {
+    this.addSql(`
+      CREATE TABLE function_jobs (
+        id bigserial PRIMARY KEY,
+        site_schema varchar(63) NOT NULL REFERENCES tenant_schemas (schema_name) ON DELETE CASCADE ON UPDATE CASCADE,
+        invocation_id bigint NOT NULL,
+        attempts integer NOT NULL DEFAULT 0,
+        locked_by text,
+        locked_until timestamptz,
+        created_at timestamptz NOT NULL DEFAULT now()
+      )`);
+    this.addSql('CREATE INDEX function_jobs_claim_idx ON function_jobs (locked_until NULLS FIRST, id)');
+    this.addSql(`CREATE TRIGGER function_jobs_queued AFTER INSERT ON function_jobs FOR EACH STATEMENT EXECUTE FUNCTION public.platform_notify_change('function-jobs')`);
+  }
+  override async down(): Promise<void> {
+    this.addSql('DROP TABLE function_jobs');
+  }
+}
+
+export const platformMigrations = [Migration0001Users, Migration0002Tenancy, Migration0003VerifiedEmail, Migration0004ChangeNotifications, Migration0005FunctionJobs];

@@ -1,0 +1,317 @@
+// Functions of an app ("<schema>".functions) and their invocations. Decided on the Function
+// subject (administrators manage functions and read their code; every user of the site may
+// execute) AND the app's policies on the kind `function:{slug}` (system policies from a trigger,
+// actions create, read, update, delete, execute: spec Part 2 §2). `max_functions` of the app's
+// settings bounds how many an app has, as max_datatables bounds its tables. docs/functions.md.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { activeApp, type ActiveApp } from '../apps/lookup.ts';
+import { allows } from '../auth/actor.ts';
+import { likeEscape } from '../common/filters.ts';
+import { pageOffset, parsePageRequest, resolvePage, type Page } from '../common/pagination.ts';
+import { dropReadOnly } from '../common/read-only.ts';
+import { insertWithUniqueSlug, slugify, uniqueViolation } from '../common/slug.ts';
+import { validate } from '../common/validation.ts';
+import { actorUuid, readsOf, type ServiceContext } from '../context.ts';
+import { countOf, firstRow, iso, rows } from '../db/sql.ts';
+import { DomainError, fieldError, notFound, validationError } from '../errors.ts';
+import { authorize } from '../policies/hook.ts';
+import { quotedSchema } from '../tenancy/schema.ts';
+import { authorizeSiteSubject, siteAbility, siteSchemaFor } from '../tenancy/site-access.ts';
+import {
+  DEFAULT_TIMEOUT_SECONDS, FunctionCreate, FunctionListQuery, FunctionUpdate, InvocationListQuery, InvokeBody, MAX_CODE_BYTES,
+  type FunctionView, type InvocationView,
+} from './function.schemas.ts';
+import { enqueueInvocation, INVOCATION_COLUMNS, type FunctionRuntime, type InvocationRow } from './runtime.ts';
+
+export interface FunctionRow {
+  id: number;
+  uuid: string;
+  app_id: number;
+  app_slug: string;
+  name: string;
+  slug: string;
+  description: string;
+  runtime: 'javascript';
+  code: string;
+  timeout: number;
+  environment: Record<string, string>;
+  is_active: boolean;
+  created_at: Date | string;
+  updated_at: Date | string;
+  created_by: string | null;
+  modified_by: string | null;
+}
+
+export interface FunctionTarget {
+  schema: string;
+  app: ActiveApp;
+  fn: FunctionRow;
+}
+
+const SLUG_KEY = 'functions_app_id_slug_key';
+export const functionKind = (slug: string): string => `function:${slug}`;
+const select = (q: string) => `SELECT f.*, a.slug AS app_slug FROM ${q}.functions f JOIN ${q}.apps a ON a.id = f.app_id`;
+
+export function functionView(f: FunctionRow): FunctionView {
+  return {
+    id: Number(f.id),
+    uuid: f.uuid,
+    name: f.name,
+    slug: f.slug,
+    description: f.description,
+    runtime: f.runtime,
+    code: f.code,
+    timeout: Number(f.timeout),
+    environment: f.environment,
+    is_active: f.is_active,
+    app: Number(f.app_id),
+    app_slug: f.app_slug,
+    created_at: iso(f.created_at),
+    updated_at: iso(f.updated_at),
+    created_by: f.created_by,
+    modified_by: f.modified_by,
+  };
+}
+
+export function invocationView(r: InvocationRow): InvocationView {
+  return {
+    id: Number(r.id),
+    uuid: r.uuid,
+    function: Number(r.function_id),
+    function_slug: r.function_slug,
+    trigger: r.trigger,
+    event: r.event,
+    status: r.status,
+    payload: r.payload,
+    result: r.result,
+    error: r.error,
+    logs: r.logs,
+    invoked_by: r.invoked_by,
+    attempts: Number(r.attempts),
+    duration_ms: r.duration_ms === null ? null : Number(r.duration_ms),
+    cpu_ms: r.cpu_ms === null ? null : Number(r.cpu_ms),
+    created_at: iso(r.created_at),
+    started_at: r.started_at === null ? null : iso(r.started_at),
+    finished_at: r.finished_at === null ? null : iso(r.finished_at),
+  };
+}
+
+async function findFunction(em: EntityManager, schema: string, app: Pick<ActiveApp, 'id'>, slug: string): Promise<FunctionRow> {
+  const row = await firstRow<FunctionRow>(em, `${select(quotedSchema(schema))} WHERE f.app_id = ? AND f.slug = ?`, [app.id, slug]);
+  if (!row) throw notFound(`Function "${slug}"`);
+  return row;
+}
+
+const functionResource = (f: FunctionRow) => ({ id: f.slug, attr: { name: f.name, slug: f.slug, runtime: f.runtime, is_active: f.is_active, created_by: f.created_by } });
+
+/** The function `slug` of the app, if the actor may `action` it (CASL on Function, then the app's policies on `function:{slug}`): 404 when absent, 403 when denied. */
+export async function functionFor(ctx: ServiceContext, appSlug: string, slug: string, action: 'read' | 'update' | 'delete' | 'execute'): Promise<FunctionTarget> {
+  const schema = await siteSchemaFor(ctx, action, 'Function');
+  const app = await activeApp(readsOf(ctx), schema, appSlug);
+  const fn = await findFunction(readsOf(ctx), schema, app, slug);
+  await authorizeSiteSubject(ctx, action, 'Function', { schema, app: app.slug, slug: fn.slug });
+  await authorize(ctx, schema, app, functionKind(fn.slug), action, functionResource(fn));
+  return { schema, app, fn };
+}
+
+/** Code size, and the environment's secrets exist (the app's own or tenant-wide): 400 naming the field. */
+async function checkFields(em: EntityManager, schema: string, app: ActiveApp, input: Partial<FunctionCreate>): Promise<void> {
+  if (input.code !== undefined && Buffer.byteLength(input.code) > MAX_CODE_BYTES) throw fieldError('code', `Ensure the code has no more than ${MAX_CODE_BYTES} bytes.`);
+  const env = Object.entries(input.environment ?? {});
+  if (!env.length) return;
+  const found = new Set(
+    (await rows<{ key: string }>(em, `SELECT key FROM ${quotedSchema(schema)}.secrets WHERE key = ANY(?::text[]) AND (app_slug = ? OR app_slug IS NULL)`, [env.map(([, k]) => k), app.slug])).map((r) => r.key),
+  );
+  const missing = env.filter(([, key]) => !found.has(key));
+  if (missing.length) {
+    throw validationError({ environment: missing.map(([name, key]) => `${name}: no secret "${key}" exists for app "${app.slug}" or the whole site.`) });
+  }
+}
+
+/** App settings' max_functions (Part 2 §1, default 100): 400 when the app has that many already. */
+async function checkFunctionLimit(em: EntityManager, schema: string, appId: number): Promise<void> {
+  const q = quotedSchema(schema);
+  const row = await firstRow<{ max: number | null; n: string }>(
+    em,
+    `SELECT (SELECT max_functions FROM ${q}.app_settings WHERE app_id = ?) AS max, (SELECT count(*) FROM ${q}.functions WHERE app_id = ?) AS n`,
+    [appId, appId],
+  );
+  if (row?.max !== null && row?.max !== undefined && Number(row.n) >= row.max) {
+    throw fieldError('non_field_errors', `The app has reached its limit of ${row.max} functions (settings: max_functions).`);
+  }
+}
+
+export async function listFunctions(ctx: ServiceContext, appSlug: string, rawQuery: unknown): Promise<Page<FunctionView>> {
+  const query = validate(FunctionListQuery, rawQuery, 'query');
+  const schema = await siteSchemaFor(ctx, 'read', 'Function');
+  const app = await activeApp(readsOf(ctx), schema, appSlug);
+  await authorizeSiteSubject(ctx, 'read', 'Function', { schema, app: app.slug });
+  const q = quotedSchema(schema);
+  const where = ['f.app_id = ?'];
+  const params: unknown[] = [app.id];
+  if (query.search) {
+    where.push("(f.name ILIKE ? ESCAPE '\\' OR f.slug ILIKE ? ESCAPE '\\')");
+    const like = `%${likeEscape(query.search)}%`;
+    params.push(like, like);
+  }
+  if (query.is_active) {
+    where.push('f.is_active = ?');
+    params.push(query.is_active === 'true');
+  }
+  const whereSql = where.join(' AND ');
+  const count = await countOf(readsOf(ctx), `SELECT count(*) AS n FROM ${q}.functions f WHERE ${whereSql}`, params);
+  const page = resolvePage(parsePageRequest(query), count);
+  const found = await rows<FunctionRow>(readsOf(ctx), `${select(q)} WHERE ${whereSql} ORDER BY f.created_at DESC, f.id DESC LIMIT ? OFFSET ?`, [...params, page.pageSize, pageOffset(page)]);
+  return { ...page, count, results: found.map(functionView) };
+}
+
+export async function createFunction(ctx: ServiceContext, appSlug: string, raw: unknown): Promise<FunctionView> {
+  const input = validate(FunctionCreate, raw);
+  const schema = await siteSchemaFor(ctx, 'create', 'Function');
+  const app = await activeApp(readsOf(ctx), schema, appSlug);
+  await authorizeSiteSubject(ctx, 'create', 'Function', { schema, app: app.slug });
+  await checkFields(readsOf(ctx), schema, app, input);
+  const q = quotedSchema(schema);
+  const who = actorUuid(ctx);
+  const insert = (slug: string) =>
+    ctx.em.transactional(async (tx) => {
+      // The app's row lock serialises creations, so max_functions holds under concurrency.
+      await tx.execute(`SELECT id FROM ${q}.apps WHERE id = ? FOR UPDATE`, [app.id]);
+      await checkFunctionLimit(tx as EntityManager, schema, app.id);
+      const [row] = await tx.execute(
+        `INSERT INTO ${q}.functions (app_id, name, slug, description, runtime, code, timeout, environment, is_active, created_by, modified_by)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?) RETURNING slug`,
+        [app.id, input.name, slug, input.description ?? '', input.runtime ?? 'javascript', input.code, input.timeout ?? DEFAULT_TIMEOUT_SECONDS,
+          JSON.stringify(input.environment ?? {}), input.is_active ?? true, who, who],
+      );
+      return String(row.slug);
+    });
+  let slug: string;
+  if (input.slug) {
+    try {
+      slug = await insert(input.slug);
+    } catch (err) {
+      if (uniqueViolation(err) === SLUG_KEY) throw fieldError('slug', `The app has a function "${input.slug}" already.`);
+      throw err;
+    }
+  } else {
+    const taken = async (base: string) => (await rows<{ slug: string }>(readsOf(ctx), `SELECT slug FROM ${q}.functions WHERE app_id = ? AND (slug = ? OR slug LIKE ?)`, [app.id, base, `${base}-%`])).map((r) => r.slug);
+    slug = await insertWithUniqueSlug(slugify(input.name, 100) || 'function', SLUG_KEY, taken, insert);
+  }
+  return functionView(await findFunction(ctx.em, schema, app, slug));
+}
+
+export async function getFunction(ctx: ServiceContext, appSlug: string, slug: string): Promise<FunctionView> {
+  return functionView((await functionFor(ctx, appSlug, slug, 'read')).fn);
+}
+
+/** PUT and PATCH alike: the writable fields sent change; the read-only ones may come back unchanged. */
+export async function updateFunction(ctx: ServiceContext, appSlug: string, slug: string, raw: unknown): Promise<FunctionView> {
+  const input = validate(FunctionUpdate, raw) as Partial<FunctionCreate> & Record<string, unknown>;
+  const { schema, app, fn } = await functionFor(ctx, appSlug, slug, 'update');
+  dropReadOnly(FunctionUpdate, input, functionView(fn));
+  await checkFields(readsOf(ctx), schema, app, input);
+  const set: string[] = [];
+  const params: unknown[] = [];
+  for (const field of ['name', 'description', 'runtime', 'code', 'timeout', 'is_active'] as const) {
+    if (input[field] !== undefined) {
+      set.push(`${field} = ?`);
+      params.push(input[field]);
+    }
+  }
+  if (input.environment !== undefined) {
+    set.push('environment = ?::jsonb');
+    params.push(JSON.stringify(input.environment));
+  }
+  if (set.length) {
+    await ctx.em.execute(`UPDATE ${quotedSchema(schema)}.functions SET ${set.join(', ')}, modified_by = ?, updated_at = now() WHERE id = ?`, [...params, actorUuid(ctx), fn.id]);
+  }
+  return functionView(await findFunction(ctx.em, schema, app, slug));
+}
+
+/** Deletes the function with its invocations, subscriptions and system policies (cascades and the trigger); queued executions end with it. */
+export async function deleteFunction(ctx: ServiceContext, appSlug: string, slug: string): Promise<void> {
+  const { schema, fn } = await functionFor(ctx, appSlug, slug, 'delete');
+  const q = quotedSchema(schema);
+  await ctx.em.transactional(async (tx) => {
+    await tx.execute(`DELETE FROM public.function_jobs j USING ${q}.function_invocations i WHERE j.site_schema = ? AND j.invocation_id = i.id AND i.function_id = ?`, [schema, fn.id]);
+    await tx.execute(`DELETE FROM ${q}.functions WHERE id = ?`, [fn.id]);
+  });
+}
+
+async function findInvocation(em: EntityManager, schema: string, where: string, params: unknown[]): Promise<InvocationRow | undefined> {
+  const q = quotedSchema(schema);
+  return firstRow<InvocationRow>(em, `SELECT ${INVOCATION_COLUMNS} FROM ${q}.function_invocations i JOIN ${q}.functions f ON f.id = i.function_id WHERE ${where}`, params);
+}
+
+const ENDED = new Set(['succeeded', 'failed', 'timed_out']);
+
+/**
+ * Queues an execution as the caller and, unless `async`, waits for it to end (up to the
+ * function's timeout and a margin): `done` false when it has not ended by then (still queued or
+ * running: the caller polls its record).
+ */
+export async function invokeFunction(ctx: ServiceContext, runtime: FunctionRuntime, appSlug: string, slug: string, raw: unknown): Promise<{ invocation: InvocationView; done: boolean }> {
+  const input = validate(InvokeBody, raw ?? {});
+  const { schema, fn } = await functionFor(ctx, appSlug, slug, 'execute');
+  if (!fn.is_active) throw new DomainError('BAD_REQUEST', `Function "${fn.slug}" is inactive: set is_active to invoke it.`);
+  const queued = await ctx.em.transactional((tx) => enqueueInvocation(tx as EntityManager, schema, { functionId: fn.id, trigger: 'api', payload: input.payload ?? null, invokedBy: actorUuid(ctx) }));
+  if (input.async) runtime.poke();
+  else runtime.runNow(schema, queued.id);
+  const read = () => findInvocation(ctx.em, schema, 'i.id = ?', [queued.id]);
+  if (!input.async) {
+    await runtime.waitFor(schema, queued.uuid, fn.timeout * 1000 + 10_000, async () => ENDED.has((await read())?.status ?? 'failed'));
+  }
+  const row = (await read())!;
+  return { invocation: invocationView(row), done: ENDED.has(row.status) };
+}
+
+/**
+ * The invocations of a function, newest first: all of them for who may read the function
+ * (administrators), else the caller's own (who may execute it).
+ */
+export async function listInvocations(ctx: ServiceContext, appSlug: string, slug: string, rawQuery: unknown): Promise<Page<InvocationView>> {
+  const query = validate(InvocationListQuery, rawQuery, 'query');
+  const { schema, fn, all } = await invocationAccess(ctx, appSlug, slug);
+  const q = quotedSchema(schema);
+  const where = ['i.function_id = ?'];
+  const params: unknown[] = [fn.id];
+  if (!all) {
+    where.push('i.invoked_by = ?');
+    params.push(actorUuid(ctx));
+  }
+  for (const field of ['status', 'trigger'] as const) {
+    if (query[field]) {
+      where.push(`i.${field} = ?`);
+      params.push(query[field]);
+    }
+  }
+  const whereSql = where.join(' AND ');
+  const count = await countOf(readsOf(ctx), `SELECT count(*) AS n FROM ${q}.function_invocations i WHERE ${whereSql}`, params);
+  const page = resolvePage(parsePageRequest(query), count);
+  const found = await rows<InvocationRow>(
+    readsOf(ctx),
+    `SELECT ${INVOCATION_COLUMNS} FROM ${q}.function_invocations i JOIN ${q}.functions f ON f.id = i.function_id WHERE ${whereSql} ORDER BY i.created_at DESC, i.id DESC LIMIT ? OFFSET ?`,
+    [...params, page.pageSize, pageOffset(page)],
+  );
+  return { ...page, count, results: found.map(invocationView) };
+}
+
+/** One invocation (by id or uuid), under the rule of the list. */
+export async function getInvocation(ctx: ServiceContext, appSlug: string, slug: string, ref: string): Promise<InvocationView> {
+  const { schema, fn, all } = await invocationAccess(ctx, appSlug, slug);
+  const byId = /^\d{1,18}$/.test(ref);
+  if (!byId && !/^[0-9a-f-]{36}$/i.test(ref)) throw notFound('Invocation');
+  const row = await findInvocation(readsOf(ctx), schema, `i.function_id = ? AND ${byId ? 'i.id = ?' : 'i.uuid = ?::uuid'}`, [fn.id, ref]);
+  if (!row || (!all && row.invoked_by !== actorUuid(ctx))) throw notFound('Invocation');
+  return invocationView(row);
+}
+
+/** Whether the caller sees every invocation of the function (may read it) or only their own (may execute it). */
+async function invocationAccess(ctx: ServiceContext, appSlug: string, slug: string): Promise<FunctionTarget & { all: boolean }> {
+  const schema = await siteSchemaFor(ctx, 'execute', 'Function');
+  const ability = await siteAbility(ctx, 'Function');
+  const app = await activeApp(readsOf(ctx), schema, appSlug);
+  const canRead = allows(ability, 'read', 'Function', { schema, app: app.slug, slug });
+  return { ...(await functionFor(ctx, appSlug, slug, canRead ? 'read' : 'execute')), all: canRead };
+}

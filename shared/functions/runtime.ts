@@ -1,0 +1,415 @@
+// Where functions run: the sandbox pool of this process, the PostgreSQL job queue every server
+// process shares (public.function_jobs), and one execute() that runs an invocation record and
+// stores its outcome — the queue's and the events' alike.
+//
+// The queue: an execution is queued by inserting its invocation record and its job row in the
+// caller's transaction (nothing runs unless the caller commits). A process claims ready rows with
+// `FOR UPDATE SKIP LOCKED` and a lease (LEASE_SECONDS) that it renews while the function runs; a
+// process that dies leaves its rows to be claimed again once their lease runs out (execution is
+// at least once; after MAX_ATTEMPTS claims an invocation is failed, not retried). New rows notify
+// `function-jobs` (a trigger), so idle processes claim them at once; a poll every POLL_MS covers
+// lost notifications and expired leases. An ended execution notifies `function-done:<schema>:<uuid>`,
+// which wakes callers waiting for it in any process. docs/functions.md.
+import { randomUUID } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { signToken, type TokenSettings } from '../auth/tokens.ts';
+import type { Logger } from '../common/logger.ts';
+import type { ChangeListener } from '../db/changes.ts';
+import { CHANGES_CHANNEL } from '../db/changes.ts';
+import type { Orm } from '../db/orm.ts';
+import { firstRow, rows } from '../db/sql.ts';
+import { secretAad, type SecretKeyring } from '../secrets/crypto.ts';
+import { quotedSchema } from '../tenancy/schema.ts';
+import type { RunOutcome, SandboxLimits } from './sandbox/engine.ts';
+import { SandboxPool, type ApiTarget } from './sandbox/pool.ts';
+
+export interface FunctionsConfig {
+  /** Sandbox threads of a process (FUNCTION_WORKERS). */
+  workers: number;
+  /** Invocations one thread runs at once (FUNCTION_WORKER_CONCURRENCY): they interleave where handlers await the SDK. */
+  workerConcurrency: number;
+  /** CPU time of one invocation (FUNCTION_CPU_LIMIT_MS). */
+  cpuLimitMs: number;
+  /** Memory of one invocation's QuickJS runtime (FUNCTION_MEMORY_LIMIT_MB). */
+  memoryLimitMb: number;
+  /** Whether this process claims queued executions (FUNCTION_QUEUE_ENABLED; the CLI's direct mode never does). */
+  queueEnabled: boolean;
+  /** The API base URL the SDK calls (FUNCTION_API_URL); default: the server's own address. */
+  apiUrl: string | undefined;
+}
+
+export const LEASE_SECONDS = 60;
+export const MAX_ATTEMPTS = 3;
+const POLL_MS = 2000;
+const MAX_LOG_BYTES = 64 * 1024;
+const MAX_RESULT_BYTES = 1024 * 1024;
+const MAX_API_CALLS = 100;
+
+export interface InvocationRow {
+  id: string | number;
+  uuid: string;
+  function_id: number;
+  function_slug: string;
+  trigger: 'api' | 'event';
+  event: string | null;
+  status: 'queued' | 'running' | 'succeeded' | 'failed' | 'timed_out';
+  payload: unknown;
+  result: unknown;
+  error: { type: string; message: string; stack?: string } | null;
+  logs: { level: string; message: string; at: string }[];
+  invoked_by: string | null;
+  attempts: number;
+  duration_ms: number | null;
+  cpu_ms: number | null;
+  created_at: Date | string;
+  started_at: Date | string | null;
+  finished_at: Date | string | null;
+}
+
+export const INVOCATION_COLUMNS = `i.id, i.uuid, i.function_id, f.slug AS function_slug, i.trigger, i.event, i.status, i.payload, i.result, i.error, i.logs,
+  i.invoked_by, i.attempts, i.duration_ms, i.cpu_ms, i.created_at, i.started_at, i.finished_at`;
+
+/** What execute() needs of an invocation, its function, app and invoking user: one statement. */
+interface ExecutionRow {
+  id: string | number;
+  uuid: string;
+  status: InvocationRow['status'];
+  payload: unknown;
+  trigger: 'api' | 'event';
+  event: string | null;
+  invoked_by: string | null;
+  function_id: number;
+  function_slug: string;
+  function_name: string;
+  code: string;
+  timeout: number;
+  environment: Record<string, string>;
+  is_active: boolean;
+  app_id: number;
+  app_slug: string;
+  username: string | null;
+  token_generation: number | null;
+  user_usable: boolean | null;
+}
+
+/** Queues an execution of `functionId` in `em`'s transaction: its invocation record and job row. */
+export async function enqueueInvocation(
+  em: EntityManager, schema: string, v: { functionId: number; trigger: 'api' | 'event'; event?: string | null; payload: unknown; invokedBy: string | null },
+): Promise<{ id: number; uuid: string }> {
+  const row = await firstRow<{ id: string; uuid: string }>(
+    em,
+    `WITH inv AS (INSERT INTO ${quotedSchema(schema)}.function_invocations (function_id, trigger, event, payload, invoked_by) VALUES (?, ?, ?, ?::jsonb, ?) RETURNING id, uuid),
+          job AS (INSERT INTO public.function_jobs (site_schema, invocation_id) SELECT ?, id FROM inv)
+     SELECT id, uuid FROM inv`,
+    [v.functionId, v.trigger, v.event ?? null, JSON.stringify(v.payload ?? null), v.invokedBy, schema],
+  );
+  return { id: Number(row!.id), uuid: row!.uuid };
+}
+
+export interface RuntimeOptions {
+  orm: Orm;
+  keyring: SecretKeyring;
+  tokens: TokenSettings;
+  config: FunctionsConfig;
+  log: Logger;
+  /** The Host header of the SDK's requests: a platform host. */
+  platformHost: string;
+}
+
+export class FunctionRuntime {
+  readonly pool: SandboxPool;
+  private readonly options: RuntimeOptions;
+  private readonly id = randomUUID();
+  private apiUrl: string | undefined;
+  private readonly waiters = new Map<string, Set<() => void>>();
+  private readonly active = new Set<number>();
+  private draining = false;
+  private again = false;
+  private started = false;
+  private stopped = false;
+  private timers: NodeJS.Timeout[] = [];
+  private readonly running = new Set<Promise<void>>();
+
+  constructor(options: RuntimeOptions) {
+    this.options = options;
+    this.apiUrl = options.config.apiUrl;
+    this.pool = new SandboxPool({ size: options.config.workers, concurrency: options.config.workerConcurrency });
+    this.timers.push(setInterval(() => void this.renewLeases(), (LEASE_SECONDS * 1000) / 3).unref());
+  }
+
+  /** A unit of work of its own (never inside a caller's transaction). */
+  freshEm(): EntityManager {
+    return this.options.orm.em.fork();
+  }
+
+  /**
+   * Starts claiming queued executions (when the configuration lets this process) and listens
+   * for ended ones. `apiUrl`: the server's own address, for the SDK when FUNCTION_API_URL is unset.
+   */
+  start(listener: ChangeListener | undefined, apiUrl?: string): void {
+    this.apiUrl ??= apiUrl;
+    listener?.on('function-done', (key) => (key === null ? this.wakeAll() : this.wake(key)));
+    if (!this.options.config.queueEnabled || this.started) return;
+    this.started = true;
+    listener?.on('function-jobs', () => this.poke());
+    this.timers.push(setInterval(() => this.poke(), POLL_MS).unref());
+    this.poke();
+  }
+
+  /** Claims what is ready, up to this process's capacity (one claim loop at a time). */
+  poke(): void {
+    if (!this.started || this.stopped) return;
+    if (this.draining) {
+      this.again = true;
+      return;
+    }
+    this.draining = true;
+    void this.drain()
+      .catch((err: Error) => this.options.log.warn({ err: err.message }, 'function queue: claim failed'))
+      .finally(() => {
+        this.draining = false;
+        if (this.again) {
+          this.again = false;
+          this.poke();
+        }
+      });
+  }
+
+  private get capacity(): number {
+    return this.options.config.workers * this.options.config.workerConcurrency;
+  }
+
+  private async drain(): Promise<void> {
+    while (!this.stopped && this.active.size < this.capacity) {
+      const jobs = await rows<{ id: string; site_schema: string; invocation_id: string; attempts: number }>(
+        this.options.orm.em,
+        `UPDATE public.function_jobs j SET locked_by = ?, locked_until = now() + make_interval(secs => ?), attempts = j.attempts + 1
+          WHERE j.id IN (SELECT id FROM public.function_jobs WHERE locked_until IS NULL OR locked_until < now() ORDER BY locked_until NULLS FIRST, id LIMIT ? FOR UPDATE SKIP LOCKED)
+          RETURNING j.id, j.site_schema, j.invocation_id, j.attempts`,
+        [this.id, LEASE_SECONDS, this.capacity - this.active.size],
+      );
+      if (!jobs.length) return;
+      for (const job of jobs) {
+        const id = Number(job.id);
+        this.active.add(id);
+        const run = this.runJob(id, job.site_schema, Number(job.invocation_id), job.attempts)
+          .catch((err: Error) => this.options.log.error({ err: err.message, schema: job.site_schema, invocation: job.invocation_id }, 'function queue: job failed'))
+          .finally(() => {
+            this.active.delete(id);
+            this.running.delete(run);
+            this.poke();
+          });
+        this.running.add(run);
+      }
+    }
+  }
+
+  /**
+   * Claims and runs the queued execution of one invocation here and now, unless a process has
+   * claimed it already (a synchronous invocation runs where it was asked, without waiting for
+   * the queue; the CLI's direct mode, which claims nothing else, runs its own this way).
+   */
+  runNow(schema: string, invocationId: number): void {
+    const claim = firstRow<{ id: string; attempts: number }>(
+      this.options.orm.em,
+      `UPDATE public.function_jobs SET locked_by = ?, locked_until = now() + make_interval(secs => ?), attempts = attempts + 1
+        WHERE site_schema = ? AND invocation_id = ? AND (locked_until IS NULL OR locked_until < now()) RETURNING id, attempts`,
+      [this.id, LEASE_SECONDS, schema, invocationId],
+    );
+    const run = claim
+      .then((job) => {
+        if (!job) return;
+        this.active.add(Number(job.id));
+        return this.runJob(Number(job.id), schema, invocationId, job.attempts).finally(() => this.active.delete(Number(job.id)));
+      })
+      .catch((err: Error) => this.options.log.error({ err: err.message, schema, invocation: invocationId }, 'function: execution failed'))
+      .finally(() => this.running.delete(run));
+    this.running.add(run);
+  }
+
+  private async renewLeases(): Promise<void> {
+    if (!this.active.size) return;
+    await this.options.orm.em
+      .execute(`UPDATE public.function_jobs SET locked_until = now() + make_interval(secs => ?) WHERE locked_by = ? AND id = ANY(?::bigint[])`, [LEASE_SECONDS, this.id, [...this.active]])
+      .catch((err: Error) => this.options.log.warn({ err: err.message }, 'function queue: lease renewal failed'));
+  }
+
+  private async runJob(jobId: number, schema: string, invocationId: number, attempts: number): Promise<void> {
+    const em = this.freshEm();
+    if (attempts > MAX_ATTEMPTS) {
+      await this.finish(em, schema, invocationId, jobId, {
+        status: 'failed',
+        error: { type: 'ExecutionInterrupted', message: `The execution was interrupted ${MAX_ATTEMPTS} times (the server running it stopped); it is not retried.` },
+        logs: [],
+        cpu_ms: 0,
+        duration_ms: 0,
+      });
+      return;
+    }
+    await this.execute(em, schema, invocationId, jobId);
+  }
+
+  /**
+   * Runs the invocation `invocationId` of `schema` now and stores its outcome (and, for a queued
+   * one, removes its job row in the same transaction). Returns the outcome; an invocation already
+   * ended (a job claimed twice) is left as it is.
+   */
+  async execute(em: EntityManager, schema: string, invocationId: number, jobId?: number): Promise<RunOutcome | undefined> {
+    const q = quotedSchema(schema);
+    const row = await firstRow<ExecutionRow>(
+      em,
+      `UPDATE ${q}.function_invocations i SET status = 'running', started_at = now(), attempts = i.attempts + 1
+         FROM ${q}.functions f JOIN ${q}.apps a ON a.id = f.app_id
+        WHERE i.id = ? AND f.id = i.function_id AND i.status IN ('queued', 'running')
+        RETURNING i.id, i.uuid, i.status, i.payload, i.trigger, i.event, i.invoked_by, f.id AS function_id, f.slug AS function_slug, f.name AS function_name,
+                  f.code, f.timeout, f.environment, f.is_active AND a.is_active AS is_active, a.id AS app_id, a.slug AS app_slug,
+                  (SELECT u.username FROM ${q}.users u WHERE u.uuid = i.invoked_by) AS username,
+                  (SELECT u.token_generation FROM ${q}.users u WHERE u.uuid = i.invoked_by AND u.is_active AND NOT u.is_deleted) AS token_generation`,
+      [invocationId],
+    );
+    if (!row) {
+      if (jobId !== undefined) await em.execute('DELETE FROM public.function_jobs WHERE id = ?', [jobId]);
+      return undefined;
+    }
+    let outcome: RunOutcome;
+    const env = await this.environment(em, schema, row).catch((err: Error) => err);
+    if (!row.is_active) {
+      outcome = { status: 'failed', error: { type: 'FunctionInactive', message: `Function "${row.function_slug}" is inactive.` }, logs: [], cpu_ms: 0, duration_ms: 0 };
+    } else if (env instanceof Error) {
+      outcome = { status: 'failed', error: { type: 'MissingSecret', message: env.message }, logs: [], cpu_ms: 0, duration_ms: 0 };
+    } else {
+      const api = this.apiTarget(schema, row);
+      const context = {
+        function: { id: row.function_id, slug: row.function_slug, name: row.function_name },
+        app: { id: row.app_id, slug: row.app_slug },
+        site: schema,
+        invocation: { id: Number(row.id), uuid: row.uuid, trigger: row.trigger, event: row.event },
+        user: row.invoked_by ? { id: row.invoked_by, username: row.username } : null,
+        env: env.values,
+      };
+      outcome = await this.pool.run({ code: row.code, event: row.payload, context, limits: this.limits(row.timeout) }, api);
+      if (this.stopped && jobId !== undefined && outcome.error?.type === 'SandboxError') {
+        // Stopped by this process's shutdown: back to the queue, for the next process to run.
+        await em.execute(`UPDATE ${q}.function_invocations SET status = 'queued' WHERE id = ?`, [row.id]);
+        await em.execute('UPDATE public.function_jobs SET locked_by = NULL, locked_until = NULL WHERE id = ?', [jobId]);
+        return undefined;
+      }
+      outcome = redact(outcome, env.secrets);
+    }
+    await this.finish(em, schema, Number(row.id), jobId, outcome);
+    if (outcome.status !== 'succeeded' && row.trigger === 'event') {
+      this.options.log.warn({ schema, function: row.function_slug, event: row.event, invocation: row.uuid, error: outcome.error?.message }, 'event subscriber failed');
+    }
+    return outcome;
+  }
+
+  private limits(timeoutSeconds: number): SandboxLimits {
+    const c = this.options.config;
+    return {
+      timeoutMs: timeoutSeconds * 1000,
+      cpuMs: Math.min(c.cpuLimitMs, timeoutSeconds * 1000),
+      memoryBytes: c.memoryLimitMb * 1024 * 1024,
+      maxLogBytes: MAX_LOG_BYTES,
+      maxApiCalls: MAX_API_CALLS,
+      maxResultBytes: MAX_RESULT_BYTES,
+    };
+  }
+
+  /** The SDK's target: this site's API as the invoking user (none when the user is gone or inactive: anonymous). */
+  private apiTarget(schema: string, row: ExecutionRow): ApiTarget | null {
+    if (!this.apiUrl) return null;
+    const token = row.invoked_by && row.token_generation !== null ? signToken(this.options.tokens, 'access', { uuid: row.invoked_by, token_generation: Number(row.token_generation) }, schema) : null;
+    return { url: this.apiUrl, host: this.options.platformHost, prefix: `/sites/${schema}`, token };
+  }
+
+  /** The function's environment: each variable's secret (the app's own, else the tenant-wide one), decrypted; a missing one fails the run. */
+  private async environment(em: EntityManager, schema: string, row: ExecutionRow): Promise<{ values: Record<string, unknown>; secrets: string[] }> {
+    const wanted = Object.entries(row.environment ?? {});
+    if (!wanted.length) return { values: {}, secrets: [] };
+    const found = await rows<{ key: string; uuid: string; ciphertext: string; key_version: number; app_slug: string | null }>(
+      em,
+      `SELECT DISTINCT ON (key) key, uuid, ciphertext, key_version, app_slug FROM ${quotedSchema(schema)}.secrets
+        WHERE key = ANY(?::text[]) AND (app_slug = ? OR app_slug IS NULL) ORDER BY key, app_slug NULLS LAST`,
+      [[...new Set(wanted.map(([, key]) => key))], row.app_slug],
+    );
+    const byKey = new Map(found.map((s) => [s.key, s]));
+    const values: Record<string, unknown> = {};
+    const secrets: string[] = [];
+    for (const [name, key] of wanted) {
+      const s = byKey.get(key);
+      if (!s) throw new Error(`The secret "${key}" (environment variable ${name}) does not exist.`);
+      const value = JSON.parse(this.options.keyring.open({ ciphertext: s.ciphertext, key_version: Number(s.key_version) }, secretAad(schema, s.uuid)));
+      values[name] = value;
+      const text = typeof value === 'string' ? value : JSON.stringify(value);
+      if (text.length >= 4) secrets.push(text);
+    }
+    return { values, secrets };
+  }
+
+  /** Stores the outcome (and drops the job row) in one transaction; wakes whoever waits for it. */
+  private async finish(em: EntityManager, schema: string, invocationId: number, jobId: number | undefined, o: RunOutcome): Promise<void> {
+    const uuid = await em.transactional(async (tx) => {
+      const done = await firstRow<{ uuid: string }>(
+        tx,
+        `UPDATE ${quotedSchema(schema)}.function_invocations SET status = ?, result = ?::jsonb, error = ?::jsonb, logs = ?::jsonb, duration_ms = ?, cpu_ms = ?,
+                finished_at = now(), started_at = coalesce(started_at, now()) WHERE id = ? RETURNING uuid`,
+        [o.status, JSON.stringify(o.status === 'succeeded' ? (o.result ?? null) : null), o.error ? JSON.stringify(o.error) : null, JSON.stringify(o.logs), o.duration_ms, o.cpu_ms, invocationId],
+      );
+      if (jobId !== undefined) await tx.execute('DELETE FROM public.function_jobs WHERE id = ?', [jobId]);
+      if (done) await tx.execute('SELECT pg_notify(?, ?)', [CHANGES_CHANNEL, `function-done:${schema}:${done.uuid}`]);
+      return done?.uuid;
+    });
+    if (uuid) this.wake(`${schema}:${uuid}`);
+  }
+
+  /**
+   * Resolves once the invocation has ended or `timeoutMs` passed (whichever first); `check`
+   * reads whether it has ended already (called once the waiter is registered, so an end that
+   * came before is not missed).
+   */
+  async waitFor(schema: string, uuid: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
+    const key = `${schema}:${uuid}`;
+    let resolve!: () => void;
+    const ended = new Promise<void>((r) => (resolve = r));
+    const set = this.waiters.get(key) ?? new Set();
+    set.add(resolve);
+    this.waiters.set(key, set);
+    const timer = setTimeout(resolve, timeoutMs);
+    try {
+      if (!(await check())) await ended;
+    } finally {
+      clearTimeout(timer);
+      set.delete(resolve);
+      if (!set.size) this.waiters.delete(key);
+    }
+  }
+
+  private wake(key: string): void {
+    for (const resolve of this.waiters.get(key) ?? []) resolve();
+  }
+
+  /** The listener reconnected: notifications may have been missed; every waiter checks again. */
+  private wakeAll(): void {
+    for (const set of this.waiters.values()) for (const resolve of set) resolve();
+  }
+
+  /** Stops claiming, lets the running executions end (their rows are claimed again elsewhere if they cannot), stops the sandboxes. */
+  async close(): Promise<void> {
+    this.stopped = true;
+    for (const t of this.timers) clearInterval(t);
+    this.wakeAll();
+    await Promise.race([Promise.allSettled([...this.running]), new Promise((r) => setTimeout(r, 5000).unref())]);
+    await this.pool.close();
+  }
+}
+
+/** Secret values never reach the stored logs or error: each is replaced by `***`. */
+function redact(o: RunOutcome, secrets: string[]): RunOutcome {
+  if (!secrets.length) return o;
+  const clean = (text: string) => secrets.reduce((t, s) => t.split(s).join('***'), text);
+  return {
+    ...o,
+    logs: o.logs.map((l) => ({ ...l, message: clean(l.message) })),
+    error: o.error ? { ...o.error, message: clean(o.error.message), stack: o.error.stack === undefined ? undefined : clean(o.error.stack) } : undefined,
+  };
+}

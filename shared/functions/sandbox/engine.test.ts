@@ -1,0 +1,136 @@
+// The sandbox on its own (the QuickJS instance in this process, the pool's threads): what a
+// handler receives and returns, the SDK bridge, and escape attempts — filesystem, process,
+// network, module loading, host prototype pollution, infinite loops, memory bombs, deep
+// recursion, never-settling promises, oversized output — each stopped with a named error.
+import test from 'ava';
+import type { QuickJSWASMModule } from 'quickjs-emscripten-core';
+import { loadQuickJS, runFunction, type ApiCall, type SandboxLimits } from './engine.ts';
+import { SandboxPool } from './pool.ts';
+
+const LIMITS: SandboxLimits = { timeoutMs: 3000, cpuMs: 400, memoryBytes: 16 * 1024 * 1024, maxLogBytes: 2000, maxApiCalls: 3, maxResultBytes: 10_000 };
+let qjs: QuickJSWASMModule;
+const calls: { method: string; path: string; body?: string }[] = [];
+const echo: ApiCall = async (method, path, body) => {
+  calls.push({ method, path, body });
+  return { status: 200, body: JSON.stringify({ method, path, body: body === undefined ? null : JSON.parse(body) }) };
+};
+const run = (code: string, options: { event?: unknown; limits?: Partial<SandboxLimits>; api?: ApiCall } = {}) =>
+  runFunction(qjs, { code, event: options.event ?? null, context: { user: { id: 'u-1' }, env: { KEY: 'k' } }, limits: { ...LIMITS, ...options.limits } }, options.api ?? echo);
+
+test.before(async () => {
+  qjs = await loadQuickJS();
+});
+
+test('a handler gets the event and the context, logs, calls the SDK, and returns JSON', async (t) => {
+  const out = await run(
+    `export default async function (event, context) {
+       console.log('got', event.n, { nested: true });
+       console.error('careful');
+       const r = await platform.post('/api/things/', { n: event.n });
+       return { doubled: event.n * 2, user: context.user.id, key: context.env.KEY, sdk: r };
+     }`,
+    { event: { n: 21 } },
+  );
+  t.is(out.status, 'succeeded', JSON.stringify(out.error));
+  t.deepEqual(out.result, { doubled: 42, user: 'u-1', key: 'k', sdk: { status: 200, ok: true, data: { method: 'POST', path: '/api/things/', body: { n: 21 } } } });
+  t.deepEqual(out.logs.map((l) => [l.level, l.message]), [['log', 'got 21 {"nested":true}'], ['error', 'careful']]);
+  t.true(out.cpu_ms >= 0 && out.duration_ms >= out.cpu_ms);
+});
+
+test('`export function handler` works too; a module without a handler is InvalidFunction; a syntax error is reported', async (t) => {
+  t.is((await run('export function handler(e) { return e + 1 }', { event: 1 })).result, 2);
+  t.is((await run('const x = 1;')).error?.type, 'InvalidFunction');
+  t.is((await run('export default (')).error?.type, 'SyntaxError');
+});
+
+test('thrown errors come back with their name, message and stack', async (t) => {
+  const out = await run('export default async () => { throw new TypeError("bad input") }');
+  t.is(out.status, 'failed');
+  t.like(out.error, { type: 'TypeError', message: 'bad input' });
+  t.regex(out.error!.stack!, /function\.js/);
+});
+
+test('escape attempts: no require, process, filesystem module, network, timers or host bridge', async (t) => {
+  t.like((await run("export default () => require('fs').readFileSync('/etc/passwd', 'utf8')")).error, { type: 'ReferenceError' });
+  t.like((await run('export default () => process.env')).error, { type: 'ReferenceError' });
+  t.like((await run("import fs from 'fs'; export default () => fs")).error, { message: "could not load module 'fs'" });
+  t.like((await run("export default async () => (await import('node:child_process')).execSync('id')")).error, { message: "could not load module 'node:child_process'" });
+  const globals = await run('export default () => [typeof fetch, typeof XMLHttpRequest, typeof setTimeout, typeof __host_request, typeof __host_log, typeof std, typeof os]');
+  t.deepEqual(globals.result, ['undefined', 'undefined', 'undefined', 'undefined', 'undefined', 'undefined', 'undefined']);
+  // The SDK reaches only /api/ paths of this platform.
+  calls.length = 0;
+  const out = await run("export default async () => { try { await platform.get('http://169.254.169.254/latest/meta-data/') } catch (e) { return e.message } }");
+  t.regex(String(out.result), /must be an \/api\/… path/);
+  t.regex(String((await run("export default async () => { try { await platform.get('/api/../../etc/passwd') } catch (e) { return e.message } }")).result), /must be an \/api\/… path/);
+  t.is(calls.length, 0, 'nothing left the sandbox');
+});
+
+test('the host is untouched by prototype pollution inside the sandbox, and results cannot carry a prototype', async (t) => {
+  const out = await run("export default () => { Object.prototype.polluted = 'yes'; Array.prototype.push = null; return JSON.parse('{\"__proto__\": {\"polluted\": 1}, \"ok\": true}') }");
+  t.is(out.status, 'succeeded', JSON.stringify(out.error));
+  t.is(({} as Record<string, unknown>).polluted, undefined);
+  t.is(typeof [].push, 'function');
+  t.is(Object.getPrototypeOf(out.result), Object.prototype);
+  t.is((out.result as Record<string, unknown>).polluted, undefined);
+  // The next invocation starts from clean intrinsics.
+  t.is((await run("export default () => [typeof ({}).polluted, typeof [].push]")).result?.toString(), 'undefined,function');
+});
+
+test('an infinite loop stops at the CPU limit, sync or after an await', async (t) => {
+  for (const code of ['export default () => { for (;;) {} }', 'export default async () => { await null; while (true) {} }']) {
+    const started = Date.now();
+    const out = await run(code);
+    t.like(out, { status: 'failed', error: { type: 'CpuLimitExceeded' } });
+    t.true(Date.now() - started < 2000);
+  }
+});
+
+test('a memory bomb stops at the memory limit', async (t) => {
+  const out = await run('export default () => { const a = []; for (let i = 0; ; i++) a.push({ i, s: "y" + i }) }', { limits: { cpuMs: 10_000 } });
+  t.like(out, { status: 'failed', error: { type: 'MemoryLimitExceeded' } });
+  t.falsy(out.broken);
+});
+
+test('deep recursion is a stack overflow, and the instance stays usable', async (t) => {
+  const out = await run('export default function f() { return f() + 1 }');
+  t.like(out, { status: 'failed', error: { type: 'Error', message: 'Stack overflow (too much recursion).' } });
+  t.falsy(out.broken);
+  t.is((await run('export default () => 7')).result, 7);
+});
+
+test('the wall-clock timeout covers time spent waiting for the SDK', async (t) => {
+  const slow: ApiCall = () => new Promise((resolve) => setTimeout(() => resolve({ status: 200, body: '{}' }), 2000));
+  const out = await run("export default async () => { await platform.get('/api/slow/'); return 1 }", { api: slow, limits: { timeoutMs: 300 } });
+  t.like(out, { status: 'timed_out', error: { type: 'TimeoutError' } });
+  t.true(out.duration_ms < 1500);
+});
+
+test('a promise that can never settle, too many SDK calls, oversized logs and results: each a clear failure', async (t) => {
+  t.like((await run('export default () => new Promise(() => {})')).error, { message: 'The handler returned a promise that never settles (nothing it waits for is pending).' });
+  const many = await run("export default async () => { for (let i = 0; i < 10; i++) await platform.get('/api/x/') }");
+  t.regex(many.error!.message, /more than 3 requests/);
+  const chatty = await run("export default () => { for (let i = 0; i < 1000; i++) console.log('line ' + i); return 1 }");
+  t.is(chatty.status, 'succeeded');
+  t.regex(chatty.logs.at(-1)!.message, /logs truncated/);
+  t.like((await run("export default () => 'x'.repeat(20000)")).error, { type: 'InvalidResult' });
+  t.like((await run('export default () => { const o = {}; o.o = o; return o }')).error, { type: 'InvalidResult' });
+  t.is((await run('export default () => undefined')).result, null);
+});
+
+test('the pool: threads start on demand, run invocations in parallel, and a runaway thread is replaced', async (t) => {
+  const pool = new SandboxPool({ size: 2, concurrency: 4, graceMs: 200 });
+  try {
+    t.is(pool.threads, 0);
+    const results = await Promise.all(Array.from({ length: 40 }, (_, i) => pool.run({ code: 'export default (e) => e * 2', event: i, context: {}, limits: LIMITS }, null)));
+    t.deepEqual(results.map((r) => r.result), Array.from({ length: 40 }, (_, i) => i * 2));
+    t.is(pool.threads, 2);
+    // A native operation the interrupt handler cannot stop: the thread is terminated at timeout + grace.
+    const stuck = await pool.run({ code: 'export default () => { const a = []; for (;;) a.push("x".repeat(100000) + a.length) }', event: null, context: {}, limits: { ...LIMITS, timeoutMs: 300, cpuMs: 300, memoryBytes: 512 * 1024 * 1024 } }, null);
+    t.true(['timed_out', 'failed'].includes(stuck.status), JSON.stringify(stuck));
+    t.is((await pool.run({ code: 'export default () => "still here"', event: null, context: {}, limits: LIMITS }, null)).result, 'still here');
+    const noApi = await pool.run({ code: "export default async () => platform.get('/api/x/')", event: null, context: {}, limits: LIMITS }, null);
+    t.regex(noApi.error!.message, /not reachable/);
+  } finally {
+    await pool.close();
+  }
+});

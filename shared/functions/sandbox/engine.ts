@@ -1,0 +1,352 @@
+// One function invocation inside QuickJS compiled to WebAssembly (quickjs-emscripten, the sync
+// variant: STACK-NOTES). The guest has its own heap and globals: no `require`, no `process`, no
+// module loader (an `import` fails), no timers, no network; what it can reach is what this file
+// gives it — `console` (captured into the invocation's logs) and `platform`, the SDK, whose
+// requests go to the platform API as the invoking user (the host's `api` callback decides where
+// and how; the guest only names a method, an `/api/…` path and a JSON body).
+//
+// Limits: a memory limit on the runtime (QuickJS counts its allocations; an allocation past it
+// throws "out of memory"), a stack limit, CPU time (the time spent executing guest code, counted
+// around every entry into the VM; the interrupt handler stops the guest past it) and the
+// wall-clock timeout (the function's `timeout`: awaiting the SDK counts, CPU limit or not).
+// Values cross the boundary as JSON text only, so no host object (and no host prototype) is
+// ever reachable from the guest. docs/functions.md.
+import variant from '@jitl/quickjs-wasmfile-release-sync';
+import { newQuickJSWASMModuleFromVariant, type QuickJSContext, type QuickJSDeferredPromise, type QuickJSHandle, type QuickJSSyncVariant, type QuickJSWASMModule } from 'quickjs-emscripten-core';
+
+// The package's types describe its CommonJS entry; Node loads its ES module, whose default export is the variant.
+export const loadQuickJS = (): Promise<QuickJSWASMModule> => newQuickJSWASMModuleFromVariant(variant as unknown as QuickJSSyncVariant);
+
+export interface SandboxLimits {
+  /** Wall-clock time for the whole invocation (ms). */
+  timeoutMs: number;
+  /** Time spent executing guest code (ms). */
+  cpuMs: number;
+  memoryBytes: number;
+  /** Captured console output, in bytes; past it the logs end with a truncation line. */
+  maxLogBytes: number;
+  /** SDK requests one invocation may make. */
+  maxApiCalls: number;
+  /** The JSON of the handler's result. */
+  maxResultBytes: number;
+}
+
+export interface RunRequest {
+  code: string;
+  /** What the handler receives as its first argument (JSON-safe). */
+  event: unknown;
+  /** Its second argument: who, which function, env (JSON-safe). */
+  context: Record<string, unknown>;
+  limits: SandboxLimits;
+}
+
+export interface LogLine {
+  level: 'log' | 'info' | 'warn' | 'error' | 'debug';
+  message: string;
+  at: string;
+}
+
+export type ErrorType = 'Error' | 'TimeoutError' | 'CpuLimitExceeded' | 'MemoryLimitExceeded' | 'InvalidFunction' | 'InvalidResult' | 'SandboxError';
+
+export interface RunOutcome {
+  status: 'succeeded' | 'failed' | 'timed_out';
+  result?: unknown;
+  error?: { type: ErrorType | string; message: string; stack?: string };
+  logs: LogLine[];
+  cpu_ms: number;
+  duration_ms: number;
+  /** The QuickJS instance failed to free this invocation's runtime: it must not be used again. */
+  broken?: boolean;
+}
+
+/** An SDK request: the host answers with the status and the response body's text. */
+export type ApiCall = (method: string, path: string, body: string | undefined) => Promise<{ status: number; body: string }>;
+
+const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
+
+// The guest side of the SDK and of console; `__host_*` are removed from the global object once captured.
+const PRELUDE = `
+(() => {
+  const request = globalThis.__host_request;
+  const log = globalThis.__host_log;
+  delete globalThis.__host_request;
+  delete globalThis.__host_log;
+  const text = (args) => args.map((a) => typeof a === 'string' ? a : (() => { try { return JSON.stringify(a); } catch { return String(a); } })()).join(' ');
+  globalThis.console = Object.freeze({
+    log: (...a) => log('log', text(a)), info: (...a) => log('info', text(a)), warn: (...a) => log('warn', text(a)),
+    error: (...a) => log('error', text(a)), debug: (...a) => log('debug', text(a)),
+  });
+  const call = async (method, path, body) => {
+    const r = JSON.parse(await request(method, String(path), body === undefined ? undefined : JSON.stringify(body)));
+    return r;
+  };
+  globalThis.platform = Object.freeze({
+    request: call,
+    get: (path) => call('GET', path),
+    post: (path, body) => call('POST', path, body),
+    put: (path, body) => call('PUT', path, body),
+    patch: (path, body) => call('PATCH', path, body),
+    delete: (path) => call('DELETE', path),
+  });
+})();
+`;
+
+class Stop extends Error {}
+
+/** Runs `req.code`'s exported handler once; never throws (a failure is the outcome's `error`). */
+export async function runFunction(qjs: QuickJSWASMModule, req: RunRequest, api: ApiCall): Promise<RunOutcome> {
+  const started = performance.now();
+  const { limits } = req;
+  const logs: LogLine[] = [];
+  let logBytes = 0;
+  let truncated = false;
+  let cpu = 0;
+  let enteredAt = 0;
+  let stopReason: 'cpu' | 'timeout' | undefined;
+  const deadline = started + limits.timeoutMs;
+
+  const runtime = qjs.newRuntime();
+  runtime.setMemoryLimit(limits.memoryBytes);
+  runtime.setMaxStackSize(256 * 1024);
+  runtime.setInterruptHandler(() => {
+    const now = performance.now();
+    if (cpu + (now - enteredAt) > limits.cpuMs) stopReason ??= 'cpu';
+    else if (now > deadline) stopReason ??= 'timeout';
+    return stopReason !== undefined;
+  });
+  const vm = runtime.newContext();
+  /** Guest code runs only inside enter(): its time is counted. */
+  const enter = <T>(fn: () => T): T => {
+    enteredAt = performance.now();
+    try {
+      return fn();
+    } finally {
+      cpu += performance.now() - enteredAt;
+    }
+  };
+  const pending = new Set<QuickJSDeferredPromise>();
+  let wake: (() => void) | undefined;
+  let apiCalls = 0;
+
+  const outcome = (status: RunOutcome['status'], extra: Partial<RunOutcome>): RunOutcome => ({ status, logs, cpu_ms: Math.round(cpu), duration_ms: Math.round(performance.now() - started), ...extra });
+  const limitError = (): RunOutcome =>
+    stopReason === 'cpu'
+      ? outcome('failed', { error: { type: 'CpuLimitExceeded', message: `The function used more than ${limits.cpuMs} ms of CPU time.` } })
+      : outcome('timed_out', { error: { type: 'TimeoutError', message: `The function did not finish within its timeout of ${Math.round(limits.timeoutMs / 1000)} s.` } });
+  /** The guest's error as a plain record (its name, message and stack, as strings). */
+  const guestError = (handle: QuickJSHandle): RunOutcome => {
+    if (stopReason) return limitError();
+    const e = vm.dump(handle) as { name?: unknown; message?: unknown; stack?: unknown } | unknown;
+    const rec = typeof e === 'object' && e !== null ? (e as Record<string, unknown>) : { message: String(e) };
+    const message = String(rec.message ?? e);
+    if (/out of memory/i.test(message) || (rec.name === 'InternalError' && /memory/i.test(message))) {
+      return outcome('failed', { error: { type: 'MemoryLimitExceeded', message: `The function used more than ${Math.round(limits.memoryBytes / 1024 / 1024)} MiB of memory.` } });
+    }
+    if (rec.name === 'InternalError' && /stack overflow/i.test(message)) return outcome('failed', { error: { type: 'Error', message: 'Stack overflow (too much recursion).' } });
+    return outcome('failed', { error: { type: typeof rec.name === 'string' && rec.name ? rec.name : 'Error', message, stack: typeof rec.stack === 'string' ? rec.stack : undefined } });
+  };
+
+  const hostLog = vm.newFunction('__host_log', (level, message) => {
+    const line = { level: vm.getString(level) as LogLine['level'], message: vm.getString(message), at: new Date().toISOString() };
+    const size = Buffer.byteLength(line.message) + 32;
+    if (logBytes + size > limits.maxLogBytes) {
+      if (!truncated) logs.push({ level: 'warn', message: `[logs truncated at ${limits.maxLogBytes} bytes]`, at: line.at });
+      truncated = true;
+      return;
+    }
+    logBytes += size;
+    logs.push(line);
+  });
+  const hostRequest = vm.newFunction('__host_request', (methodH, pathH, bodyH) => {
+    const deferred = vm.newPromise();
+    pending.add(deferred);
+    const method = vm.getString(methodH).toUpperCase();
+    const path = vm.getString(pathH);
+    const body = vm.typeof(bodyH) === 'string' ? vm.getString(bodyH) : undefined;
+    const settle = (ok: boolean, text: string) => {
+      if (!pending.has(deferred)) return; // the invocation ended meanwhile
+      pending.delete(deferred);
+      const value = vm.newString(text);
+      if (ok) deferred.resolve(value);
+      else {
+        const err = vm.newError(text);
+        deferred.reject(err);
+        err.dispose();
+      }
+      value.dispose();
+      deferred.dispose();
+      wake?.();
+    };
+    // Refusals settle after this returns (the handle must stay alive until the guest has it).
+    const refuse = (message: string) => void Promise.resolve().then(() => settle(false, message));
+    if (!METHODS.has(method)) refuse(`platform.request: unsupported method ${JSON.stringify(method)}.`);
+    else if (!path.startsWith('/api/') || path.includes('..') || /[\s#]/.test(path)) refuse('platform.request: the path must be an /api/… path of this platform.');
+    else if (++apiCalls > limits.maxApiCalls) refuse(`platform.request: more than ${limits.maxApiCalls} requests in one invocation.`);
+    else {
+      api(method, path, body).then(
+        (r) => {
+          let data: unknown = r.body;
+          try {
+            data = r.body === '' ? null : JSON.parse(r.body);
+          } catch {
+            /* not JSON: the text */
+          }
+          settle(true, JSON.stringify({ status: r.status, ok: r.status >= 200 && r.status < 300, data }));
+        },
+        (err: Error) => settle(false, `platform.request failed: ${err.message}`),
+      );
+    }
+    return deferred.handle;
+  });
+
+  const handles: QuickJSHandle[] = [hostLog, hostRequest];
+  const invoke = async (): Promise<RunOutcome> => {
+  try {
+    vm.setProp(vm.global, '__host_log', hostLog);
+    vm.setProp(vm.global, '__host_request', hostRequest);
+    const prelude = enter(() => vm.evalCode(PRELUDE, 'prelude.js', { type: 'global' }));
+    if (prelude.error) {
+      const failed = guestError(prelude.error);
+      prelude.error.dispose();
+      return failed;
+    }
+    prelude.value.dispose();
+
+    /** Runs pending jobs until `handle` (a promise or a value) settles: its value, or throws Stop with the outcome set. */
+    let stopped: RunOutcome | undefined;
+    const settle = async (handle: QuickJSHandle): Promise<QuickJSHandle> => {
+      for (;;) {
+        const state = vm.getPromiseState(handle);
+        if (state.type === 'fulfilled') {
+          if (state.notAPromise) return handle;
+          handle.dispose();
+          return state.value;
+        }
+        if (state.type === 'rejected') {
+          handle.dispose();
+          stopped = guestError(state.error);
+          state.error.dispose();
+          throw new Stop();
+        }
+        const jobs = enter(() => runtime.executePendingJobs());
+        if (jobs.error) {
+          handle.dispose();
+          stopped = guestError(jobs.error);
+          jobs.error.dispose();
+          throw new Stop();
+        }
+        if (stopReason) {
+          handle.dispose();
+          stopped = limitError();
+          throw new Stop();
+        }
+        if (jobs.value > 0 || runtime.hasPendingJob()) continue;
+        if (pending.size === 0 && vm.getPromiseState(handle).type === 'pending') {
+          handle.dispose();
+          stopped = outcome('failed', { error: { type: 'Error', message: 'The handler returned a promise that never settles (nothing it waits for is pending).' } });
+          throw new Stop();
+        }
+        if (vm.getPromiseState(handle).type !== 'pending') continue;
+        // Wait for an SDK answer or the deadline.
+        const remaining = deadline - performance.now();
+        if (remaining <= 0) {
+          stopReason = 'timeout';
+          continue;
+        }
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(() => {
+            stopReason ??= 'timeout';
+            resolve();
+          }, remaining);
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        wake = undefined;
+      }
+    };
+
+    try {
+      const mod = enter(() => vm.evalCode(req.code, 'function.js', { type: 'module' }));
+      if (mod.error) {
+        stopped = guestError(mod.error);
+        mod.error.dispose();
+        throw new Stop();
+      }
+      const exports = await settle(mod.value);
+      handles.push(exports);
+      const handler = vm.getProp(exports, 'default');
+      handles.push(handler);
+      let fn = handler;
+      if (vm.typeof(handler) !== 'function') {
+        fn = vm.getProp(exports, 'handler');
+        handles.push(fn);
+      }
+      if (vm.typeof(fn) !== 'function') {
+        return outcome('failed', { error: { type: 'InvalidFunction', message: 'The code must export its handler: `export default async function (event, context) { … }` (or `export function handler`).' } });
+      }
+      const args = [jsonValue(vm, req.event), jsonValue(vm, req.context)];
+      handles.push(...args);
+      const called = enter(() => vm.callFunction(fn, vm.undefined, ...args));
+      if (called.error) {
+        stopped = guestError(called.error);
+        called.error.dispose();
+        throw new Stop();
+      }
+      const value = await settle(called.value);
+      handles.push(value);
+      // The result, as JSON made inside the guest (its toJSON, its getters: guest code, guest time).
+      const json = vm.getProp(vm.global, 'JSON');
+      handles.push(json);
+      const stringify = vm.getProp(json, 'stringify');
+      handles.push(stringify);
+      const text = enter(() => vm.callFunction(stringify, json, value));
+      if (text.error) {
+        const failed = guestError(text.error);
+        text.error.dispose();
+        return stopReason || failed.error?.type === 'MemoryLimitExceeded' ? failed : outcome('failed', { error: { type: 'InvalidResult', message: `The result cannot be sent as JSON: ${failed.error?.message}` } });
+      }
+      const resultText = vm.typeof(text.value) === 'string' ? vm.getString(text.value) : undefined;
+      text.value.dispose();
+      if (resultText !== undefined && Buffer.byteLength(resultText) > limits.maxResultBytes) {
+        return outcome('failed', { error: { type: 'InvalidResult', message: `The result is larger than ${limits.maxResultBytes} bytes as JSON.` } });
+      }
+      return outcome('succeeded', { result: resultText === undefined ? null : JSON.parse(resultText) });
+    } catch (err) {
+      if (err instanceof Stop) return stopped!;
+      throw err;
+    }
+  } catch (err) {
+    return outcome('failed', { error: { type: 'SandboxError', message: `The sandbox failed: ${(err as Error).message}` } });
+  }
+  };
+  const result: RunOutcome = await invoke();
+  try {
+    for (const d of pending) d.dispose();
+    pending.clear();
+    for (const h of handles) if (h.alive) h.dispose();
+    vm.dispose();
+    runtime.dispose();
+  } catch {
+    // QuickJS aborts when a runtime cannot be freed whole (a stack overflow can leave objects
+    // behind): the WebAssembly instance is unusable from then on. The outcome stands; the
+    // caller replaces the instance (the pool restarts the worker).
+    result.broken = true;
+  }
+  return result;
+}
+
+/** A JSON-safe host value as a guest value (parsed inside the guest: no host object crosses). */
+function jsonValue(vm: QuickJSContext, value: unknown): QuickJSHandle {
+  const json = vm.getProp(vm.global, 'JSON');
+  const parse = vm.getProp(json, 'parse');
+  const text = vm.newString(JSON.stringify(value ?? null));
+  try {
+    return vm.unwrapResult(vm.callFunction(parse, json, text));
+  } finally {
+    text.dispose();
+    parse.dispose();
+    json.dispose();
+  }
+}
