@@ -14,6 +14,7 @@ export const ENV_NAME = '^[A-Z_][A-Z0-9_]{0,63}$';
 
 const Environment = Type.Record(Type.String({ pattern: ENV_NAME }), Type.String({ minLength: 1, maxLength: 255 }), {
   maxProperties: 50,
+  additionalProperties: false,
   description: 'Variable name → the key of a secret of the site (the app\'s own secret of that key, else the tenant-wide one); the handler reads `context.env.NAME`.',
 });
 

@@ -120,7 +120,7 @@ async function checkFields(em: EntityManager, schema: string, app: ActiveApp, in
   const env = Object.entries(input.environment ?? {});
   if (!env.length) return;
   const found = new Set(
-    (await rows<{ key: string }>(em, `SELECT key FROM ${quotedSchema(schema)}.secrets WHERE key = ANY(?::text[]) AND (app_slug = ? OR app_slug IS NULL)`, [env.map(([, k]) => k), app.slug])).map((r) => r.key),
+    (await rows<{ key: string }>(em, `SELECT key FROM ${quotedSchema(schema)}.secrets WHERE key IN (?) AND (app_slug = ? OR app_slug IS NULL)`, [env.map(([, k]) => k), app.slug])).map((r) => r.key),
   );
   const missing = env.filter(([, key]) => !found.has(key));
   if (missing.length) {

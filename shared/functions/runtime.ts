@@ -230,7 +230,7 @@ export class FunctionRuntime {
   private async renewLeases(): Promise<void> {
     if (!this.active.size) return;
     await this.options.orm.em
-      .execute(`UPDATE public.function_jobs SET locked_until = now() + make_interval(secs => ?) WHERE locked_by = ? AND id = ANY(?::bigint[])`, [LEASE_SECONDS, this.id, [...this.active]])
+      .execute(`UPDATE public.function_jobs SET locked_until = now() + make_interval(secs => ?) WHERE locked_by = ? AND id IN (?)`, [LEASE_SECONDS, this.id, [...this.active]])
       .catch((err: Error) => this.options.log.warn({ err: err.message }, 'function queue: lease renewal failed'));
   }
 
@@ -329,7 +329,7 @@ export class FunctionRuntime {
     const found = await rows<{ key: string; uuid: string; ciphertext: string; key_version: number; app_slug: string | null }>(
       em,
       `SELECT DISTINCT ON (key) key, uuid, ciphertext, key_version, app_slug FROM ${quotedSchema(schema)}.secrets
-        WHERE key = ANY(?::text[]) AND (app_slug = ? OR app_slug IS NULL) ORDER BY key, app_slug NULLS LAST`,
+        WHERE key IN (?) AND (app_slug = ? OR app_slug IS NULL) ORDER BY key, app_slug NULLS LAST`,
       [[...new Set(wanted.map(([, key]) => key))], row.app_slug],
     );
     const byKey = new Map(found.map((s) => [s.key, s]));
