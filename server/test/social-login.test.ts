@@ -8,6 +8,7 @@ import { followToRedirect, startOidcProvider, type TestOidcProvider } from '../.
 import { createTestSite, type TestSite } from '../../shared/testing/sites.ts';
 import { startTestServer, type TestServer } from './helpers.ts';
 import { seedSiteUser, siteToken } from './site-users.ts';
+import { seedCrm } from './crm.ts';
 
 const REDIRECT = 'http://localhost:5173/callback';
 const OP_SECRET = 'op-client-secret-0123456789';
@@ -203,6 +204,33 @@ test.serial('auto-connect: only to an address both sides vouch for; an unverifie
   t.is(henry.status, 200, henry.text);
   t.true(henry.body.created);
   t.is(henry.body.user.email, '');
+});
+
+test.serial("a social sign-in that makes a user publishes the site's user-creation events: PRE can refuse it, POST follows it", async (t) => {
+  await seedCrm(s, [a]);
+  const fn = async (name: string, code: string) => (await on(a, 'POST', '/api/apps/crm/functions/', { name, code }, tok.adminA)).body.id;
+  const gate = await fn('gate', 'export default (e) => { if (e.user.email.startsWith("blocked")) throw new Error("not on the list"); }');
+  const hello = await fn('hello', 'export default (e) => e.user.username');
+  t.is((await on(a, 'POST', '/api/cloud/events/PRE_USER_CREATE/subscribe/', { function_id: gate }, tok.adminA)).status, 200);
+  t.is((await on(a, 'POST', '/api/cloud/events/POST_USER_CREATE/subscribe/', { function_id: hello }, tok.adminA)).status, 200);
+  op.accounts.set('blocked-sub', { email: 'blocked@example.com', email_verified: true, preferred_username: 'blocked' });
+  let flow = await signIn(a, 'blocked-sub');
+  const refused = await on(a, 'POST', '/api/auth/company/token/', { code: flow.code, state: flow.state, iss: flow.iss });
+  t.is(refused.status, 422, refused.text);
+  t.regex(refused.body.message, /not on the list/);
+  t.is((await sql(`SELECT count(*)::int AS n FROM "${a.schema}".users WHERE username = 'blocked'`))[0].n, 0);
+  t.is((await sql(`SELECT count(*)::int AS n FROM "${a.schema}".social_accounts WHERE subject = 'blocked-sub'`))[0].n, 0);
+  op.accounts.set('ivy-sub', { email: 'ivy@example.com', email_verified: true, preferred_username: 'ivy' });
+  flow = await signIn(a, 'ivy-sub');
+  const ivy = await on(a, 'POST', '/api/auth/company/token/', { code: flow.code, state: flow.state, iss: flow.iss });
+  t.is(ivy.status, 200, ivy.text);
+  let post: { status: string; result: unknown; invoked_by: string }[] = [];
+  for (let i = 0; i < 100 && post[0]?.status !== 'succeeded'; i++) {
+    post = await sql(`SELECT status, result, invoked_by FROM "${a.schema}".function_invocations WHERE event = 'POST_USER_CREATE'`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  t.like(post[0], { status: 'succeeded', result: 'ivy', invoked_by: ivy.body.user.uuid }, 'run as the new user (no one else acts)');
+  for (const [event, id] of [['PRE_USER_CREATE', gate], ['POST_USER_CREATE', hello]] as const) await on(a, 'POST', `/api/cloud/events/${event}/unsubscribe/`, { function_id: id }, tok.adminA);
 });
 
 test.serial('delete is blocked while active users are connected (400 with active_users and a suggestion)', async (t) => {
