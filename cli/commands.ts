@@ -8,6 +8,7 @@ import { DATASOURCE_COMMANDS } from './commands/datasource.ts';
 import DemoCommand from './commands/demo.ts';
 import { DOMAIN_COMMANDS } from './commands/domain.ts';
 import { EDGE_COMMANDS } from './commands/edges.ts';
+import { EVENT_COMMANDS, FUNCTION_COMMANDS } from './commands/function.ts';
 import { GROUP_COMMANDS } from './commands/group.ts';
 import { INVITE_COMMANDS } from './commands/invite.ts';
 import LoginCommand from './commands/login.ts';
@@ -58,5 +59,7 @@ export const COMMANDS = {
   ...BUCKET_COMMANDS,
   ...OBJECT_COMMANDS,
   ...STORAGE_COMMANDS,
+  ...FUNCTION_COMMANDS,
+  ...EVENT_COMMANDS,
   ...SOCIAL_APP_COMMANDS,
 };

@@ -15,7 +15,9 @@ import { migrationStatus } from '../shared/db/orm.ts';
 import { DomainError } from '../shared/errors.ts';
 import { createMailer } from '../shared/mail/mailer.ts';
 import { HostResolver } from '../shared/tenancy/host-resolver.ts';
-import { createApp } from '../server/app.ts';
+import { createApp, functionRuntime } from '../server/app.ts';
+import type { FunctionRuntime } from '../shared/functions/runtime.ts';
+import { SecretKeyring } from '../shared/secrets/crypto.ts';
 import { DIRECT_ACTOR, type DirectActor, type DirectRequest } from '../server/http/auth.ts';
 import { readAll, target, type ApiRequest, type ApiResponse, type Transport } from './api.ts';
 
@@ -39,7 +41,7 @@ export class DirectTransport implements Transport {
   private readonly config: Config;
   private readonly actor: DirectActor;
   private readonly info: (line: string) => void;
-  private started: Promise<{ db: Database; dispatch: Dispatch }> | undefined;
+  private started: Promise<{ db: Database; dispatch: Dispatch; functions: FunctionRuntime }> | undefined;
 
   constructor(config: Config, as: string | undefined, info: (line: string) => void) {
     this.config = config;
@@ -48,7 +50,7 @@ export class DirectTransport implements Transport {
   }
 
   /** Opens the database (its schema must be current) and builds the application, on first use. */
-  private start(): Promise<{ db: Database; dispatch: Dispatch }> {
+  private start(): Promise<{ db: Database; dispatch: Dispatch; functions: FunctionRuntime }> {
     this.started ??= (async () => {
       const db = await openCommandDatabase(this.config, this.info);
       try {
@@ -64,8 +66,11 @@ export class DirectTransport implements Transport {
       // Logs go to stderr (stdout is the command's output), at LOG_LEVEL, without a line per request.
       const log = createLogger(this.config.logLevel, { service: 'platform-cli', destination: pino.destination({ dest: 2, sync: true }) });
       const config = { ...this.config, rateLimit: { ...this.config.rateLimit, enabled: false } }; // an operator's commands are not throttled
-      const app = createApp({ config, orm: db.orm, log, tokens: tokenSettings(config), hosts: new HostResolver(db.orm), mailer: createMailer(config, log), logRequests: false });
-      return { db, dispatch: app.callback() as Dispatch };
+      const tokens = tokenSettings(config);
+      // Functions invoked here run here (their SDK reaches the API only through FUNCTION_API_URL); nothing else is claimed from the queue.
+      const functions = functionRuntime({ config, orm: db.orm, tokens, log }, new SecretKeyring(tokens.secretKey, config.secretsKeyVersion));
+      const app = createApp({ config, orm: db.orm, log, tokens, hosts: new HostResolver(db.orm), mailer: createMailer(config, log), functions, logRequests: false });
+      return { db, dispatch: app.callback() as Dispatch, functions };
     })();
     return this.started;
   }
@@ -105,6 +110,8 @@ export class DirectTransport implements Transport {
   async close(): Promise<void> {
     const started = this.started;
     this.started = undefined;
-    if (started) await (await started.catch(() => undefined))?.db.close();
+    const running = await started?.catch(() => undefined);
+    await running?.functions.close();
+    await running?.db.close();
   }
 }

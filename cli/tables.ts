@@ -54,7 +54,7 @@ function readable<T>(file: string, flag: string, read: (file: string) => T): T {
 }
 
 /** A file's text. */
-const readText = (file: string, flag: string): string => readable(file, flag, (f) => fs.readFileSync(f, 'utf8'));
+export const readText = (file: string, flag: string): string => readable(file, flag, (f) => fs.readFileSync(f, 'utf8'));
 
 /** A file that must exist (streamed later): its size. */
 export const fileSize = (file: string, flag: string): number =>

@@ -17,7 +17,7 @@ const F = '/api/apps/crm/functions/';
 
 const on = (site: TestSite, method: string, path: string, body?: unknown, token = site === a ? tok.adminA : tok.adminB) => s.api(method, path, { host: site.domain, token, body });
 const onA = (method: string, path: string, body?: unknown, token?: string) => on(a, method, path, body, token);
-const sql = (text: string, params: unknown[] = []) => s.handle.db.orm.em.fork().getConnection().execute(text, params);
+const sql = (text: string, params: unknown[] = []): Promise<any[]> => s.handle.db.orm.em.fork().getConnection().execute(text, params);
 const userCount = async (site: TestSite, username: string) => (await sql(`SELECT count(*)::int AS n FROM "${site.schema}".users WHERE username = ?`, [username]))[0].n as number;
 
 async function makeFunction(site: TestSite, name: string, code: string): Promise<number> {

@@ -19,7 +19,7 @@ let b: TestSite;
 let op: TestOidcProvider;
 const tok: Record<string, string> = {};
 
-const sql = (text: string, params: unknown[] = []) => s.handle.db.orm.em.fork().getConnection().execute(text, params);
+const sql = (text: string, params: unknown[] = []): Promise<any[]> => s.handle.db.orm.em.fork().getConnection().execute(text, params);
 
 const on = (site: TestSite, method: string, path: string, body?: unknown, token?: string) => s.api(method, path, { host: site.domain, token, body });
 

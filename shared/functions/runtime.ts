@@ -126,6 +126,7 @@ export class FunctionRuntime {
   private draining = false;
   private again = false;
   private started = false;
+  private listening = false;
   private stopped = false;
   private timers: NodeJS.Timeout[] = [];
   private readonly running = new Set<Promise<void>>();
@@ -148,6 +149,7 @@ export class FunctionRuntime {
    */
   start(listener: ChangeListener | undefined, apiUrl?: string): void {
     this.apiUrl ??= apiUrl;
+    this.listening = listener !== undefined;
     listener?.on('function-done', (key) => (key === null ? this.wakeAll() : this.wake(key)));
     if (!this.options.config.queueEnabled || this.started) return;
     this.started = true;
@@ -363,22 +365,27 @@ export class FunctionRuntime {
   }
 
   /**
-   * Resolves once the invocation has ended or `timeoutMs` passed (whichever first); `check`
-   * reads whether it has ended already (called once the waiter is registered, so an end that
-   * came before is not missed).
+   * Resolves once the invocation has ended or `timeoutMs` passed, whichever first. `check` reads
+   * whether it has ended: once the waiter is registered (an end that came before is not missed),
+   * then on every wake-up and at least every second (every 200 ms in a process that does not
+   * listen for `function-done`, such as the CLI's direct mode).
    */
   async waitFor(schema: string, uuid: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
     const key = `${schema}:${uuid}`;
-    let resolve!: () => void;
-    const ended = new Promise<void>((r) => (resolve = r));
+    const deadline = Date.now() + timeoutMs;
     const set = this.waiters.get(key) ?? new Set();
-    set.add(resolve);
     this.waiters.set(key, set);
-    const timer = setTimeout(resolve, timeoutMs);
+    let resolve!: () => void;
     try {
-      if (!(await check())) await ended;
+      while (!(await check()) && Date.now() < deadline) {
+        const woken = new Promise<void>((r) => (resolve = r));
+        set.add(resolve);
+        const timer = setTimeout(resolve, Math.min(this.listening ? 1000 : 200, Math.max(0, deadline - Date.now())));
+        await woken;
+        clearTimeout(timer);
+        set.delete(resolve);
+      }
     } finally {
-      clearTimeout(timer);
       set.delete(resolve);
       if (!set.size) this.waiters.delete(key);
     }
