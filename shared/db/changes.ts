@@ -15,10 +15,9 @@ export const CHANGES_CHANNEL = 'platform_changes';
  * `routing`: sites and domains (host resolution); `app-settings`: an app's settings, keyed by its
  * site schema; `auth`: a user's account or membership, keyed by the user's UUID (platform or site
  * user); `tables`: a site's apps, data sources or data tables, keyed by the site schema;
- * `function-jobs`: a function execution was queued; `function-done`: one ended, keyed
- * `<schema>:<invocation uuid>` (functions/runtime.ts).
+ * `function-jobs`: a function execution was queued for any process to claim (functions/runtime.ts).
  */
-export type ChangeTopic = 'routing' | 'app-settings' | 'auth' | 'tables' | 'policies' | 'function-jobs' | 'function-done';
+export type ChangeTopic = 'routing' | 'app-settings' | 'auth' | 'tables' | 'policies' | 'function-jobs';
 
 export async function notifyChanged(em: EntityManager, topic: ChangeTopic, key = ''): Promise<void> {
   await em.execute('SELECT pg_notify(?, ?)', [CHANGES_CHANNEL, `${topic}:${key}`]);

@@ -244,26 +244,20 @@ async function findInvocation(em: EntityManager, schema: string, where: string, 
   return firstRow<InvocationRow>(em, `SELECT ${INVOCATION_COLUMNS} FROM ${q}.function_invocations i JOIN ${q}.functions f ON f.id = i.function_id WHERE ${where}`, params);
 }
 
-const ENDED = new Set(['succeeded', 'failed', 'timed_out']);
-
 /**
- * Queues an execution as the caller and, unless `async`, waits for it to end (up to the
- * function's timeout and a margin): `done` false when it has not ended by then (still queued or
- * running: the caller polls its record).
+ * Queues an execution as the caller: with `async`, for any server's queue to run (202); else
+ * claimed by this process and run at once, answered when it has ended (200).
  */
 export async function invokeFunction(ctx: ServiceContext, runtime: FunctionRuntime, appSlug: string, slug: string, raw: unknown): Promise<{ invocation: InvocationView; done: boolean }> {
   const input = validate(InvokeBody, raw ?? {});
   const { schema, fn } = await functionFor(ctx, appSlug, slug, 'execute');
   if (!fn.is_active) throw new DomainError('BAD_REQUEST', `Function "${fn.slug}" is inactive: set is_active to invoke it.`);
-  const queued = await ctx.em.transactional((tx) => enqueueInvocation(tx as EntityManager, schema, { functionId: fn.id, trigger: 'api', payload: input.payload ?? null, invokedBy: actorUuid(ctx) }));
+  const job = { functionId: fn.id, trigger: 'api' as const, payload: input.payload ?? null, invokedBy: actorUuid(ctx), claimedBy: input.async ? undefined : runtime.owner };
+  const queued = await ctx.em.transactional((tx) => enqueueInvocation(tx as EntityManager, schema, job));
   if (input.async) runtime.poke();
-  else runtime.runNow(schema, queued.id);
-  const read = () => findInvocation(ctx.em, schema, 'i.id = ?', [queued.id]);
-  if (!input.async) {
-    await runtime.waitFor(schema, queued.uuid, fn.timeout * 1000 + 10_000, async () => ENDED.has((await read())?.status ?? 'failed'));
-  }
-  const row = (await read())!;
-  return { invocation: invocationView(row), done: ENDED.has(row.status) };
+  else await runtime.runClaimed(schema, queued.id, queued.jobId);
+  const row = (await findInvocation(ctx.em, schema, 'i.id = ?', [queued.id]))!;
+  return { invocation: invocationView(row), done: ['succeeded', 'failed', 'timed_out'].includes(row.status) };
 }
 
 /**

@@ -6,16 +6,15 @@
 // caller's transaction (nothing runs unless the caller commits). A process claims ready rows with
 // `FOR UPDATE SKIP LOCKED` and a lease (LEASE_SECONDS) that it renews while the function runs; a
 // process that dies leaves its rows to be claimed again once their lease runs out (execution is
-// at least once; after MAX_ATTEMPTS claims an invocation is failed, not retried). New rows notify
-// `function-jobs` (a trigger), so idle processes claim them at once; a poll every POLL_MS covers
-// lost notifications and expired leases. An ended execution notifies `function-done:<schema>:<uuid>`,
-// which wakes callers waiting for it in any process. docs/functions.md.
+// at least once; after MAX_ATTEMPTS claims an invocation is failed, not retried). New unclaimed
+// rows notify `function-jobs` (a trigger), so idle processes claim them at once; a poll every
+// POLL_MS covers lost notifications and expired leases. A synchronous invocation is queued
+// already claimed by the process that answers it, which runs it at once. docs/functions.md.
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { signToken, type TokenSettings } from '../auth/tokens.ts';
 import type { Logger } from '../common/logger.ts';
 import type { ChangeListener } from '../db/changes.ts';
-import { CHANGES_CHANNEL } from '../db/changes.ts';
 import type { Orm } from '../db/orm.ts';
 import { firstRow, rows } from '../db/sql.ts';
 import { secretAad, type SecretKeyring } from '../secrets/crypto.ts';
@@ -92,18 +91,24 @@ interface ExecutionRow {
   user_usable: boolean | null;
 }
 
-/** Queues an execution of `functionId` in `em`'s transaction: its invocation record and job row. */
+/**
+ * Queues an execution of `functionId` in `em`'s transaction: its invocation record and job row.
+ * `claimedBy`: the job is taken by that runtime already (a synchronous invocation, run where it
+ * was asked: no other process is woken for it; if that process dies, the lease runs out and
+ * another one runs it).
+ */
 export async function enqueueInvocation(
-  em: EntityManager, schema: string, v: { functionId: number; trigger: 'api' | 'event'; event?: string | null; payload: unknown; invokedBy: string | null },
-): Promise<{ id: number; uuid: string }> {
-  const row = await firstRow<{ id: string; uuid: string }>(
+  em: EntityManager, schema: string, v: { functionId: number; trigger: 'api' | 'event'; event?: string | null; payload: unknown; invokedBy: string | null; claimedBy?: string },
+): Promise<{ id: number; uuid: string; jobId: number }> {
+  const row = await firstRow<{ id: string; uuid: string; job_id: string }>(
     em,
     `WITH inv AS (INSERT INTO ${quotedSchema(schema)}.function_invocations (function_id, trigger, event, payload, invoked_by) VALUES (?, ?, ?, ?::jsonb, ?) RETURNING id, uuid),
-          job AS (INSERT INTO public.function_jobs (site_schema, invocation_id) SELECT ?, id FROM inv)
-     SELECT id, uuid FROM inv`,
-    [v.functionId, v.trigger, v.event ?? null, JSON.stringify(v.payload ?? null), v.invokedBy, schema],
+          job AS (INSERT INTO public.function_jobs (site_schema, invocation_id, locked_by, locked_until, attempts)
+                  SELECT ?, id, ?::text, CASE WHEN ?::text IS NULL THEN NULL ELSE now() + make_interval(secs => ?) END, CASE WHEN ?::text IS NULL THEN 0 ELSE 1 END FROM inv RETURNING id)
+     SELECT inv.id, inv.uuid, job.id AS job_id FROM inv, job`,
+    [v.functionId, v.trigger, v.event ?? null, JSON.stringify(v.payload ?? null), v.invokedBy, schema, v.claimedBy ?? null, v.claimedBy ?? null, LEASE_SECONDS, v.claimedBy ?? null],
   );
-  return { id: Number(row!.id), uuid: row!.uuid };
+  return { id: Number(row!.id), uuid: row!.uuid, jobId: Number(row!.job_id) };
 }
 
 export interface RuntimeOptions {
@@ -121,12 +126,10 @@ export class FunctionRuntime {
   private readonly options: RuntimeOptions;
   private readonly id = randomUUID();
   private apiUrl: string | undefined;
-  private readonly waiters = new Map<string, Set<() => void>>();
   private readonly active = new Set<number>();
   private draining = false;
   private again = false;
   private started = false;
-  private listening = false;
   private stopped = false;
   private timers: NodeJS.Timeout[] = [];
   private readonly running = new Set<Promise<void>>();
@@ -143,14 +146,17 @@ export class FunctionRuntime {
     return this.options.orm.em.fork();
   }
 
+  /** This process's name in the queue's `locked_by`. */
+  get owner(): string {
+    return this.id;
+  }
+
   /**
-   * Starts claiming queued executions (when the configuration lets this process) and listens
-   * for ended ones. `apiUrl`: the server's own address, for the SDK when FUNCTION_API_URL is unset.
+   * Starts claiming queued executions when the configuration lets this process. `apiUrl`: the
+   * server's own address, for the SDK when FUNCTION_API_URL is unset.
    */
   start(listener: ChangeListener | undefined, apiUrl?: string): void {
     this.apiUrl ??= apiUrl;
-    this.listening = listener !== undefined;
-    listener?.on('function-done', (key) => (key === null ? this.wakeAll() : this.wake(key)));
     if (!this.options.config.queueEnabled || this.started) return;
     this.started = true;
     listener?.on('function-jobs', () => this.poke());
@@ -206,27 +212,16 @@ export class FunctionRuntime {
     }
   }
 
-  /**
-   * Claims and runs the queued execution of one invocation here and now, unless a process has
-   * claimed it already (a synchronous invocation runs where it was asked, without waiting for
-   * the queue; the CLI's direct mode, which claims nothing else, runs its own this way).
-   */
-  runNow(schema: string, invocationId: number): void {
-    const claim = firstRow<{ id: string; attempts: number }>(
-      this.options.orm.em,
-      `UPDATE public.function_jobs SET locked_by = ?, locked_until = now() + make_interval(secs => ?), attempts = attempts + 1
-        WHERE site_schema = ? AND invocation_id = ? AND (locked_until IS NULL OR locked_until < now()) RETURNING id, attempts`,
-      [this.id, LEASE_SECONDS, schema, invocationId],
-    );
-    const run = claim
-      .then((job) => {
-        if (!job) return;
-        this.active.add(Number(job.id));
-        return this.runJob(Number(job.id), schema, invocationId, job.attempts).finally(() => this.active.delete(Number(job.id)));
-      })
-      .catch((err: Error) => this.options.log.error({ err: err.message, schema, invocation: invocationId }, 'function: execution failed'))
-      .finally(() => this.running.delete(run));
-    this.running.add(run);
+  /** Runs an execution this runtime claimed when it was queued (enqueueInvocation's `claimedBy`); its outcome (undefined: it had ended, or this process is stopping). */
+  runClaimed(schema: string, invocationId: number, jobId: number): Promise<RunOutcome | undefined> {
+    this.active.add(jobId);
+    const run = this.execute(this.freshEm(), schema, invocationId, jobId).finally(() => {
+      this.active.delete(jobId);
+      this.running.delete(settled);
+    });
+    const settled = run.then(() => undefined, () => undefined);
+    this.running.add(settled);
+    return run;
   }
 
   private async renewLeases(): Promise<void> {
@@ -348,63 +343,20 @@ export class FunctionRuntime {
     return { values, secrets };
   }
 
-  /** Stores the outcome (and drops the job row) in one transaction; wakes whoever waits for it. */
+  /** Stores the outcome and drops the job row, in one statement. */
   private async finish(em: EntityManager, schema: string, invocationId: number, jobId: number | undefined, o: RunOutcome): Promise<void> {
-    const uuid = await em.transactional(async (tx) => {
-      const done = await firstRow<{ uuid: string }>(
-        tx,
-        `UPDATE ${quotedSchema(schema)}.function_invocations SET status = ?, result = ?::jsonb, error = ?::jsonb, logs = ?::jsonb, duration_ms = ?, cpu_ms = ?,
-                finished_at = now(), started_at = coalesce(started_at, now()) WHERE id = ? RETURNING uuid`,
-        [o.status, JSON.stringify(o.status === 'succeeded' ? (o.result ?? null) : null), o.error ? JSON.stringify(o.error) : null, JSON.stringify(o.logs), o.duration_ms, o.cpu_ms, invocationId],
-      );
-      if (jobId !== undefined) await tx.execute('DELETE FROM public.function_jobs WHERE id = ?', [jobId]);
-      if (done) await tx.execute('SELECT pg_notify(?, ?)', [CHANGES_CHANNEL, `function-done:${schema}:${done.uuid}`]);
-      return done?.uuid;
-    });
-    if (uuid) this.wake(`${schema}:${uuid}`);
-  }
-
-  /**
-   * Resolves once the invocation has ended or `timeoutMs` passed, whichever first. `check` reads
-   * whether it has ended: once the waiter is registered (an end that came before is not missed),
-   * then on every wake-up and at least every second (every 200 ms in a process that does not
-   * listen for `function-done`, such as the CLI's direct mode).
-   */
-  async waitFor(schema: string, uuid: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
-    const key = `${schema}:${uuid}`;
-    const deadline = Date.now() + timeoutMs;
-    const set = this.waiters.get(key) ?? new Set();
-    this.waiters.set(key, set);
-    let resolve!: () => void;
-    try {
-      while (!(await check()) && Date.now() < deadline) {
-        const woken = new Promise<void>((r) => (resolve = r));
-        set.add(resolve);
-        const timer = setTimeout(resolve, Math.min(this.listening ? 1000 : 200, Math.max(0, deadline - Date.now())));
-        await woken;
-        clearTimeout(timer);
-        set.delete(resolve);
-      }
-    } finally {
-      set.delete(resolve);
-      if (!set.size) this.waiters.delete(key);
-    }
-  }
-
-  private wake(key: string): void {
-    for (const resolve of this.waiters.get(key) ?? []) resolve();
-  }
-
-  /** The listener reconnected: notifications may have been missed; every waiter checks again. */
-  private wakeAll(): void {
-    for (const set of this.waiters.values()) for (const resolve of set) resolve();
+    await em.execute(
+      `WITH done AS (UPDATE ${quotedSchema(schema)}.function_invocations SET status = ?, result = ?::jsonb, error = ?::jsonb, logs = ?::jsonb, duration_ms = ?, cpu_ms = ?,
+                            finished_at = now(), started_at = coalesce(started_at, now()) WHERE id = ? RETURNING id)
+       DELETE FROM public.function_jobs WHERE id = ?`,
+      [o.status, JSON.stringify(o.status === 'succeeded' ? (o.result ?? null) : null), o.error ? JSON.stringify(o.error) : null, JSON.stringify(o.logs), o.duration_ms, o.cpu_ms, invocationId, jobId ?? null],
+    );
   }
 
   /** Stops claiming, lets the running executions end (their rows are claimed again elsewhere if they cannot), stops the sandboxes. */
   async close(): Promise<void> {
     this.stopped = true;
     for (const t of this.timers) clearInterval(t);
-    this.wakeAll();
     await Promise.race([Promise.allSettled([...this.running]), new Promise((r) => setTimeout(r, 5000).unref())]);
     await this.pool.close();
   }

@@ -283,7 +283,7 @@ export class Migration0005FunctionJobs extends Migration {
         created_at timestamptz NOT NULL DEFAULT now()
       )`);
     this.addSql('CREATE INDEX function_jobs_claim_idx ON function_jobs (locked_until NULLS FIRST, id)');
-    this.addSql(`CREATE TRIGGER function_jobs_queued AFTER INSERT ON function_jobs FOR EACH STATEMENT EXECUTE FUNCTION public.platform_notify_change('function-jobs')`);
+    this.addSql(`CREATE TRIGGER function_jobs_queued AFTER INSERT ON function_jobs FOR EACH ROW WHEN (NEW.locked_by IS NULL) EXECUTE FUNCTION public.platform_notify_change('function-jobs')`);
   }
   override async down(): Promise<void> {
     this.addSql('DROP TABLE function_jobs');
