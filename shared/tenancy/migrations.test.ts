@@ -9,11 +9,11 @@ const orm = platformDatabase(test);
 /** Puts a schema back to version 1: drops what later migrations created. */
 async function rewindToVersion1(schema: string): Promise<void> {
   const em = orm().em.fork();
-  const later = ['social_login_states', 'social_accounts', 'social_apps', 'storage_blob_journal', 'storage_objects', 'storage_buckets', 'schema_operations', 'policies', 'app_role_assignments', 'app_roles', 'data_tables', 'data_sources', 'app_settings', 'apps', 'secret_history', 'secrets', 'secret_types'];
+  const later = ['event_subscriptions', 'function_invocations', 'functions', 'social_login_states', 'social_accounts', 'social_apps', 'storage_blob_journal', 'storage_objects', 'storage_buckets', 'schema_operations', 'policies', 'app_role_assignments', 'app_roles', 'data_tables', 'data_sources', 'app_settings', 'apps', 'secret_history', 'secrets', 'secret_types'];
   await em.execute(`DROP TABLE IF EXISTS ${later.map((t) => `${schema}.${t}`).join(', ')}`);
   await em.execute(`DROP TRIGGER IF EXISTS users_changed ON ${schema}.users`); // migration 5's, on a table of version 1
   await em.execute(`DROP FUNCTION IF EXISTS ${schema}.datatable_policies_follow(), ${schema}.datatable_system_policies(text, integer, text, text)`); // migration 6's
-  await em.execute(`DROP FUNCTION IF EXISTS ${schema}.storage_policies_follow()`); // migration 8's
+  await em.execute(`DROP FUNCTION IF EXISTS ${schema}.storage_policies_follow(), ${schema}.system_policies_follow()`); // migrations 8's and 11's
   await em.execute(`ALTER TABLE ${schema}.users DROP COLUMN IF EXISTS attributes, DROP COLUMN IF EXISTS email_verified`);
   await em.execute('UPDATE public.tenant_schemas SET version = 1 WHERE schema_name = ?', [schema]);
 }
