@@ -222,6 +222,7 @@ export function loadConfig(env: Env = process.env): Config {
       cpuLimitMs: int(env, 'FUNCTION_CPU_LIMIT_MS', 30_000, 10, 900_000),
       memoryLimitMb: int(env, 'FUNCTION_MEMORY_LIMIT_MB', 64, 4, 4096),
       queueEnabled: bool(env, 'FUNCTION_QUEUE_ENABLED', true),
+      prewarm: bool(env, 'FUNCTION_PREWARM', true),
       apiUrl: url(env, 'FUNCTION_API_URL', ['http:']),
     },
   };

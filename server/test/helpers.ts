@@ -123,6 +123,7 @@ export async function startTestServer(env: Record<string, string> = {}, options:
     PLATFORM_DATA_DIR: '/nonexistent-data-dir',
     RATE_LIMIT_ENABLED: 'false',
     LOG_LEVEL: 'silent',
+    FUNCTION_PREWARM: 'false',
     ...env,
   });
   const handle = await startServer(config, { announce: () => undefined, ...options });

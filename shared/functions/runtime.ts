@@ -33,6 +33,8 @@ export interface FunctionsConfig {
   memoryLimitMb: number;
   /** Whether this process claims queued executions (FUNCTION_QUEUE_ENABLED; the CLI's direct mode never does). */
   queueEnabled: boolean;
+  /** Whether a server starts its sandbox threads at start (FUNCTION_PREWARM) rather than on first use. */
+  prewarm: boolean;
   /** The API base URL the SDK calls (FUNCTION_API_URL); default: the server's own address. */
   apiUrl: string | undefined;
 }
@@ -152,11 +154,12 @@ export class FunctionRuntime {
   }
 
   /**
-   * Starts claiming queued executions when the configuration lets this process. `apiUrl`: the
-   * server's own address, for the SDK when FUNCTION_API_URL is unset.
+   * Starts the sandbox threads, and claiming queued executions when the configuration lets this
+   * process. `apiUrl`: the server's own address, for the SDK when FUNCTION_API_URL is unset.
    */
   start(listener: ChangeListener | undefined, apiUrl?: string): void {
     this.apiUrl ??= apiUrl;
+    if (this.options.config.prewarm) void this.pool.warm().catch((err: Error) => this.options.log.warn({ err: err.message }, 'function sandboxes did not start'));
     if (!this.options.config.queueEnabled || this.started) return;
     this.started = true;
     listener?.on('function-jobs', () => this.poke());

@@ -1,7 +1,7 @@
 // The sandbox workers of a process: `size` worker threads, each running up to `concurrency`
 // invocations (their QuickJS instances are separate from the server's heap and event loop: an
 // invocation's CPU time is spent off the main thread). Threads start on first use (the cold
-// start: the WebAssembly module is compiled then). A thread whose QuickJS instance failed, or
+// start: the WebAssembly module is compiled then), or all at once with warm(). A thread whose QuickJS instance failed, or
 // that overran an invocation's timeout by the grace period (the interrupt handler failed to stop
 // it), is terminated and replaced; its invocations end as failed.
 import { Worker } from 'node:worker_threads';
@@ -57,6 +57,12 @@ export class SandboxPool {
   /** Threads started so far (for tests and the benchmark). */
   get threads(): number {
     return this.slots.filter((s) => !s.retired).length;
+  }
+
+  /** Starts every thread now (a server does at start), so that no invocation pays for a thread's start. */
+  async warm(): Promise<void> {
+    while (this.threads < this.options.size && !this.closed) this.spawn();
+    await Promise.all(this.slots.map((s) => s.ready));
   }
 
   async run(req: RunRequest, api: ApiTarget | null): Promise<RunOutcome> {
