@@ -68,8 +68,9 @@ export class DirectTransport implements Transport {
       const config = { ...this.config, rateLimit: { ...this.config.rateLimit, enabled: false } }; // an operator's commands are not throttled
       const tokens = tokenSettings(config);
       // Functions invoked here run here (their SDK reaches the API only through FUNCTION_API_URL); nothing else is claimed from the queue.
-      const functions = functionRuntime({ config, orm: db.orm, tokens, log }, new SecretKeyring(tokens.secretKey, config.secretsKeyVersion));
-      const app = createApp({ config, orm: db.orm, log, tokens, hosts: new HostResolver(db.orm), mailer: createMailer(config, log), functions, logRequests: false });
+      const secrets = new SecretKeyring(tokens.secretKey, config.secretsKeyVersion);
+      const functions = functionRuntime({ config, orm: db.orm, tokens, log }, secrets);
+      const app = createApp({ config, orm: db.orm, log, tokens, hosts: new HostResolver(db.orm), mailer: createMailer(config, log), secrets, functions, logRequests: false });
       return { db, dispatch: app.callback() as Dispatch, functions };
     })();
     return this.started;

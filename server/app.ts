@@ -53,7 +53,6 @@ import { storeFromConfig } from '../shared/storage/objstore/index.ts';
 import { BucketView } from '../shared/storage/bucket.schemas.ts';
 import { functionRoutes } from './routes/functions.routes.ts';
 import { FunctionRuntime } from '../shared/functions/runtime.ts';
-import { UserEvents } from '../shared/functions/events.service.ts';
 import { FunctionView, InvocationView } from '../shared/functions/function.schemas.ts';
 
 export interface AppDeps {
@@ -90,16 +89,15 @@ export function functionRuntime(deps: Pick<AppDeps, 'config' | 'orm' | 'tokens' 
   return new FunctionRuntime({ orm: deps.orm, keyring, tokens: deps.tokens, config: deps.config.functions, log: deps.log, platformHost: deps.config.platformHosts[0] ?? 'localhost' });
 }
 
-export function buildRegistry(deps: Pick<AppDeps, 'config' | 'tokens' | 'mailer' | 'secrets' | 'log' | 'store' | 'orm' | 'functions'>): RouteRegistry {
+export function buildRegistry(deps: Pick<AppDeps, 'config' | 'tokens' | 'mailer' | 'log' | 'store'> & { secrets: SecretKeyring; functions: FunctionRuntime }): RouteRegistry {
   const mailer = deps.mailer ?? createMailer(deps.config);
-  const keyring = deps.secrets ?? new SecretKeyring(deps.tokens.secretKey, deps.config.secretsKeyVersion);
-  const runtime = deps.functions ?? functionRuntime(deps, keyring);
+  const { secrets: keyring, functions: runtime } = deps;
   return new RouteRegistry().add(...authRoutes(deps.tokens, deps.log), ...userRoutes(deps.config, mailer))
     .add(...invitationRoutes(deps.config, mailer))
     .add(...siteRoutes(deps.config), ...domainRoutes(deps.config))
     .add(...organizationRoutes(deps.config), ...memberRoutes(deps.config.publicUrl), ...groupRoutes(deps.config.publicUrl))
     .add(...tenantUserRoutes(deps.config.publicUrl))
-    .add(...secretRoutes(keyring, deps.config.publicUrl), ...socialRoutes(keyring, deps.tokens, deps.config.socialAllowHttp, new UserEvents(runtime)))
+    .add(...secretRoutes(keyring, deps.config.publicUrl), ...socialRoutes(keyring, deps.tokens, deps.config.socialAllowHttp, runtime.events))
     .add(...dataTableRoutes(deps.config.publicUrl), ...migrationRoutes(deps.config.publicUrl), ...recordRoutes({ maxDepth: deps.config.graphMaxDepth }), ...edgeRoutes())
     .add(...appRoutes(deps.config), ...dataSourceRoutes())
     .add(...policyRoutes())
@@ -126,8 +124,9 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   // the entries left of it were written by the client and are not trusted (Koa: maxIpsCount).
   const app = new Koa<AppState>({ proxy: deps.config.trustProxy, maxIpsCount: deps.config.trustProxyHops });
   app.silent = true; // errors are logged by errorMiddleware, with the request id
-  const functions = deps.functions ?? functionRuntime(deps, deps.secrets ?? new SecretKeyring(deps.tokens.secretKey, deps.config.secretsKeyVersion));
-  const registry = buildRegistry({ ...deps, functions }).add(...(deps.extraRoutes ?? []));
+  const secrets = deps.secrets ?? new SecretKeyring(deps.tokens.secretKey, deps.config.secretsKeyVersion);
+  const functions = deps.functions ?? functionRuntime(deps, secrets);
+  const registry = buildRegistry({ ...deps, secrets, functions }).add(...(deps.extraRoutes ?? []));
   const caches = deps.caches ?? requestCaches();
   const steps = [bearerAuthentication(deps.tokens, caches.users)];
   if (deps.config.rateLimit.enabled) steps.push(new RateLimits(deps.config.rateLimit, deps.redis, deps.appLimits ?? new AppRateLimits(deps.orm)).step());
@@ -136,7 +135,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   const health = healthRouter(deps.orm, isShuttingDown);
   const docs = docsRouter(() => openapiDocument(registry));
 
-  app.use(requestContext(deps.orm, deps.log, caches, { longStatementTimeoutMs: deps.config.longStatementTimeoutMs, isShuttingDown, logRequests: deps.logRequests ?? true, events: new UserEvents(functions) }));
+  app.use(requestContext(deps.orm, deps.log, caches, { longStatementTimeoutMs: deps.config.longStatementTimeoutMs, isShuttingDown, logRequests: deps.logRequests ?? true, events: functions.events }));
   app.use(errorMiddleware(deps.log));
   for (const m of security(deps.config)) app.use(m);
   app.use(health.routes());

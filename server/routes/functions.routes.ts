@@ -9,12 +9,19 @@ import { AppEventView, FunctionCreate, FunctionListQuery, FunctionRef, FunctionU
 import type { FunctionRuntime } from '../../shared/functions/runtime.ts';
 import { flagFormErrors, flagged, paginated, sendPage } from '../http/envelopes.ts';
 import { defineRoute, type RouteDef } from '../http/registry.ts';
+import type { AppContext } from '../http/types.ts';
 
 const BASE = '/api/apps/:app_slug/functions/';
 const ONE = `${BASE}:function_slug/`;
 const ADMIN = "Site administrators (superusers and staff), and the app's policies on `function:{slug}`.";
 const AppRef = Type.Object({ app_slug: Type.String() });
 const EventRef = Type.Object({ event_name: Type.String() });
+
+/** An events answer of §6: {success, message, data}, its errors in the flag form as well. */
+const flagAnswer = (ctx: AppContext, message: string, load: () => Promise<unknown>) =>
+  flagFormErrors(async () => {
+    ctx.body = { success: true, message, data: await load() };
+  });
 
 export function functionRoutes(options: { runtime: FunctionRuntime; publicUrl?: string }): RouteDef[] {
   const base = { scope: 'tenant' as const, auth: 'user' as const, tags: ['functions'] };
@@ -146,9 +153,7 @@ export function functionRoutes(options: { runtime: FunctionRuntime; publicUrl?: 
       description: 'Any signed-in user of the site.',
       responses: { 200: flagged(Type.Object({ events: Type.Array(Type.String()) })) },
       async handler(ctx) {
-        await flagFormErrors(async () => {
-          ctx.body = { success: true, message: 'Event types retrieved.', data: await events.listEventTypes(ctx.state.service()) };
-        });
+        await flagAnswer(ctx, 'Event types retrieved.', () => events.listEventTypes(ctx.state.service()));
       },
     }),
     defineRoute({
@@ -162,9 +167,7 @@ export function functionRoutes(options: { runtime: FunctionRuntime; publicUrl?: 
       body: SubscribeBody,
       responses: { 200: flagged(SubscriptionView) },
       async handler(ctx, { params, body }) {
-        await flagFormErrors(async () => {
-          ctx.body = { success: true, message: `Subscribed to ${params.event_name}.`, data: await events.subscribe(ctx.state.service(), params.event_name!, body) };
-        });
+        await flagAnswer(ctx, `Subscribed to ${params.event_name}.`, () => events.subscribe(ctx.state.service(), params.event_name!, body));
       },
     }),
     defineRoute({
@@ -178,10 +181,7 @@ export function functionRoutes(options: { runtime: FunctionRuntime; publicUrl?: 
       body: SubscribeBody,
       responses: { 200: flagged(Type.Object({})) },
       async handler(ctx, { params, body }) {
-        await flagFormErrors(async () => {
-          await events.unsubscribe(ctx.state.service(), params.event_name!, body);
-          ctx.body = { success: true, message: `Unsubscribed from ${params.event_name}.`, data: {} };
-        });
+        await flagAnswer(ctx, `Unsubscribed from ${params.event_name}.`, async () => (await events.unsubscribe(ctx.state.service(), params.event_name!, body), {}));
       },
     }),
     defineRoute({
@@ -194,9 +194,7 @@ export function functionRoutes(options: { runtime: FunctionRuntime; publicUrl?: 
       params: Type.Object({ app_slug: Type.String(), event_name: Type.String() }),
       responses: { 200: flagged(AppEventView) },
       async handler(ctx, { params }) {
-        await flagFormErrors(async () => {
-          ctx.body = { success: true, message: 'Event subscribers retrieved.', data: await events.appEventSubscribers(ctx.state.service(), params.app_slug!, params.event_name!) };
-        });
+        await flagAnswer(ctx, 'Event subscribers retrieved.', () => events.appEventSubscribers(ctx.state.service(), params.app_slug!, params.event_name!));
       },
     }),
   ];

@@ -3,10 +3,10 @@
 // (nothing left behind); POST_USER_CREATE subscribers run after it, asynchronously, and their
 // failures do not affect it; publication only on the site that owns the subscription.
 import test from 'ava';
-import { createTestSite, type TestSite } from '../../shared/testing/sites.ts';
+import type { TestSite } from '../../shared/testing/sites.ts';
 import { startTestServer, type TestServer } from './helpers.ts';
 import { seedCrm } from './crm.ts';
-import { seedSiteUser, siteToken } from './site-users.ts';
+import { twoSitesWithUsers } from './site-users.ts';
 
 let s: TestServer;
 let a: TestSite;
@@ -37,16 +37,8 @@ async function until<T>(read: () => Promise<T>, done: (v: T) => boolean): Promis
 
 test.before(async () => {
   s = await startTestServer({ FUNCTION_CPU_LIMIT_MS: '1000' });
-  const em = s.handle.db.orm.em.fork();
-  a = await createTestSite(em);
-  b = await createTestSite(em);
+  ({ a, b } = await twoSitesWithUsers(s, tok));
   await seedCrm(s, [a, b]);
-  await seedSiteUser(s, a, 'boss', { staff: true });
-  await seedSiteUser(s, a, 'pleb');
-  await seedSiteUser(s, b, 'boss', { staff: true });
-  tok.adminA = await siteToken(s, a, 'boss');
-  tok.pleb = await siteToken(s, a, 'pleb');
-  tok.adminB = await siteToken(s, b, 'boss');
   fn.checkDomain = await makeFunction(a, 'check domain', 'export default async (e) => { if (!e.user.email.endsWith("@corp.example")) throw new Error("only corp addresses: " + e.user.email); return "ok" }');
   fn.audit = await makeFunction(a, 'audit', 'export default async (e) => { console.log("audit", e.user.username); return e.user.username }');
   fn.welcome = await makeFunction(a, 'welcome', 'export default async (e) => { console.log("welcome", e.user.id); return { id: e.user.id, username: e.user.username } }');

@@ -7,7 +7,7 @@ import { startServer, type ServerHandle } from '../main.ts';
 import { createTestSite, type TestSite } from '../../shared/testing/sites.ts';
 import { request, startTestServer, type TestServer } from './helpers.ts';
 import { seedCrm } from './crm.ts';
-import { seedSiteUser, siteToken } from './site-users.ts';
+import { seedSiteUser, siteToken, twoSitesWithUsers } from './site-users.ts';
 
 let s: TestServer;
 let a: TestSite;
@@ -21,16 +21,8 @@ const sql = (text: string, params: unknown[] = []) => s.handle.db.orm.em.fork().
 
 test.before(async () => {
   s = await startTestServer({ FUNCTION_CPU_LIMIT_MS: '500', FUNCTION_MEMORY_LIMIT_MB: '16' });
-  const em = s.handle.db.orm.em.fork();
-  a = await createTestSite(em);
-  b = await createTestSite(em);
+  ({ a, b } = await twoSitesWithUsers(s, tok));
   await seedCrm(s, [a, b]);
-  await seedSiteUser(s, a, 'boss', { staff: true });
-  await seedSiteUser(s, a, 'pleb');
-  await seedSiteUser(s, b, 'boss', { staff: true });
-  tok.adminA = await siteToken(s, a, 'boss');
-  tok.pleb = await siteToken(s, a, 'pleb');
-  tok.adminB = await siteToken(s, b, 'boss');
 });
 test.after.always(async () => {
   await s?.close();

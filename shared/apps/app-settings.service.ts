@@ -215,3 +215,23 @@ export async function appIcon(em: EntityManager, deps: SettingsDeps, schema: str
     throw missing;
   }
 }
+
+/** The app settings that cap how many of a kind of resource an app has (Part 2 §1), with the table counted and the noun of the message. */
+const COUNT_LIMITS = {
+  max_datatables: { table: 'data_tables', noun: 'data tables' },
+  max_functions: { table: 'functions', noun: 'functions' },
+} as const;
+
+/** 400 (non_field_errors) when the app has as many resources as its setting `setting` allows already (a null setting: no limit). */
+export async function checkAppCount(em: EntityManager, schema: string, appId: number, setting: keyof typeof COUNT_LIMITS): Promise<void> {
+  const q = quotedSchema(schema);
+  const { table, noun } = COUNT_LIMITS[setting];
+  const row = await firstRow<{ max: number | null; n: string | number }>(
+    em,
+    `SELECT (SELECT ${setting} FROM ${q}.app_settings WHERE app_id = ?) AS max, (SELECT count(*) FROM ${q}.${table} WHERE app_id = ?) AS n`,
+    [appId, appId],
+  );
+  if (row?.max !== null && row?.max !== undefined && Number(row.n) >= row.max) {
+    throw fieldError('non_field_errors', `The app has reached its limit of ${row.max} ${noun} (settings: ${setting}).`);
+  }
+}

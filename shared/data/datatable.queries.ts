@@ -3,6 +3,7 @@
 // (datatable.service.ts) checks permissions and the rules, then calls these.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { activeApp } from '../apps/lookup.ts';
+import { checkAppCount } from '../apps/app-settings.service.ts';
 import { uniqueViolation } from '../common/slug.ts';
 import { actorUuid, type ServiceContext } from '../context.ts';
 import { firstRow, iso, rows } from '../db/sql.ts';
@@ -163,26 +164,13 @@ export async function referencingTables(em: EntityManager, schema: string, table
   return found.filter((r) => foreignKeysOf(r.json_schema).some((fk) => fk.reference.resource === table.name)).map((r) => r.name);
 }
 
-/** App settings' max_datatables (spec §8, default 50): 400 when the app already has that many tables. */
-export async function checkTableLimit(em: EntityManager, schema: string, appId: number): Promise<void> {
-  const q = quotedSchema(schema);
-  const row = await firstRow<{ max: number | null; n: string | number }>(
-    em,
-    `SELECT (SELECT max_datatables FROM ${q}.app_settings WHERE app_id = ?) AS max, (SELECT count(*) FROM ${q}.data_tables WHERE app_id = ?) AS n`,
-    [appId, appId],
-  );
-  if (row?.max !== null && row?.max !== undefined && Number(row.n) >= row.max) {
-    throw fieldError('non_field_errors', `The app has reached its limit of ${row.max} data tables (settings: max_datatables).`);
-  }
-}
-
 /** Inserts a table row (app limit checked, physical name chosen); its id. 400 when the app has a table of that name. */
 export async function insertTable(
   em: EntityManager, schema: string, ctx: ServiceContext,
   v: { appId: number; sourceId: number; name: string; description: string; doc: TableSchema; materialized: boolean; sourceTableId: number | null },
 ): Promise<number> {
   const q = quotedSchema(schema);
-  await checkTableLimit(em, schema, v.appId);
+  await checkAppCount(em, schema, v.appId, 'max_datatables'); // spec §8, default 50
   const physical = await freePhysicalName(em, schema, v.appId, v.name);
   try {
     const [row] = await rows<{ id: number }>(

@@ -23,8 +23,9 @@ function eventType(name: string): EventType {
   return name as EventType;
 }
 
-export function listEventTypes(ctx: ServiceContext): Promise<{ events: string[] }> {
-  return siteSchemaFor(ctx, 'read', 'EventSubscription').then(() => ({ events: [...EVENT_TYPES] }));
+export async function listEventTypes(ctx: ServiceContext): Promise<{ events: string[] }> {
+  await siteSchemaFor(ctx, 'read', 'EventSubscription');
+  return { events: [...EVENT_TYPES] };
 }
 
 interface SubscriptionRow {
@@ -145,35 +146,41 @@ export class UserEvents {
   }
 
   /**
+   * The invocation records of the event's active subscribers in `schema` (one statement; none
+   * subscribed: an empty list), with their job rows when `queue`: their tasks.
+   */
+  private async record(em: EntityManager, schema: string, event: EventType, user: EventUser, invokedBy: string | null, queue: boolean): Promise<EventTask[]> {
+    const q = quotedSchema(schema);
+    const queued = await rows<{ id: string; uuid: string; function_id: number; function_name: string }>(
+      em,
+      `WITH subs AS (SELECT f.id, f.name FROM ${q}.event_subscriptions s JOIN ${q}.functions f ON f.id = s.function_id JOIN ${q}.apps a ON a.id = f.app_id
+                      WHERE s.event = ? AND f.is_active AND a.is_active),
+            inv AS (INSERT INTO ${q}.function_invocations (function_id, trigger, event, payload, invoked_by)
+                    SELECT id, 'event', ?, ?::jsonb, ? FROM subs RETURNING id, uuid, function_id)${
+        queue ? `,
+            job AS (INSERT INTO public.function_jobs (site_schema, invocation_id) SELECT ?, id FROM inv)` : ''}
+       SELECT inv.id, inv.uuid, inv.function_id, subs.name AS function_name FROM inv JOIN subs ON subs.id = inv.function_id`,
+      [event, event, JSON.stringify({ event, site: schema, user }), invokedBy, ...(queue ? [schema] : [])],
+    );
+    return queued.map((inv) => ({ function_id: Number(inv.function_id), function_name: inv.function_name, task_id: inv.uuid, invocation_id: Number(inv.id) }));
+  }
+
+  /**
    * PRE_USER_CREATE: each active subscriber's invocation recorded and run now, all in parallel;
    * resolves when all succeeded, else throws 422 BUSINESS_LOGIC_ERROR naming the failures, with
    * the task records in `data` (nothing of the user exists yet). One query when none subscribes.
+   * The records are written outside any transaction of the caller's: they stay, with their logs,
+   * when the creation is aborted.
    */
   async beforeCreate(schema: string, user: EventUser, invokedBy: string | null): Promise<PublishResult> {
-    const q = quotedSchema(schema);
-    // Units of work of their own, outside any transaction of the caller's: the records stay (with
-    // their logs) when the creation is aborted, and the parallel runs each have a connection.
-    const em = this.runtime.freshEm();
-    const payload = { event: 'PRE_USER_CREATE', site: schema, user };
-    const queued = await rows<{ id: string; function_id: number; function_name: string; uuid: string }>(
-      em,
-      `WITH subs AS (SELECT f.id, f.name FROM ${q}.event_subscriptions s JOIN ${q}.functions f ON f.id = s.function_id JOIN ${q}.apps a ON a.id = f.app_id
-                      WHERE s.event = 'PRE_USER_CREATE' AND f.is_active AND a.is_active)
-       INSERT INTO ${q}.function_invocations (function_id, trigger, event, payload, invoked_by)
-       SELECT id, 'event', 'PRE_USER_CREATE', ?::jsonb, ? FROM subs
-       RETURNING id, uuid, function_id, (SELECT name FROM subs WHERE subs.id = function_id) AS function_name`,
-      [JSON.stringify(payload), invokedBy],
-    );
-    if (!queued.length) return { event: 'PRE_USER_CREATE', total_subscribers: 0, tasks: [] };
-    const tasks = await Promise.all(
-      queued.map(async (inv): Promise<EventTask> => {
-        const task: EventTask = { function_id: Number(inv.function_id), function_name: inv.function_name, task_id: inv.uuid, invocation_id: Number(inv.id) };
-        const outcome = await this.runtime.execute(this.runtime.freshEm(), schema, Number(inv.id)).catch((err: Error) => ({ status: 'failed' as const, error: { type: 'SandboxError', message: err.message } }));
+    const tasks = await this.record(this.runtime.freshEm(), schema, 'PRE_USER_CREATE', user, invokedBy, false);
+    await Promise.all(
+      tasks.map(async (task) => {
+        const outcome = await this.runtime.execute(schema, task.invocation_id).catch((err: Error) => ({ status: 'failed' as const, error: { type: 'SandboxError', message: err.message } }));
         if (outcome?.status !== 'succeeded') {
           task.code = 'EXECUTION_ERROR';
           task.message = outcome?.error?.message ?? 'The execution did not run.';
         }
-        return task;
       }),
     );
     const result: PublishResult = { event: 'PRE_USER_CREATE', total_subscribers: tasks.length, tasks };
@@ -186,25 +193,13 @@ export class UserEvents {
     return result;
   }
 
-  /** POST_USER_CREATE: the active subscribers' executions queued in `em`'s transaction (the one saving the user); they run as `invokedBy`, else as the new user. */
+  /**
+   * POST_USER_CREATE: the active subscribers' executions queued in `em`'s transaction (the one
+   * saving the user; the job rows' notification wakes the queue at its commit); they run as
+   * `invokedBy`, else as the new user.
+   */
   async afterCreate(em: EntityManager, schema: string, user: EventUser & { id: string }, invokedBy: string | null): Promise<PublishResult> {
-    const q = quotedSchema(schema);
-    const payload = { event: 'POST_USER_CREATE', site: schema, user };
-    const queued = await rows<{ id: string; uuid: string; function_id: number; function_name: string }>(
-      em,
-      `WITH subs AS (SELECT f.id, f.name FROM ${q}.event_subscriptions s JOIN ${q}.functions f ON f.id = s.function_id JOIN ${q}.apps a ON a.id = f.app_id
-                      WHERE s.event = 'POST_USER_CREATE' AND f.is_active AND a.is_active),
-            inv AS (INSERT INTO ${q}.function_invocations (function_id, trigger, event, payload, invoked_by)
-                    SELECT id, 'event', 'POST_USER_CREATE', ?::jsonb, ? FROM subs RETURNING id, uuid, function_id),
-            job AS (INSERT INTO public.function_jobs (site_schema, invocation_id) SELECT ?, id FROM inv)
-       SELECT inv.id, inv.uuid, inv.function_id, subs.name AS function_name FROM inv JOIN subs ON subs.id = inv.function_id`,
-      [JSON.stringify(payload), invokedBy ?? user.id, schema],
-    );
-    // Claimed once the caller commits (the job rows' notification wakes the queue).
-    return {
-      event: 'POST_USER_CREATE',
-      total_subscribers: queued.length,
-      tasks: queued.map((inv) => ({ function_id: Number(inv.function_id), function_name: inv.function_name, task_id: inv.uuid, invocation_id: Number(inv.id) })),
-    };
+    const tasks = await this.record(em, schema, 'POST_USER_CREATE', user, invokedBy ?? user.id, true);
+    return { event: 'POST_USER_CREATE', total_subscribers: tasks.length, tasks };
   }
 }

@@ -4,24 +4,26 @@
 // actions create, read, update, delete, execute: spec Part 2 §2). `max_functions` of the app's
 // settings bounds how many an app has, as max_datatables bounds its tables. docs/functions.md.
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { checkAppCount } from '../apps/app-settings.service.ts';
 import { activeApp, type ActiveApp } from '../apps/lookup.ts';
 import { allows } from '../auth/actor.ts';
 import { likeEscape } from '../common/filters.ts';
 import { pageOffset, parsePageRequest, resolvePage, type Page } from '../common/pagination.ts';
 import { dropReadOnly } from '../common/read-only.ts';
-import { insertWithUniqueSlug, slugify, uniqueViolation } from '../common/slug.ts';
+import { insertWithUniqueSlug, isUuid, slugify, uniqueViolation } from '../common/slug.ts';
 import { validate } from '../common/validation.ts';
 import { actorUuid, readsOf, type ServiceContext } from '../context.ts';
 import { countOf, firstRow, iso, rows } from '../db/sql.ts';
 import { DomainError, fieldError, notFound, validationError } from '../errors.ts';
 import { authorize } from '../policies/hook.ts';
+import { appSecrets } from '../secrets/secret.service.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
-import { authorizeSiteSubject, siteAbility, siteSchemaFor } from '../tenancy/site-access.ts';
+import { authorizeSiteSubject, siteAbility, siteSchemaFor, tenantSchema } from '../tenancy/site-access.ts';
 import {
   DEFAULT_TIMEOUT_SECONDS, FunctionCreate, FunctionListQuery, FunctionUpdate, InvocationListQuery, InvokeBody, MAX_CODE_BYTES,
   type FunctionView, type InvocationView,
 } from './function.schemas.ts';
-import { enqueueInvocation, INVOCATION_COLUMNS, type FunctionRuntime, type InvocationRow } from './runtime.ts';
+import { enqueueInvocation, type FunctionRuntime } from './runtime.ts';
 
 export interface FunctionRow {
   id: number;
@@ -118,26 +120,10 @@ export async function functionFor(ctx: ServiceContext, appSlug: string, slug: st
 async function checkFields(em: EntityManager, schema: string, app: ActiveApp, input: Partial<FunctionCreate>): Promise<void> {
   if (input.code !== undefined && Buffer.byteLength(input.code) > MAX_CODE_BYTES) throw fieldError('code', `Ensure the code has no more than ${MAX_CODE_BYTES} bytes.`);
   const env = Object.entries(input.environment ?? {});
-  if (!env.length) return;
-  const found = new Set(
-    (await rows<{ key: string }>(em, `SELECT key FROM ${quotedSchema(schema)}.secrets WHERE key IN (?) AND (app_slug = ? OR app_slug IS NULL)`, [env.map(([, k]) => k), app.slug])).map((r) => r.key),
-  );
+  const found = await appSecrets(em, schema, app.slug, env.map(([, key]) => key));
   const missing = env.filter(([, key]) => !found.has(key));
   if (missing.length) {
     throw validationError({ environment: missing.map(([name, key]) => `${name}: no secret "${key}" exists for app "${app.slug}" or the whole site.`) });
-  }
-}
-
-/** App settings' max_functions (Part 2 §1, default 100): 400 when the app has that many already. */
-async function checkFunctionLimit(em: EntityManager, schema: string, appId: number): Promise<void> {
-  const q = quotedSchema(schema);
-  const row = await firstRow<{ max: number | null; n: string }>(
-    em,
-    `SELECT (SELECT max_functions FROM ${q}.app_settings WHERE app_id = ?) AS max, (SELECT count(*) FROM ${q}.functions WHERE app_id = ?) AS n`,
-    [appId, appId],
-  );
-  if (row?.max !== null && row?.max !== undefined && Number(row.n) >= row.max) {
-    throw fieldError('non_field_errors', `The app has reached its limit of ${row.max} functions (settings: max_functions).`);
   }
 }
 
@@ -177,7 +163,7 @@ export async function createFunction(ctx: ServiceContext, appSlug: string, raw: 
     ctx.em.transactional(async (tx) => {
       // The app's row lock serialises creations, so max_functions holds under concurrency.
       await tx.execute(`SELECT id FROM ${q}.apps WHERE id = ? FOR UPDATE`, [app.id]);
-      await checkFunctionLimit(tx as EntityManager, schema, app.id);
+      await checkAppCount(tx as EntityManager, schema, app.id, 'max_functions'); // Part 2 §1, default 100
       const [row] = await tx.execute(
         `INSERT INTO ${q}.functions (app_id, name, slug, description, runtime, code, timeout, environment, is_active, created_by, modified_by)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?) RETURNING slug`,
@@ -239,9 +225,34 @@ export async function deleteFunction(ctx: ServiceContext, appSlug: string, slug:
   });
 }
 
+interface InvocationRow {
+  id: string | number;
+  uuid: string;
+  function_id: number;
+  function_slug: string;
+  trigger: 'api' | 'event';
+  event: string | null;
+  status: 'queued' | 'running' | 'succeeded' | 'failed' | 'timed_out';
+  payload: unknown;
+  result: unknown;
+  error: { type: string; message: string; stack?: string } | null;
+  logs: { level: string; message: string; at: string }[];
+  invoked_by: string | null;
+  attempts: number;
+  duration_ms: number | null;
+  cpu_ms: number | null;
+  created_at: Date | string;
+  started_at: Date | string | null;
+  finished_at: Date | string | null;
+}
+
+const INVOCATION_COLUMNS = `i.id, i.uuid, i.function_id, f.slug AS function_slug, i.trigger, i.event, i.status, i.payload, i.result, i.error, i.logs,
+  i.invoked_by, i.attempts, i.duration_ms, i.cpu_ms, i.created_at, i.started_at, i.finished_at`;
+
+const invocationSelect = (q: string) => `SELECT ${INVOCATION_COLUMNS} FROM ${q}.function_invocations i JOIN ${q}.functions f ON f.id = i.function_id`;
+
 async function findInvocation(em: EntityManager, schema: string, where: string, params: unknown[]): Promise<InvocationRow | undefined> {
-  const q = quotedSchema(schema);
-  return firstRow<InvocationRow>(em, `SELECT ${INVOCATION_COLUMNS} FROM ${q}.function_invocations i JOIN ${q}.functions f ON f.id = i.function_id WHERE ${where}`, params);
+  return firstRow<InvocationRow>(em, `${invocationSelect(quotedSchema(schema))} WHERE ${where}`, params);
 }
 
 /**
@@ -252,7 +263,7 @@ export async function invokeFunction(ctx: ServiceContext, runtime: FunctionRunti
   const input = validate(InvokeBody, raw ?? {});
   const { schema, fn } = await functionFor(ctx, appSlug, slug, 'execute');
   if (!fn.is_active) throw new DomainError('BAD_REQUEST', `Function "${fn.slug}" is inactive: set is_active to invoke it.`);
-  const job = { functionId: fn.id, trigger: 'api' as const, payload: input.payload ?? null, invokedBy: actorUuid(ctx), claimedBy: input.async ? undefined : runtime.owner };
+  const job = { functionId: fn.id, payload: input.payload ?? null, invokedBy: actorUuid(ctx), claimedBy: input.async ? undefined : runtime.owner };
   const queued = await ctx.em.transactional((tx) => enqueueInvocation(tx as EntityManager, schema, job));
   if (input.async) runtime.poke();
   else await runtime.runClaimed(schema, queued.id, queued.jobId);
@@ -285,7 +296,7 @@ export async function listInvocations(ctx: ServiceContext, appSlug: string, slug
   const page = resolvePage(parsePageRequest(query), count);
   const found = await rows<InvocationRow>(
     readsOf(ctx),
-    `SELECT ${INVOCATION_COLUMNS} FROM ${q}.function_invocations i JOIN ${q}.functions f ON f.id = i.function_id WHERE ${whereSql} ORDER BY i.created_at DESC, i.id DESC LIMIT ? OFFSET ?`,
+    `${invocationSelect(q)} WHERE ${whereSql} ORDER BY i.created_at DESC, i.id DESC LIMIT ? OFFSET ?`,
     [...params, page.pageSize, pageOffset(page)],
   );
   return { ...page, count, results: found.map(invocationView) };
@@ -295,7 +306,7 @@ export async function listInvocations(ctx: ServiceContext, appSlug: string, slug
 export async function getInvocation(ctx: ServiceContext, appSlug: string, slug: string, ref: string): Promise<InvocationView> {
   const { schema, fn, all } = await invocationAccess(ctx, appSlug, slug);
   const byId = /^\d{1,18}$/.test(ref);
-  if (!byId && !/^[0-9a-f-]{36}$/i.test(ref)) throw notFound('Invocation');
+  if (!byId && !isUuid(ref)) throw notFound('Invocation');
   const row = await findInvocation(readsOf(ctx), schema, `i.function_id = ? AND ${byId ? 'i.id = ?' : 'i.uuid = ?::uuid'}`, [fn.id, ref]);
   if (!row || (!all && row.invoked_by !== actorUuid(ctx))) throw notFound('Invocation');
   return invocationView(row);
@@ -303,9 +314,6 @@ export async function getInvocation(ctx: ServiceContext, appSlug: string, slug: 
 
 /** Whether the caller sees every invocation of the function (may read it) or only their own (may execute it). */
 async function invocationAccess(ctx: ServiceContext, appSlug: string, slug: string): Promise<FunctionTarget & { all: boolean }> {
-  const schema = await siteSchemaFor(ctx, 'execute', 'Function');
-  const ability = await siteAbility(ctx, 'Function');
-  const app = await activeApp(readsOf(ctx), schema, appSlug);
-  const canRead = allows(ability, 'read', 'Function', { schema, app: app.slug, slug });
+  const canRead = allows(await siteAbility(ctx, 'Function'), 'read', 'Function', { schema: tenantSchema(ctx), app: appSlug, slug });
   return { ...(await functionFor(ctx, appSlug, slug, canRead ? 'read' : 'execute')), all: canRead };
 }

@@ -17,10 +17,12 @@ import type { Logger } from '../common/logger.ts';
 import type { ChangeListener } from '../db/changes.ts';
 import type { Orm } from '../db/orm.ts';
 import { firstRow, rows } from '../db/sql.ts';
-import { secretAad, type SecretKeyring } from '../secrets/crypto.ts';
+import type { SecretKeyring } from '../secrets/crypto.ts';
+import { appSecrets } from '../secrets/secret.service.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import type { RunOutcome, SandboxLimits } from './sandbox/engine.ts';
 import { SandboxPool, type ApiTarget } from './sandbox/pool.ts';
+import { UserEvents } from './events.service.ts';
 
 export interface FunctionsConfig {
   /** Sandbox threads of a process (FUNCTION_WORKERS). */
@@ -46,35 +48,10 @@ const MAX_LOG_BYTES = 64 * 1024;
 const MAX_RESULT_BYTES = 1024 * 1024;
 const MAX_API_CALLS = 100;
 
-export interface InvocationRow {
-  id: string | number;
-  uuid: string;
-  function_id: number;
-  function_slug: string;
-  trigger: 'api' | 'event';
-  event: string | null;
-  status: 'queued' | 'running' | 'succeeded' | 'failed' | 'timed_out';
-  payload: unknown;
-  result: unknown;
-  error: { type: string; message: string; stack?: string } | null;
-  logs: { level: string; message: string; at: string }[];
-  invoked_by: string | null;
-  attempts: number;
-  duration_ms: number | null;
-  cpu_ms: number | null;
-  created_at: Date | string;
-  started_at: Date | string | null;
-  finished_at: Date | string | null;
-}
-
-export const INVOCATION_COLUMNS = `i.id, i.uuid, i.function_id, f.slug AS function_slug, i.trigger, i.event, i.status, i.payload, i.result, i.error, i.logs,
-  i.invoked_by, i.attempts, i.duration_ms, i.cpu_ms, i.created_at, i.started_at, i.finished_at`;
-
 /** What execute() needs of an invocation, its function, app and invoking user: one statement. */
 interface ExecutionRow {
   id: string | number;
   uuid: string;
-  status: InvocationRow['status'];
   payload: unknown;
   trigger: 'api' | 'event';
   event: string | null;
@@ -90,25 +67,25 @@ interface ExecutionRow {
   app_slug: string;
   username: string | null;
   token_generation: number | null;
-  user_usable: boolean | null;
 }
 
 /**
- * Queues an execution of `functionId` in `em`'s transaction: its invocation record and job row.
- * `claimedBy`: the job is taken by that runtime already (a synchronous invocation, run where it
- * was asked: no other process is woken for it; if that process dies, the lease runs out and
- * another one runs it).
+ * Queues an API invocation of `functionId` in `em`'s transaction: its invocation record and job
+ * row. `claimedBy`: the job is taken by that runtime already (a synchronous invocation, run where
+ * it was asked: no other process is woken for it; if that process dies, the lease runs out and
+ * another one runs it). Events queue theirs in one statement per event (events.service.ts).
  */
 export async function enqueueInvocation(
-  em: EntityManager, schema: string, v: { functionId: number; trigger: 'api' | 'event'; event?: string | null; payload: unknown; invokedBy: string | null; claimedBy?: string },
+  em: EntityManager, schema: string, v: { functionId: number; payload: unknown; invokedBy: string | null; claimedBy?: string },
 ): Promise<{ id: number; uuid: string; jobId: number }> {
+  const owner = v.claimedBy ?? null;
   const row = await firstRow<{ id: string; uuid: string; job_id: string }>(
     em,
-    `WITH inv AS (INSERT INTO ${quotedSchema(schema)}.function_invocations (function_id, trigger, event, payload, invoked_by) VALUES (?, ?, ?, ?::jsonb, ?) RETURNING id, uuid),
+    `WITH inv AS (INSERT INTO ${quotedSchema(schema)}.function_invocations (function_id, trigger, payload, invoked_by) VALUES (?, 'api', ?::jsonb, ?) RETURNING id, uuid),
           job AS (INSERT INTO public.function_jobs (site_schema, invocation_id, locked_by, locked_until, attempts)
                   SELECT ?, id, ?::text, CASE WHEN ?::text IS NULL THEN NULL ELSE now() + make_interval(secs => ?) END, CASE WHEN ?::text IS NULL THEN 0 ELSE 1 END FROM inv RETURNING id)
      SELECT inv.id, inv.uuid, job.id AS job_id FROM inv, job`,
-    [v.functionId, v.trigger, v.event ?? null, JSON.stringify(v.payload ?? null), v.invokedBy, schema, v.claimedBy ?? null, v.claimedBy ?? null, LEASE_SECONDS, v.claimedBy ?? null],
+    [v.functionId, JSON.stringify(v.payload ?? null), v.invokedBy, schema, owner, owner, LEASE_SECONDS, owner],
   );
   return { id: Number(row!.id), uuid: row!.uuid, jobId: Number(row!.job_id) };
 }
@@ -125,6 +102,8 @@ export interface RuntimeOptions {
 
 export class FunctionRuntime {
   readonly pool: SandboxPool;
+  /** The user-creation events of the sites, published through this runtime. */
+  readonly events: UserEvents = new UserEvents(this);
   private readonly options: RuntimeOptions;
   private readonly id = randomUUID();
   private apiUrl: string | undefined;
@@ -218,7 +197,7 @@ export class FunctionRuntime {
   /** Runs an execution this runtime claimed when it was queued (enqueueInvocation's `claimedBy`); its outcome (undefined: it had ended, or this process is stopping). */
   runClaimed(schema: string, invocationId: number, jobId: number): Promise<RunOutcome | undefined> {
     this.active.add(jobId);
-    const run = this.execute(this.freshEm(), schema, invocationId, jobId).finally(() => {
+    const run = this.execute(schema, invocationId, jobId).finally(() => {
       this.active.delete(jobId);
       this.running.delete(settled);
     });
@@ -235,9 +214,8 @@ export class FunctionRuntime {
   }
 
   private async runJob(jobId: number, schema: string, invocationId: number, attempts: number): Promise<void> {
-    const em = this.freshEm();
     if (attempts > MAX_ATTEMPTS) {
-      await this.finish(em, schema, invocationId, jobId, {
+      await this.finish(this.freshEm(), schema, invocationId, jobId, {
         status: 'failed',
         error: { type: 'ExecutionInterrupted', message: `The execution was interrupted ${MAX_ATTEMPTS} times (the server running it stopped); it is not retried.` },
         logs: [],
@@ -246,22 +224,23 @@ export class FunctionRuntime {
       });
       return;
     }
-    await this.execute(em, schema, invocationId, jobId);
+    await this.execute(schema, invocationId, jobId);
   }
 
   /**
-   * Runs the invocation `invocationId` of `schema` now and stores its outcome (and, for a queued
-   * one, removes its job row in the same transaction). Returns the outcome; an invocation already
-   * ended (a job claimed twice) is left as it is.
+   * Runs the invocation `invocationId` of `schema` now, in a unit of work of its own, and stores
+   * its outcome (and, for a queued one, removes its job row in the same statement). Returns the
+   * outcome; an invocation already ended (a job claimed twice) is left as it is.
    */
-  async execute(em: EntityManager, schema: string, invocationId: number, jobId?: number): Promise<RunOutcome | undefined> {
+  async execute(schema: string, invocationId: number, jobId?: number): Promise<RunOutcome | undefined> {
+    const em = this.freshEm();
     const q = quotedSchema(schema);
     const row = await firstRow<ExecutionRow>(
       em,
       `UPDATE ${q}.function_invocations i SET status = 'running', started_at = now(), attempts = i.attempts + 1
          FROM ${q}.functions f JOIN ${q}.apps a ON a.id = f.app_id
         WHERE i.id = ? AND f.id = i.function_id AND i.status IN ('queued', 'running')
-        RETURNING i.id, i.uuid, i.status, i.payload, i.trigger, i.event, i.invoked_by, f.id AS function_id, f.slug AS function_slug, f.name AS function_name,
+        RETURNING i.id, i.uuid, i.payload, i.trigger, i.event, i.invoked_by, f.id AS function_id, f.slug AS function_slug, f.name AS function_name,
                   f.code, f.timeout, f.environment, f.is_active AND a.is_active AS is_active, a.id AS app_id, a.slug AS app_slug,
                   (SELECT u.username FROM ${q}.users u WHERE u.uuid = i.invoked_by) AS username,
                   (SELECT u.token_generation FROM ${q}.users u WHERE u.uuid = i.invoked_by AND u.is_active AND NOT u.is_deleted) AS token_generation`,
@@ -290,8 +269,10 @@ export class FunctionRuntime {
       outcome = await this.pool.run({ code: row.code, event: row.payload, context, limits: this.limits(row.timeout) }, api);
       if (this.stopped && jobId !== undefined && outcome.error?.type === 'SandboxError') {
         // Stopped by this process's shutdown: back to the queue, for the next process to run.
-        await em.execute(`UPDATE ${q}.function_invocations SET status = 'queued' WHERE id = ?`, [row.id]);
-        await em.execute('UPDATE public.function_jobs SET locked_by = NULL, locked_until = NULL WHERE id = ?', [jobId]);
+        await em.execute(
+          `WITH back AS (UPDATE ${q}.function_invocations SET status = 'queued' WHERE id = ?) UPDATE public.function_jobs SET locked_by = NULL, locked_until = NULL WHERE id = ?`,
+          [row.id, jobId],
+        );
         return undefined;
       }
       outcome = redact(outcome, env.secrets);
@@ -325,20 +306,12 @@ export class FunctionRuntime {
   /** The function's environment: each variable's secret (the app's own, else the tenant-wide one), decrypted; a missing one fails the run. */
   private async environment(em: EntityManager, schema: string, row: ExecutionRow): Promise<{ values: Record<string, unknown>; secrets: string[] }> {
     const wanted = Object.entries(row.environment ?? {});
-    if (!wanted.length) return { values: {}, secrets: [] };
-    const found = await rows<{ key: string; uuid: string; ciphertext: string; key_version: number; app_slug: string | null }>(
-      em,
-      `SELECT DISTINCT ON (key) key, uuid, ciphertext, key_version, app_slug FROM ${quotedSchema(schema)}.secrets
-        WHERE key IN (?) AND (app_slug = ? OR app_slug IS NULL) ORDER BY key, app_slug NULLS LAST`,
-      [[...new Set(wanted.map(([, key]) => key))], row.app_slug],
-    );
-    const byKey = new Map(found.map((s) => [s.key, s]));
+    const found = await appSecrets(em, schema, row.app_slug, wanted.map(([, key]) => key), this.options.keyring);
     const values: Record<string, unknown> = {};
     const secrets: string[] = [];
     for (const [name, key] of wanted) {
-      const s = byKey.get(key);
-      if (!s) throw new Error(`The secret "${key}" (environment variable ${name}) does not exist.`);
-      const value = JSON.parse(this.options.keyring.open({ ciphertext: s.ciphertext, key_version: Number(s.key_version) }, secretAad(schema, s.uuid)));
+      if (!found.has(key)) throw new Error(`The secret "${key}" (environment variable ${name}) does not exist.`);
+      const value = found.get(key);
       values[name] = value;
       const text = typeof value === 'string' ? value : JSON.stringify(value);
       if (text.length >= 4) secrets.push(text);

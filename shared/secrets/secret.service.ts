@@ -86,8 +86,25 @@ async function record(em: EntityManager, schema: string, row: { uuid: string; ke
   ]);
 }
 
-const decrypt = (keyring: SecretKeyring, schema: string, row: SecretRow): unknown =>
+const decrypt = (keyring: SecretKeyring, schema: string, row: Pick<SecretRow, 'uuid' | 'ciphertext' | 'key_version'>): unknown =>
   JSON.parse(keyring.open({ ciphertext: row.ciphertext!, key_version: Number(row.key_version) }, secretAad(schema, row.uuid)));
+
+/**
+ * The secrets of `keys` that app `appSlug` sees — its own of that key, else the tenant-wide one
+ * (as GET ?app= resolves) — by key, in one query; keys without a secret are absent. With a
+ * keyring, their decrypted values; without, null. For the platform's own use (a function's
+ * environment): no permission check, the caller has made its own.
+ */
+export async function appSecrets(em: EntityManager, schema: string, appSlug: string, keys: string[], keyring?: SecretKeyring): Promise<Map<string, unknown>> {
+  if (!keys.length) return new Map();
+  const found = await rows<{ key: string; uuid: string; ciphertext: string; key_version: number }>(
+    em,
+    `SELECT DISTINCT ON (key) key, uuid, ciphertext, key_version FROM ${quotedSchema(schema)}.secrets
+      WHERE key IN (?) AND (app_slug = ? OR app_slug IS NULL) ORDER BY key, app_slug NULLS LAST`,
+    [[...new Set(keys)], appSlug],
+  );
+  return new Map(found.map((r) => [r.key, keyring ? decrypt(keyring, schema, r) : null]));
+}
 
 export async function listSecrets(ctx: ServiceContext, rawQuery: unknown): Promise<Page<SecretListItem>> {
   const schema = await siteSchemaFor(ctx, 'read', 'Secret');

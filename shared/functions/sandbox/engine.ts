@@ -91,7 +91,14 @@ const PRELUDE = `
 })();
 `;
 
-class Stop extends Error {}
+/** Ends the run with `outcome` (thrown from deep inside, caught once). */
+class Stop extends Error {
+  readonly outcome: RunOutcome;
+  constructor(outcome: RunOutcome) {
+    super(outcome.error?.message);
+    this.outcome = outcome;
+  }
+}
 
 /** Runs `req.code`'s exported handler once; never throws (a failure is the outcome's `error`). */
 export async function runFunction(qjs: QuickJSWASMModule, req: RunRequest, api: ApiCall): Promise<RunOutcome> {
@@ -200,128 +207,89 @@ export async function runFunction(qjs: QuickJSWASMModule, req: RunRequest, api: 
   });
 
   const handles: QuickJSHandle[] = [hostLog, hostRequest];
+  /** A guest value to release at the end. */
+  const keep = (h: QuickJSHandle): QuickJSHandle => (handles.push(h), h);
+  /** The value of a VM call, or Stop with the guest's error. */
+  const unwrap = (r: { value: QuickJSHandle; error?: undefined } | { error: QuickJSHandle }): QuickJSHandle => {
+    if (r.error === undefined) return r.value;
+    const failed = guestError(r.error);
+    r.error.dispose();
+    throw new Stop(failed);
+  };
+  /** Runs pending jobs until `handle` (a promise or a value) settles: its value, or Stop. */
+  const settle = async (handle: QuickJSHandle): Promise<QuickJSHandle> => {
+    for (;;) {
+      const state = vm.getPromiseState(handle);
+      if (state.type === 'fulfilled') {
+        if (state.notAPromise) return handle;
+        handle.dispose();
+        return state.value;
+      }
+      if (state.type === 'rejected') {
+        handle.dispose();
+        return unwrap({ error: state.error });
+      }
+      const jobs = enter(() => runtime.executePendingJobs());
+      if (jobs.error) {
+        handle.dispose();
+        return unwrap({ error: jobs.error });
+      }
+      if (stopReason) {
+        handle.dispose();
+        throw new Stop(limitError());
+      }
+      if (jobs.value > 0 || runtime.hasPendingJob()) continue;
+      // No job ran, so the promise is still pending: only an SDK answer can move it now.
+      if (pending.size === 0) {
+        handle.dispose();
+        throw new Stop(outcome('failed', { error: { type: 'Error', message: 'The handler returned a promise that never settles (nothing it waits for is pending).' } }));
+      }
+      const remaining = deadline - performance.now();
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          stopReason ??= 'timeout';
+          resolve();
+        }, Math.max(0, remaining));
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      wake = undefined;
+    }
+  };
+
   const invoke = async (): Promise<RunOutcome> => {
-  try {
     vm.setProp(vm.global, '__host_log', hostLog);
     vm.setProp(vm.global, '__host_request', hostRequest);
-    const prelude = enter(() => vm.evalCode(PRELUDE, 'prelude.js', { type: 'global' }));
-    if (prelude.error) {
-      const failed = guestError(prelude.error);
-      prelude.error.dispose();
-      return failed;
+    unwrap(enter(() => vm.evalCode(PRELUDE, 'prelude.js', { type: 'global' }))).dispose();
+    const exports = keep(await settle(unwrap(enter(() => vm.evalCode(req.code, 'function.js', { type: 'module' })))));
+    let fn = keep(vm.getProp(exports, 'default'));
+    if (vm.typeof(fn) !== 'function') fn = keep(vm.getProp(exports, 'handler'));
+    if (vm.typeof(fn) !== 'function') {
+      return outcome('failed', { error: { type: 'InvalidFunction', message: 'The code must export its handler: `export default async function (event, context) { … }` (or `export function handler`).' } });
     }
-    prelude.value.dispose();
-
-    /** Runs pending jobs until `handle` (a promise or a value) settles: its value, or throws Stop with the outcome set. */
-    let stopped: RunOutcome | undefined;
-    const settle = async (handle: QuickJSHandle): Promise<QuickJSHandle> => {
-      for (;;) {
-        const state = vm.getPromiseState(handle);
-        if (state.type === 'fulfilled') {
-          if (state.notAPromise) return handle;
-          handle.dispose();
-          return state.value;
-        }
-        if (state.type === 'rejected') {
-          handle.dispose();
-          stopped = guestError(state.error);
-          state.error.dispose();
-          throw new Stop();
-        }
-        const jobs = enter(() => runtime.executePendingJobs());
-        if (jobs.error) {
-          handle.dispose();
-          stopped = guestError(jobs.error);
-          jobs.error.dispose();
-          throw new Stop();
-        }
-        if (stopReason) {
-          handle.dispose();
-          stopped = limitError();
-          throw new Stop();
-        }
-        if (jobs.value > 0 || runtime.hasPendingJob()) continue;
-        if (pending.size === 0 && vm.getPromiseState(handle).type === 'pending') {
-          handle.dispose();
-          stopped = outcome('failed', { error: { type: 'Error', message: 'The handler returned a promise that never settles (nothing it waits for is pending).' } });
-          throw new Stop();
-        }
-        if (vm.getPromiseState(handle).type !== 'pending') continue;
-        // Wait for an SDK answer or the deadline.
-        const remaining = deadline - performance.now();
-        if (remaining <= 0) {
-          stopReason = 'timeout';
-          continue;
-        }
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(() => {
-            stopReason ??= 'timeout';
-            resolve();
-          }, remaining);
-          wake = () => {
-            clearTimeout(timer);
-            resolve();
-          };
-        });
-        wake = undefined;
-      }
-    };
-
-    try {
-      const mod = enter(() => vm.evalCode(req.code, 'function.js', { type: 'module' }));
-      if (mod.error) {
-        stopped = guestError(mod.error);
-        mod.error.dispose();
-        throw new Stop();
-      }
-      const exports = await settle(mod.value);
-      handles.push(exports);
-      const handler = vm.getProp(exports, 'default');
-      handles.push(handler);
-      let fn = handler;
-      if (vm.typeof(handler) !== 'function') {
-        fn = vm.getProp(exports, 'handler');
-        handles.push(fn);
-      }
-      if (vm.typeof(fn) !== 'function') {
-        return outcome('failed', { error: { type: 'InvalidFunction', message: 'The code must export its handler: `export default async function (event, context) { … }` (or `export function handler`).' } });
-      }
-      const args = [jsonValue(vm, req.event), jsonValue(vm, req.context)];
-      handles.push(...args);
-      const called = enter(() => vm.callFunction(fn, vm.undefined, ...args));
-      if (called.error) {
-        stopped = guestError(called.error);
-        called.error.dispose();
-        throw new Stop();
-      }
-      const value = await settle(called.value);
-      handles.push(value);
-      // The result, as JSON made inside the guest (its toJSON, its getters: guest code, guest time).
-      const json = vm.getProp(vm.global, 'JSON');
-      handles.push(json);
-      const stringify = vm.getProp(json, 'stringify');
-      handles.push(stringify);
-      const text = enter(() => vm.callFunction(stringify, json, value));
-      if (text.error) {
-        const failed = guestError(text.error);
-        text.error.dispose();
-        return stopReason || failed.error?.type === 'MemoryLimitExceeded' ? failed : outcome('failed', { error: { type: 'InvalidResult', message: `The result cannot be sent as JSON: ${failed.error?.message}` } });
-      }
-      const resultText = vm.typeof(text.value) === 'string' ? vm.getString(text.value) : undefined;
-      text.value.dispose();
-      if (resultText !== undefined && Buffer.byteLength(resultText) > limits.maxResultBytes) {
-        return outcome('failed', { error: { type: 'InvalidResult', message: `The result is larger than ${limits.maxResultBytes} bytes as JSON.` } });
-      }
-      return outcome('succeeded', { result: resultText === undefined ? null : JSON.parse(resultText) });
-    } catch (err) {
-      if (err instanceof Stop) return stopped!;
-      throw err;
+    const args = [keep(jsonValue(vm, req.event)), keep(jsonValue(vm, req.context))];
+    const value = keep(await settle(unwrap(enter(() => vm.callFunction(fn, vm.undefined, ...args)))));
+    // The result, as JSON made inside the guest (its toJSON, its getters: guest code, guest time).
+    const json = keep(vm.getProp(vm.global, 'JSON'));
+    const stringify = keep(vm.getProp(json, 'stringify'));
+    const text = enter(() => vm.callFunction(stringify, json, value));
+    if (text.error) {
+      const failed = guestError(text.error);
+      text.error.dispose();
+      return stopReason || failed.error?.type === 'MemoryLimitExceeded' ? failed : outcome('failed', { error: { type: 'InvalidResult', message: `The result cannot be sent as JSON: ${failed.error?.message}` } });
     }
-  } catch (err) {
-    return outcome('failed', { error: { type: 'SandboxError', message: `The sandbox failed: ${(err as Error).message}` } });
-  }
+    const resultText = vm.typeof(text.value) === 'string' ? vm.getString(text.value) : undefined;
+    text.value.dispose();
+    if (resultText !== undefined && Buffer.byteLength(resultText) > limits.maxResultBytes) {
+      return outcome('failed', { error: { type: 'InvalidResult', message: `The result is larger than ${limits.maxResultBytes} bytes as JSON.` } });
+    }
+    return outcome('succeeded', { result: resultText === undefined ? null : JSON.parse(resultText) });
   };
-  const result: RunOutcome = await invoke();
+  const result: RunOutcome = await invoke().catch((err: Error) =>
+    err instanceof Stop ? err.outcome : outcome('failed', { error: { type: 'SandboxError', message: `The sandbox failed: ${err.message}` } }),
+  );
   try {
     for (const d of pending) d.dispose();
     pending.clear();
