@@ -10,7 +10,7 @@ import { OrganizationView, Privileges } from '../shared/organizations/organizati
 import { MemberView } from '../shared/organizations/member.schemas.ts';
 import { GroupView } from '../shared/permissions/group.schemas.ts';
 import { PermissionView } from '../shared/permissions/permission.schemas.ts';
-import { bearerAuthentication } from './http/auth.ts';
+import { authentication } from './http/auth.ts';
 import { ErrorBody, MessageBody } from './http/envelopes.ts';
 import { errorMiddleware } from './http/errors.ts';
 import { hostRouting } from './http/tenancy.ts';
@@ -128,7 +128,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   const functions = deps.functions ?? functionRuntime(deps, secrets);
   const registry = buildRegistry({ ...deps, secrets, functions }).add(...(deps.extraRoutes ?? []));
   const caches = deps.caches ?? requestCaches();
-  const steps = [bearerAuthentication(deps.tokens, caches.users)];
+  const steps = [authentication(deps.tokens, caches.users)];
   if (deps.config.rateLimit.enabled) steps.push(new RateLimits(deps.config.rateLimit, deps.redis, deps.appLimits ?? new AppRateLimits(deps.orm)).step());
   const api = registry.router([...steps, bodyParser(deps.config)]);
   const isShuttingDown = deps.isShuttingDown ?? (() => false);

@@ -7,6 +7,7 @@ import { Redis } from 'ioredis';
 import { AppRateLimits } from '../shared/apps/app-limits.ts';
 import { systemActor } from '../shared/auth/actor.ts';
 import { pruneBlacklist } from '../shared/auth/auth.service.ts';
+import { pruneSessions } from '../shared/auth/sessions.ts';
 import { tokenSettings } from '../shared/auth/tokens.ts';
 import { createLogger, type Logger } from '../shared/common/logger.ts';
 import type { Config } from '../shared/config.ts';
@@ -74,10 +75,11 @@ function schedule(log: Logger, name: string, intervalMs: number, job: () => Prom
   };
 }
 
-/** The token blacklists of the platform and its sites: expired rows go. */
+/** The token blacklists of the platform and its sites, and the browser sessions: expired rows go. */
 const pruneJob = (db: Database) => async () => {
   const deleted = await pruneBlacklist(db.orm.em.fork());
-  return deleted ? { deleted } : undefined;
+  const sessions = await pruneSessions(db.orm.em.fork());
+  return deleted || sessions ? { deleted, sessions } : undefined;
 };
 
 /** Storage upkeep of every site: usage counters and quota state (`check_storage_quotas`), then blobs no record holds (shared/storage/). */

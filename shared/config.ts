@@ -52,6 +52,8 @@ export interface Config {
   logLevel: LogLevel;
   accessTokenTtlSeconds: number;
   refreshTokenTtlSeconds: number;
+  /** How long a browser session of the browsable API lasts from sign-in (SESSION_TTL_SECONDS, default 8 hours). */
+  sessionTtlSeconds: number;
   /** The key version new secret values are encrypted with (SECRETS_KEY_VERSION, default 1; rotation: docs/api-conventions.md). */
   secretsKeyVersion: number;
   corsOrigins: string[];
@@ -198,6 +200,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
     accessTokenTtlSeconds: 15 * 60,
     refreshTokenTtlSeconds: int(env, 'JWT_REFRESH_TTL_SECONDS', 7 * 24 * 3600, 60),
+    sessionTtlSeconds: int(env, 'SESSION_TTL_SECONDS', 8 * 3600, 60),
     secretsKeyVersion: int(env, 'SECRETS_KEY_VERSION', 1, 1, 1_000_000),
     corsOrigins: list(env, 'CORS_ORIGINS', []),
     bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024),

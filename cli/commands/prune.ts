@@ -1,21 +1,23 @@
 import { BaseCommand } from '../base.ts';
 
 export default class PruneCommand extends BaseCommand<typeof PruneCommand> {
-  static override summary = 'Delete expired rows of the token blacklists (platform and every site).';
+  static override summary = 'Delete expired rows of the token blacklists (platform and every site) and expired browser sessions.';
   static override description =
-    'A blacklisted refresh token only matters until it expires; afterwards its row is dead weight. Servers do this on their own every BLACKLIST_PRUNE_INTERVAL_MS; run it from a scheduler when they do not (BLACKLIST_PRUNE_INTERVAL_MS=0). Works on the database directly (DATABASE_URL, else the embedded PostgreSQL).';
+    'A blacklisted refresh token only matters until it expires, a browser session ends when it expires; afterwards their rows are dead weight. Servers do this on their own every BLACKLIST_PRUNE_INTERVAL_MS; run it from a scheduler when they do not (BLACKLIST_PRUNE_INTERVAL_MS=0). Works on the database directly (DATABASE_URL, else the embedded PostgreSQL).';
   static override examples = ['<%= config.bin %> prune', '<%= config.bin %> prune --json'];
 
   async run() {
     const config = this.platformConfig();
     const { openCommandDatabase } = await import('../../shared/db/database.ts');
     const { pruneBlacklist } = await import('../../shared/auth/auth.service.ts');
+    const { pruneSessions } = await import('../../shared/auth/sessions.ts');
     const log = (line: string) => this.info(line);
     const db = await openCommandDatabase(config, log);
     try {
       const deleted = await pruneBlacklist(db.orm.em.fork());
-      this.log(`Deleted ${deleted} expired token-blacklist row(s).`);
-      return { deleted };
+      const sessions = await pruneSessions(db.orm.em.fork());
+      this.log(`Deleted ${deleted} expired token-blacklist row(s) and ${sessions} expired session(s).`);
+      return { deleted, sessions };
     } finally {
       await db.close();
     }

@@ -25,7 +25,7 @@ export interface RouteDef {
   summary: string;
   description?: string;
   tags: string[];
-  /** `public` routes need no token; every other route requires a bearer token. */
+  /** `public` routes need no credentials; every other route requires a bearer token or a session cookie (server/http/auth.ts). */
   auth: 'public' | 'user';
   /**
    * Where the route is served: the platform host (default), a site's host (or
@@ -185,7 +185,7 @@ export class RouteRegistry {
           summary: def.summary,
           description: def.description,
           tags: def.tags,
-          security: def.auth === 'public' ? [] : [{ bearerAuth: [] }],
+          security: def.auth === 'public' ? [] : [{ bearerAuth: [] }, { sessionAuth: [] }],
           parameters,
           ...(def.body ? { requestBody: { required: true, content: { 'application/json': { schema: refOrInline(def.body, plain) } } } } : {}),
           ...(def.rawBody ? { requestBody: { required: true, description: def.rawBody.description, content: { [def.rawBody.mediaType]: { schema: { type: 'string' } } } } } : {}),
@@ -204,7 +204,14 @@ export class RouteRegistry {
       info,
       servers: [{ url: '/' }],
       paths,
-      components: { schemas, securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
+      components: {
+        schemas,
+        securitySchemes: {
+          bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+          // Browser sessions (POST /api/auth/session/); on a site the cookie is `sessionid_<schema>`. Unsafe methods also need the X-CSRF-Token header.
+          sessionAuth: { type: 'apiKey', in: 'cookie', name: 'sessionid' },
+        },
+      },
     };
   }
 }

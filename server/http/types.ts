@@ -1,6 +1,7 @@
 import type { RouterContext } from '@koa/router';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Actor, AppAbility } from '../../shared/auth/actor.ts';
+import type { RequestSession } from '../../shared/auth/sessions.ts';
 import type { ServiceContext } from '../../shared/context.ts';
 import type { TenantRef } from '../../shared/tenancy/host-resolver.ts';
 import type { RouteDef } from './registry.ts';
@@ -11,8 +12,10 @@ export interface AppState {
   em: EntityManager;
   /** For a plain read outside any transaction: `em` if made already, else the ORM's root (shared/context.ts). */
   reads: () => EntityManager;
-  /** Set by the authentication middleware when a valid bearer token came with the request. */
+  /** Set by the authentication step when valid credentials came with the request (a bearer token or a session cookie). */
   actor?: Actor;
+  /** The browser session that authenticated the request, when its cookie did (auth.ts). */
+  session?: RequestSession;
   /** The actor's ability, when authentication has it (cached with the user). */
   ability?: AppAbility;
   /** The site schema served on this host; null on the platform host. */

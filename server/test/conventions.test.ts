@@ -194,7 +194,7 @@ test('OpenAPI 3.1 at /api/schema/, generated from the route schemas', async (t) 
   t.is(doc.openapi, '3.1.0');
   const token = doc.paths['/api/auth/jwt/token/'].post;
   t.deepEqual(token.requestBody.content['application/json'].schema.required, ['username', 'password']);
-  t.deepEqual(doc.paths['/api/cloud/users/'].get.security, [{ bearerAuth: [] }]);
+  t.deepEqual(doc.paths['/api/cloud/users/'].get.security, [{ bearerAuth: [] }, { sessionAuth: [] }]);
   t.deepEqual(token.security, []);
   t.truthy(doc.paths['/api/cloud/users/{user}/'].put);
   t.truthy(doc.paths['/api/users/{user}/'].get, 'the /api/users/ alias is documented too');

@@ -83,10 +83,12 @@ export async function request(base: string, method: string, path: string, option
 }
 
 /**
- * CI provides Redis (.ci/run starts it, exports TEST_REDIS_URL and CI=true): there a test that
- * needs Redis fails when it does not answer. Elsewhere such a test may skip, saying why.
+ * CI provides Redis and Debian's chromium (.ci/run starts or installs them, exports
+ * TEST_REDIS_URL and CI=true): there a test that needs one fails when it is missing. Elsewhere
+ * such a test may skip, saying why.
  */
-export const REDIS_REQUIRED = Boolean(process.env.CI) && process.env.CI !== 'false';
+export const IN_CI = Boolean(process.env.CI) && process.env.CI !== 'false';
+export const REDIS_REQUIRED = IN_CI;
 
 /**
  * Redis for the tests that share counters: TEST_REDIS_URL, else redis://127.0.0.1:6379, when it

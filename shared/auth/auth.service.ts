@@ -24,8 +24,11 @@ const BAD_CREDENTIALS = 'No active account found with the given credentials.';
 
 const usable = (u: UserEntity | null): u is UserEntity => !!u && u.is_active && !u.is_deleted;
 
-/** POST /api/auth/jwt/token/: a username (or e-mail) and password give an access and a refresh token. */
-export async function issueTokens(em: EntityManager, settings: TokenSettings, rawInput: unknown): Promise<TokenPair> {
+/**
+ * A platform user's sign-in (the token route and browser sessions): the usable user a username
+ * (or e-mail) and password name, its last_login stamped; 401 otherwise.
+ */
+export async function platformSignIn(em: EntityManager, rawInput: unknown): Promise<UserEntity> {
   const input = validate(TokenRequest, rawInput);
   const login = input.username.trim();
   // Username first, then e-mail; both case-insensitive through the lower() unique indexes.
@@ -37,6 +40,12 @@ export async function issueTokens(em: EntityManager, settings: TokenSettings, ra
   if (!ok || !usable(user)) throw notAuthenticated(BAD_CREDENTIALS);
   user.last_login = new Date();
   await em.flush();
+  return user;
+}
+
+/** POST /api/auth/jwt/token/: a username (or e-mail) and password give an access and a refresh token. */
+export async function issueTokens(em: EntityManager, settings: TokenSettings, rawInput: unknown): Promise<TokenPair> {
+  const user = await platformSignIn(em, rawInput);
   return { access: signToken(settings, 'access', user), refresh: signToken(settings, 'refresh', user) };
 }
 
@@ -96,6 +105,18 @@ function userActor(user: Required<UserRow>, tenant: string | null): UserActor {
   return { kind: 'user', uuid: user.uuid, username: user.username, is_superuser: user.is_superuser, is_staff: user.is_staff, user: toUserView(user), tenant };
 }
 
+/**
+ * The auth state of a token's or a session's user (`sub` on this host), if the user is still
+ * usable and its token generation is still `gen`: from the per-process cache when given.
+ */
+export async function currentUserAuth(em: EntityManager, sub: string, gen: number, tenant: string | null, cache?: CachedLookup<UserAuth | null>): Promise<UserAuth> {
+  const load = () => loadUserAuth(em, sub, tenant);
+  const auth = await (cache ? cache.get(`${tenant ?? ''}|${sub}`, load) : load());
+  if (!auth?.usable) throw invalidToken('User is inactive or deleted.');
+  if (auth.generation !== gen) throw invalidToken('Token has been revoked.');
+  return auth;
+}
+
 /** Bearer authentication: the actor (and its ability) of a valid access token whose user is still active. */
 export async function authenticateAccess(
   em: EntityManager,
@@ -106,11 +127,7 @@ export async function authenticateAccess(
 ): Promise<UserAuth> {
   const claims = verifyToken(settings, token, 'access');
   if (claims.tenant !== tenant) throw invalidToken('Token is not valid on this host.');
-  const load = () => loadUserAuth(em, claims.sub, tenant);
-  const auth = await (cache ? cache.get(`${tenant ?? ''}|${claims.sub}`, load) : load());
-  if (!auth?.usable) throw invalidToken('User is inactive or deleted.');
-  if (auth.generation !== claims.gen) throw invalidToken('Token has been revoked.');
-  return auth;
+  return currentUserAuth(em, claims.sub, claims.gen, tenant, cache);
 }
 
 /**

@@ -21,11 +21,13 @@ export interface TokenSettings {
   secretKey: string;
   accessTtlSeconds: number;
   refreshTtlSeconds: number;
+  /** Browser sessions (auth/sessions.ts), from sign-in. */
+  sessionTtlSeconds: number;
 }
 
 /** The token settings of a configuration (the server's and the CLI's direct mode alike). */
 export function tokenSettings(config: Config): TokenSettings {
-  return { secretKey: resolveSecretKey(config), accessTtlSeconds: config.accessTokenTtlSeconds, refreshTtlSeconds: config.refreshTokenTtlSeconds };
+  return { secretKey: resolveSecretKey(config), accessTtlSeconds: config.accessTokenTtlSeconds, refreshTtlSeconds: config.refreshTokenTtlSeconds, sessionTtlSeconds: config.sessionTtlSeconds };
 }
 
 const ISSUER = 'platform';

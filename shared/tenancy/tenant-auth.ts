@@ -22,6 +22,7 @@ const BAD_CREDENTIALS = 'No active account found with the given credentials.';
 
 interface LoginRow {
   uuid: string;
+  username: string;
   password: string | null;
   usable: boolean;
   token_generation: number;
@@ -32,15 +33,18 @@ interface LoginRow {
 // deleted and, if linked, its platform account is an active owner or admin of the site's
 // organization (linked-users.ts: removal and demotion apply at once).
 const loginSql = (schema: string, by: 'username' | 'email') => `
-  SELECT u.uuid,
+  SELECT u.uuid, u.username,
          CASE WHEN u.platform_user_uuid IS NULL THEN u.password ELSE p.password END AS password,
          ${USABLE_SQL} AS usable,
          u.token_generation + coalesce(p.token_generation, 0) AS token_generation
     FROM ${quotedSchema(schema)}.users u LEFT JOIN public.users p ON p.uuid = u.platform_user_uuid
    WHERE lower(u.${by}) = ? AND NOT u.is_deleted${by === 'email' ? ` AND u.email <> ''` : ''}`;
 
-/** POST /api/auth/jwt/token/ on a site: the site's users, tokens bound to the site. */
-export async function issueTenantTokens(em: EntityManager, settings: TokenSettings, schema: string, rawInput: unknown): Promise<TokenPair> {
+/**
+ * A site user's sign-in (the token route and browser sessions on the site): the usable user a
+ * username (or e-mail) and password name, its last_login stamped; 401 otherwise.
+ */
+export async function siteSignIn(em: EntityManager, schema: string, rawInput: unknown): Promise<{ uuid: string; username: string; token_generation: number }> {
   const input = validate(TokenRequest, rawInput);
   const login = input.username.trim().toLowerCase();
   const conn = em.getConnection();
@@ -49,7 +53,12 @@ export async function issueTenantTokens(em: EntityManager, settings: TokenSettin
   const ok = await verifyPassword(user?.password ?? undefined, input.password);
   if (!ok || !user?.usable) throw notAuthenticated(BAD_CREDENTIALS);
   await conn.execute(`UPDATE ${quotedSchema(schema)}.users SET last_login = now() WHERE uuid = ?`, [user.uuid]);
-  return siteTokenPair(settings, schema, { uuid: user.uuid, token_generation: Number(user.token_generation) });
+  return { uuid: user.uuid, username: user.username, token_generation: Number(user.token_generation) };
+}
+
+/** POST /api/auth/jwt/token/ on a site: the site's users, tokens bound to the site. */
+export async function issueTenantTokens(em: EntityManager, settings: TokenSettings, schema: string, rawInput: unknown): Promise<TokenPair> {
+  return siteTokenPair(settings, schema, await siteSignIn(em, schema, rawInput));
 }
 
 /** The access and refresh tokens of a site user, valid on that site only (password and social sign-in). */

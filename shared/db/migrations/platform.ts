@@ -290,4 +290,35 @@ export class Migration0005FunctionJobs extends Migration {
   }
 }
 
-export const platformMigrations = [Migration0001Users, Migration0002Tenancy, Migration0003VerifiedEmail, Migration0004ChangeNotifications, Migration0005FunctionJobs];
+/**
+ * Browser sessions of the browsable API (shared/auth/sessions.ts, spec Part 1 §5.6): one row per
+ * signed-in browser, keyed by the SHA-256 of the cookie's random value (the value itself is never
+ * stored; the CSRF token is derived from it). `site_schema` is null for a platform user's
+ * session, else the site whose user it is (a session is valid on that site only); a site's rows go
+ * with its schema. `generation` is the user's token generation at sign-in: a password change,
+ * deactivation or revocation of all tokens ends the session too.
+ */
+export class Migration0006Sessions extends Migration {
+  override name = '0006_sessions';
+  override async up(): Promise<void> {
+    this.addSql(`
+      CREATE TABLE sessions (
+        id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+        key_hash bytea NOT NULL UNIQUE,
+        site_schema varchar(63) REFERENCES tenant_schemas (schema_name) ON DELETE CASCADE ON UPDATE CASCADE,
+        user_uuid uuid NOT NULL,
+        generation integer NOT NULL,
+        user_agent text NOT NULL DEFAULT '',
+        ip text NOT NULL DEFAULT '',
+        created_at timestamptz NOT NULL DEFAULT now(),
+        expires_at timestamptz NOT NULL
+      )`);
+    this.addSql('CREATE INDEX sessions_user_idx ON sessions (user_uuid, site_schema)');
+    this.addSql('CREATE INDEX sessions_expires_idx ON sessions (expires_at)');
+  }
+  override async down(): Promise<void> {
+    this.addSql('DROP TABLE sessions');
+  }
+}
+
+export const platformMigrations = [Migration0001Users, Migration0002Tenancy, Migration0003VerifiedEmail, Migration0004ChangeNotifications, Migration0005FunctionJobs, Migration0006Sessions];
