@@ -18,7 +18,7 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Type, type Static } from '@sinclair/typebox';
 import type { CachedLookup } from '../common/cached-lookup.ts';
-import { notFound } from '../errors.ts';
+import { DomainError, notFound } from '../errors.ts';
 import { platformSignIn, currentUserAuth, type UserAuth } from './auth.service.ts';
 import type { TokenSettings } from './tokens.ts';
 import { siteSignIn } from '../tenancy/tenant-auth.ts';
@@ -117,8 +117,13 @@ export async function authenticateSession(
     | { id: string; user_uuid: string; generation: number; expires_at: Date }
     | undefined;
   if (!row) return null;
-  const auth = await currentUserAuth(em, row.user_uuid, row.generation, tenant, cache).catch(() => null);
-  return auth && { auth, session: { id: row.id, key, expires_at: new Date(row.expires_at) } };
+  try {
+    const auth = await currentUserAuth(em, row.user_uuid, row.generation, tenant, cache);
+    return { auth, session: { id: row.id, key, expires_at: new Date(row.expires_at) } };
+  } catch (err) {
+    if (err instanceof DomainError && err.status === 401) return null; // the user is no longer usable, or its tokens were revoked
+    throw err;
+  }
 }
 
 /** Sign-out: the session's row goes (its cookie is refused everywhere from now on). */
