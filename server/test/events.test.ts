@@ -110,6 +110,20 @@ test.serial('PRE_USER_CREATE: subscribers run in parallel before the user is sav
   for (const id of [fn.checkDomain, fn.audit]) await onA('POST', '/api/cloud/events/PRE_USER_CREATE/unsubscribe/', { function_id: id });
 });
 
+test.serial('a PRE_USER_CREATE execution is a job of the answering process with no retry left, gone when it ends', async (t) => {
+  const slow = await makeFunction(a, 'slow check', 'export default () => { const end = Date.now() + 400; while (Date.now() < end) {} return "ok" }');
+  await onA('POST', '/api/cloud/events/PRE_USER_CREATE/subscribe/', { function_id: slow });
+  const jobs = () => sql('SELECT locked_by, attempts, locked_until > now() AS leased FROM public.function_jobs WHERE site_schema = ?', [a.schema]);
+  const creating = onA('POST', '/api/users/', { username: 'dana', email: 'dana@corp.example', password: 'a-long-password-1' });
+  // While it runs: claimed by this server (a crash leaves it to another process, which records it failed instead of running it again).
+  const running = await until(jobs, (rows) => rows.length > 0);
+  t.like(running[0], { attempts: 3, leased: true });
+  t.regex(running[0].locked_by, /^[0-9a-f-]{36}$/);
+  t.is((await creating).status, 201);
+  t.deepEqual(await jobs(), []);
+  await onA('POST', '/api/cloud/events/PRE_USER_CREATE/unsubscribe/', { function_id: slow });
+});
+
 test.serial('POST_USER_CREATE: runs after the user is saved, with its id; a failing subscriber does not affect the creation', async (t) => {
   for (const id of [fn.welcome, fn.broken]) t.is((await onA('POST', '/api/cloud/events/POST_USER_CREATE/subscribe/', { function_id: id })).status, 200);
   const made = await onA('POST', '/api/users/', { email: 'dave@corp.example', password: 'a-long-password-1' });

@@ -14,7 +14,7 @@ import { activeApp } from '../apps/lookup.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { authorizeSiteSubject, siteSchemaFor } from '../tenancy/site-access.ts';
 import { EVENT_TYPES, SubscribeBody, type AppEventView, type EventType, type SubscriptionView } from './function.schemas.ts';
-import type { FunctionRuntime } from './runtime.ts';
+import { LEASE_SECONDS, MAX_ATTEMPTS, type FunctionRuntime } from './runtime.ts';
 
 const badRequest = (message: string) => new DomainError('BAD_REQUEST', message);
 
@@ -146,23 +146,30 @@ export class UserEvents {
   }
 
   /**
-   * The invocation records of the event's active subscribers in `schema` (one statement; none
-   * subscribed: an empty list), with their job rows when `queue`: their tasks.
+   * The invocation records of the event's active subscribers in `schema` and their job rows (one
+   * statement; none subscribed: an empty list): their tasks. `claimedBy`: the jobs are this
+   * runtime's already, to run now, with no retry left (a PRE event's, whose request cannot wait
+   * for one: if this process dies, the next one to claim them records them failed); else queued.
    */
-  private async record(em: EntityManager, schema: string, event: EventType, user: EventUser, invokedBy: string | null, queue: boolean): Promise<EventTask[]> {
+  private async record(em: EntityManager, schema: string, event: EventType, user: EventUser, invokedBy: string | null, claimedBy?: string): Promise<{ task: EventTask; jobId: number }[]> {
     const q = quotedSchema(schema);
-    const queued = await rows<{ id: string; uuid: string; function_id: number; function_name: string }>(
+    const claim = claimedBy ? [claimedBy, LEASE_SECONDS, MAX_ATTEMPTS] : [null, null, 0];
+    const queued = await rows<{ id: string; uuid: string; function_id: number; function_name: string; job_id: string }>(
       em,
       `WITH subs AS (SELECT f.id, f.name FROM ${q}.event_subscriptions s JOIN ${q}.functions f ON f.id = s.function_id JOIN ${q}.apps a ON a.id = f.app_id
                       WHERE s.event = ? AND f.is_active AND a.is_active),
             inv AS (INSERT INTO ${q}.function_invocations (function_id, trigger, event, payload, invoked_by)
-                    SELECT id, 'event', ?, ?::jsonb, ? FROM subs RETURNING id, uuid, function_id)${
-        queue ? `,
-            job AS (INSERT INTO public.function_jobs (site_schema, invocation_id) SELECT ?, id FROM inv)` : ''}
-       SELECT inv.id, inv.uuid, inv.function_id, subs.name AS function_name FROM inv JOIN subs ON subs.id = inv.function_id`,
-      [event, event, JSON.stringify({ event, site: schema, user }), invokedBy, ...(queue ? [schema] : [])],
+                    SELECT id, 'event', ?, ?::jsonb, ? FROM subs RETURNING id, uuid, function_id),
+            job AS (INSERT INTO public.function_jobs (site_schema, invocation_id, locked_by, locked_until, attempts)
+                    SELECT ?, id, ?::text, now() + make_interval(secs => ?::int), ?::int FROM inv RETURNING id, invocation_id)
+       SELECT inv.id, inv.uuid, inv.function_id, subs.name AS function_name, job.id AS job_id
+         FROM inv JOIN subs ON subs.id = inv.function_id JOIN job ON job.invocation_id = inv.id`,
+      [event, event, JSON.stringify({ event, site: schema, user }), invokedBy, schema, ...claim],
     );
-    return queued.map((inv) => ({ function_id: Number(inv.function_id), function_name: inv.function_name, task_id: inv.uuid, invocation_id: Number(inv.id) }));
+    return queued.map((inv) => ({
+      task: { function_id: Number(inv.function_id), function_name: inv.function_name, task_id: inv.uuid, invocation_id: Number(inv.id) },
+      jobId: Number(inv.job_id),
+    }));
   }
 
   /**
@@ -173,10 +180,11 @@ export class UserEvents {
    * when the creation is aborted.
    */
   async beforeCreate(schema: string, user: EventUser, invokedBy: string | null): Promise<PublishResult> {
-    const tasks = await this.record(this.runtime.freshEm(), schema, 'PRE_USER_CREATE', user, invokedBy, false);
+    const claimed = await this.record(this.runtime.freshEm(), schema, 'PRE_USER_CREATE', user, invokedBy, this.runtime.owner);
+    const tasks = claimed.map((c) => c.task);
     await Promise.all(
-      tasks.map(async (task) => {
-        const outcome = await this.runtime.execute(schema, task.invocation_id).catch((err: Error) => ({ status: 'failed' as const, error: { type: 'SandboxError', message: err.message } }));
+      claimed.map(async ({ task, jobId }) => {
+        const outcome = await this.runtime.runClaimed(schema, task.invocation_id, jobId).catch((err: Error) => ({ status: 'failed' as const, error: { type: 'SandboxError', message: err.message } }));
         if (outcome?.status !== 'succeeded') {
           task.code = 'EXECUTION_ERROR';
           task.message = outcome?.error?.message ?? 'The execution did not run.';
@@ -199,7 +207,7 @@ export class UserEvents {
    * `invokedBy`, else as the new user.
    */
   async afterCreate(em: EntityManager, schema: string, user: EventUser & { id: string }, invokedBy: string | null): Promise<PublishResult> {
-    const tasks = await this.record(em, schema, 'POST_USER_CREATE', user, invokedBy ?? user.id, true);
+    const tasks = (await this.record(em, schema, 'POST_USER_CREATE', user, invokedBy ?? user.id)).map((c) => c.task);
     return { event: 'POST_USER_CREATE', total_subscribers: tasks.length, tasks };
   }
 }

@@ -217,7 +217,7 @@ export class FunctionRuntime {
     if (attempts > MAX_ATTEMPTS) {
       await this.finish(this.freshEm(), schema, invocationId, jobId, {
         status: 'failed',
-        error: { type: 'ExecutionInterrupted', message: `The execution was interrupted ${MAX_ATTEMPTS} times (the server running it stopped); it is not retried.` },
+        error: { type: 'ExecutionInterrupted', message: 'The server running the execution stopped, and it has no retry left (an API or POST event execution is tried 3 times, a PRE event one once).' },
         logs: [],
         cpu_ms: 0,
         duration_ms: 0,
