@@ -18,6 +18,7 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Type, type Static } from '@sinclair/typebox';
 import type { CachedLookup } from '../common/cached-lookup.ts';
+import { countOf, firstRow, iso, preparedRows, rows, type Timestamp } from '../db/sql.ts';
 import { DomainError, notFound } from '../errors.ts';
 import { platformSignIn, currentUserAuth, type UserAuth } from './auth.service.ts';
 import type { TokenSettings } from './tokens.ts';
@@ -84,13 +85,12 @@ export async function openSession(em: EntityManager, settings: TokenSettings, te
   const user = tenant ? await siteSignIn(em, tenant, input) : await platformSignIn(em, input);
   const key = randomBytes(32).toString('base64url');
   const expires = new Date(Date.now() + settings.sessionTtlSeconds * 1000);
-  const [row] = (await em
-    .getConnection()
-    .execute(
-      'INSERT INTO public.sessions (key_hash, site_schema, user_uuid, generation, user_agent, ip, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id',
-      [keyHash(key), tenant, user.uuid, user.token_generation, client.userAgent.slice(0, 512), client.ip.slice(0, 64), expires],
-    )) as { id: string }[];
-  const session = { id: row.id, key, expires_at: expires };
+  const row = await firstRow<{ id: string }>(
+    em,
+    'INSERT INTO public.sessions (key_hash, site_schema, user_uuid, generation, user_agent, ip, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id',
+    [keyHash(key), tenant, user.uuid, user.token_generation, client.userAgent.slice(0, 512), client.ip.slice(0, 64), expires],
+  );
+  const session = { id: row!.id, key, expires_at: expires };
   return { ...session, info: sessionInfo(settings, session, user) };
 }
 
@@ -111,15 +111,15 @@ export async function authenticateSession(
   cache?: CachedLookup<UserAuth | null>,
 ): Promise<{ auth: UserAuth; session: RequestSession } | null> {
   if (!KEY_FORM.test(key)) return null;
-  const row = (await em
-    .getConnection()
-    .execute('SELECT id, user_uuid, generation, expires_at FROM public.sessions WHERE key_hash = ? AND site_schema IS NOT DISTINCT FROM ? AND expires_at > now()', [keyHash(key), tenant], 'get')) as
-    | { id: string; user_uuid: string; generation: number; expires_at: Date }
-    | undefined;
+  const [row] = await preparedRows<{ id: string; user_uuid: string; generation: number; expires_at: Timestamp }>(
+    em,
+    'SELECT id, user_uuid, generation, expires_at FROM public.sessions WHERE key_hash = ? AND site_schema IS NOT DISTINCT FROM ? AND expires_at > now()',
+    [keyHash(key), tenant],
+  );
   if (!row) return null;
   try {
     const auth = await currentUserAuth(em, row.user_uuid, row.generation, tenant, cache);
-    return { auth, session: { id: row.id, key, expires_at: new Date(row.expires_at) } };
+    return { auth, session: { id: row.id, key, expires_at: new Date(iso(row.expires_at)) } };
   } catch (err) {
     if (err instanceof DomainError && err.status === 401) return null; // the user is no longer usable, or its tokens were revoked
     throw err;
@@ -128,33 +128,29 @@ export async function authenticateSession(
 
 /** Sign-out: the session's row goes (its cookie is refused everywhere from now on). */
 export async function endSession(em: EntityManager, id: string): Promise<void> {
-  await em.getConnection().execute('DELETE FROM public.sessions WHERE id = ?', [id]);
+  await rows(em, 'DELETE FROM public.sessions WHERE id = ?', [id]);
 }
 
 /** GET /api/auth/sessions/: the caller's open sessions on this host (platform or site), newest first (those of an older token generation are dead). */
 export async function listSessions(em: EntityManager, userUuid: string, tenant: string | null, current?: string) {
   const user = await selectUserRow(em, userUuid, tenant);
   if (!user) return [];
-  const rows = (await em
-    .getConnection()
-    .execute(
-      `SELECT id, created_at, expires_at, user_agent, ip FROM public.sessions
-        WHERE user_uuid = ? AND site_schema IS NOT DISTINCT FROM ? AND generation = ? AND expires_at > now() ORDER BY created_at DESC, id`,
-      [userUuid, tenant, user.token_generation],
-    )) as { id: string; created_at: Date; expires_at: Date; user_agent: string; ip: string }[];
-  return rows.map((r) => ({ ...r, created_at: new Date(r.created_at).toISOString(), expires_at: new Date(r.expires_at).toISOString(), current: r.id === current }));
+  const open = await rows<{ id: string; created_at: Timestamp; expires_at: Timestamp; user_agent: string; ip: string }>(
+    em,
+    `SELECT id, created_at, expires_at, user_agent, ip FROM public.sessions
+      WHERE user_uuid = ? AND site_schema IS NOT DISTINCT FROM ? AND generation = ? AND expires_at > now() ORDER BY created_at DESC, id`,
+    [userUuid, tenant, user.token_generation],
+  );
+  return open.map((r) => ({ ...r, created_at: iso(r.created_at), expires_at: iso(r.expires_at), current: r.id === current }));
 }
 
 /** DELETE /api/auth/sessions/{id}/: ends one of the caller's own sessions on this host; 404 for anyone else's. */
 export async function revokeSession(em: EntityManager, userUuid: string, tenant: string | null, id: string): Promise<void> {
-  const gone = (await em
-    .getConnection()
-    .execute('DELETE FROM public.sessions WHERE id = ? AND user_uuid = ? AND site_schema IS NOT DISTINCT FROM ? RETURNING id', [id, userUuid, tenant])) as unknown[];
-  if (!gone.length) throw notFound('Session');
+  const gone = await firstRow(em, 'DELETE FROM public.sessions WHERE id = ? AND user_uuid = ? AND site_schema IS NOT DISTINCT FROM ? RETURNING id', [id, userUuid, tenant]);
+  if (!gone) throw notFound('Session');
 }
 
 /** Expired sessions go (servers run this with the blacklist pruning; `platform prune` too). Returns how many. */
 export async function pruneSessions(em: EntityManager): Promise<number> {
-  const [row] = await em.getConnection().execute('WITH d AS (DELETE FROM public.sessions WHERE expires_at < now() RETURNING 1) SELECT count(*)::int AS n FROM d');
-  return Number(row.n);
+  return countOf(em, 'WITH d AS (DELETE FROM public.sessions WHERE expires_at < now() RETURNING 1) SELECT count(*) AS n FROM d');
 }

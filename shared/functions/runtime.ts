@@ -228,11 +228,11 @@ export class FunctionRuntime {
   }
 
   /**
-   * Runs the invocation `invocationId` of `schema` now, in a unit of work of its own, and stores
-   * its outcome (and, for a queued one, removes its job row in the same statement). Returns the
-   * outcome; an invocation already ended (a job claimed twice) is left as it is.
+   * Runs the invocation `invocationId` of `schema` (its job `jobId` claimed by this runtime) now,
+   * in a unit of work of its own, and stores its outcome and removes the job row in one statement.
+   * Returns the outcome; an invocation already ended (a job claimed twice) is left as it is.
    */
-  async execute(schema: string, invocationId: number, jobId?: number): Promise<RunOutcome | undefined> {
+  private async execute(schema: string, invocationId: number, jobId: number): Promise<RunOutcome | undefined> {
     const em = this.freshEm();
     const q = quotedSchema(schema);
     const row = await firstRow<ExecutionRow>(
@@ -247,7 +247,7 @@ export class FunctionRuntime {
       [invocationId],
     );
     if (!row) {
-      if (jobId !== undefined) await em.execute('DELETE FROM public.function_jobs WHERE id = ?', [jobId]);
+      await em.execute('DELETE FROM public.function_jobs WHERE id = ?', [jobId]);
       return undefined;
     }
     let outcome: RunOutcome;
@@ -267,7 +267,7 @@ export class FunctionRuntime {
         env: env.values,
       };
       outcome = await this.pool.run({ code: row.code, event: row.payload, context, limits: this.limits(row.timeout) }, api);
-      if (this.stopped && jobId !== undefined && outcome.error?.type === 'SandboxError') {
+      if (this.stopped && outcome.error?.type === 'SandboxError') {
         // Stopped by this process's shutdown: back to the queue, for the next process to run.
         await em.execute(
           `WITH back AS (UPDATE ${q}.function_invocations SET status = 'queued' WHERE id = ?) UPDATE public.function_jobs SET locked_by = NULL, locked_until = NULL WHERE id = ?`,
@@ -320,12 +320,12 @@ export class FunctionRuntime {
   }
 
   /** Stores the outcome and drops the job row, in one statement. */
-  private async finish(em: EntityManager, schema: string, invocationId: number, jobId: number | undefined, o: RunOutcome): Promise<void> {
+  private async finish(em: EntityManager, schema: string, invocationId: number, jobId: number, o: RunOutcome): Promise<void> {
     await em.execute(
       `WITH done AS (UPDATE ${quotedSchema(schema)}.function_invocations SET status = ?, result = ?::jsonb, error = ?::jsonb, logs = ?::jsonb, duration_ms = ?, cpu_ms = ?,
                             finished_at = now(), started_at = coalesce(started_at, now()) WHERE id = ? RETURNING id)
        DELETE FROM public.function_jobs WHERE id = ?`,
-      [o.status, JSON.stringify(o.status === 'succeeded' ? (o.result ?? null) : null), o.error ? JSON.stringify(o.error) : null, JSON.stringify(o.logs), o.duration_ms, o.cpu_ms, invocationId, jobId ?? null],
+      [o.status, JSON.stringify(o.status === 'succeeded' ? (o.result ?? null) : null), o.error ? JSON.stringify(o.error) : null, JSON.stringify(o.logs), o.duration_ms, o.cpu_ms, invocationId, jobId],
     );
   }
 
