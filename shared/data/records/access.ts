@@ -35,12 +35,6 @@ export async function rowsAllowed(ctx: ServiceContext, t: PolicyTarget, action: 
   }
 }
 
-/** Whether the actor may `action` each of these records (the record as its attributes; `id` its key). */
-export async function recordsAllowed(ctx: ServiceContext, t: PolicyTarget, action: string, records: { id: string; attr: Record<string, unknown> }[]): Promise<boolean[]> {
-  const formula = await planFor(ctx, t.site, t.app, t.kind, action);
-  if (typeof formula === 'boolean') return records.map(() => formula);
-  return decide(ctx, t.site, t.app, t.kind, action, records);
-}
 
 /** A record as its policy attributes: every field of the table (null when absent; nothing else), its key as the resource id. */
 export function recordResource(t: PlanColumns, r: Record<string, unknown>): { id: string; attr: Record<string, unknown> } {
@@ -52,7 +46,12 @@ export function recordResource(t: PlanColumns, r: Record<string, unknown>): { id
 
 /** 403 unless the actor may `action` every one of these records (all or nothing). */
 export async function requireAllowed(ctx: ServiceContext, t: PolicyTarget, action: string, records: Record<string, unknown>[]): Promise<void> {
-  const allowed = await recordsAllowed(ctx, t, action, records.map((r) => recordResource(t, r)));
+  const formula = await planFor(ctx, t.site, t.app, t.kind, action);
+  if (typeof formula === 'boolean') {
+    if (!formula && records.length) throw permissionDenied();
+    return;
+  }
+  const allowed = await decide(ctx, t.site, t.app, t.kind, action, records.map((r) => recordResource(t, r)));
   if (allowed.some((ok) => !ok)) throw permissionDenied();
 }
 
