@@ -9,7 +9,7 @@ import v8 from 'node:v8';
  * ≈ 50 MB heap every few dozen MB moved. V8 reads it when the heap is made: a command-line flag
  * (NODE_OPTIONS refuses it).
  */
-export const SERVER_NODE_FLAGS = ['--initial-old-space-size=200', '--max-semi-space-size=32'];
+export const SERVER_NODE_FLAGS = ['--initial-old-space-size=200', '--max-semi-space-size=64'];
 
 /**
  * The other half, settable at run time: external memory (those buffers) counted in the heap's

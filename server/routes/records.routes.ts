@@ -47,7 +47,8 @@ function send(ctx: AppContext, body: Record<string, unknown>): void {
     return;
   }
   ctx.type = 'application/json; charset=utf-8';
-  ctx.body = jsonBody(body);
+  // Encoded once: a string body would be scanned for its length, then encoded again when written.
+  ctx.body = Buffer.from(jsonBody(body));
 }
 
 export function recordRoutes(graph: GraphSettings): RouteDef[] {
