@@ -47,8 +47,10 @@ function send(ctx: AppContext, body: Record<string, unknown>): void {
     return;
   }
   ctx.type = 'application/json; charset=utf-8';
-  // Encoded once: a string body would be scanned for its length, then encoded again when written.
-  ctx.body = Buffer.from(jsonBody(body));
+  // A large body is encoded once (a string would be scanned for its length, then encoded again
+  // when written); a small one stays a string, which Node writes in one piece with the headers.
+  const text = jsonBody(body);
+  ctx.body = text.length > 65_536 ? Buffer.from(text) : text;
 }
 
 export function recordRoutes(graph: GraphSettings): RouteDef[] {

@@ -26,8 +26,8 @@ export interface ColumnInfo {
   pgType: string;
   /** The SQL expression of the value when it is not the bare column (qualified, JSON paths). */
   sql?: string;
-  /** Conditions on a related table's field: the compiled condition wrapped (an EXISTS). */
-  wrap?: (condition: string) => string;
+  /** Conditions on a related table's field: the compiled condition wrapped (an EXISTS), with the wrapper's own values after the condition's. */
+  wrap?: (condition: string) => SqlFragment;
   /** A document path outside the schema (text): its numeric reading for ordered comparisons. */
   numeric?: ColumnInfo;
 }
@@ -144,7 +144,10 @@ export function compileFilter(tree: Filter, columns: Columns): SqlFragment {
     const found = columns.get(field);
     if (!found) throw fieldError(field, `Unknown field "${field}".`);
     const sql = leaf(node, field, pick(found, node));
-    return found.wrap ? found.wrap(sql) : sql;
+    if (!found.wrap) return sql;
+    const wrapped = found.wrap(sql);
+    params.push(...wrapped.params);
+    return wrapped.sql;
   };
   const leaf = (node: Filter, field: string, info: ColumnInfo): string => {
     const col = info.sql ?? quoteIdent(info.column);

@@ -10,7 +10,7 @@ import { fromStored } from '../field-types.ts';
 import { compileFilter, parseQueryFilters, type ColumnInfo, type Filter, type SqlFragment } from '../query/filter.ts';
 import type { RecordPage } from '../records.schemas.ts';
 import type { Field, TableSchema } from '../table-schema.ts';
-import { NO_ROWS, rowsAllowed, tableKind, withinAllowed } from './access.ts';
+import { NO_ROWS, withinAllowed } from './access.ts';
 import { fieldSql, loadRelations, needsRelations, resolver, sortExpression, type RecordRow, type Relation, type Target, type TableView } from './target.ts';
 
 const DEFAULT_PAGE_SIZE = 20;
@@ -161,7 +161,7 @@ export async function populate(ctx: ServiceContext, t: Target, records: RecordRo
     const keys = [...new Set(records.map((r) => r[rel.local]).filter((k) => k !== null && k !== undefined))];
     const found = new Map<string, RecordRow[]>();
     // Only the related records the related table's own policies let the caller read.
-    const readable = keys.length ? await rowsAllowed(ctx, { site: t.site, app: t.app, kind: tableKind(rel.other.name), columns: rel.other.columnsAs('r'), pk: rel.other.pk }, 'read') : NO_ROWS;
+    const readable = keys.length ? rel.readable! : NO_ROWS;
     if (keys.length && readable !== NO_ROWS) {
       const { other, junction: j } = rel;
       const match: ColumnInfo = j ? j.view.columnsAs('j').get(j.toUs)! : other.columnsAs('r').get(rel.remote)!;

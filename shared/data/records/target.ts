@@ -12,7 +12,7 @@ import { siteSchemaFor } from '../../tenancy/site-access.ts';
 import { findTable, type TableRow, type TableScope } from '../datatable.queries.ts';
 import { columnType, quoteLiteral, type ProviderType } from '../ddl.ts';
 import type { ColumnInfo, Columns, SqlFragment } from '../query/filter.ts';
-import { NO_ROWS, rowsAllowed, tableKind, type PolicyTarget } from './access.ts';
+import { ALL_ROWS, NO_ROWS, rowsAllowed, tableKind, type PolicyTarget } from './access.ts';
 import { GENERATED_KEY, declaredKey, foreignKeysOf, primaryKeyOf, type TableSchema } from '../table-schema.ts';
 
 export type RecordRow = Record<string, unknown>;
@@ -48,6 +48,8 @@ export interface Target extends TableView, Omit<PolicyTarget, 'columns' | 'pk'> 
   relations?: Map<string, Relation>;
   /** The rows the actor may read, over alias `t` (access.ts): read queries AND it into their WHERE. */
   readable: SqlFragment;
+  /** The rows of another table of the app the actor may read, over an alias (relations). */
+  readableOf(v: TableView, alias: string): Promise<SqlFragment>;
   /** SQL compiled for this table, by purpose (kept with the cached definition). */
   statements: Map<string, string>;
 }
@@ -61,6 +63,12 @@ export interface Relation {
   remote: string;
   /** many-to-many: the junction table, its field toward us and its field toward `other`. */
   junction?: { view: TableView; toUs: string; toOther: string };
+  /**
+   * The related rows the actor may read: `other`'s read plan over alias `r`, and for a
+   * many-to-many the junction's over `j` too (set by loadRelations). A condition, sort or
+   * populate that follows the relation sees only these rows.
+   */
+  readable?: SqlFragment;
 }
 
 const DOC_PATH_SEGMENT = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
@@ -178,7 +186,9 @@ export async function openTarget(ctx: ServiceContext, scope: TableScope, name: s
   if (!view) throw new DomainError('BAD_REQUEST', `Data table "${name}" is not materialized.`);
   const policy = { site, app: { id: row.app_id, slug: row.app_slug }, kind: tableKind(row.name), columns: view.columns, pk: view.pk };
   for (const action of actions) if (action !== 'read' && (await rowsAllowed(ctx, policy, action)) === NO_ROWS) throw permissionDenied();
-  return { ...view, ...policy, row, statements, readable: await rowsAllowed(ctx, policy, 'read') };
+  const readableOf = (v: TableView, alias: string) =>
+    rowsAllowed(ctx, { site, app: policy.app, kind: tableKind(v.name), columns: v.columnsAs(alias), pk: v.pk }, 'read');
+  return { ...view, ...policy, row, statements, readable: await rowsAllowed(ctx, policy, 'read'), readableOf };
 }
 
 /** A document path (`address.city`) of a docstore table: text, read as a number for ordered comparisons. */
@@ -248,19 +258,34 @@ export async function loadRelations(em: EntityManager, t: Target): Promise<Map<s
       add(out.has(far.name) || t.columns.has(far.name) ? { ...rel, name: `${far.name}_via_${other.name}` } : rel);
     }
   }
+  for (const rel of out.values()) {
+    const other = await t.readableOf(rel.other, 'r');
+    rel.readable = rel.junction ? both(other, await t.readableOf(rel.junction.view, 'j')) : other;
+  }
   t.relations = out;
   return out;
+}
+
+/** Two conditions ANDed (params in text order). */
+function both(a: SqlFragment, b: SqlFragment): SqlFragment {
+  if (a === ALL_ROWS) return b;
+  if (b === ALL_ROWS) return a;
+  return { sql: `(${a.sql}) AND (${b.sql})`, params: [...a.params, ...b.params] };
 }
 
 /** The SQL expression of a field of a table over an alias. */
 export const fieldSql = (v: TableView, alias: string, field: string): string => v.columnsAs(alias).get(field)!.sql!;
 
-/** `EXISTS (…)` over the related rows (alias `r`) of the row in alias `t`. */
-function relatedExists(t: Target, rel: Relation, condition: string): string {
+/** `EXISTS (…)` over the related rows (alias `r`) of the row in alias `t` that the actor may read. */
+function relatedExists(t: Target, rel: Relation, condition: string): SqlFragment {
   const r = rel.other;
-  if (rel.kind !== 'many') return `EXISTS (SELECT 1 FROM ${r.table} r WHERE ${fieldSql(r, 'r', rel.remote)} = ${fieldSql(t, 't', rel.local)} AND ${condition})`;
+  const { sql: readable, params } = rel.readable!;
+  if (rel.kind !== 'many') return { sql: `EXISTS (SELECT 1 FROM ${r.table} r WHERE ${fieldSql(r, 'r', rel.remote)} = ${fieldSql(t, 't', rel.local)} AND ${condition} AND (${readable}))`, params };
   const j = rel.junction!;
-  return `EXISTS (SELECT 1 FROM ${j.view.table} j JOIN ${r.table} r ON ${fieldSql(r, 'r', rel.remote)} = ${fieldSql(j.view, 'j', j.toOther)} WHERE ${fieldSql(j.view, 'j', j.toUs)} = ${fieldSql(t, 't', rel.local)} AND ${condition})`;
+  return {
+    sql: `EXISTS (SELECT 1 FROM ${j.view.table} j JOIN ${r.table} r ON ${fieldSql(r, 'r', rel.remote)} = ${fieldSql(j.view, 'j', j.toOther)} WHERE ${fieldSql(j.view, 'j', j.toUs)} = ${fieldSql(t, 't', rel.local)} AND ${condition} AND (${readable}))`,
+    params,
+  };
 }
 
 /** A name or path: an own field, `relation.field` (with its relation) or a docstore document path. */
@@ -304,5 +329,9 @@ export function sortExpression(t: Target, path: string): string {
   const { info, rel } = found;
   if (!rel) return info.sql!;
   if (rel.kind !== 'forward') throw fieldError('_sort', `"${path}": sorting follows foreign keys only (not reverse or many-to-many relations).`);
-  return `(SELECT ${info.sql} FROM ${rel.other.table} r WHERE ${fieldSql(rel.other, 'r', rel.remote)} = ${fieldSql(t, 't', rel.local)})`;
+  // The order would tell the values of records the actor may not read: only a plan without
+  // values (all rows, none, or a condition on the records alone) goes into the ORDER BY.
+  const readable = rel.readable!;
+  if (readable.params.length) throw fieldError('_sort', `"${path}": the policies of table "${rel.other.name}" let you read only some of its records; sort by its fields is not available.`);
+  return `(SELECT ${info.sql} FROM ${rel.other.table} r WHERE ${fieldSql(rel.other, 'r', rel.remote)} = ${fieldSql(t, 't', rel.local)} AND (${readable.sql}))`;
 }
