@@ -1,9 +1,10 @@
-// `platform user …`: the platform's users (/api/cloud/users/).
+// `platform user …`: the platform's users (/api/cloud/users/), and a site user's policy attributes.
 import { Args, Flags } from '@oclif/core';
 import type { PageEnvelope } from '../../shared/common/pagination.ts';
 import type { UserView } from '../../shared/users/user.schemas.ts';
 import { defined, path } from '../api.ts';
 import { operation } from '../base.ts';
+import { parseJson, siteFlag } from '../flags.ts';
 import { pageTable, when, type Column } from '../output.ts';
 import { askHidden, canPrompt } from '../prompt.ts';
 
@@ -102,6 +103,20 @@ export const USER_COMMANDS = {
       path: path`/api/cloud/users/${args.user}/`,
       body: { ...userInput(flags), ...defined({ old_password: flags['old-password'], is_deleted: flags.restore ? false : undefined }) },
     }),
+  }),
+
+  'user:attributes': operation({
+    summary: "Show or replace a site user's attributes (the P.attr of app policies).",
+    description:
+      'Without --set, prints the attributes. --set replaces the whole set with a JSON object (site administrators): names of letters, digits and _, values strings, numbers, booleans, null or arrays of those; tenant_id and app_slug are reserved. With --json, prints the site user.',
+    examples: ['user attributes alice --site shop_prod', 'user attributes alice --site shop_prod --set \'{"country": "FR", "teams": ["sales"]}\''],
+    args: { user: Args.string({ name: 'user', description: "The site user's username or UUID", required: true }) },
+    flags: { site: siteFlag, set: Flags.string({ summary: 'The new attributes: a JSON object.' }) },
+    request: ({ flags: f, args }) =>
+      f.set === undefined
+        ? { method: 'GET', site: f.site, path: path`/api/users/${args.user}/` }
+        : { method: 'PUT', site: f.site, path: path`/api/users/${args.user}/`, body: { attributes: parseJson(f.set, 'attributes') } },
+    render: (user: { attributes: Record<string, unknown> }) => JSON.stringify(user.attributes, null, 2),
   }),
 
   'user:delete': operation({

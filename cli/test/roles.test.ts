@@ -98,3 +98,22 @@ test.serial('role mine: a site user\'s own roles (remote with the site login; di
     t.is(r.stdout, 'admin\n');
   },
 });
+
+test.serial("user attributes: a site user's policy attributes shown and replaced, alike in both modes; bad JSON and reserved names refused", async (t) => {
+  for (const mode of ['remote', 'direct'] as Mode[]) {
+    const set = await at(mode, ['user', 'attributes', 'alice', '--set', `{"country": "FR", "mode": "${mode}", "teams": ["sales"]}`]);
+    t.is(set.code, 0, set.stderr);
+    t.deepEqual(JSON.parse(set.stdout), { country: 'FR', mode, teams: ['sales'] });
+    t.regex(set.stdout, /^\{\n {2}"/); // indented, one attribute a line
+    const shown = await at(mode, ['user', 'attributes', 'alice', '--json']);
+    t.like(json(shown), { username: 'alice', attributes: { country: 'FR', mode, teams: ['sales'] } });
+    const bad = await at(mode, ['user', 'attributes', 'alice', '--set', '{"country": ']);
+    t.not(bad.code, 0);
+    t.regex(bad.stderr, /Invalid JSON in attributes/);
+    const reserved = await at(mode, ['user', 'attributes', 'alice', '--set', '{"tenant_id": "other"}']);
+    t.not(reserved.code, 0);
+    t.regex(reserved.stderr, /tenant_id/);
+  }
+  const stored = await api('GET', '/api/users/alice/');
+  t.deepEqual(stored.body.attributes, { country: 'FR', mode: 'direct', teams: ['sales'] });
+});
