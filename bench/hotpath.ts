@@ -32,7 +32,7 @@
 // Environment: BENCH_DATABASE_URL | TEST_DATABASE_URL (else an embedded PostgreSQL), BENCH_ROWS
 // (100000), BENCH_DURATION (10 s per server and scenario, over BENCH_ROUNDS = 2 alternating
 // rounds), BENCH_WARMUP (2), BENCH_CONNECTIONS (50), BENCH_SEQ_DURATION (the 1-connection runs;
-// default BENCH_DURATION), BENCH_BULK (10000), BENCH_BULK_REPEAT (3), BENCH_ONLY,
+// default BENCH_DURATION), BENCH_BULK (10000), BENCH_BULK_REPEAT (15), BENCH_ONLY,
 // BENCH_CPU_PROF=<dir> (V8 CPU profiles of both servers), BENCH_STRICT=1.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -55,7 +55,7 @@ const settings: LoadSettings = {
 const SEQ_DURATION = envNumber('BENCH_SEQ_DURATION', settings.durationSec);
 const ROWS = Math.max(100, Math.round(envNumber('BENCH_ROWS', 100_000)));
 const BULK = Math.max(1, Math.round(envNumber('BENCH_BULK', 10_000)));
-const BULK_REPEAT = Math.max(1, Math.round(envNumber('BENCH_BULK_REPEAT', 3)));
+const BULK_REPEAT = Math.max(1, Math.round(envNumber('BENCH_BULK_REPEAT', 15)));
 const SCENARIOS = ['get', 'list', 'list-nocount', 'bulk'];
 const ONLY = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
 const unknown = ONLY?.filter((s) => !SCENARIOS.includes(s));

@@ -4,7 +4,8 @@ import v8 from 'node:v8';
 
 /**
  * The Node flags the server runs with (`npm start`, the benchmarks' servers): the old generation's
- * first collection only at 200 MB. docs/storage.md "Throughput": without it, the stream of
+ * first collection only at 200 MB, and a young generation of up to 64 MB per semi-space (the
+ * objects of a large JSON body die young instead of being copied by scavenges while alive). docs/storage.md "Throughput": without it, the stream of
  * short-lived 64 KiB buffers of an upload or a download makes V8 run a full mark-compact of the
  * ≈ 50 MB heap every few dozen MB moved. V8 reads it when the heap is made: a command-line flag
  * (NODE_OPTIONS refuses it).

@@ -67,8 +67,10 @@ const INIT_JS = `(() => {
     show(body);
   });
   el('session-signout').addEventListener('click', async () => {
-    await call('DELETE');
-    show(null);
+    const r = await call('DELETE');
+    // 401: the session had already ended. Any other failure leaves the session (and the cookie) as it was.
+    if (r.ok || r.status === 401) show(null);
+    else el('session-signout').textContent = 'Sign out failed (' + r.status + '), try again';
   });
   window.ui = SwaggerUIBundle({
     url: '/api/schema/', dom_id: '#swagger-ui', deepLinking: true, persistAuthorization: true,

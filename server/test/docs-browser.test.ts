@@ -77,7 +77,10 @@ maybe(`sign in at /api/docs/, "Try it out" a read and a write with the session, 
   await page.locator('#session-user').waitFor({ state: 'visible' });
   t.is(await page.textContent('#session-name'), user.username);
 
+  const signedOut = page.waitForResponse((r) => r.url().endsWith('/api/auth/session/') && r.request().method() === 'DELETE');
   await page.click('#session-signout');
+  const answer = await signedOut;
+  t.true(answer.ok(), `sign-out answered ${answer.status()}: ${await answer.text()}`);
   await page.locator('#session-signin').waitFor({ state: 'visible' });
   t.false((await context.cookies()).some((c) => c.name === 'sessionid'), 'sign-out clears the cookie');
   t.is((await sql(s, 'SELECT count(*)::int AS n FROM public.sessions WHERE user_uuid = ?', [user.uuid]))[0].n, 0);

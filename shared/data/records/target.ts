@@ -12,7 +12,7 @@ import { siteSchemaFor } from '../../tenancy/site-access.ts';
 import { findTable, type TableRow, type TableScope } from '../datatable.queries.ts';
 import { columnType, quoteLiteral, type ProviderType } from '../ddl.ts';
 import type { ColumnInfo, Columns, SqlFragment } from '../query/filter.ts';
-import { ALL_ROWS, NO_ROWS, rowsAllowed, tableKind, type PolicyTarget } from './access.ts';
+import { NO_ROWS, rowsAllowed, tableKind, withinAllowed, type PolicyTarget } from './access.ts';
 import { GENERATED_KEY, declaredKey, foreignKeysOf, primaryKeyOf, type TableSchema } from '../table-schema.ts';
 
 export type RecordRow = Record<string, unknown>;
@@ -260,17 +260,10 @@ export async function loadRelations(em: EntityManager, t: Target): Promise<Map<s
   }
   for (const rel of out.values()) {
     const other = await t.readableOf(rel.other, 'r');
-    rel.readable = rel.junction ? both(other, await t.readableOf(rel.junction.view, 'j')) : other;
+    rel.readable = rel.junction ? withinAllowed(await t.readableOf(rel.junction.view, 'j'), other) : other;
   }
   t.relations = out;
   return out;
-}
-
-/** Two conditions ANDed (params in text order). */
-function both(a: SqlFragment, b: SqlFragment): SqlFragment {
-  if (a === ALL_ROWS) return b;
-  if (b === ALL_ROWS) return a;
-  return { sql: `(${a.sql}) AND (${b.sql})`, params: [...a.params, ...b.params] };
 }
 
 /** The SQL expression of a field of a table over an alias. */
