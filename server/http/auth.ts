@@ -7,6 +7,7 @@ import { authenticateSession, CSRF_HEADER, csrfMatches, sessionCookieName, type 
 import type { CachedLookup } from '../../shared/common/cached-lookup.ts';
 import type { TokenSettings } from '../../shared/auth/tokens.ts';
 import { DomainError, invalidToken, permissionDenied } from '../../shared/errors.ts';
+import { SAFE_METHODS } from './middleware.ts';
 import type { RouteDef } from './registry.ts';
 import type { AppContext } from './types.ts';
 
@@ -18,8 +19,6 @@ import type { AppContext } from './types.ts';
 export const DIRECT_ACTOR = Symbol('platform.direct-actor');
 export type DirectActor = { actor: Actor } | { as: string };
 export type DirectRequest = IncomingMessage & { [DIRECT_ACTOR]?: DirectActor };
-
-const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 export function authentication(settings: TokenSettings, users?: CachedLookup<UserAuth | null>) {
   return async (ctx: AppContext, def: RouteDef) => {

@@ -15,7 +15,8 @@ import type { RouteStep } from './registry.ts';
 import type { AppContext } from './types.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
-const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+/** Methods that change nothing: writes wait for their change to reach the caches; sessions need no CSRF token for them. */
+export const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
  * Request id (X-Request-Id in and out), request-scoped EntityManager, the service context (with

@@ -15,6 +15,7 @@ import { quotedSchema } from '../tenancy/schema.ts';
 import { authorizeSiteSubject, siteSchemaFor } from '../tenancy/site-access.ts';
 import { EVENT_TYPES, SubscribeBody, type AppEventView, type EventType, type SubscriptionView } from './function.schemas.ts';
 import { LEASE_SECONDS, MAX_ATTEMPTS, type FunctionRuntime } from './runtime.ts';
+import { failedOutcome } from './sandbox/engine.ts';
 
 const badRequest = (message: string) => new DomainError('BAD_REQUEST', message);
 
@@ -184,7 +185,7 @@ export class UserEvents {
     const tasks = claimed.map((c) => c.task);
     await Promise.all(
       claimed.map(async ({ task, jobId }) => {
-        const outcome = await this.runtime.runClaimed(schema, task.invocation_id, jobId).catch((err: Error) => ({ status: 'failed' as const, error: { type: 'SandboxError', message: err.message } }));
+        const outcome = await this.runtime.runClaimed(schema, task.invocation_id, jobId).catch((err: Error) => failedOutcome('SandboxError', err.message));
         if (outcome?.status !== 'succeeded') {
           task.code = 'EXECUTION_ERROR';
           task.message = outcome?.error?.message ?? 'The execution did not run.';

@@ -13,7 +13,7 @@ import { dropReadOnly } from '../common/read-only.ts';
 import { insertWithUniqueSlug, isUuid, slugify, uniqueViolation } from '../common/slug.ts';
 import { validate } from '../common/validation.ts';
 import { actorUuid, readsOf, type ServiceContext } from '../context.ts';
-import { countOf, firstRow, iso, rows } from '../db/sql.ts';
+import { assignments, countOf, firstRow, iso, rows } from '../db/sql.ts';
 import { DomainError, fieldError, notFound, validationError } from '../errors.ts';
 import { authorize } from '../policies/hook.ts';
 import { appSecrets } from '../secrets/secret.service.ts';
@@ -197,14 +197,7 @@ export async function updateFunction(ctx: ServiceContext, appSlug: string, slug:
   const { schema, app, fn } = await functionFor(ctx, appSlug, slug, 'update');
   dropReadOnly(FunctionUpdate, input, functionView(fn));
   await checkFields(readsOf(ctx), schema, app, input);
-  const set: string[] = [];
-  const params: unknown[] = [];
-  for (const field of ['name', 'description', 'runtime', 'code', 'timeout', 'is_active'] as const) {
-    if (input[field] !== undefined) {
-      set.push(`${field} = ?`);
-      params.push(input[field]);
-    }
-  }
+  const { set, params } = assignments(input, ['name', 'description', 'runtime', 'code', 'timeout', 'is_active']);
   if (input.environment !== undefined) {
     set.push('environment = ?::jsonb');
     params.push(JSON.stringify(input.environment));

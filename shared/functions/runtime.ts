@@ -20,7 +20,7 @@ import { firstRow, rows } from '../db/sql.ts';
 import type { SecretKeyring } from '../secrets/crypto.ts';
 import { appSecrets } from '../secrets/secret.service.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
-import type { RunOutcome, SandboxLimits } from './sandbox/engine.ts';
+import { failedOutcome, type RunOutcome, type SandboxLimits } from './sandbox/engine.ts';
 import { SandboxPool, type ApiTarget } from './sandbox/pool.ts';
 import { UserEvents } from './events.service.ts';
 
@@ -215,13 +215,10 @@ export class FunctionRuntime {
 
   private async runJob(jobId: number, schema: string, invocationId: number, attempts: number): Promise<void> {
     if (attempts > MAX_ATTEMPTS) {
-      await this.finish(this.freshEm(), schema, invocationId, jobId, {
-        status: 'failed',
-        error: { type: 'ExecutionInterrupted', message: 'The server running the execution stopped, and it has no retry left (an API or POST event execution is tried 3 times, a PRE event one once).' },
-        logs: [],
-        cpu_ms: 0,
-        duration_ms: 0,
-      });
+      await this.finish(this.freshEm(), schema, invocationId, jobId, failedOutcome(
+        'ExecutionInterrupted',
+        'The server running the execution stopped, and it has no retry left (an API or POST event execution is tried 3 times, a PRE event one once).',
+      ));
       return;
     }
     await this.execute(schema, invocationId, jobId);
@@ -253,9 +250,9 @@ export class FunctionRuntime {
     let outcome: RunOutcome;
     const env = await this.environment(em, schema, row).catch((err: Error) => err);
     if (!row.is_active) {
-      outcome = { status: 'failed', error: { type: 'FunctionInactive', message: `Function "${row.function_slug}" is inactive.` }, logs: [], cpu_ms: 0, duration_ms: 0 };
+      outcome = failedOutcome('FunctionInactive', `Function "${row.function_slug}" is inactive.`);
     } else if (env instanceof Error) {
-      outcome = { status: 'failed', error: { type: 'MissingSecret', message: env.message }, logs: [], cpu_ms: 0, duration_ms: 0 };
+      outcome = failedOutcome('MissingSecret', env.message);
     } else {
       const api = this.apiTarget(schema, row);
       const context = {

@@ -11,7 +11,7 @@ import { dropReadOnly } from '../common/read-only.ts';
 import { insertWithUniqueSlug, slugify, uniqueViolation } from '../common/slug.ts';
 import { validate } from '../common/validation.ts';
 import { actorUuid, readsOf, type ServiceContext } from '../context.ts';
-import { countOf, firstRow, iso, rows } from '../db/sql.ts';
+import { assignments, countOf, firstRow, iso, rows } from '../db/sql.ts';
 import { DomainError, notFound, validationError, type FieldErrors } from '../errors.ts';
 import { likeEscape } from '../common/filters.ts';
 import { authorize } from '../policies/hook.ts';
@@ -233,14 +233,7 @@ export async function updateBucket(ctx: ServiceContext, appSlug: string, slug: s
   const { schema, app, bucket } = await bucketFor(ctx, appSlug, slug, 'update');
   dropReadOnly(BucketPatch, input, bucketView(bucket));
   checkFields(input);
-  const set: string[] = [];
-  const params: unknown[] = [];
-  for (const field of ['name', 'app_category', 'visibility', 'file_size_limit', 'max_size_bytes', 'max_objects'] as const) {
-    if (input[field] !== undefined) {
-      set.push(`${field} = ?`);
-      params.push(input[field]);
-    }
-  }
+  const { set, params } = assignments(input, ['name', 'app_category', 'visibility', 'file_size_limit', 'max_size_bytes', 'max_objects']);
   if (input.allowed_mime_types !== undefined) {
     set.push('allowed_mime_types = ARRAY(SELECT jsonb_array_elements_text(?::jsonb))');
     params.push(JSON.stringify(normalizedTypes(input.allowed_mime_types)));

@@ -59,6 +59,9 @@ export interface RunOutcome {
   broken?: boolean;
 }
 
+/** An outcome that ends an invocation before or without its code running to the end. */
+export const failedOutcome = (type: string, message: string): RunOutcome => ({ status: 'failed', error: { type, message }, logs: [], cpu_ms: 0, duration_ms: 0 });
+
 /** An SDK request: the host answers with the status and the response body's text. */
 export type ApiCall = (method: string, path: string, body: string | undefined) => Promise<{ status: number; body: string }>;
 

@@ -5,7 +5,7 @@
 // that overran an invocation's timeout by the grace period (the interrupt handler failed to stop
 // it), is terminated and replaced; its invocations end as failed.
 import { Worker } from 'node:worker_threads';
-import type { RunOutcome, RunRequest } from './engine.ts';
+import { failedOutcome as failed, type RunOutcome, type RunRequest } from './engine.ts';
 
 /** Where an invocation's SDK requests go. */
 export interface ApiTarget {
@@ -40,8 +40,6 @@ export interface PoolOptions {
   /** How long past an invocation's timeout its thread is terminated (ms). */
   graceMs?: number;
 }
-
-const failed = (type: string, message: string): RunOutcome => ({ status: 'failed', error: { type, message }, logs: [], cpu_ms: 0, duration_ms: 0 });
 
 export class SandboxPool {
   private readonly slots: Slot[] = [];

@@ -3,7 +3,7 @@
 // SDK's requests leave from here, over HTTP to the platform's own API, as the invoking user.
 import http from 'node:http';
 import { parentPort } from 'node:worker_threads';
-import { loadQuickJS, runFunction, type ApiCall } from './engine.ts';
+import { failedOutcome, loadQuickJS, runFunction, type ApiCall } from './engine.ts';
 import type { ApiTarget, ToWorker } from './pool.ts';
 
 const MAX_RESPONSE_BYTES = 5 * 1024 * 1024;
@@ -38,7 +38,7 @@ function apiCaller(target: ApiTarget | null, deadline: number): ApiCall {
 
 parentPort!.on('message', (msg: ToWorker) => {
   if (broken) {
-    parentPort!.postMessage({ id: msg.id, outcome: { status: 'failed', error: { type: 'SandboxError', message: 'The sandbox restarted; try again.' }, logs: [], cpu_ms: 0, duration_ms: 0 } });
+    parentPort!.postMessage({ id: msg.id, outcome: failedOutcome('SandboxError', 'The sandbox restarted; try again.') });
     return;
   }
   void runFunction(qjs, msg.req, apiCaller(msg.api, Date.now() + msg.req.limits.timeoutMs)).then((outcome) => {
