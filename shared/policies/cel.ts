@@ -3,7 +3,7 @@
 // policies use. An evaluation error (an absent key, no overload) or a non-boolean result counts
 // as false where a condition is decided (CERBOS-NOTES §1); inside one expression CEL's own rules
 // hold (`true || error` is true).
-import { Environment } from '@marcbachmann/cel-js';
+import { Environment, EvaluationError } from '@marcbachmann/cel-js';
 
 /** Bounds on what one expression may be: conditions are short; these stop pathological input at parse time. */
 export const CEL_LIMITS = { maxLength: 4096, maxAstNodes: 1000, maxDepth: 48, maxListElements: 1000, maxMapEntries: 1000, maxCallArguments: 16 };
@@ -60,6 +60,32 @@ function environment(): Environment {
 }
 
 export const celEnv = environment();
+quietRuntimeErrors(celEnv);
+
+/**
+ * Runtime errors without a message. cel-js builds every EvaluationError with a caret-highlighted
+ * copy of the source, but here a failing condition (an absent attribute) is an everyday outcome
+ * whose message nobody reads: a runtime error counts as false (`holds`) or as an absent value
+ * (`valueOf`, plan.ts). Building them was a third of a check's time. So the environment's
+ * evaluator throws one shared EvaluationError instead: still an EvaluationError, so `||`, `&&`,
+ * `?:` and optionals treat it as CEL's error value. Parse and type-check errors, whose messages
+ * and positions are shown, come from the parser and the type checker and keep theirs.
+ * cel-js 8.0 keeps its evaluator private: it is reached as the argument of the first node it
+ * evaluates (the package is pinned; cel.test.ts fails if this stops working).
+ */
+function quietRuntimeErrors(env: Environment): void {
+  const probe = env.parse('true') as unknown as { (ctx: object): unknown; ast: { evaluate: (ev: object, ...rest: unknown[]) => unknown } };
+  let evaluator: { createError?: unknown } | undefined;
+  const evaluate = probe.ast.evaluate;
+  probe.ast.evaluate = function (this: unknown, ev, ...rest) {
+    evaluator = ev as typeof evaluator;
+    return evaluate.call(this, ev, ...rest);
+  };
+  probe({});
+  if (typeof evaluator?.createError !== 'function') throw new Error('cel-js: the evaluator was not found (its internals changed): see quietRuntimeErrors in shared/policies/cel.ts');
+  const failed = new EvaluationError('evaluation error');
+  evaluator.createError = () => failed;
+}
 
 export interface CelProgram {
   source: string;

@@ -130,7 +130,26 @@ export function globMatcher(pattern: string): Matcher {
   if (pattern === '*') return () => true;
   if (!SPECIAL.test(pattern)) return (text) => text === pattern;
   const alternatives = expand(pattern).map((p) => (SPECIAL.test(p) ? plainMatcher(tokens(p)) : (text: string) => text === p));
-  return (text) => text === pattern || alternatives.some((m) => m(text));
+  return memoised((text) => text === pattern || alternatives.some((m) => m(text)));
+}
+
+const MEMO_ENTRIES = 256;
+const MEMO_TEXT_LENGTH = 128;
+
+/** A matcher that remembers its answers: checks ask about the same few actions and kinds again and again (bounded: short texts, a few hundred of them). */
+function memoised(match: Matcher): Matcher {
+  const memo = new Map<string, boolean>();
+  return (text) => {
+    let r = memo.get(text);
+    if (r === undefined) {
+      r = match(text);
+      if (text.length <= MEMO_TEXT_LENGTH) {
+        if (memo.size >= MEMO_ENTRIES) memo.clear();
+        memo.set(text, r);
+      }
+    }
+    return r;
+  };
 }
 
 /** One matcher for a list of patterns (any of them; a pattern also matches its own text, as Cerbos' does: `[a]` matches "[a]"). */
