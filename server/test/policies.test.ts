@@ -322,6 +322,28 @@ test.serial('check: the caller by default; administrators may name anyone (body,
   t.truthy(meta.body.results[0].meta.actions.read);
 });
 
+test.serial('check: rule outputs (ruleActivated, conditionNotMet, a failing one without val); a bad output expression is refused', async (t) => {
+  const withOutputs = resource('doc:outputs', [
+    allow(['read'], ['member'], { name: 'readers', condition: { match: { expr: 'R.attr.open == true' } }, output: { when: { ruleActivated: '{"by": P.id, "n": 1}', conditionNotMet: '"closed"' } } }),
+    allow(['update'], ['member'], { output: { when: { ruleActivated: 'R.attr.missing' } } }),
+  ]);
+  t.is((await onA('PUT', pol(), withOutputs)).status, 200);
+  const body = (attr: Record<string, unknown>) => ({ resources: [{ resource: { kind: 'doc:outputs', id: 'o1', attr }, actions: ['read', 'update', 'delete'] }] });
+  const open = await check('shop', body({ open: true }), 'pleb');
+  t.is(open.status, 200, open.text);
+  const src = (rule: string) => `${rid('doc:outputs')}#${rule}`;
+  t.deepEqual(open.body.results[0].outputs, [
+    { src: src('readers'), action: 'read', val: { by: plebUuid, n: 1 } },
+    { src: src('rule-002'), action: 'update' },
+  ]);
+  const closed = await check('shop', body({ open: false }), 'pleb');
+  t.deepEqual(closed.body.results[0].outputs[0], { src: src('readers'), action: 'read', val: 'closed' });
+  const bad = await onA('PUT', pol(), resource('doc:outputs', [allow(['read'], ['member'], { output: { when: { conditionNotMet: 'P.attr.(' } } })]));
+  t.is(bad.status, 400, bad.text);
+  t.truthy(Object.keys(bad.body.errors ?? {}).some((k) => k.includes('output.when.conditionNotMet')), JSON.stringify(bad.body));
+  t.deepEqual((await check('shop', body({ open: false }), 'pleb')).body.results[0].outputs[0].val, 'closed', 'nothing stored');
+});
+
 test.serial('plan: always allowed, always denied, or a condition; principal resolution as in check', async (t) => {
   await onA('PUT', pol(), DOC_POLICY);
   const as = (action: string, q = '?username=pleb') => plan('shop', { action, resource: { kind: 'doc:report', policy_version: 'default' } }, 'adminA', q);

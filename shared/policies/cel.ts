@@ -191,3 +191,23 @@ export function valueOf(program: CelProgram, activation: Record<string, unknown>
     return undefined;
   }
 }
+
+/**
+ * A CEL value as JSON, as Cerbos reports rule outputs (google.protobuf.Value): every number a
+ * double, timestamps in RFC 3339 (the fraction without trailing zeros, as Go writes it), durations as cel-js writes them,
+ * bytes in base64, maps as objects.
+ */
+export function celToJson(v: unknown): unknown {
+  if (v === null || typeof v === 'string' || typeof v === 'boolean') return v;
+  if (typeof v === 'number') return Number.isFinite(v) ? v : String(v);
+  if (typeof v === 'bigint') return Number(v);
+  if (v instanceof Date) return v.toISOString().replace(/\.(\d*?)0*Z$/, (_, digits: string) => (digits ? `.${digits}Z` : 'Z'));
+  if (v instanceof Uint8Array) return Buffer.from(v).toString('base64');
+  if (Array.isArray(v) || v instanceof Set) return [...v].map(celToJson);
+  if (v instanceof Map) return Object.fromEntries([...v].map(([k, x]) => [String(k), celToJson(x)]));
+  if (typeof v !== 'object' || v === undefined) return String(v);
+  if (Object.getPrototypeOf(v) === Object.prototype || Object.getPrototypeOf(v) === null) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, celToJson(x)]));
+  // cel-js's own value classes: uint (its valueOf is a bigint), duration (toString is CEL's form).
+  const primitive = (v as { valueOf(): unknown }).valueOf();
+  return typeof primitive === 'bigint' ? Number(primitive) : String(v);
+}

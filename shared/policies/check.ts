@@ -3,9 +3,9 @@
 // specific scope up, DENY before ALLOW within a scope, override-parent or parental-consent scopes;
 // any role's ALLOW allows. Role policies narrow a role exhaustively. Conditions, variables and
 // derived roles are evaluated at most once per resource (memoised), whatever the number of actions.
-import { holds, valueOf } from './cel.ts';
-import { scopeChain, type CDerivedRole, type CondNode, type Compiled, type CPrincipalPolicy, type CResourcePolicy, type CResourceRule, type CRolePolicy, type Locals } from './compile.ts';
-import type { ActionMeta, CheckRequest, CheckResponse, CheckResult, Effect, Principal, Resource } from './model.ts';
+import { celToJson, holds, valueOf } from './cel.ts';
+import { scopeChain, type CDerivedRole, type CondNode, type Compiled, type COutput, type CPrincipalPolicy, type CResourcePolicy, type CResourceRule, type CRolePolicy, type Locals } from './compile.ts';
+import type { ActionMeta, CheckRequest, CheckResponse, CheckResult, Effect, Principal, Resource, RuleOutput } from './model.ts';
 
 export const NO_MATCH = 'NO_MATCH';
 
@@ -17,7 +17,10 @@ export class ResourceEval {
   private readonly activations = new Map<object, Activation>();
   private readonly conditions = new Map<object, boolean>();
   private readonly derivedActive = new Map<CDerivedRole, boolean>();
+  private readonly reported = new Set<string>();
   readonly principal: Principal;
+  /** The outputs of the rules evaluated, once per rule and action. */
+  readonly outputs: RuleOutput[] = [];
 
   constructor(principal: Principal, resource: Resource) {
     this.principal = principal;
@@ -49,6 +52,18 @@ export class ResourceEval {
       this.conditions.set(memoKey, r);
     }
     return r;
+  }
+
+  /** A rule's output for an action: `ruleActivated` when its condition held, else `conditionNotMet` (no `val` when the expression fails). */
+  report(output: COutput, held: boolean, act: Activation, action: string): void {
+    const program = held ? output.activated : output.notMet;
+    const key = `${output.src}\0${action}`;
+    if (!program || this.reported.has(key)) return;
+    this.reported.add(key);
+    const entry: RuleOutput = { src: output.src, action };
+    const value = valueOf(program, act);
+    if (value !== undefined) entry.val = celToJson(value);
+    this.outputs.push(entry);
   }
 
   /** A derived role is active when the principal holds a parent role and its condition holds. */
@@ -102,12 +117,16 @@ export function roleFamily(compiled: Compiled, role: string, scopes: string[], v
   return family;
 }
 
+/** Whether a derived role's parent roles include one of a role family. */
+const heldThroughParent = (d: CDerivedRole, family: ReadonlySet<string>): boolean => d.anyParent || [...family].some((r) => d.parentRoles.has(r));
+const policyDerived = (policy: CResourcePolicy, name: string): CDerivedRole => policy.derived.get(name)!;
+
 /** Whether a rule applies to a role family: by role (or `*`), or by an active derived role whose parents include one. */
 export function ruleApplies(ev: ResourceEval, rule: CResourceRule, policy: CResourcePolicy, family: ReadonlySet<string>): boolean {
   if (rule.anyRole || [...family].some((r) => rule.roles.has(r))) return true;
   for (const name of rule.derivedRoles) {
-    const d = policy.derived.get(name)!;
-    if ((d.anyParent || [...family].some((r) => d.parentRoles.has(r))) && ev.derived(d)) return true;
+    const d = policyDerived(policy, name);
+    if (heldThroughParent(d, family) && ev.derived(d)) return true;
   }
   return false;
 }
@@ -164,6 +183,7 @@ export function decide(compiled: Compiled, ev: ResourceEval, resource: Resource,
     for (const rule of p.rules) {
       if (!rule.resource(resource.kind) || !rule.action(action)) continue;
       const ok = ev.condition(rule.condition, act, rule);
+      if (rule.output) ev.report(rule.output, ok, act, action);
       if (rule.effect === 'EFFECT_DENY') denied ||= ok;
       else {
         allowMatched = true;
@@ -182,6 +202,9 @@ export function decide(compiled: Compiled, ev: ResourceEval, resource: Resource,
   if (chain === null || chain.length === 0) return { effect: 'EFFECT_DENY', meta: { matchedPolicy: NO_MATCH }, resources: true };
   const scopes = scopeChain(scope);
   const first = { matchedPolicy: chain[0].id, ...(chain[0].scope ? { matchedScope: chain[0].scope } : {}) };
+  // With rule outputs, every role's rules are evaluated (their outputs reported); the first ALLOW decides.
+  const reportAll = chain.some((p) => p.outputs);
+  let allow: Decision | undefined;
   let denyMeta: ActionMeta | undefined;
   roles: for (const role of new Set(principal.roles)) {
     // The role policies of the role and of every role it inherits from narrow it.
@@ -194,9 +217,12 @@ export function decide(compiled: Compiled, ev: ResourceEval, resource: Resource,
       }
     }
     const outcome = walkChain(ev, chain, family, action);
-    if (outcome.effect === 'EFFECT_ALLOW') return { effect: 'EFFECT_ALLOW', resources: true, meta: { matchedPolicy: chain[0].id, ...(outcome.scope ? { matchedScope: outcome.scope } : {}) } };
+    if (outcome.effect === 'EFFECT_ALLOW') {
+      allow ??= { effect: 'EFFECT_ALLOW', resources: true, meta: { matchedPolicy: chain[0].id, ...(outcome.scope ? { matchedScope: outcome.scope } : {}) } };
+      if (!reportAll) break;
+    }
   }
-  return { effect: 'EFFECT_DENY', resources: true, meta: denyMeta ?? first };
+  return allow ?? { effect: 'EFFECT_DENY', resources: true, meta: denyMeta ?? first };
 }
 
 /** A role policy only narrows: the action must be listed for the kind, and its condition (if any) hold. */
@@ -220,15 +246,21 @@ function walkChain(ev: ResourceEval, chain: CResourcePolicy[], family: ReadonlyS
     let allowMatched = false;
     let denied = false;
     for (const rule of p.rules) {
-      if (!rule.actions(action) || !ruleApplies(ev, rule, p, family)) continue;
+      if (!rule.actions(action)) continue;
+      if (!ruleApplies(ev, rule, p, family)) {
+        // A derived role held through a parent role but not active: Cerbos reports the rule's conditionNotMet.
+        if (rule.output && rule.derivedRoles.some((name) => heldThroughParent(policyDerived(p, name), family))) ev.report(rule.output, false, act, action);
+        continue;
+      }
       const ok = ev.condition(rule.condition, act, rule);
+      if (rule.output) ev.report(rule.output, ok, act, action);
       if (rule.effect === 'EFFECT_DENY') {
         if (ok) denied = true;
       } else {
         allowMatched = true;
         allowed ||= ok;
       }
-      if (denied) break;
+      if (denied && !p.outputs) break; // with outputs, the policy's other applicable rules report theirs too
     }
     if (denied) return { effect: 'EFFECT_DENY', scope: p.scope };
     if (p.consent && !allowed && allowMatched) return { effect: 'EFFECT_DENY', scope: p.scope };
@@ -260,6 +292,7 @@ export function checkResources(compiled: Compiled, req: CheckRequest): CheckResp
     if (resource.policyVersion !== undefined) echo.policyVersion = resource.policyVersion;
     if (resource.scope !== undefined) echo.scope = resource.scope;
     const result: CheckResult = { resource: echo, actions: effects };
+    if (ev.outputs.length) result.outputs = ev.outputs;
     if (req.includeMeta) {
       // Only the resource policies evaluated count (none when principal policies decided every action).
       const edr = resourcesEvaluated ? effectiveDerivedRoles(ev, resourceChain(compiled, resource.kind, resource.policyVersion ?? 'default', resource.scope ?? '')) : [];

@@ -6,7 +6,7 @@ import { DomainError } from '../errors.ts';
 import { compileCel, CelError, type CelNode, type CelProgram } from './cel.ts';
 import { PolicyDocumentSchema } from './document.schemas.ts';
 import { anyMatcher, GlobError, globMatcher, type Matcher } from './glob.ts';
-import { policyId, type Condition, type Constants, type Effect, type Match, type PolicyDocument, type Variables } from './model.ts';
+import { policyId, type Condition, type Constants, type Effect, type Match, type Output, type PolicyDocument, type Variables } from './model.ts';
 
 export interface CompileIssue {
   /** The policy's id (or its position in the input when it has none yet). */
@@ -52,6 +52,14 @@ export interface CResourceRule {
   anyRole: boolean;
   derivedRoles: string[];
   condition?: CondNode;
+  output?: COutput;
+}
+/** A rule's output: what is reported when the rule applies and its condition holds (`activated`) or not (`notMet`). */
+export interface COutput {
+  /** `{policy id}#{rule name}`; an unnamed rule is `rule-NNN` (its position), as Cerbos names it. */
+  src: string;
+  activated?: CelProgram;
+  notMet?: CelProgram;
 }
 export interface CResourcePolicy {
   id: string;
@@ -60,6 +68,8 @@ export interface CResourcePolicy {
   scope: string;
   consent: boolean;
   rules: CResourceRule[];
+  /** Whether some rule has an output (checks then evaluate every applicable rule). */
+  outputs: boolean;
   /** Imported derived roles by name. */
   derived: ReadonlyMap<string, CDerivedRole>;
   /** The derived roles some rule names (the only ones effectiveDerivedRoles can report). */
@@ -88,6 +98,7 @@ export interface CPrincipalRule {
   action: Matcher;
   effect: Effect;
   condition?: CondNode;
+  output?: COutput;
 }
 export interface CPrincipalPolicy {
   id: string;
@@ -260,6 +271,32 @@ export function compile(input: PolicyDocument[]): Compiled {
     return locals;
   };
 
+  /** An expression of a policy: compiled, and the variables and constants it names defined there. */
+  const exprOf = (policy: string, path: string, source: string, locals: Locals): CelProgram | undefined => {
+    const program = compileExpr(policy, path, source);
+    if (!program) return undefined;
+    const refs = { variables: new Set<string>(), constants: new Set<string>() };
+    references(program.run.ast, refs);
+    for (const v of refs.variables) if (!locals.variables.some((x) => x.name === v)) problems.add(policy, path, `Unknown variable "${v}".`);
+    for (const c of refs.constants) if (!(c in locals.constants)) problems.add(policy, path, `Unknown constant "${c}".`);
+    return program;
+  };
+
+  /** A rule's output (`when.ruleActivated`, else the older `expr`; `when.conditionNotMet`); `src` names the rule as Cerbos does. */
+  const outputOf = (policy: string, path: string, output: Output | undefined, src: string, locals: Locals): COutput | undefined => {
+    if (!output) return undefined;
+    const activated = output.when?.ruleActivated;
+    const notMet = output.when?.conditionNotMet;
+    return {
+      src,
+      activated:
+        activated !== undefined ? exprOf(policy, `${path}.output.when.ruleActivated`, activated, locals)
+        : output.expr !== undefined ? exprOf(policy, `${path}.output.expr`, output.expr, locals)
+        : undefined,
+      notMet: notMet === undefined ? undefined : exprOf(policy, `${path}.output.when.conditionNotMet`, notMet, locals),
+    };
+  };
+
   const conditionOf = (policy: string, path: string, condition: Condition | undefined, locals: Locals): CondNode | undefined => {
     if (!condition) return undefined;
     const node = (m: Match, p: string): CondNode | undefined => {
@@ -279,13 +316,8 @@ export function compile(input: PolicyDocument[]): Compiled {
         return undefined;
       }
       if (m.expr !== undefined) {
-        const program = compileExpr(policy, `${p}.expr`, m.expr);
-        if (!program) return undefined;
-        const refs = { variables: new Set<string>(), constants: new Set<string>() };
-        references(program.run.ast, refs);
-        for (const v of refs.variables) if (!locals.variables.some((x) => x.name === v)) problems.add(policy, `${p}.expr`, `Unknown variable "${v}".`);
-        for (const c of refs.constants) if (!(c in locals.constants)) problems.add(policy, `${p}.expr`, `Unknown constant "${c}".`);
-        return { kind: 'expr', program };
+        const program = exprOf(policy, `${p}.expr`, m.expr, locals);
+        return program && { kind: 'expr', program };
       }
       const kind = (['all', 'any', 'none'] as const).find((k) => m[k]);
       if (!kind) return undefined;
@@ -372,6 +404,7 @@ export function compile(input: PolicyDocument[]): Compiled {
           anyRole: (r.roles ?? []).includes('*'),
           derivedRoles: r.derivedRoles ?? [],
           condition: conditionOf(id, `${path}.condition`, r.condition, locals),
+          output: outputOf(id, path, r.output, `${id}#${name}`, locals),
         };
       });
       const scope = p.scope ?? '';
@@ -382,6 +415,7 @@ export function compile(input: PolicyDocument[]): Compiled {
         scope,
         consent: p.scopePermissions === 'SCOPE_PERMISSIONS_REQUIRE_PARENTAL_CONSENT_FOR_ALLOWS',
         rules,
+        outputs: rules.some((r) => r.output),
         derived,
         referencedDerived,
         locals,
@@ -418,6 +452,7 @@ export function compile(input: PolicyDocument[]): Compiled {
             action: matcherOf(id, `principalPolicy.rules.${i}.actions.${j}.action`, () => globMatcher(a.action)),
             effect: a.effect,
             condition: conditionOf(id, `principalPolicy.rules.${i}.actions.${j}.condition`, a.condition, locals),
+            output: outputOf(id, `principalPolicy.rules.${i}.actions.${j}`, a.output, `${id}#${a.name ?? `${r.resource}_rule-${String(j + 1).padStart(3, '0')}`}`, locals),
           }),
         ),
       );

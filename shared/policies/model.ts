@@ -217,7 +217,13 @@ export interface CheckResult {
   resource: { id: string; kind: string; policyVersion?: string; scope?: string };
   actions: Record<string, Effect>;
   meta?: { actions: Record<string, ActionMeta>; effectiveDerivedRoles?: string[] };
-  outputs?: { src: string; val: unknown; action: string }[];
+  /** What the rules evaluated for each action report (rule outputs); `val` is absent when its expression failed. */
+  outputs?: RuleOutput[];
+}
+export interface RuleOutput {
+  src: string;
+  val?: unknown;
+  action: string;
 }
 export interface CheckResponse {
   requestId: string;

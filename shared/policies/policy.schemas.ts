@@ -179,6 +179,11 @@ export const CheckResponseBody = Type.Object({
       resource: Type.Object({ id: Type.String(), kind: Type.String(), policyVersion: Type.String(), scope: Type.String() }),
       actions: Type.Record(Type.String(), StringEnum(['EFFECT_ALLOW', 'EFFECT_DENY'] as const)),
       meta: Type.Object({ effectiveDerivedRoles: Type.Array(Type.String()), actions: Type.Optional(Type.Record(Type.String(), Type.Unknown())) }),
+      outputs: Type.Optional(
+        Type.Array(Type.Object({ src: Type.String({ description: '{policy id}#{rule name}' }), action: Type.String(), val: Type.Optional(Type.Unknown({ description: 'absent when the expression failed' })) }), {
+          description: "The rules' outputs (output.when.ruleActivated / conditionNotMet), once per rule and action; only when some rule has one.",
+        }),
+      ),
     }),
   ),
 });

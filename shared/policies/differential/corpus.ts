@@ -17,7 +17,16 @@ export interface CheckCase {
   expect: Record<string, Effect>;
   /** Cerbos' meta.effectiveDerivedRoles, as a set (missing = none). */
   effectiveDerivedRoles?: string[];
+  /** Our rule outputs, exactly (outputLines); Cerbos' must be among them (its own depend on its evaluation order). */
+  outputs?: string[];
   note?: string;
+}
+
+/** Rule outputs as sorted, distinct `action src val` lines (`-`: no val; object keys sorted). */
+export function outputLines(outputs: { action: string; src: string; val?: unknown }[] = []): string[] {
+  const sorted = (v: unknown): unknown =>
+    Array.isArray(v) ? v.map(sorted) : v && typeof v === 'object' ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, sorted((v as Record<string, unknown>)[k])])) : v;
+  return [...new Set(outputs.map((o) => `${o.action} ${o.src} ${o.val === undefined ? '-' : JSON.stringify(sorted(o.val))}`))].sort();
 }
 
 /** A case where we deliberately differ from Cerbos (CERBOS-NOTES §9): both answers are asserted. */
