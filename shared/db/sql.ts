@@ -44,7 +44,6 @@ export function pgCode(err: unknown): string | undefined {
   return undefined;
 }
 
-/** A PostgreSQL identifier, double-quoted (names are validated identifiers already; this refuses others). */
 /**
  * `column = ?` for each of `columns` whose value in `values` is defined, with those values in
  * order: the SET list of a partial update (the columns come from the code, never from input).
@@ -54,6 +53,7 @@ export function assignments(values: Record<string, unknown>, columns: readonly s
   return { set: given.map((c) => `${c} = ?`), params: given.map((c) => values[c]) };
 }
 
+/** A PostgreSQL identifier, double-quoted (names are validated identifiers already; this refuses others). */
 export function quoteIdent(name: string): string {
   if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(name)) throw new Error(`Invalid identifier ${JSON.stringify(name)}.`);
   return `"${name}"`;

@@ -119,13 +119,12 @@ export function roleFamily(compiled: Compiled, role: string, scopes: string[], v
 
 /** Whether a derived role's parent roles include one of a role family. */
 const heldThroughParent = (d: CDerivedRole, family: ReadonlySet<string>): boolean => d.anyParent || [...family].some((r) => d.parentRoles.has(r));
-const policyDerived = (policy: CResourcePolicy, name: string): CDerivedRole => policy.derived.get(name)!;
 
 /** Whether a rule applies to a role family: by role (or `*`), or by an active derived role whose parents include one. */
 export function ruleApplies(ev: ResourceEval, rule: CResourceRule, policy: CResourcePolicy, family: ReadonlySet<string>): boolean {
   if (rule.anyRole || [...family].some((r) => rule.roles.has(r))) return true;
   for (const name of rule.derivedRoles) {
-    const d = policyDerived(policy, name);
+    const d = policy.derived.get(name)!;
     if (heldThroughParent(d, family) && ev.derived(d)) return true;
   }
   return false;
@@ -249,7 +248,7 @@ function walkChain(ev: ResourceEval, chain: CResourcePolicy[], family: ReadonlyS
       if (!rule.actions(action)) continue;
       if (!ruleApplies(ev, rule, p, family)) {
         // A derived role held through a parent role but not active: Cerbos reports the rule's conditionNotMet.
-        if (rule.output && rule.derivedRoles.some((name) => heldThroughParent(policyDerived(p, name), family))) ev.report(rule.output, false, act, action);
+        if (rule.output && rule.derivedRoles.some((name) => heldThroughParent(p.derived.get(name)!, family))) ev.report(rule.output, false, act, action);
         continue;
       }
       const ok = ev.condition(rule.condition, act, rule);

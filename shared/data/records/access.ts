@@ -35,7 +35,6 @@ export async function rowsAllowed(ctx: ServiceContext, t: PolicyTarget, action: 
   }
 }
 
-
 /** A record as its policy attributes: every field of the table (null when absent; nothing else), its key as the resource id. */
 export function recordResource(t: PlanColumns, r: Record<string, unknown>): { id: string; attr: Record<string, unknown> } {
   const attr: Record<string, unknown> = {};
