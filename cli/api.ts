@@ -64,13 +64,14 @@ export async function readAll(stream: Readable): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
+/** A value as one path segment, URI-encoded. URLs resolve `.` and `..` segments (encoded ones too): such a name would move the request elsewhere. */
+export function segment(v: string): string {
+  if (v === '.' || v === '..') throw new DomainError('BAD_REQUEST', `"${v}" is not a valid name.`);
+  return encodeURIComponent(v);
+}
+
 /** `path\`/api/apps/${slug}/\``: every interpolated value URI-encoded. */
 export function path(strings: TemplateStringsArray, ...values: string[]): string {
-  // URLs resolve `.` and `..` segments (encoded ones too): such a name would move the request elsewhere.
-  const segment = (v: string) => {
-    if (v === '.' || v === '..') throw new DomainError('BAD_REQUEST', `"${v}" is not a valid name.`);
-    return encodeURIComponent(v);
-  };
   return strings.reduce((out, s, i) => out + s + (i < values.length ? segment(values[i]!) : ''), '');
 }
 

@@ -9,11 +9,13 @@
 //
 // Keep this module and the command modules light: every start imports them (cli/commands.ts);
 // the transports, hence the server, the ORM and pg, are imported when a command runs.
-import { Command, Errors, Flags, type Interfaces } from '@oclif/core';
+import fs from 'node:fs';
+import { Args, Command, Errors, Flags, type Interfaces } from '@oclif/core';
 import { ConfigError, loadConfig, type Config } from '../shared/config.ts';
 import { DomainError } from '../shared/errors.ts';
-import { Api, type ApiRequest } from './api.ts';
+import { Api, defined, segment, type ApiRequest, type QueryValue } from './api.ts';
 import { CredentialStore } from './credentials.ts';
+import { parseJson, siteFlag } from './flags.ts';
 import { errorLine, keyValues } from './output.ts';
 
 export type FlagsOf<T extends typeof Command> = Interfaces.InferredFlags<T['baseFlags'] & T['flags']>;
@@ -132,8 +134,10 @@ export abstract class ApiCommand<T extends typeof Command> extends BaseCommand<T
 }
 
 type OperationInput<F extends Interfaces.FlagInput, A extends Interfaces.ArgInput> = {
-  flags: Interfaces.InferredFlags<F & typeof ApiCommand.baseFlags>;
-  args: Interfaces.InferredArgs<A>;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the flags api() derives from the route are known at run time only
+  flags: Interfaces.InferredFlags<F & typeof ApiCommand.baseFlags> & Record<string, any>;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  args: Interfaces.InferredArgs<A> & Record<string, any>;
   /** Progress and notices (stderr). */
   info: (line: string) => void;
   /** Another request before the command's own (a read it builds on). */
@@ -180,4 +184,128 @@ export function operation<F extends Interfaces.FlagInput = {}, A extends Interfa
       return body;
     }
   };
+}
+
+// ---- commands generated from the route registry ------------------------------------------
+
+/** How a field is written on the command line (scripts/manifest.ts derives it from the route's schema). */
+type Kind = 'string' | 'number' | 'boolean' | 'strings' | 'numbers' | 'object' | 'json';
+interface Field {
+  kind: Kind;
+  help?: string;
+  required?: true;
+}
+interface Operation {
+  method: ApiRequest['method'];
+  path: string;
+  /** A site's route: `--site` names the site. */
+  site?: true;
+  summary: string;
+  description?: string;
+  params?: Record<string, Field>;
+  query?: Record<string, Field>;
+  body?: Record<string, Field>;
+}
+
+/** Every API operation by operationId, as the route registry declares it (cli/operations.json, `npm run manifest`). */
+const OPERATIONS: Record<string, Operation> = JSON.parse(fs.readFileSync(new URL('./operations.json', import.meta.url), 'utf8'));
+
+/** A flag's JSON object (a field's own 400 when it is another JSON value). */
+function jsonObject(text: string, flag: string, field: string): Record<string, unknown> {
+  const value = parseJson(text, flag);
+  if (value && typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
+  throw new DomainError('VALIDATION_ERROR', 'Invalid input.', { errors: { [field]: ['Must be a JSON object.'] } });
+}
+
+const number = (v: string): number | string => (/^-?\d+(\.\d+)?$/.test(v) ? Number(v) : v); // anything else: the API refuses it by field
+
+export interface ApiSpec<F extends Interfaces.FlagInput, A extends Interfaces.ArgInput, B> extends Omit<OperationSpec<F, A, B>, 'summary' | 'request' | 'args'> {
+  /** Instead of the route's summary. */
+  summary?: string;
+  /** Fields given as positional arguments, in order (path parameters or body fields). */
+  args?: string[];
+  /** Field → its flag's name where the convention (snake_case → kebab-case, a body's `is_x` → `--x/--no-x`) does not fit; false: no flag. */
+  rename?: Record<string, string | false>;
+  /** Fields the command computes from its own flags: they replace the fields' flags. */
+  body?: (input: OperationInput<F, A>) => Record<string, unknown>;
+  query?: (input: OperationInput<F, A>) => Record<string, QueryValue>;
+  /** A progress line on stderr before the request. */
+  progress?: (input: OperationInput<F, A>) => string;
+  /** Another path than the route's (a related route chosen by a flag: `site list --org`). */
+  path?: (input: OperationInput<F, A>) => string | undefined;
+}
+
+/**
+ * The command of one API operation, described by its route: its flags are the route's path
+ * parameters, query and body fields (with their descriptions), its request is built from
+ * them, its help is the route's. The spec only says what the route cannot: positional
+ * arguments, examples, computed fields, how a person reads the answer.
+ */
+export function api<F extends Interfaces.FlagInput = {}, A extends Interfaces.ArgInput = {}, B = unknown>(operationId: string, spec: ApiSpec<F, A, B> = {}) {
+  const op = OPERATIONS[operationId];
+  if (!op) throw new Error(`No API operation ${operationId}: run \`npm run manifest\`.`);
+  const positional = spec.args ?? [];
+  const computed = new Set(Object.keys(spec.flags ?? {}));
+  const flagOf = (field: string, kind: Kind, where: string) => {
+    const name = spec.rename?.[field] ?? (where === 'body' && kind === 'boolean' && field.startsWith('is_') ? field.slice(3) : field);
+    return name === false ? undefined : name.replace(/_+/g, '-');
+  };
+  const args: Interfaces.ArgInput = {};
+  const flags: Interfaces.FlagInput = op.site ? { site: siteFlag } : {};
+  const inputs: { field: string; where: 'params' | 'query' | 'body'; kind: Kind; flag?: string }[] = [];
+  for (const where of ['params', 'query', 'body'] as const) {
+    for (const [field, { kind, help, required }] of Object.entries(op[where] ?? {})) {
+      if (positional.includes(field)) {
+        args[field] = Args.string({ description: help, required: true });
+        inputs.push({ field, where, kind });
+        continue;
+      }
+      const flag = flagOf(field, kind, where);
+      if (flag === undefined) continue;
+      inputs.push({ field, where, kind, flag });
+      if (computed.has(flag)) continue;
+      const options = { summary: help, required: where === 'params' || required === true };
+      flags[flag] = kind === 'boolean' && where === 'body' ? Flags.boolean({ summary: help, allowNo: true }) : kind === 'strings' || kind === 'numbers' ? Flags.string({ ...options, multiple: true }) : Flags.string(options);
+    }
+  }
+  Object.assign(flags, spec.flags);
+  return operation<F, A, B>({
+    ...spec,
+    summary: spec.summary ?? op.summary,
+    description: spec.description ?? op.description,
+    args: args as unknown as A,
+    flags: flags as F,
+    request: (input) => {
+      const own = { body: spec.body?.(input) ?? {}, query: spec.query?.(input) ?? {} };
+      const out = { params: {} as Record<string, string>, query: { ...own.query } as Record<string, QueryValue>, body: { ...own.body } as Record<string, unknown> };
+      for (const { field, where, kind, flag } of inputs) {
+        if (where !== 'params' && field in own[where]) continue;
+        const raw = flag === undefined ? input.args[field] : input.flags[flag];
+        if (raw === undefined) continue;
+        if (where !== 'body') (out[where] as Record<string, unknown>)[field] = raw;
+        else if (kind === 'number') out.body[field] = number(raw);
+        else if (kind === 'numbers') out.body[field] = (raw as string[]).map(number);
+        else if (kind === 'json') out.body[field] = parseJson(raw, flag ?? field);
+        else if (kind === 'object') out.body[field] = jsonObject(raw, flag ?? field, field);
+        else out.body[field] = raw;
+      }
+      const body = defined(out.body);
+      if ((op.method === 'PATCH' || op.method === 'PUT') && op.body && !Object.keys(body).length) {
+        const given = inputs.filter((i) => i.where === 'body' && i.flag).map((i) => `--${i.flag}`);
+        throw new DomainError('BAD_REQUEST', `Nothing to change: give ${given.join(', ')}.`);
+      }
+      const line = spec.progress?.(input);
+      if (line) input.info(line);
+      return {
+        method: op.method,
+        site: op.site ? input.flags.site : undefined,
+        path: spec.path?.(input) ?? op.path.replace(/([:*])(\w+)/g, (_, sigil: string, name: string) => {
+          const value = String(input.args[name] ?? input.flags[flagOf(name, 'string', 'params')!]);
+          return sigil === '*' ? value.split('/').map(segment).join('/') : segment(value);
+        }),
+        query: out.query,
+        body: op.body ? body : undefined,
+      };
+    },
+  });
 }

@@ -65,3 +65,28 @@ export function listTable<T>(rows: T[], columns: Column<T>[], [one, many]: [stri
   const footer = `${rows.length} ${rows.length === 1 ? one : many}`;
   return rows.length ? `${table(rows, columns)}\n\n${footer}` : footer;
 }
+
+/**
+ * Columns from a compact spec: `slug name is_active:active created_at:created`, each a field
+ * (dotted for a nested one) and its header (`_` as spaces); `…_at` fields as `when()`; a
+ * field named in `computed` takes its value from there.
+ */
+export function columns<T>(spec: string, computed: Record<string, (row: T) => Cell> = {}): Column<T>[] {
+  return spec.split(/\s+/).filter(Boolean).map((token) => {
+    const [field, header = field] = token.split(':') as [string, string?];
+    const value = (row: T) => field.split('.').reduce<unknown>((o, k) => (o as Record<string, unknown> | null | undefined)?.[k], row) as Cell;
+    return { header: header.replaceAll('_', ' '), get: computed[field] ?? (field.endsWith('_at') ? (row: T) => when(value(row) as string | null) : value) };
+  });
+}
+
+/** A page's render: its items as a table of `spec`'s columns, and its footer. */
+export const pageOf =
+  <T>(nouns: [string, string], spec: string, computed?: Record<string, (row: T) => Cell>) =>
+  (page: PageEnvelope<T>) =>
+    pageTable(page, columns(spec, computed), nouns);
+
+/** A list's render (`{data: [...]}` or an array): its items as a table of `spec`'s columns, and a count. */
+export const listOf =
+  <T>(nouns: [string, string], spec: string, computed?: Record<string, (row: T) => Cell>) =>
+  (body: { data: T[] } | T[]) =>
+    listTable(Array.isArray(body) ? body : body.data, columns(spec, computed), nouns);
