@@ -66,7 +66,7 @@ export async function readAll(stream: Readable): Promise<string> {
 
 /** A value as one path segment, URI-encoded. URLs resolve `.` and `..` segments (encoded ones too): such a name would move the request elsewhere. */
 export function segment(v: string): string {
-  if (v === '.' || v === '..') throw new DomainError('BAD_REQUEST', `"${v}" is not a valid name.`);
+  if (v === '' || v === '.' || v === '..') throw new DomainError('BAD_REQUEST', `"${v}" is not a valid name.`);
   return encodeURIComponent(v);
 }
 

@@ -207,8 +207,8 @@ interface Operation {
   body?: Record<string, Field>;
 }
 
-/** Every API operation by operationId, as the route registry declares it (cli/operations.json, `npm run manifest`). */
-const OPERATIONS: Record<string, Operation> = JSON.parse(fs.readFileSync(new URL('./operations.json', import.meta.url), 'utf8'));
+/** Every API operation by operationId, as the route registry declares it (operations.json, `npm run manifest`). */
+const OPERATIONS: Record<string, Operation> = JSON.parse(fs.readFileSync(new URL('../operations.json', import.meta.url), 'utf8'));
 
 /** A flag's JSON object (a field's own 400 when it is another JSON value). */
 function jsonObject(text: string, flag: string, field: string): Record<string, unknown> {
@@ -226,8 +226,8 @@ export interface ApiSpec<F extends Interfaces.FlagInput, A extends Interfaces.Ar
   args?: string[];
   /** Field → its flag's name where the convention (snake_case → kebab-case, a body's `is_x` → `--x/--no-x`) does not fit; false: no flag. */
   rename?: Record<string, string | false>;
-  /** Fields the command computes from its own flags: they replace the fields' flags. */
-  body?: (input: OperationInput<F, A>) => Record<string, unknown>;
+  /** Fields the command computes from its own flags (they replace the fields' flags); on a route whose body is not described field by field (records, edges, policies), the whole body. */
+  body?: (input: OperationInput<F, A>) => unknown;
   query?: (input: OperationInput<F, A>) => Record<string, QueryValue>;
   /** A progress line on stderr before the request. */
   progress?: (input: OperationInput<F, A>) => string;
@@ -255,7 +255,7 @@ export function api<F extends Interfaces.FlagInput = {}, A extends Interfaces.Ar
   const inputs: { field: string; where: 'params' | 'query' | 'body'; kind: Kind; flag?: string }[] = [];
   for (const where of ['params', 'query', 'body'] as const) {
     for (const [field, { kind, help, required }] of Object.entries(op[where] ?? {})) {
-      if (positional.includes(field)) {
+      if (positional.includes(field) && !(field in args)) {
         args[field] = Args.string({ description: help, required: true });
         inputs.push({ field, where, kind });
         continue;
@@ -265,7 +265,7 @@ export function api<F extends Interfaces.FlagInput = {}, A extends Interfaces.Ar
       inputs.push({ field, where, kind, flag });
       if (computed.has(flag)) continue;
       const options = { summary: help, required: where === 'params' || required === true };
-      flags[flag] = kind === 'boolean' && where === 'body' ? Flags.boolean({ summary: help, allowNo: true }) : kind === 'strings' || kind === 'numbers' ? Flags.string({ ...options, multiple: true }) : Flags.string(options);
+      flags[flag] = kind === 'boolean' && where === 'body' ? Flags.boolean({ summary: help, allowNo: true }) : kind === 'strings' || kind === 'numbers' ? Flags.string({ ...options, multiple: true, multipleNonGreedy: true }) : Flags.string(options);
     }
   }
   Object.assign(flags, spec.flags);
@@ -275,8 +275,9 @@ export function api<F extends Interfaces.FlagInput = {}, A extends Interfaces.Ar
     description: spec.description ?? op.description,
     args: args as unknown as A,
     flags: flags as F,
-    request: (input) => {
-      const own = { body: spec.body?.(input) ?? {}, query: spec.query?.(input) ?? {} };
+    request: async (input) => {
+      const whole = await spec.body?.(input);
+      const own = { body: ((op.body && whole) || {}) as Record<string, unknown>, query: spec.query?.(input) ?? {} };
       const out = { params: {} as Record<string, string>, query: { ...own.query } as Record<string, QueryValue>, body: { ...own.body } as Record<string, unknown> };
       for (const { field, where, kind, flag } of inputs) {
         if (where !== 'params' && field in own[where]) continue;
@@ -291,8 +292,8 @@ export function api<F extends Interfaces.FlagInput = {}, A extends Interfaces.Ar
       }
       const body = defined(out.body);
       if ((op.method === 'PATCH' || op.method === 'PUT') && op.body && !Object.keys(body).length) {
-        const given = inputs.filter((i) => i.where === 'body' && i.flag).map((i) => `--${i.flag}`);
-        throw new DomainError('BAD_REQUEST', `Nothing to change: give ${given.join(', ')}.`);
+        const given = new Set([...inputs.filter((i) => i.where === 'body' && i.flag).map((i) => i.flag), ...computed]);
+        throw new DomainError('BAD_REQUEST', `Nothing to change: give ${[...given].map((f) => `--${f}`).join(', ')}.`);
       }
       const line = spec.progress?.(input);
       if (line) input.info(line);
@@ -304,7 +305,7 @@ export function api<F extends Interfaces.FlagInput = {}, A extends Interfaces.Ar
           return sigil === '*' ? value.split('/').map(segment).join('/') : segment(value);
         }),
         query: out.query,
-        body: op.body ? body : undefined,
+        body: op.body ? body : whole,
       };
     },
   });

@@ -68,14 +68,20 @@ export function listTable<T>(rows: T[], columns: Column<T>[], [one, many]: [stri
 
 /**
  * Columns from a compact spec: `slug name is_active:active created_at:created`, each a field
- * (dotted for a nested one) and its header (`_` as spaces); `…_at` fields as `when()`; a
+ * (dotted for a nested one) and its header (`_` as spaces); timestamps as `when()`; a
  * field named in `computed` takes its value from there.
  */
+const ISO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d/;
+
 export function columns<T>(spec: string, computed: Record<string, (row: T) => Cell> = {}): Column<T>[] {
   return spec.split(/\s+/).filter(Boolean).map((token) => {
     const [field, header = field] = token.split(':') as [string, string?];
     const value = (row: T) => field.split('.').reduce<unknown>((o, k) => (o as Record<string, unknown> | null | undefined)?.[k], row) as Cell;
-    return { header: header.replaceAll('_', ' '), get: computed[field] ?? (field.endsWith('_at') ? (row: T) => when(value(row) as string | null) : value) };
+    const shown = (row: T) => {
+      const v = value(row);
+      return typeof v === 'string' && ISO_TIME.test(v) ? when(v) : v;
+    };
+    return { header: header.replaceAll('_', ' '), get: computed[field] ?? shown };
   });
 }
 

@@ -42,24 +42,17 @@ export class RemoteTransport implements Transport {
     this.store = store;
   }
 
-  private async exchange(method: string, url: string, headers: Record<string, string>, body?: string | Readable): Promise<Response> {
-    // The timeout is for the answer's head: a streamed body (an upload, a download) lasts as long as its data.
-    const abort = new AbortController();
-    const timer = body instanceof Readable ? undefined : setTimeout(() => abort.abort(new DOMException(`no answer in ${TIMEOUT_MS / 1000} s`, 'TimeoutError')), TIMEOUT_MS);
+  private async exchange(method: string, url: string, headers: Record<string, string>, body?: string | Readable): Promise<ApiResponse> {
     try {
-      if (body instanceof Readable) return await streamed(method, url, headers, body);
-      return await fetch(url, { method, headers, body, signal: abort.signal });
+      return await request(method, url, headers, body);
     } catch (err) {
       if (err instanceof DomainError) throw err;
-      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
-      const reason = cause?.code ?? cause?.message ?? (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+      const reason = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
       throw new DomainError('SERVICE_UNAVAILABLE', `Cannot reach the API at ${this.apiUrl} (${reason}).`);
-    } finally {
-      clearTimeout(timer);
     }
   }
 
-  private async raw(req: ApiRequest, accept: string, access?: string): Promise<Response> {
+  private async raw(req: ApiRequest, accept: string, access?: string): Promise<ApiResponse> {
     const headers: Record<string, string> = { ...Object.fromEntries(Object.entries(req.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v])), accept };
     if (access) headers.authorization = `Bearer ${access}`;
     else delete headers.authorization;
@@ -71,6 +64,7 @@ export class RemoteTransport implements Transport {
     } else if (req.body !== undefined) {
       headers['content-type'] = 'application/json';
       body = JSON.stringify(req.body);
+      headers['content-length'] = String(Buffer.byteLength(body));
     }
     return this.exchange(req.method, this.apiUrl + target(req), headers, body);
   }
@@ -136,7 +130,7 @@ export class RemoteTransport implements Transport {
     let res = await this.raw(req, accept, creds?.access);
     if (creds && res.status === 401) {
       const text = await res.text();
-      if (!isInvalidToken(res.status, jsonOrUndefined(text))) return answer(res, Readable.from([text]), text);
+      if (!isInvalidToken(res.status, jsonOrUndefined(text))) return { ...res, stream: () => Readable.from([text]), text: async () => text };
       const site = req.site;
       creds = await this.refresh(creds, site).catch((err: unknown) => {
         // A site session that ended: a new exchange, when there is a platform login to exchange.
@@ -145,41 +139,48 @@ export class RemoteTransport implements Transport {
       });
       res = await this.raw(req, accept, creds.access);
     }
-    return answer(res, res.body ? Readable.fromWeb(res.body as import('node:stream/web').ReadableStream<Uint8Array>) : Readable.from([]));
+    return res;
   }
 
   async close(): Promise<void> {}
 }
 
 /**
- * A request with a streamed body, over node:http(s): fetch (undici 7.29) keeps every chunk of
- * a request body it has sent until the exchange ends, so a large upload would end up whole in
- * memory; here the file is read as fast as the socket drains and nothing is kept. An answer
- * that comes before the end of the body (a refusal: too large, not allowed) stops the upload.
+ * One exchange over node:http(s). A body stream is read as fast as the socket drains and nothing
+ * of it is kept (fetch keeps every chunk it has sent until the exchange ends, so a large upload
+ * would end up whole in memory). An answer that comes before the end of the body (a refusal:
+ * too large, not allowed) stops the upload. The timeout is for the answer's head: a streamed
+ * body (an upload, a download) lasts as long as its data.
  */
-function streamed(method: string, url: string, headers: Record<string, string>, body: Readable): Promise<Response> {
+function request(method: string, url: string, headers: Record<string, string>, body?: string | Readable): Promise<ApiResponse> {
   return new Promise((resolve, reject) => {
     const target = new URL(url);
-    const req = (target.protocol === 'https:' ? https : http).request(target, { method, headers });
+    const req = (target.protocol === 'https:' ? https : http).request(target, { method, headers, timeout: TIMEOUT_MS });
     let answered = false;
+    req.on('timeout', () => req.destroy(Object.assign(new Error(`no answer in ${TIMEOUT_MS / 1000} s`), { code: 'TimeoutError' })));
     req.on('response', (res) => {
       answered = true;
-      if (!body.readableEnded) {
+      req.setTimeout(0);
+      if (body instanceof Readable && !body.readableEnded) {
         // Refused before the end: stop reading the file, and drop the connection once the answer is read.
         body.unpipe(req);
         body.destroy();
         res.once('close', () => req.destroy());
       }
-      const h = new Headers();
-      for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) h.append(res.rawHeaders[i]!, res.rawHeaders[i + 1]!);
-      const status = res.statusCode ?? 502;
-      const empty = status === 204 || status === 205 || status === 304;
-      if (empty) res.resume();
-      resolve(new Response(empty ? null : (Readable.toWeb(res) as ReadableStream), { status, statusText: res.statusMessage, headers: h }));
+      resolve({
+        status: res.statusCode ?? 502,
+        stream: () => res,
+        text: () => readAll(res),
+        header: (name) => {
+          const value = res.headers[name.toLowerCase()];
+          return Array.isArray(value) ? value.join(', ') : value;
+        },
+      });
     });
     req.on('error', (err) => {
       if (!answered) reject(err); // after an answer, the server closing on the rest of the body is expected
     });
+    if (!(body instanceof Readable)) return req.end(body);
     body.on('error', (err) => {
       if (answered) return;
       reject(new DomainError('BAD_REQUEST', `The upload stopped: ${err.message}`));
@@ -187,13 +188,4 @@ function streamed(method: string, url: string, headers: Record<string, string>, 
     });
     body.pipe(req);
   });
-}
-
-function answer(res: Response, stream: Readable, text?: string): ApiResponse {
-  return {
-    status: res.status,
-    stream: () => stream,
-    text: async () => text ?? readAll(stream),
-    header: (name) => res.headers.get(name) ?? undefined,
-  };
 }

@@ -1,44 +1,31 @@
-// Shared pieces of the `table`, `data` and `demo` commands: flags, input files,
-// record conditions, tables, progress lines.
+// Shared pieces of the `table`, `data`, `edges`, `policy` and `demo` commands: flags, input
+// files, record conditions, records as text, progress lines.
 import fs from 'node:fs';
 import path from 'node:path';
 import { Transform } from 'node:stream';
 import { Flags } from '@oclif/core';
 import { DomainError, fieldError } from '../shared/errors.ts';
-import { table } from './output.ts';
+import { keyValues, table } from './output.ts';
 import { parseJson } from './flags.ts';
 export { siteFlag } from './flags.ts';
 
-/** Record query parameters as the query string carries them (a repeated condition: an array). */
-export type RecordQuery = Record<string, string | string[]>;
 export type RecordRow = Record<string, unknown>;
 
-export const appFlag = Flags.string({ summary: 'The app (slug) the table belongs to.', required: true });
+export const appFlag = Flags.string({ summary: 'The app (slug).', required: true });
 export const tableFlag = Flags.string({ summary: 'The data table (name).', required: true });
-export const filterFlag = Flags.string({
-  summary: 'A condition `field=value` or `field__op=value` (repeatable; all must hold).',
-  description: 'Operators: eq ne gt gte lt lte in nin (comma lists) contains icontains startswith istartswith endswith iendswith isnull between (low,high).',
-  multiple: true,
-});
+export const filterFlag = Flags.string({ summary: 'A condition `field=value` or `field__op=value` (repeatable; all must hold).', description: 'Operators: eq ne gt gte lt lte in nin (comma lists) contains icontains startswith istartswith endswith iendswith isnull between (low,high).', multiple: true });
 export const sortFlag = Flags.string({ summary: 'Sort: comma list of fields, `-` for descending (e.g. -created_at,name).' });
 
-/** `--filter age__gte=30 --filter name=Ada` → query parameters (a repeated key: every value). */
-function filterQuery(filters: string[] | undefined): RecordQuery {
-  const query: RecordQuery = {};
+/** The query of a list or export: the conditions (`--filter age__gte=30`; a repeated one: an array), then the named parameters that are set. */
+export function recordQuery(filters: string[] | undefined, named: Record<string, string | undefined>): Record<string, string | string[]> {
+  const query: Record<string, string | string[]> = {};
   for (const f of filters ?? []) {
     const eq = f.indexOf('=');
     if (eq <= 0) throw fieldError('filter', `Expected field=value or field__op=value, got ${JSON.stringify(f)}.`);
-    const key = f.slice(0, eq);
-    const value = f.slice(eq + 1);
+    const [key, value] = [f.slice(0, eq), f.slice(eq + 1)];
     const prev = query[key];
     query[key] = prev === undefined ? value : [...(Array.isArray(prev) ? prev : [prev]), value];
   }
-  return query;
-}
-
-/** The query of a list or export: the conditions, then the named parameters that are set. */
-export function recordQuery(filters: string[] | undefined, named: Record<string, string | undefined>): RecordQuery {
-  const query = filterQuery(filters);
   for (const [key, value] of Object.entries(named)) if (value !== undefined) query[key] = value;
   return query;
 }
@@ -53,8 +40,8 @@ function readable<T>(file: string, flag: string, read: (file: string) => T): T {
   }
 }
 
-/** A file's text. */
-export const readText = (file: string, flag: string): string => readable(file, flag, (f) => fs.readFileSync(f, 'utf8'));
+/** A file's text (`-`: standard input). */
+export const readText = (file: string, flag: string): string => readable(file, flag, (f) => fs.readFileSync(f === '-' ? 0 : f, 'utf8'));
 
 /** A file that must exist (streamed later): its size. */
 export const fileSize = (file: string, flag: string): number =>
@@ -65,9 +52,7 @@ export const fileSize = (file: string, flag: string): number =>
   });
 
 /** A JSON file, parsed. */
-export function readJson(file: string, flag: string): unknown {
-  return parseJson(readText(file, flag), flag);
-}
+export const readJson = (file: string, flag: string): unknown => parseJson(readText(file, flag), flag);
 
 /** `--data JSON` or `--file F.json` (exactly one). */
 export function jsonInput(data: string | undefined, file: string | undefined): unknown {
@@ -85,53 +70,43 @@ export function jsonObject(text: string, flag: string): Record<string, unknown> 
 }
 
 /** The table name a schema file stands for: its basename up to the first dot (`events.jsonb.json` → events). */
-export function tableNameOf(file: string): string {
-  return path.basename(file).replace(/\.json$/i, '').split('.')[0]!;
-}
+export const tableNameOf = (file: string): string => path.basename(file).replace(/\.json$/i, '').split('.')[0]!;
 
 const show = (v: unknown): string | number | boolean | null => (v !== null && typeof v === 'object' ? JSON.stringify(v) : (v as string | number | boolean | null));
 
-/** The keys of `rows` as they first appear (the API gives records in schema order). */
-function keysOf(rows: RecordRow[]): string[] {
-  return [...new Set(rows.flatMap((r) => Object.keys(r)))];
-}
-
-/** Records as a table: one column per field. */
+/** Records as a table: one column per field, as they first appear (the API gives records in schema order). */
 export function recordsTable(rows: RecordRow[]): string {
-  return table(rows, keysOf(rows).map((k) => ({ header: k, get: (r: RecordRow) => show(r[k]) })));
+  return table(rows, [...new Set(rows.flatMap((r) => Object.keys(r)))].map((k) => ({ header: k, get: (r: RecordRow) => show(r[k]) })));
 }
 
-/** One record as `key: value` lines (objects as JSON). */
-export function recordLines(row: RecordRow): string {
-  const keys = keysOf([row]);
-  const width = Math.max(0, ...keys.map((k) => k.length)) + 1;
-  return keys
-    .map((k) => {
-      const v = row[k];
-      return `${`${k}:`.padEnd(width)} ${v === null || v === undefined ? '-' : String(show(v)).replace(/[\r\n\t]+/g, ' ')}`.trimEnd();
-    })
-    .join('\n');
-}
+/** One record as `key: value` lines (objects as JSON, booleans as true/false). */
+export const recordLines = (row: RecordRow): string => keyValues(Object.fromEntries(Object.entries(row).map(([k, v]) => [k, typeof v === 'boolean' ? String(v) : v])));
 
 export const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+/** A page of records or edges as a table, with a footer saying how many there are and how to see more. */
+export function pageLines(text: string, shown: number, { total, page, page_size }: { total: number; page: number; page_size: number }, noun: string): string {
+  let footer = plural(total, noun);
+  if (shown < total) footer += `, ${shown} shown (page ${page}, ${page_size} a page)`;
+  if (page * page_size < total) footer += ` (next: --page ${page + 1})`;
+  return shown ? `${text}\n\n${footer}` : footer;
+}
 
 /** A size as people read it: 512 B, 3.2 kB, 14.0 MB. */
 export function bytes(n: number): string {
   if (n < 1000) return `${n} B`;
   if (n < 1e6) return `${(n / 1e3).toFixed(1)} kB`;
-  if (n < 1e9) return `${(n / 1e6).toFixed(1)} MB`;
-  return `${(n / 1e9).toFixed(1)} GB`;
+  return n < 1e9 ? `${(n / 1e6).toFixed(1)} MB` : `${(n / 1e9).toFixed(1)} GB`;
 }
 
 /** A pass-through stream that shows each chunk to `see` (progress, counts) on its way. */
-export function watch(see: (chunk: Buffer) => void): Transform {
-  return new Transform({
+export const watch = (see: (chunk: Buffer) => void): Transform =>
+  new Transform({
     transform(chunk: Buffer, _enc, done) {
       see(chunk);
       done(null, chunk);
     },
   });
-}
 
 /**
  * Progress of a long transfer on stderr: at most one line a second (none for a transfer that
@@ -146,43 +121,30 @@ export class Progress {
   }
 
   tick(line: () => string): void {
-    const now = Date.now();
-    if (now - this.last < 1000) return;
-    this.last = now;
+    if (Date.now() - this.last < 1000) return;
+    this.last = Date.now();
     this.write(line());
   }
 }
 
-/** Counts CSV rows (newlines outside quotes) of a stream as it passes. */
+/** Counts CSV rows (newlines outside quotes; CRLF once) of a stream as it passes. */
 export class CsvRowCounter {
   rows = 0;
   bytes = 0;
   private quoted = false;
-  private pendingCr = false;
-  private lastByte = -1;
+  private last = -1;
 
   /** Rows after the header line (a last line without a newline counts). */
   get records(): number {
-    const lines = this.rows + (this.lastByte !== -1 && this.lastByte !== 0x0a && this.lastByte !== 0x0d ? 1 : 0);
-    return Math.max(0, lines - 1);
+    return Math.max(0, this.rows + (this.last !== -1 && this.last !== 0x0a && this.last !== 0x0d ? 1 : 0) - 1);
   }
 
   push(chunk: Buffer): void {
     this.bytes += chunk.length;
-    if (chunk.length) this.lastByte = chunk[chunk.length - 1]!;
-    for (let i = 0; i < chunk.length; i++) {
-      const c = chunk[i];
+    for (const c of chunk) {
       if (c === 0x22) this.quoted = !this.quoted; // a doubled quote toggles twice
-      else if (!this.quoted && c === 0x0a) {
-        if (!this.pendingCr) this.rows++;
-        this.pendingCr = false;
-        continue;
-      } else if (!this.quoted && c === 0x0d) {
-        this.rows++;
-        this.pendingCr = true;
-        continue;
-      }
-      this.pendingCr = false;
+      else if (!this.quoted && (c === 0x0d || (c === 0x0a && this.last !== 0x0d))) this.rows++;
+      this.last = c;
     }
   }
 }

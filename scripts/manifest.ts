@@ -2,7 +2,7 @@
 // - oclif.manifest.json, the list of commands with their flags and help, so that `platform`
 //   starts without importing any command module (`--version`, help) and imports only
 //   cli/commands.ts to run one;
-// - cli/operations.json, every API operation as the route registry declares it (method, path,
+// - operations.json, every API operation as the route registry declares it (method, path,
 //   summary, and its path, query and body fields with their kind and description): the CLI's
 //   commands take their flags, help and requests from it (cli/base.ts `api()`), so a route is
 //   described once, in server/routes/.
@@ -22,7 +22,7 @@ export async function buildManifest(): Promise<string> {
 }
 
 export const MANIFEST_FILE = path.join(root, 'oclif.manifest.json');
-export const OPERATIONS_FILE = path.join(root, 'cli', 'operations.json');
+export const OPERATIONS_FILE = path.join(root, 'operations.json');
 
 /** How a field's value is written on the command line (cli/base.ts turns it into the request's value). */
 type Kind = 'string' | 'number' | 'boolean' | 'strings' | 'numbers' | 'object' | 'json';
@@ -39,9 +39,11 @@ function kindOf(schema: TSchema): Kind {
 }
 
 function helpOf(schema: TSchema): string | undefined {
-  const values = schema.enum ?? (schema.anyOf as TSchema[] | undefined)?.map((v) => v.const).filter((v) => v !== undefined);
+  const variants = (schema.anyOf as TSchema[] | undefined) ?? [];
+  const values = schema.enum ?? (variants.length && variants.every((v) => v.const !== undefined) ? variants.map((v) => v.const) : undefined);
   const choices = values?.length ? `One of: ${values.join(', ')}.` : undefined;
-  return [schema.description, choices].filter(Boolean).join(' ') || undefined;
+  const description = schema.description?.replace(/(?<![.:!?])$/, '.');
+  return [description, choices].filter(Boolean).join(' ') || undefined;
 }
 
 /** The fields of an object schema (its read-only ones left out: no client sends them). */
@@ -70,7 +72,7 @@ export async function buildOperations(): Promise<string> {
       path: def.path,
       ...(def.scope === 'tenant' ? { site: true } : {}),
       summary: def.summary,
-      ...(def.description ? { description: def.description } : {}),
+      ...(def.description || def.body?.description ? { description: [def.description, def.body?.description].filter(Boolean).join(' ') } : {}),
       params: fields(def.params, false),
       query: fields(def.query, false),
       body: fields(def.body, def.method === 'post'),

@@ -1,66 +1,39 @@
 // `platform edges …`: the edges of a hierarchy table (/api/apps/{app}/datatables/{table}/edges/).
-import fs from 'node:fs';
 import { Args, Flags } from '@oclif/core';
 import { MAX_EDGES_PER_REQUEST, type EdgePage, type EdgeView } from '../../shared/data/graph/edges.schemas.ts';
 import { DomainError, fieldError } from '../../shared/errors.ts';
-import { defined, path as apiPath } from '../api.ts';
-import { ApiCommand, operation } from '../base.ts';
+import { defined, path } from '../api.ts';
+import { api, ApiCommand, operation } from '../base.ts';
 import { parseJson } from '../flags.ts';
-import { keyValues, table, type Column } from '../output.ts';
-import { appFlag, plural, Progress, siteFlag, tableFlag } from '../tables.ts';
+import { columns, keyValues, table, type Cell } from '../output.ts';
+import { appFlag, jsonInput, pageLines, plural, Progress, siteFlag, tableFlag } from '../tables.ts';
 
 const tableFlags = { site: siteFlag, app: appFlag, table: tableFlag };
-const edgesPath = (f: { app: string; table: string }, rest = '') => apiPath`/api/apps/${f.app}/datatables/${f.table}/edges/` + rest;
-const show = (v: unknown) => (v !== null && typeof v === 'object' ? JSON.stringify(v) : String(v));
+const edgesPath = (f: { app: string; table: string }, rest = '') => path`/api/apps/${f.app}/datatables/${f.table}/edges/` + rest;
+const json = (v: unknown) => (v !== null && typeof v === 'object' ? JSON.stringify(v) : (v as Cell));
+const COLUMNS = columns<EdgeView>('id from_id:from type to_id:to metadata created_at:created', {
+  from_id: (e) => json(e.from_id),
+  to_id: (e) => json(e.to_id),
+  metadata: (e) => (e.metadata === null ? null : JSON.stringify(e.metadata)),
+  created_at: (e) => e.created_at,
+});
 
-const COLUMNS: Column<EdgeView>[] = [
-  { header: 'ID', get: (e) => e.id },
-  { header: 'From', get: (e) => show(e.from_id) },
-  { header: 'Type', get: (e) => e.type },
-  { header: 'To', get: (e) => show(e.to_id) },
-  { header: 'Metadata', get: (e) => (e.metadata === null ? '-' : JSON.stringify(e.metadata)) },
-  { header: 'Created', get: (e) => e.created_at },
-];
-
+type EdgeFlags = { 'from-id'?: string; 'to-id'?: string; type?: string; metadata?: string };
 const endFlags = {
   'from-id': Flags.string({ summary: 'The key of the record the edge starts from ("A" in "A\'s type is B").' }),
   'to-id': Flags.string({ summary: 'The key of the record the edge points to.' }),
   type: Flags.string({ summary: 'The edge type (one of graph.types when the table declares some).' }),
-  metadata: Flags.string({ summary: 'The edge\'s metadata, as JSON.' }),
+  metadata: Flags.string({ summary: "The edge's metadata, as JSON." }),
 };
+const edgeOf = (f: EdgeFlags) => defined({ from_id: f['from-id'], to_id: f['to-id'], type: f.type, metadata: f.metadata === undefined ? undefined : parseJson(f.metadata, 'metadata') });
 
-interface Created {
-  total: number;
-  results: EdgeView[];
-}
-
-/** The edges to create: a JSON file (`-`: stdin) or --data holding an array (or one edge), or one edge from the flags. */
-function edgesToCreate(f: { file?: string; data?: string; 'from-id'?: string; 'to-id'?: string; type?: string; metadata?: string }): unknown[] {
-  const single = f['from-id'] !== undefined || f['to-id'] !== undefined || f.type !== undefined;
-  if ([f.file !== undefined, f.data !== undefined, single].filter(Boolean).length !== 1) {
-    throw new DomainError('BAD_REQUEST', 'Give the edges one way: --file F.json (or - for stdin), --data JSON, or --from-id/--to-id/--type.');
-  }
-  if (single) return [defined({ from_id: f['from-id'], to_id: f['to-id'], type: f.type, metadata: f.metadata === undefined ? undefined : parseJson(f.metadata, 'metadata') })];
-  let text: string;
-  if (f.data !== undefined) text = f.data;
-  else {
-    try {
-      text = fs.readFileSync(f.file === '-' ? 0 : f.file!, 'utf8');
-    } catch (err) {
-      throw fieldError('file', `Cannot read ${f.file}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'No such file.' : (err as Error).message}`);
-    }
-  }
-  const value = parseJson(text, f.data !== undefined ? 'data' : 'file');
-  return Array.isArray(value) ? value : [value];
-}
+type Created = { total: number; results: EdgeView[] };
 
 class EdgesCreateCommand extends ApiCommand<typeof EdgesCreateCommand> {
   static override summary = 'Create edges: one from the flags, or an array from a JSON file, stdin or --data (all or nothing).';
-  static override description =
-    `One request holds at most ${MAX_EDGES_PER_REQUEST} edges and stores all of them or none. A larger file needs --batch-size: the edges then go in batches of that size, each all or nothing, with progress on stderr; a batch that fails stops the command (the batches before it stay stored: the message says how many). --json prints {total, results}.`;
+  static override description = `One request holds at most ${MAX_EDGES_PER_REQUEST} edges and stores all of them or none. A larger file needs --batch-size: batches of that size, each all or nothing, with progress on stderr; a batch that fails stops the command (the batches before it stay stored: the message says how many). --json prints {total, results}.`;
   static override examples = [
     '<%= config.bin %> edges create --from-id 7 --to-id 3 --type reports_to --table employees --site shop_prod --app hr',
-    '<%= config.bin %> edges create --file edges.json --table employees --site shop_prod --app hr --json',
     'cat edges.json | <%= config.bin %> edges create --file - --batch-size 5000 --table employees --site shop_prod --app hr',
   ];
   static override flags = {
@@ -73,25 +46,22 @@ class EdgesCreateCommand extends ApiCommand<typeof EdgesCreateCommand> {
 
   async run(): Promise<Created> {
     const f = this.flags;
-    const edges = edgesToCreate(f);
+    const single = f['from-id'] !== undefined || f['to-id'] !== undefined || f.type !== undefined;
+    if ([f.file !== undefined, f.data !== undefined, single].filter(Boolean).length !== 1) throw new DomainError('BAD_REQUEST', 'Give the edges one way: --file F.json (or - for stdin), --data JSON, or --from-id/--to-id/--type.');
+    const given = single ? edgeOf(f) : jsonInput(f.data, f.file);
+    const edges = Array.isArray(given) ? given : [given];
     const size = f['batch-size'] ?? MAX_EDGES_PER_REQUEST;
-    if (f['batch-size'] === undefined && edges.length > MAX_EDGES_PER_REQUEST) {
-      throw fieldError('batch-size', `${edges.length} edges are more than one request holds (${MAX_EDGES_PER_REQUEST}): give --batch-size to send them in batches, each all or nothing.`);
-    }
+    if (f['batch-size'] === undefined && edges.length > size) throw fieldError('batch-size', `${edges.length} edges are more than one request holds (${size}): give --batch-size to send them in batches, each all or nothing.`);
     const out: Created = { total: 0, results: [] };
     const progress = new Progress((line) => this.info(line));
     for (let from = 0; from < edges.length; from += size) {
       const batch = edges.slice(from, from + size);
-      try {
-        const body = await this.call<Created>({ method: 'POST', site: f.site, path: edgesPath(f), body: batch });
-        out.total += body.total;
-        out.results.push(...body.results);
-      } catch (err) {
-        if (from > 0 && err instanceof DomainError) {
-          throw new DomainError(err.code, `${err.message} (batch of edges ${from + 1}–${from + batch.length}; the ${out.total} edges before it are stored)`, { errors: err.errors, detail: err.detail });
-        }
-        throw err;
-      }
+      const body = await this.call<Created>({ method: 'POST', site: f.site, path: edgesPath(f), body: batch }).catch((err: unknown) => {
+        if (from === 0 || !(err instanceof DomainError)) throw err;
+        throw new DomainError(err.code, `${err.message} (batch of edges ${from + 1}–${from + batch.length}; the ${out.total} edges before it are stored)`, { errors: err.errors, detail: err.detail });
+      });
+      out.total += body.total;
+      out.results.push(...body.results);
       if (edges.length > size) progress.tick(() => `  ${out.total} of ${edges.length} edges stored…`);
     }
     this.log(`Created ${plural(out.total, 'edge')}.`);
@@ -101,47 +71,24 @@ class EdgesCreateCommand extends ApiCommand<typeof EdgesCreateCommand> {
 }
 
 export const EDGE_COMMANDS = {
-  'edges:list': operation({
-    summary: 'List the edges of a hierarchy table.',
-    description: 'Oldest first. Prints the API body {total, page, page_size, results} with --json.',
-    examples: ['edges list --table employees --site shop_prod --app hr', 'edges list --from-id 7 --types reports_to,mentored_by --table employees --site shop_prod --app hr --json'],
-    flags: {
-      ...tableFlags,
-      'from-id': Flags.string({ summary: 'Only the edges starting from this record.' }),
-      'to-id': Flags.string({ summary: 'Only the edges pointing to this record.' }),
-      types: Flags.string({ summary: 'Only edges of these types: a,b.' }),
-      page: Flags.string({ summary: 'Page number (default 1).' }),
-      'page-size': Flags.string({ summary: 'Edges per page (default 20, at most 1000).' }),
-    },
-    request: ({ flags: f }) => ({
-      method: 'GET',
-      site: f.site,
-      path: edgesPath(f),
-      query: { from_id: f['from-id'], to_id: f['to-id'], types: f.types, page: f.page, page_size: f['page-size'] },
-    }),
-    render: (body: EdgePage) => {
-      let footer = plural(body.total, 'edge');
-      if (body.results.length < body.total) footer += `, ${body.results.length} shown (page ${body.page}, ${body.page_size} a page)`;
-      if (body.page * body.page_size < body.total) footer += ` (next: --page ${body.page + 1})`;
-      return body.results.length ? `${table(body.results, COLUMNS)}\n\n${footer}` : footer;
-    },
+  'edges:list': api('edges_list_by_app', {
+    rename: { app_slug: 'app', name: 'table' },
+    examples: ['edges list --from-id 7 --types reports_to,mentored_by --table employees --site shop_prod --app hr'],
+    render: (body: EdgePage) => pageLines(table(body.results, COLUMNS), body.results.length, body, 'edge'),
   }),
-
   'edges:create': EdgesCreateCommand,
-
   'edges:update': operation({
     summary: 'Change an edge: the given fields replace its own, and the whole edge is checked again.',
-    examples: ['edges update 3f0c…-… --to-id 4 --table employees --site shop_prod --app hr', `edges update 3f0c…-… --metadata '{"since":2024}' --table employees --site shop_prod --app hr`],
+    examples: [`edges update 3f0c…-… --metadata '{"since":2024}' --table employees --site shop_prod --app hr`],
     args: { id: Args.string({ description: 'The edge id', required: true }) },
     flags: { ...tableFlags, ...endFlags },
     request: ({ flags: f, args }) => {
-      const body = defined({ from_id: f['from-id'], to_id: f['to-id'], type: f.type, metadata: f.metadata === undefined ? undefined : parseJson(f.metadata, 'metadata') });
+      const body = edgeOf(f);
       if (!Object.keys(body).length) throw new DomainError('BAD_REQUEST', 'Nothing to change: give --from-id, --to-id, --type or --metadata.');
-      return { method: 'PATCH', site: f.site, path: edgesPath(f, apiPath`${args.id}/`), body };
+      return { method: 'PATCH', site: f.site, path: edgesPath(f, path`${args.id}/`), body };
     },
-    render: (body: { data: EdgeView }) => keyValues({ ...body.data }),
+    render: (body: { data: EdgeView }) => keyValues(body.data),
   }),
-
   'edges:delete': operation({
     summary: 'Delete edges by id.',
     description: 'Ids that do not exist are not counted. Prints {deleted, message} with --json.',

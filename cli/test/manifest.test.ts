@@ -1,5 +1,5 @@
 // oclif.manifest.json lets `platform` start without importing its commands, and
-// cli/operations.json gives the commands their routes' flags and help; a stale one would hide a
+// operations.json gives the commands their routes' flags and help; a stale one would hide a
 // command, a flag or a route's change. Both must be exactly what the code says now (`npm run manifest`).
 import fs from 'node:fs';
 import test from 'ava';
@@ -9,6 +9,6 @@ test('oclif.manifest.json is current (run `npm run manifest` after changing a co
   t.is(fs.readFileSync(MANIFEST_FILE, 'utf8'), await buildManifest());
 });
 
-test('cli/operations.json is current (run `npm run manifest` after changing a route)', async (t) => {
+test('operations.json is current (run `npm run manifest` after changing a route)', async (t) => {
   t.is(fs.readFileSync(OPERATIONS_FILE, 'utf8'), await buildOperations());
 });

@@ -11,7 +11,7 @@ import path from 'node:path';
 import test from 'ava';
 import type { TestSite } from '../../shared/testing/sites.ts';
 import { startTestServer, type TestServer } from '../../server/test/helpers.ts';
-import { globMatcher } from '../commands/object.ts';
+import { globMatcher } from '../../shared/storage/glob.ts';
 import { cliEnv, json, MODES, runCli, siteWithLogin, volatile, type Mode } from './helpers.ts';
 
 let s: TestServer;

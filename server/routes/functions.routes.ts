@@ -14,8 +14,8 @@ import type { AppContext } from '../http/types.ts';
 const BASE = '/api/apps/:app_slug/functions/';
 const ONE = `${BASE}:function_slug/`;
 const ADMIN = "Site administrators (superusers and staff), and the app's policies on `function:{slug}`.";
-const AppRef = Type.Object({ app_slug: Type.String() });
-const EventRef = Type.Object({ event_name: Type.String() });
+const AppRef = Type.Object({ app_slug: Type.String({ description: 'The app slug.' }) });
+const EventRef = Type.Object({ event_name: Type.String({ description: 'The event type (PRE_USER_CREATE, POST_USER_CREATE).' }) });
 
 /** An events answer of §6: {success, message, data}, its errors in the flag form as well. */
 const flagAnswer = (ctx: AppContext, message: string, load: () => Promise<unknown>) =>

@@ -29,6 +29,9 @@ export interface StorageRouteOptions {
 
 const BASE = '/api/apps/:app_slug/storage/buckets/';
 const OBJECTS = `${BASE}:bucket/objects/`;
+const AppRef = Type.Object({ app_slug: Type.String({ description: 'The app slug.' }) });
+const SourcePath = Type.String({ description: 'The key of the object.' });
+const DestinationPath = Type.String({ description: 'Its new key.' });
 const ObjectKeyRef = Type.Object({ app_slug: Type.String(), bucket: Type.String(), key: Type.String({ description: 'The object path (slashes included)' }) });
 const StorageEnvelope = (data = Type.Unknown()) => Type.Object({ success: Type.Boolean(), message: Type.String(), status_code: Type.Integer(), data: Type.Optional(data) });
 const ADMIN = 'Site administrators (superusers and staff of the site), and the app\'s policies on `storage:{slug}`.';
@@ -168,7 +171,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       operationId: 'storage_buckets_list',
       summary: 'List the buckets of an app',
       description: '`search` (name or slug), `ordering` (`-` descends; default `-created_at`), `visibility`, `app_category`, `page`, `page_size`. Any signed-in user of the site.',
-      params: Type.Object({ app_slug: Type.String() }),
+      params: AppRef,
       query: BucketListQuery,
       responses: { 200: paginated(BucketView) },
       async handler(ctx, { params, query }) {
@@ -182,7 +185,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       operationId: 'storage_buckets_create',
       summary: 'Create a bucket',
       description: `The slug is made from the name (-2 … on collision). \`app_category\` is required. A \`doclib\` bucket needs the document-library provider (503 while DOCLIB_ENABLED is off). ${ADMIN}`,
-      params: Type.Object({ app_slug: Type.String() }),
+      params: AppRef,
       body: BucketCreate,
       responses: { 201: BucketView },
       async handler(ctx, { params, body }) {
@@ -364,7 +367,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       summary: 'Copy an object',
       description: 'Body {source_path, destination_bucket? (a bucket of the same app; default this one), destination_path}: a new object (new uuid; metadata plus `copied_from`); the source is unchanged. 201; 404 when the source is missing; 500 with data.detail when the store fails.',
       params: BucketRef,
-      body: Type.Object({ source_path: Type.String(), destination_bucket: Type.Optional(Type.String()), destination_path: Type.String() }, { additionalProperties: false }),
+      body: Type.Object({ source_path: SourcePath, destination_bucket: Type.Optional(Type.String({ description: 'A bucket of the same app (default: this one).' })), destination_path: DestinationPath }, { additionalProperties: false }),
       responses: { 201: StorageEnvelope() },
       async handler(ctx, { params, body }) {
         await storageErrors(async () => {
@@ -385,7 +388,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       summary: 'Move (rename) an object in its bucket',
       description: 'Body {source_path, destination_path}: the same object (uuid kept) at a new path; 409 when the destination exists.',
       params: BucketRef,
-      body: Type.Object({ source_path: Type.String(), destination_path: Type.String() }, { additionalProperties: false }),
+      body: Type.Object({ source_path: SourcePath, destination_path: DestinationPath }, { additionalProperties: false }),
       responses: { 200: StorageEnvelope() },
       async handler(ctx, { params, body }) {
         await storageErrors(async () => {

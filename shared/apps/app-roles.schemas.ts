@@ -39,7 +39,7 @@ const Name = Type.String({
 const ParentName = Type.Union([Type.String({ minLength: 1, maxLength: 100 }), Type.Null()], {
   description: 'The name of the parent role, in the same app (its holders hold the parent too); null for none. Not the role itself nor one of its descendants.',
 });
-const Description = Type.String({ maxLength: 10_000 });
+const Description = Type.String({ maxLength: 10_000, description: 'What the role is for' });
 const Time = Type.String({ format: 'date-time' });
 
 export const AppRoleView = Type.Object({
@@ -72,11 +72,13 @@ export const AppRoleUpdate = Type.Object(
 );
 export type AppRoleUpdate = Static<typeof AppRoleUpdate>;
 
-export const AppRoleAppRef = Type.Object({ app_slug: Type.String({ minLength: 1, maxLength: 100 }) });
-export const AppRoleRef = Type.Object({ app_slug: Type.String({ minLength: 1, maxLength: 100 }), name: Type.String({ minLength: 1, maxLength: 100 }) });
+const AppSlug = Type.String({ minLength: 1, maxLength: 100, description: 'The app slug' });
+const RoleName = Type.String({ minLength: 1, maxLength: 100, description: 'The role name' });
+export const AppRoleAppRef = Type.Object({ app_slug: AppSlug });
+export const AppRoleRef = Type.Object({ app_slug: AppSlug, name: RoleName });
 export const AppRoleAssignmentRef = Type.Object({
-  app_slug: Type.String({ minLength: 1, maxLength: 100 }),
-  name: Type.String({ minLength: 1, maxLength: 100 }),
+  app_slug: AppSlug,
+  name: RoleName,
   user_uuid: Type.String({ minLength: 1, maxLength: 150, description: 'The user\'s UUID (a username is accepted too)' }),
 });
 

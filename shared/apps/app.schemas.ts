@@ -41,9 +41,9 @@ export type AppDetail = Static<typeof AppDetail>;
 
 export const AppCreate = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 255 }),
-    description: Type.Optional(Type.String({ maxLength: 10_000 })),
-    settings: Type.Optional(SettingsPatch),
+    name: Type.String({ minLength: 1, maxLength: 255, description: 'The app name (the slug is made from it)' }),
+    description: Type.Optional(Type.String({ maxLength: 10_000, description: 'What the app is for' })),
+    settings: Type.Optional({ ...SettingsPatch, description: 'Settings as a JSON object (display_name, category, primary_color, …)' }),
   },
   { additionalProperties: false },
 );

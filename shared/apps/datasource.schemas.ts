@@ -10,7 +10,7 @@ const Slug = Type.String({ minLength: 1, maxLength: 100, pattern: '^[a-z0-9]+(?:
 const Time = Type.String({ format: 'date-time' });
 const Uuid = Type.Union([Type.String({ format: 'uuid' }), Type.Null()]);
 
-export const DataSourceRef = Type.Object({ app_slug: Type.String({ minLength: 1, maxLength: 100 }), ds: Type.String({ minLength: 1, maxLength: 100, description: 'Slug or id' }) });
+export const DataSourceRef = Type.Object({ app_slug: Type.String({ minLength: 1, maxLength: 100, description: 'The app slug' }), ds: Type.String({ minLength: 1, maxLength: 100, description: 'Slug or id' }) });
 export const DataSourceView = Type.Object(
   {
     id: Type.Integer(),
@@ -35,11 +35,11 @@ export type DataSourceView = Static<typeof DataSourceView>;
 
 export const DataSourceCreate = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 255 }),
+    name: Type.String({ minLength: 1, maxLength: 255, description: 'The data source name' }),
     slug: Type.Optional(Slug),
-    provider_type: StringEnum(PROVIDER_TYPES),
-    provider_config: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-    description: Type.Optional(Type.String({ maxLength: 10_000 })),
+    provider_type: StringEnum(PROVIDER_TYPES, { description: 'How its tables are stored' }),
+    provider_config: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'Provider settings as a JSON object (`allow_data_loss`: docs/migrations.md)' })),
+    description: Type.Optional(Type.String({ maxLength: 10_000, description: 'What it holds' })),
   },
   { additionalProperties: false },
 );

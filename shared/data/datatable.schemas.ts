@@ -4,16 +4,18 @@ import { readOnlyProps } from '../common/read-only.ts';
 
 const Time = Type.String({ format: 'date-time' });
 const Nullable = <T extends ReturnType<typeof Type.String>>(t: T) => Type.Union([t, Type.Null()]);
-export const TableName = Type.String({ minLength: 1, maxLength: 63, pattern: '^[a-z_][a-z0-9_]{0,62}$', description: 'Lower-case identifier, unique within the app' });
+export const TableName = Type.String({ minLength: 1, maxLength: 63, pattern: '^[a-z_][a-z0-9_]{0,62}$', description: 'The data table name: a lower-case identifier, unique within the app' });
 const Slug = Type.String({ minLength: 1, maxLength: 100 });
+const AppSlug = Type.String({ minLength: 1, maxLength: 100, description: 'The app (slug)' });
+const SourceSlug = Type.String({ minLength: 1, maxLength: 100, description: 'The data source (slug)' });
 const JsonSchemaDoc = Type.Unknown({ description: 'Frictionless Table Schema (docs/data-tables.md)' });
 
-export const AppParams = Type.Object({ app_slug: Slug });
-export const SourceParams = Type.Object({ app_slug: Slug, ds: Slug });
-export const TableParams = Type.Object({ app_slug: Slug, name: TableName });
+export const AppParams = Type.Object({ app_slug: AppSlug });
+export const SourceParams = Type.Object({ app_slug: AppSlug, ds: SourceSlug });
+export const TableParams = Type.Object({ app_slug: AppSlug, name: TableName });
 /** The key segment of `…/data/:pk/` (records routes). */
-export const RecordKeyParam = { pk: Type.String({ minLength: 1, maxLength: 200 }) };
-export const SourceTableParams = Type.Object({ app_slug: Slug, ds: Slug, name: TableName });
+export const RecordKeyParam = { pk: Type.String({ minLength: 1, maxLength: 200, description: 'The primary key value' }) };
+export const SourceTableParams = Type.Object({ app_slug: AppSlug, ds: SourceSlug, name: TableName });
 
 export const DataTableListItem = Type.Object(
   {
@@ -66,14 +68,14 @@ export const DataTableView = Type.Object(
 export type DataTableView = Static<typeof DataTableView>;
 
 export const DataTableCreate = Type.Object(
-  { name: TableName, description: Type.Optional(Type.String({ maxLength: 10_000 })), json_schema: JsonSchemaDoc },
+  { name: TableName, description: Type.Optional(Type.String({ maxLength: 10_000, description: 'What the table holds' })), json_schema: JsonSchemaDoc },
   { additionalProperties: false },
 );
 export type DataTableCreate = Static<typeof DataTableCreate>;
 
 export const DataTableUpdate = Type.Object(
   {
-    description: Type.Optional(Type.String({ maxLength: 10_000 })),
+    description: Type.Optional(Type.String({ maxLength: 10_000, description: 'What the table holds' })),
     json_schema: Type.Optional(JsonSchemaDoc),
     ...readOnlyProps(DataTableView, [
       'id', 'data_source', 'datasource_slug', 'app_slug', 'name', 'physical_table_name', 'provider_type', 'is_reference', 'source_info', 'created_at', 'created_by',
@@ -93,8 +95,8 @@ export const DataTableUpdate = Type.Object(
 export type DataTableUpdate = Static<typeof DataTableUpdate>;
 
 export const DataTableListQuery = Type.Object({
-  page: Type.Optional(Type.Integer({ minimum: 1 })),
-  page_size: Type.Optional(Type.Integer({ minimum: 1 })),
+  page: Type.Optional(Type.Integer({ minimum: 1, description: 'Page number (default 1)' })),
+  page_size: Type.Optional(Type.Integer({ minimum: 1, description: 'Tables per page (default 20, at most 100)' })),
   datasource: Type.Optional(Type.String({ description: 'Data source slug' })),
   is_materialized: Type.Optional(Type.Boolean()),
 });

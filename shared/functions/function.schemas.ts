@@ -42,8 +42,8 @@ export const FunctionView = Type.Object(
 export type FunctionView = Static<typeof FunctionView>;
 
 const writable = {
-  name: Type.String({ minLength: 1, maxLength: 255 }),
-  description: Type.String({ maxLength: 10_000 }),
+  name: Type.String({ minLength: 1, maxLength: 255, description: 'The function name (on creation, the slug is made from it)' }),
+  description: Type.String({ maxLength: 10_000, description: 'What it does' }),
   runtime: StringEnum(RUNTIMES),
   code: Type.String({ minLength: 1, description: `An ES module exporting the handler: \`export default async function (event, context) { … }\` (at most ${MAX_CODE_BYTES / 1024} KiB)` }),
   timeout: Type.Integer({ minimum: 1, maximum: MAX_TIMEOUT_SECONDS, description: `Seconds (default ${DEFAULT_TIMEOUT_SECONDS})` }),
@@ -77,13 +77,13 @@ export const FunctionUpdate = Type.Object(
 ) as unknown as ReturnType<typeof Type.Object<typeof writable>>;
 export type FunctionUpdate = Partial<Static<typeof FunctionCreate>>;
 
-export const FunctionRef = Type.Object({ app_slug: Type.String(), function_slug: Type.String() });
+export const FunctionRef = Type.Object({ app_slug: Type.String({ description: 'The app slug' }), function_slug: Type.String({ description: 'The function slug' }) });
 
 export const FunctionListQuery = Type.Object({
   search: Type.Optional(Type.String({ description: 'Part of the name or slug (case-insensitive)' })),
   is_active: Type.Optional(StringEnum(['true', 'false'] as const)),
-  page: Type.Optional(Type.String()),
-  page_size: Type.Optional(Type.String()),
+  page: Type.Optional(Type.String({ description: 'Page number (default 1)' })),
+  page_size: Type.Optional(Type.String({ description: 'Items per page (default 20, at most 100)' })),
 });
 
 export const InvokeBody = Type.Object(
@@ -124,15 +124,15 @@ export type InvocationView = Static<typeof InvocationView>;
 export const InvocationListQuery = Type.Object({
   status: Type.Optional(StringEnum(INVOCATION_STATUSES)),
   trigger: Type.Optional(StringEnum(['api', 'event'] as const)),
-  page: Type.Optional(Type.String()),
-  page_size: Type.Optional(Type.String()),
+  page: Type.Optional(Type.String({ description: 'Page number (default 1)' })),
+  page_size: Type.Optional(Type.String({ description: 'Items per page (default 20, at most 100)' })),
 });
 
 // ---- events (spec Part 1 §6) ----
 export const EVENT_TYPES = ['PRE_USER_CREATE', 'POST_USER_CREATE'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
-export const SubscribeBody = Type.Object({ function_id: Type.Integer({ minimum: 1 }) }, { additionalProperties: false });
+export const SubscribeBody = Type.Object({ function_id: Type.Integer({ minimum: 1, description: 'The function (its integer id, of any app of the site)' }) }, { additionalProperties: false });
 
 export const SubscriptionView = Type.Object({
   id: Type.Integer(),

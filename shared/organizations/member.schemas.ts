@@ -67,7 +67,7 @@ const SiteGrants = (description: string) => Type.Optional(Type.Array(MemberSiteG
 
 export const MemberUpdate = Type.Object(
   {
-    is_admin: Type.Optional(Type.Boolean()),
+    is_admin: Type.Optional(Type.Boolean({ description: 'Whether the member is an admin of the organization' })),
     groups: Type.Optional(
       Type.Array(Type.Union([Type.Integer({ minimum: 1 }), Type.Object({ id: Type.Integer({ minimum: 1 }), name: Label }, { additionalProperties: false })]), {
         maxItems: 200,

@@ -32,7 +32,7 @@ export const OrganizationCreate = Type.Object(
 export type OrganizationCreate = Static<typeof OrganizationCreate>;
 
 export const OrganizationUpdate = Type.Object(
-  { name: Type.Optional(Name), slug: Type.Optional(Slug), is_active: Type.Optional(Type.Boolean()), ...readOnlyProps(OrganizationView, ['uuid', 'created']), ...readOnlyProps(OrganizationView, ['modified'], 'maintained') },
+  { name: Type.Optional(Name), slug: Type.Optional(Slug), is_active: Type.Optional(Type.Boolean({ description: 'Whether the organization is active (inactive: hidden from the default list)' })), ...readOnlyProps(OrganizationView, ['uuid', 'created']), ...readOnlyProps(OrganizationView, ['modified'], 'maintained') },
   {
     additionalProperties: false,
     description: 'Fields left out keep their values; a body sent back from GET works (read-only fields unchanged are ignored). `is_active: false` hides the organization from the default list.',

@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { readOnlyProps } from '../common/read-only.ts';
 
-const Name = Type.String({ minLength: 1, maxLength: 150 });
+const Name = Type.String({ minLength: 1, maxLength: 150, description: 'Unique, case-insensitively' });
 const Codenames = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { maxItems: 100, description: 'Permission codenames (`view_site`, …)' });
 
 /** `/api/cloud/groups/{id}/`: the group's integer id. */

@@ -9,7 +9,7 @@ const Repeatable = (description: string) => Type.Union([Type.String({ minLength:
 const IncludeDisabled = Type.Optional(Type.Boolean({ description: 'Also soft-deleted policies (default false)' }));
 
 /** `{app_slug}` (in the `/sites/{schema_name}/…` form on a site host, `schema_name` too: it must be that site). */
-export const PolicyParams = Type.Object({ app_slug: Type.String({ minLength: 1, maxLength: 100 }) });
+export const PolicyParams = Type.Object({ app_slug: Type.String({ minLength: 1, maxLength: 100, description: 'The app (slug)' }) });
 
 export const PolicyListQuery = Type.Object(
   {
@@ -57,8 +57,8 @@ export const PrincipalQuery = Type.Object(
 export type PrincipalQuery = Static<typeof PrincipalQuery>;
 
 const Attr = Type.Record(Type.String(), Type.Unknown());
-const Name = (max = 255) => Type.String({ minLength: 1, maxLength: max });
-const Version = Type.String({ minLength: 1, maxLength: 100, pattern: '^\\w+$' });
+const Name = (max = 255, description?: string) => Type.String({ minLength: 1, maxLength: max, ...(description ? { description } : {}) });
+const Version = Type.String({ minLength: 1, maxLength: 100, pattern: '^\\w+$', description: 'The policy version (default "default")' });
 
 export const PrincipalBody = Type.Object(
   {
@@ -68,7 +68,7 @@ export const PrincipalBody = Type.Object(
     scope: Type.Optional(Type.String({ description: "Optional; the app's scope" })),
     policyVersion: Type.Optional(Version),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, description: 'Decide for this principal instead of the caller (administrators): {id, roles, attr?}' },
 );
 export type PrincipalBody = Static<typeof PrincipalBody>;
 
@@ -108,7 +108,7 @@ export const PlanBody = Type.Object(
   {
     requestId: Type.Optional(Type.String({ maxLength: 255 })),
     principal: Type.Optional(PrincipalBody),
-    action: Type.Optional(Name()),
+    action: Type.Optional(Name(255, 'The action (or actions: several)')),
     actions: Type.Optional(Actions),
     resource: Type.Object(
       {

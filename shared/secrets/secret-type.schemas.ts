@@ -24,9 +24,9 @@ export type SecretTypeView = Static<typeof SecretTypeView>;
 
 export const SecretTypeCreate = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 255 }),
+    name: Type.String({ minLength: 1, maxLength: 255, description: 'The name (the slug is made from it)' }),
     slug: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: SLUG_PATTERN, description: 'Generated from the name when omitted' })),
-    description: Type.Optional(Type.String({ maxLength: 10_000 })),
+    description: Type.Optional(Type.String({ maxLength: 10_000, description: 'What the type is for' })),
     json_schema: Type.Optional(JsonSchema),
   },
   { additionalProperties: false },

@@ -3,6 +3,8 @@ import { readOnlyProps } from '../common/read-only.ts';
 import { BoolParam } from '../common/filters.ts';
 
 const Host = Type.String({ minLength: 1, maxLength: 253, description: 'Host name (RFC 1123, lowercase; no scheme, port or trailing dot)' });
+const Primary = Type.Boolean({ description: "The site's primary domain (true makes every other domain of the site non-primary)" });
+const Active = Type.Boolean({ description: 'Whether the host is routed (default true)' });
 
 /** `/api/cloud/sites/:site/domains/:domain/`: the domain's slug, host name or UUID. */
 export const DomainRef = Type.Object({
@@ -24,7 +26,7 @@ export const DomainView = Type.Object({
 export type DomainView = Static<typeof DomainView>;
 
 export const DomainCreate = Type.Object(
-  { domain: Host, is_primary: Type.Optional(Type.Boolean()), is_active: Type.Optional(Type.Boolean()) },
+  { domain: Host, is_primary: Type.Optional(Primary), is_active: Type.Optional(Active) },
   { additionalProperties: false, description: '`is_primary: true` makes every other domain of the site non-primary.' },
 );
 export type DomainCreate = Static<typeof DomainCreate>;
@@ -33,13 +35,13 @@ const DomainReadOnly = { ...readOnlyProps(DomainView, ['uuid', 'slug', 'tenant',
 
 /** PUT: `domain` required, the flags optional (left out: unchanged); a body sent back from GET works. */
 export const DomainReplace = Type.Object(
-  { domain: Host, is_primary: Type.Optional(Type.Boolean()), is_active: Type.Optional(Type.Boolean()), ...DomainReadOnly },
+  { domain: Host, is_primary: Type.Optional(Primary), is_active: Type.Optional(Active), ...DomainReadOnly },
   { additionalProperties: false },
 );
 
 /** PATCH: any of the fields. */
 export const DomainUpdate = Type.Object(
-  { domain: Type.Optional(Host), is_primary: Type.Optional(Type.Boolean()), is_active: Type.Optional(Type.Boolean()), ...DomainReadOnly },
+  { domain: Type.Optional(Host), is_primary: Type.Optional(Primary), is_active: Type.Optional(Active), ...DomainReadOnly },
   { additionalProperties: false },
 );
 export type DomainUpdate = Static<typeof DomainUpdate>;

@@ -8,8 +8,7 @@ export const APP_CATEGORIES = ['assets', 'attachments'] as const;
 export const STORAGE_PROVIDERS = ['objstore', 'doclib'] as const;
 export const DEFAULT_FILE_SIZE_LIMIT = 52_428_800;
 
-const Nullable = <T extends ReturnType<typeof Type.Integer>>(t: T) => Type.Union([t, Type.Null()]);
-const Quota = (what: string) => Nullable(Type.Integer({ description: `${what}: a positive integer, or null for no limit` }));
+const Quota = (what: string) => Type.Union([Type.Integer(), Type.Null()], { description: `${what} (monitoring only: uploads are never blocked): a positive integer, or null for no limit` });
 
 export const BucketUsage = Type.Object({
   total_size: Type.Integer(),
@@ -90,15 +89,15 @@ export const BucketPatch = Type.Object(
 ) as unknown as ReturnType<typeof Type.Object<typeof writable>>;
 export type BucketPatch = Partial<Static<typeof BucketCreate>>;
 
-export const BucketRef = Type.Object({ app_slug: Type.String(), bucket: Type.String() });
+export const BucketRef = Type.Object({ app_slug: Type.String({ description: 'The app slug' }), bucket: Type.String({ description: 'The bucket slug' }) });
 
 export const BucketListQuery = Type.Object({
   search: Type.Optional(Type.String({ description: 'Part of the name or slug (case-insensitive)' })),
   ordering: Type.Optional(Type.String({ description: '`name`, `slug`, `created_at`, `updated_at`, `file_size_limit`; `-` descends (default `-created_at`)' })),
   visibility: Type.Optional(StringEnum(VISIBILITIES)),
   app_category: Type.Optional(StringEnum(APP_CATEGORIES)),
-  page: Type.Optional(Type.String()),
-  page_size: Type.Optional(Type.String()),
+  page: Type.Optional(Type.String({ description: 'Page number (default 1)' })),
+  page_size: Type.Optional(Type.String({ description: 'Items per page (default 20, at most 100)' })),
 });
 
 export const BucketUsageBody = Type.Object({

@@ -8,8 +8,11 @@ export const USERNAME_PATTERN = '^(?!\\.{1,2}$)[A-Za-z0-9.@+_-]+$';
 
 const Username = Type.String({ minLength: 1, maxLength: 150, pattern: USERNAME_PATTERN, description: 'Letters, digits and . @ + - _' });
 // Empty: no e-mail (GET shows '' then, and a body sent back must pass).
-const Email = Type.Union([Type.String({ format: 'email', maxLength: 254 }), Type.Literal('')]);
+const Email = Type.Union([Type.String({ format: 'email', maxLength: 254 }), Type.Literal('')], { description: 'E-mail address (empty: none)' });
 const Name = Type.String({ maxLength: 150 });
+const Active = Type.Boolean({ description: 'Whether the user can log in' });
+const Staff = Type.Boolean({ description: 'Staff: administers ordinary users' });
+const Superuser = Type.Boolean({ description: 'Superuser: every permission' });
 
 /** The path parameter naming one user (`/api/cloud/users/:user/`): a username or a UUID. */
 export const UserRef = Type.Object({ user: Type.String({ minLength: 1, maxLength: 150, description: 'Username or UUID' }) });
@@ -42,9 +45,9 @@ export const UserCreate = Type.Object(
     password: Type.String({ minLength: 1, maxLength: 128 }),
     first_name: Type.Optional(Name),
     last_name: Type.Optional(Name),
-    is_active: Type.Optional(Type.Boolean()),
-    is_staff: Type.Optional(Type.Boolean()),
-    is_superuser: Type.Optional(Type.Boolean()),
+    is_active: Type.Optional(Active),
+    is_staff: Type.Optional(Staff),
+    is_superuser: Type.Optional(Superuser),
   },
   { additionalProperties: false, description: 'Without `username`, one is generated from the e-mail or the name (`-2`, `-3` … on collision).' },
 );
@@ -60,9 +63,9 @@ export const UserUpdate = Type.Object(
     old_password: Type.Optional({ ...Password, description: 'Required with `password` when you change your own password' }),
     first_name: Type.Optional(Name),
     last_name: Type.Optional(Name),
-    is_active: Type.Optional(Type.Boolean()),
-    is_staff: Type.Optional(Type.Boolean()),
-    is_superuser: Type.Optional(Type.Boolean()),
+    is_active: Type.Optional(Active),
+    is_staff: Type.Optional(Staff),
+    is_superuser: Type.Optional(Superuser),
     is_deleted: Type.Optional(Type.Boolean({ description: '`false` restores a soft-deleted user (superusers only); deleting is DELETE' })),
     ...readOnlyProps(UserView, ['uuid', 'date_joined']),
     ...readOnlyProps(UserView, ['modified', 'last_login', 'pending_email'], 'maintained'),
@@ -74,10 +77,10 @@ export type UserUpdate = Static<typeof UserUpdate>;
 
 export const UserListQuery = Type.Object({
   search: Type.Optional(Type.String({ maxLength: 200, description: 'Matches username, e-mail, first or last name' })),
+  ordering: Type.Optional(StringEnum(['username', '-username', 'email', '-email', 'date_joined', '-date_joined', 'last_login', '-last_login'])),
   organization_slug: Type.Optional(Type.String({ maxLength: 100, description: 'Only members of this organization (slug or UUID)' })),
   is_active: Type.Optional(BoolParam),
   is_deleted: Type.Optional(BoolParam),
-  ordering: Type.Optional(StringEnum(['username', '-username', 'email', '-email', 'date_joined', '-date_joined', 'last_login', '-last_login'])),
   page: Type.Optional(Type.String({ description: 'Page number (default 1)' })),
   page_size: Type.Optional(Type.String({ description: 'Items per page (default 20, at most 100)' })),
 });

@@ -27,11 +27,11 @@ export const EdgesDeleted = Type.Object({ deleted: Type.Integer(), message: Type
 
 export const EdgeListQuery = Type.Object(
   {
-    from_id: Type.Optional(Type.String()),
-    to_id: Type.Optional(Type.String()),
+    from_id: Type.Optional(Type.String({ description: 'Only the edges starting from this record (its key).' })),
+    to_id: Type.Optional(Type.String({ description: 'Only the edges pointing to this record (its key).' })),
     types: Type.Optional(Type.String({ description: 'Comma list of edge types.' })),
-    page: Type.Optional(Type.String()),
-    page_size: Type.Optional(Type.String()),
+    page: Type.Optional(Type.String({ description: 'Page number (default 1).' })),
+    page_size: Type.Optional(Type.String({ description: 'Edges per page (default 20, at most 1000).' })),
   },
   { additionalProperties: true },
 );

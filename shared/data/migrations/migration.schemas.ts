@@ -34,8 +34,8 @@ export type SchemaValidation = Static<typeof SchemaValidation>;
 export const HistoryQuery = Type.Object({
   limit: Type.Optional(Type.String({ pattern: '^[0-9]+$', description: 'Page size with offset (default 10, at most 100)' })),
   offset: Type.Optional(Type.String({ pattern: '^[0-9]+$' })),
-  page: Type.Optional(Type.String()),
-  page_size: Type.Optional(Type.String()),
+  page: Type.Optional(Type.String({ description: 'Page number, or "last" (default 1)' })),
+  page_size: Type.Optional(Type.String({ description: 'Operations per page (default 10, at most 100)' })),
   status: Type.Optional(Type.Union(OPERATION_STATUSES.map((s) => Type.Literal(s.toLowerCase())))),
 });
 
