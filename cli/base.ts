@@ -278,12 +278,12 @@ export function api<F extends Interfaces.FlagInput = {}, A extends Interfaces.Ar
     request: async (input) => {
       const whole = await spec.body?.(input);
       const own = { body: ((op.body && whole) || {}) as Record<string, unknown>, query: spec.query?.(input) ?? {} };
-      const out = { params: {} as Record<string, string>, query: { ...own.query } as Record<string, QueryValue>, body: { ...own.body } as Record<string, unknown> };
+      const out = { query: { ...own.query } as Record<string, QueryValue>, body: { ...own.body } as Record<string, unknown> };
       for (const { field, where, kind, flag } of inputs) {
-        if (where !== 'params' && field in own[where]) continue;
+        if (where === 'params' || field in own[where]) continue; // path parameters: below
         const raw = flag === undefined ? input.args[field] : input.flags[flag];
         if (raw === undefined) continue;
-        if (where !== 'body') (out[where] as Record<string, unknown>)[field] = raw;
+        if (where === 'query') out.query[field] = raw;
         else if (kind === 'number') out.body[field] = number(raw);
         else if (kind === 'numbers') out.body[field] = (raw as string[]).map(number);
         else if (kind === 'json') out.body[field] = parseJson(raw, flag ?? field);
