@@ -31,5 +31,6 @@ export const DATASOURCE_COMMANDS = {
     },
     examples: ['datasource update main-store --name "Store" --site shop_prod --app sales-tracker', 'datasource update main-store --allow-data-loss --site shop_prod --app sales-tracker'],
   }),
+  'datasource:stats': api('datasources_stats', { args: ['ds'], rename: app, examples: ['datasource stats main-store --site shop_prod --app sales-tracker'] }),
   'datasource:delete': api('datasources_destroy', { args: ['ds'], rename: app, examples: ['datasource delete main-store --site shop_prod --app sales-tracker'] }),
 };

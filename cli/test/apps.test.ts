@@ -113,6 +113,17 @@ test.serial('datasource list: the same table in both modes', both, {
   },
 });
 
+test.serial('datasource stats: the counts as key-value lines, the same in both modes; --json is the API body', both, {
+  args: () => ['datasource', 'stats', 'store', '--site', site.schema, '--app', 'alpha'],
+  async check(t, r) {
+    t.is(r.code, 0, r.stderr);
+    t.is(r.stdout, 'total_tables:          0\nmaterialized_tables:   0\nunmaterialized_tables: 0\nprovider_type:         jsonb\nis_active:             yes\n');
+    const asJson = await runCli(['datasource', 'stats', 'store', '--site', site.schema, '--app', 'alpha', '--json'], env());
+    t.deepEqual(json(asJson), (await api('GET', '/api/apps/alpha/datasources/store/stats/')).body);
+    t.is((await runCli(['datasource', 'stats', 'no-such', '--site', site.schema, '--app', 'alpha'], env())).stderr, 'Error: Data source "no-such" not found.\n');
+  },
+});
+
 test.serial('datasource create, get, update, delete in both modes', async (t) => {
   const run = (mode: Mode, args: string[]) => runCli([...args, '--site', site.schema, '--app', 'alpha', ...(mode === 'direct' ? ['--direct'] : [])], env());
   const shown: Record<string, string> = {};
