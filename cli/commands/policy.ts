@@ -2,10 +2,9 @@
 // (/sites/<site>/api/apps/<app>/policies/, check/resources, plan/resources). A policy is read
 // from a JSON file in Cerbos form, the portable form, or {policies: [...]} of either.
 import { Flags } from '@oclif/core';
-import { path } from '../api.ts';
-import { api, operation } from '../base.ts';
+import { api } from '../base.ts';
 import { columns, keyValues, listOf, listTable, table, when } from '../output.ts';
-import { appFlag, jsonObject, readJson, siteFlag } from '../tables.ts';
+import { jsonObject, readJson } from '../tables.ts';
 
 type Doc = Record<string, any>;
 const at = { app_slug: 'app' };
@@ -22,13 +21,13 @@ const decision = (f: { file?: string }, build: () => Record<string, unknown>) =>
 const KINDS = [['resourcePolicy', 'resource', 'resource'], ['derivedRoles', 'derived_role', 'name'], ['rolePolicy', 'role', 'role'], ['principalPolicy', 'principal', 'principal']] as const;
 const kindOf = (d: Doc) => KINDS.find(([key]) => d[key]) ?? KINDS[0];
 
-/** POST or PUT of a policy file. */
-const store = (method: 'POST' | 'PUT', summary: string, example: string) =>
-  operation({
-    summary,
+/** POST or PUT of a policy file (the route's body is the document). */
+const store = (operationId: string, example: string) =>
+  api(operationId, {
+    rename: at,
     examples: [`${example} --site shop_prod --app crm`],
-    flags: { site: siteFlag, app: appFlag, file: Flags.string({ summary: 'A JSON file: a policy in Cerbos form or the portable form, or {"policies": [...]}.', required: true }) },
-    request: ({ flags: f }) => ({ method, site: f.site, path: path`/api/apps/${f.app}/policies/`, body: readJson(f.file, 'file') }),
+    flags: { file: Flags.string({ summary: 'A JSON file: a policy in Cerbos form or the portable form, or {"policies": [...]}.', required: true }) },
+    body: ({ flags: f }) => readJson(f.file, 'file'),
   });
 
 const names = (key: string) => (r: Doc) => (r[key] ?? []).map((x: { name: string }) => x.name).join(', ') || null;
@@ -54,8 +53,8 @@ export const POLICY_COMMANDS = {
     examples: ['policy get resource.ticket_support.vdefault/shop_prod_crm --site shop_prod --app crm'],
     render: (body: { data: Doc[] }) => body.data.map((d) => JSON.stringify(d, null, 2)),
   }),
-  'policy:create': store('POST', 'Create a resource or derived-role policy from a file (POST: role policies and system entity types are refused).', 'policy create --file ticket.json'),
-  'policy:put': store('PUT', 'Create or replace any policy of an app from a file (PUT: also role policies and system entity types).', 'policy put --file editor-role.json'),
+  'policy:create': store('policies_create', 'policy create --file ticket.json'),
+  'policy:put': store('policies_put', 'policy put --file editor-role.json'),
   'policy:delete': api('policies_destroy', { args: ['id'], rename: at, examples: ['policy delete resource.ticket_support.vdefault/shop_prod_crm --site shop_prod --app crm'] }),
   'policy:check': api('check_resources', {
     summary: "Check actions on a resource against the app's policies.",
