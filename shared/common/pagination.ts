@@ -1,9 +1,16 @@
 // Cloud-console pagination (spec Part 1 §8.1): `page` default 1, `page_size` default 20,
 // at most 100 (larger values are clamped); body {count, next, previous, results}.
+import { Type } from '@sinclair/typebox';
 import { DomainError } from '../errors.ts';
 
 export const DEFAULT_PAGE_SIZE = 20;
 export const MAX_PAGE_SIZE = 100;
+
+/** The `page` and `page_size` parameters of a list's query schema (spread into it). */
+export const PageParams = {
+  page: Type.Optional(Type.String({ description: 'Page number (default 1)' })),
+  page_size: Type.Optional(Type.String({ description: `Items per page (default ${DEFAULT_PAGE_SIZE}, at most ${MAX_PAGE_SIZE})` })),
+};
 
 export interface PageRequest {
   page: number;

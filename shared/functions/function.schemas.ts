@@ -1,6 +1,7 @@
 // Function bodies and views (functions inside apps: Part 2 names them; routes are ours,
 // docs/functions.md), invocation records, and the event subscription bodies of Part 1 §6.
 import { Type, type Static } from '@sinclair/typebox';
+import { PageParams } from '../common/pagination.ts';
 import { readOnlyProps } from '../common/read-only.ts';
 import { StringEnum } from '../common/validation.ts';
 
@@ -82,8 +83,7 @@ export const FunctionRef = Type.Object({ app_slug: Type.String({ description: 'T
 export const FunctionListQuery = Type.Object({
   search: Type.Optional(Type.String({ description: 'Part of the name or slug (case-insensitive)' })),
   is_active: Type.Optional(StringEnum(['true', 'false'] as const)),
-  page: Type.Optional(Type.String({ description: 'Page number (default 1)' })),
-  page_size: Type.Optional(Type.String({ description: 'Items per page (default 20, at most 100)' })),
+  ...PageParams,
 });
 
 export const InvokeBody = Type.Object(
@@ -124,8 +124,7 @@ export type InvocationView = Static<typeof InvocationView>;
 export const InvocationListQuery = Type.Object({
   status: Type.Optional(StringEnum(INVOCATION_STATUSES)),
   trigger: Type.Optional(StringEnum(['api', 'event'] as const)),
-  page: Type.Optional(Type.String({ description: 'Page number (default 1)' })),
-  page_size: Type.Optional(Type.String({ description: 'Items per page (default 20, at most 100)' })),
+  ...PageParams,
 });
 
 // ---- events (spec Part 1 §6) ----

@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { PageParams } from '../common/pagination.ts';
 import { StringEnum } from '../common/validation.ts';
 import { ORGANIZATION_PERMISSIONS, SITE_PERMISSIONS } from '../permissions/grants.ts';
 import { USERNAME_PATTERN } from '../users/user.schemas.ts';
@@ -61,8 +62,7 @@ export type InvitationCreate = Static<typeof InvitationCreate>;
 export const InvitationListQuery = Type.Object({
   state: Type.Optional(StringEnum(INVITATION_STATES)),
   search: Type.Optional(Type.String({ maxLength: 200, description: 'Part of the invitee e-mail' })),
-  page: Type.Optional(Type.String({ description: 'Page number (default 1)' })),
-  page_size: Type.Optional(Type.String({ description: 'Items per page (default 20, at most 100)' })),
+  ...PageParams,
 });
 export type InvitationListQuery = Static<typeof InvitationListQuery>;
 

@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { PageParams } from '../common/pagination.ts';
 import { readOnlyProps } from '../common/read-only.ts';
 import { BoolParam } from '../common/filters.ts';
 
@@ -40,8 +41,7 @@ export const MemberListQuery = Type.Object({
   is_admin: Type.Optional(BoolParam),
   search: Type.Optional(Type.String({ maxLength: 200, description: 'Matches username, e-mail, first or last name' })),
   ordering: Type.Optional(Type.String({ maxLength: 200, description: 'user__username, user__email, created; a leading - reverses (default created)' })),
-  page: Type.Optional(Type.String({ description: 'Page number (default 1)' })),
-  page_size: Type.Optional(Type.String({ description: 'Items per page (default 20, at most 100)' })),
+  ...PageParams,
 });
 export type MemberListQuery = Static<typeof MemberListQuery>;
 

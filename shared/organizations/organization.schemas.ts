@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { PageParams } from '../common/pagination.ts';
 import { readOnlyProps } from '../common/read-only.ts';
 import { BoolParam } from '../common/filters.ts';
 
@@ -44,8 +45,7 @@ export const OrganizationListQuery = Type.Object({
   search: Type.Optional(Type.String({ maxLength: 200, description: 'Matches name or slug' })),
   is_active: Type.Optional(BoolParam),
   ordering: Type.Optional(Type.String({ maxLength: 200, description: 'name, slug, created, modified; a leading - reverses; comma-separated (default name)' })),
-  page: Type.Optional(Type.String({ description: 'Page number (default 1)' })),
-  page_size: Type.Optional(Type.String({ description: 'Items per page (default 20, at most 100)' })),
+  ...PageParams,
 });
 export type OrganizationListQuery = Static<typeof OrganizationListQuery>;
 

@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { PageParams } from '../common/pagination.ts';
 import { readOnlyProps } from '../common/read-only.ts';
 
 const Name = Type.String({ minLength: 1, maxLength: 150, description: 'Unique, case-insensitively' });
@@ -26,8 +27,7 @@ export type GroupUpdate = Static<typeof GroupUpdate>;
 export const GroupListQuery = Type.Object({
   search: Type.Optional(Type.String({ maxLength: 200, description: 'Matches the name' })),
   ordering: Type.Optional(Type.String({ maxLength: 100, description: 'name or id; a leading - reverses (default name)' })),
-  page: Type.Optional(Type.String({ description: 'Page number (default 1)' })),
-  page_size: Type.Optional(Type.String({ description: 'Items per page (default 20, at most 100)' })),
+  ...PageParams,
 });
 export type GroupListQuery = Static<typeof GroupListQuery>;
 

@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { PageParams } from '../common/pagination.ts';
 
 export const PermissionRef = Type.Object({ id: Type.String({ minLength: 1, maxLength: 20, description: 'Permission id' }) });
 export type PermissionRef = Static<typeof PermissionRef>;
@@ -12,7 +13,6 @@ export type PermissionView = Static<typeof PermissionView>;
 export const PermissionListQuery = Type.Object({
   model: Type.Optional(Type.String({ maxLength: 50, description: 'Only the permissions of this model (`site`, `organization`)' })),
   search: Type.Optional(Type.String({ maxLength: 200, description: 'Matches codename or name' })),
-  page: Type.Optional(Type.String({ description: 'Page number (default 1)' })),
-  page_size: Type.Optional(Type.String({ description: 'Items per page (default 20, at most 100)' })),
+  ...PageParams,
 });
 export type PermissionListQuery = Static<typeof PermissionListQuery>;

@@ -1,5 +1,6 @@
 // Secret types: a named JSON Schema that the values of the secrets of that type must satisfy.
 import { Type, type Static } from '@sinclair/typebox';
+import { PageParams } from '../common/pagination.ts';
 import { readOnlyProps } from '../common/read-only.ts';
 
 const SLUG_PATTERN = '^[a-z0-9]+(?:-[a-z0-9]+)*$';
@@ -49,7 +50,6 @@ export const SecretTypeRef = Type.Object({ slug: Type.String({ minLength: 1, max
 
 export const SecretTypeListQuery = Type.Object({
   search: Type.Optional(Type.String({ maxLength: 200, description: 'Matches name, slug or description' })),
-  page: Type.Optional(Type.String({ description: 'Page number (default 1)' })),
-  page_size: Type.Optional(Type.String({ description: 'Items per page (default 20, at most 100)' })),
+  ...PageParams,
 });
 export type SecretTypeListQuery = Static<typeof SecretTypeListQuery>;

@@ -1,6 +1,7 @@
 // Secrets of a site: a key (tenant-wide, or per app), an encrypted JSON value, an optional
 // type whose JSON Schema the value must satisfy. Lists mask values; GET of one decrypts.
 import { Type, type Static } from '@sinclair/typebox';
+import { PageParams } from '../common/pagination.ts';
 import { readOnlyProps } from '../common/read-only.ts';
 import { StringEnum } from '../common/validation.ts';
 
@@ -78,8 +79,7 @@ export const SecretAppQuery = Type.Object({
 export type SecretAppQuery = Static<typeof SecretAppQuery>;
 
 const Pages = {
-  page: Type.Optional(Type.String({ description: 'Page number (default 1)' })),
-  page_size: Type.Optional(Type.String({ description: 'Items per page (default 20, at most 100)' })),
+  ...PageParams,
 };
 
 export const SecretListQuery = Type.Object({

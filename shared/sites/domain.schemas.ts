@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { PageParams } from '../common/pagination.ts';
 import { readOnlyProps } from '../common/read-only.ts';
 import { BoolParam } from '../common/filters.ts';
 
@@ -51,7 +52,6 @@ export const DomainListQuery = Type.Object({
   is_primary: Type.Optional(BoolParam),
   search: Type.Optional(Type.String({ maxLength: 200, description: 'Matches the host name' })),
   ordering: Type.Optional(Type.String({ maxLength: 200, description: 'domain, is_primary, is_active, created_at, modified_at; - for descending; default `-is_primary,domain`' })),
-  page: Type.Optional(Type.String({ description: 'Page number (default 1)' })),
-  page_size: Type.Optional(Type.String({ description: 'Items per page (default 20, at most 100)' })),
+  ...PageParams,
 });
 export type DomainListQuery = Static<typeof DomainListQuery>;

@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { PageParams } from '../common/pagination.ts';
 import { readOnlyProps } from '../common/read-only.ts';
 import { BoolParam } from '../common/filters.ts';
 import { StringEnum } from '../common/validation.ts';
@@ -71,8 +72,7 @@ export const SiteListQuery = Type.Object({
   is_active: Type.Optional(BoolParam),
   search: Type.Optional(Type.String({ maxLength: 200, description: 'Matches name or schema_name' })),
   ordering: Type.Optional(Type.String({ maxLength: 200, description: 'name, created_at, updated_at (= modified_at); - for descending; comma-separated' })),
-  page: Type.Optional(Type.String({ description: 'Page number (default 1)' })),
-  page_size: Type.Optional(Type.String({ description: 'Items per page (default 20, at most 100)' })),
+  ...PageParams,
 });
 export type SiteListQuery = Static<typeof SiteListQuery>;
 

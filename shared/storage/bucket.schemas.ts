@@ -1,5 +1,6 @@
 // Bucket bodies and views (spec Part 3 §2 "Bucket", §4 "Buckets").
 import { Type, type Static } from '@sinclair/typebox';
+import { PageParams } from '../common/pagination.ts';
 import { readOnlyProps } from '../common/read-only.ts';
 import { StringEnum } from '../common/validation.ts';
 
@@ -96,8 +97,7 @@ export const BucketListQuery = Type.Object({
   ordering: Type.Optional(Type.String({ description: '`name`, `slug`, `created_at`, `updated_at`, `file_size_limit`; `-` descends (default `-created_at`)' })),
   visibility: Type.Optional(StringEnum(VISIBILITIES)),
   app_category: Type.Optional(StringEnum(APP_CATEGORIES)),
-  page: Type.Optional(Type.String({ description: 'Page number (default 1)' })),
-  page_size: Type.Optional(Type.String({ description: 'Items per page (default 20, at most 100)' })),
+  ...PageParams,
 });
 
 export const BucketUsageBody = Type.Object({

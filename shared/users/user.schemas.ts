@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox';
+import { PageParams } from '../common/pagination.ts';
 import { readOnlyProps } from '../common/read-only.ts';
 import { BoolParam } from '../common/filters.ts';
 import { StringEnum } from '../common/validation.ts';
@@ -81,8 +82,7 @@ export const UserListQuery = Type.Object({
   organization_slug: Type.Optional(Type.String({ maxLength: 100, description: 'Only members of this organization (slug or UUID)' })),
   is_active: Type.Optional(BoolParam),
   is_deleted: Type.Optional(BoolParam),
-  page: Type.Optional(Type.String({ description: 'Page number (default 1)' })),
-  page_size: Type.Optional(Type.String({ description: 'Items per page (default 20, at most 100)' })),
+  ...PageParams,
 });
 export type UserListQuery = Static<typeof UserListQuery>;
 
