@@ -224,7 +224,7 @@ export interface ApiSpec<F extends Interfaces.FlagInput, A extends Interfaces.Ar
   summary?: string;
   /** Fields given as positional arguments, in order (path parameters or body fields). */
   args?: string[];
-  /** Field → its flag's name where the convention (snake_case → kebab-case, a body's `is_x` → `--x/--no-x`) does not fit; false: no flag. */
+  /** Field → its flag's name where the convention (snake_case → kebab-case, a path's `app_slug` → `--app`, a body's `is_x` → `--x/--no-x`) does not fit; false: no flag. */
   rename?: Record<string, string | false>;
   /** Fields the command computes from its own flags (they replace the fields' flags); on a route whose body is not described field by field (records, edges, policies), the whole body. */
   body?: (input: OperationInput<F, A>) => unknown;
@@ -247,7 +247,8 @@ export function api<F extends Interfaces.FlagInput = {}, A extends Interfaces.Ar
   const positional = spec.args ?? [];
   const computed = new Set(Object.keys(spec.flags ?? {}));
   const flagOf = (field: string, kind: Kind, where: string) => {
-    const name = spec.rename?.[field] ?? (where === 'body' && kind === 'boolean' && field.startsWith('is_') ? field.slice(3) : field);
+    const conventional = where === 'params' ? field.replace(/_slug$/, '') : where === 'body' && kind === 'boolean' ? field.replace(/^is_/, '') : field;
+    const name = spec.rename?.[field] ?? conventional;
     return name === false ? undefined : name.replace(/_+/g, '-');
   };
   const args: Interfaces.ArgInput = {};

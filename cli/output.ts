@@ -66,13 +66,14 @@ export function listTable<T>(rows: T[], columns: Column<T>[], [one, many]: [stri
   return rows.length ? `${table(rows, columns)}\n\n${footer}` : footer;
 }
 
+/** An ISO timestamp (shown as `when()` in a table). */
+const ISO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d/;
+
 /**
  * Columns from a compact spec: `slug name is_active:active created_at:created`, each a field
  * (dotted for a nested one) and its header (`_` as spaces); timestamps as `when()`; a
  * field named in `computed` takes its value from there.
  */
-const ISO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d/;
-
 export function columns<T>(spec: string, computed: Record<string, (row: T) => Cell> = {}): Column<T>[] {
   return spec.split(/\s+/).filter(Boolean).map((token) => {
     const [field, header = field] = token.split(':') as [string, string?];

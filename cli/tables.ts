@@ -5,7 +5,7 @@ import path from 'node:path';
 import { Transform } from 'node:stream';
 import { Flags } from '@oclif/core';
 import { DomainError, fieldError } from '../shared/errors.ts';
-import { keyValues, table } from './output.ts';
+import { keyValues, table, type Cell } from './output.ts';
 import { parseJson } from './flags.ts';
 export { siteFlag } from './flags.ts';
 
@@ -72,7 +72,8 @@ export function jsonObject(text: string, flag: string): Record<string, unknown> 
 /** The table name a schema file stands for: its basename up to the first dot (`events.jsonb.json` → events). */
 export const tableNameOf = (file: string): string => path.basename(file).replace(/\.json$/i, '').split('.')[0]!;
 
-const show = (v: unknown): string | number | boolean | null => (v !== null && typeof v === 'object' ? JSON.stringify(v) : (v as string | number | boolean | null));
+/** A field's value as a table cell: objects and arrays as JSON. */
+export const show = (v: unknown): Cell => (v !== null && typeof v === 'object' ? JSON.stringify(v) : (v as Cell));
 
 /** Records as a table: one column per field, as they first appear (the API gives records in schema order). */
 export function recordsTable(rows: RecordRow[]): string {

@@ -67,12 +67,13 @@ export async function buildOperations(): Promise<string> {
   const registry = buildRegistry({ config, tokens: unused, mailer: unused, log: unused, store: unused, secrets: unused, functions: { events: unused } as never });
   const operations: Record<string, unknown> = {};
   for (const def of registry.routes) {
+    const description = [def.description, def.body?.description].filter(Boolean).join(' ');
     operations[def.operationId] = {
       method: def.method.toUpperCase(),
       path: def.path,
       ...(def.scope === 'tenant' ? { site: true } : {}),
       summary: def.summary,
-      ...(def.description || def.body?.description ? { description: [def.description, def.body?.description].filter(Boolean).join(' ') } : {}),
+      ...(description ? { description } : {}),
       params: fields(def.params, false),
       query: fields(def.query, false),
       body: fields(def.body, def.method === 'post'),

@@ -34,8 +34,7 @@ function quota(value: string | undefined, flag: string): number | null | undefin
   return Number(value);
 }
 
-const app = { app_slug: 'app' };
-const one = { args: ['bucket'], rename: app };
+const one = { args: ['bucket'] };
 
 /** The settings given otherwise than the API takes them: types also as a comma list ('' allows every type), quotas as `none`. */
 const settings: ApiSpec<{}, {}, BucketView>['body'] = ({ flags: f }) => ({
@@ -46,14 +45,12 @@ const settings: ApiSpec<{}, {}, BucketView>['body'] = ({ flags: f }) => ({
 
 export const BUCKET_COMMANDS = {
   'bucket:list': api('storage_buckets_list', {
-    rename: app,
     examples: ['bucket list --site shop_prod --app crm', 'bucket list --visibility public --ordering name --site shop_prod --app crm --json'],
     render: pageOf<BucketView>(['bucket', 'buckets'], 'slug name visibility app_category:category usage.total_objects:objects usage.total_size:size quota_exceeded:over_quota created_at:created', {
       'usage.total_size': (b) => bytes(b.usage.total_size),
     }),
   }),
   'bucket:create': api('storage_buckets_create', {
-    rename: app,
     body: settings,
     examples: ["bucket create --name Photos --app-category attachments --allowed-mime-types 'image/*,application/pdf' --max-objects 10000 --site shop_prod --app crm"],
     render: (b: BucketView) => [`Bucket "${b.slug}" created.`, bucketLines(b)],

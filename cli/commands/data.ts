@@ -15,7 +15,7 @@ import { appFlag, bytes, CsvRowCounter, fileSize, filterFlag, jsonInput, jsonObj
 const tableFlags = { site: siteFlag, app: appFlag, table: tableFlag };
 type TableFlags = { site: string; app: string; table: string };
 const records = (f: TableFlags, rest = '') => apiPath`/api/apps/${f.app}/datatables/${f.table}/data/` + rest;
-const at = { app_slug: 'app', name: 'table' };
+const at = { name: 'table' };
 const populate = Flags.string({ summary: 'Related records to include: a,b or *.' });
 const jsonFlags = (data: string, file: string) => ({ ...tableFlags, data: Flags.string({ summary: data, exclusive: ['file'] }), file: Flags.string({ summary: file }) });
 type Written = { data: RecordRow | RecordRow[] };

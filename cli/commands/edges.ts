@@ -5,16 +5,15 @@ import { DomainError, fieldError } from '../../shared/errors.ts';
 import { defined, path } from '../api.ts';
 import { api, ApiCommand, operation } from '../base.ts';
 import { parseJson } from '../flags.ts';
-import { columns, keyValues, table, type Cell } from '../output.ts';
-import { appFlag, jsonInput, pageLines, plural, Progress, siteFlag, tableFlag } from '../tables.ts';
+import { columns, keyValues, table } from '../output.ts';
+import { appFlag, jsonInput, pageLines, plural, Progress, show, siteFlag, tableFlag } from '../tables.ts';
 
 const tableFlags = { site: siteFlag, app: appFlag, table: tableFlag };
 const edgesPath = (f: { app: string; table: string }, rest = '') => path`/api/apps/${f.app}/datatables/${f.table}/edges/` + rest;
-const json = (v: unknown) => (v !== null && typeof v === 'object' ? JSON.stringify(v) : (v as Cell));
 const COLUMNS = columns<EdgeView>('id from_id:from type to_id:to metadata created_at:created', {
-  from_id: (e) => json(e.from_id),
-  to_id: (e) => json(e.to_id),
-  metadata: (e) => (e.metadata === null ? null : JSON.stringify(e.metadata)),
+  from_id: (e) => show(e.from_id),
+  to_id: (e) => show(e.to_id),
+  metadata: (e) => (e.metadata === null ? null : JSON.stringify(e.metadata)), // a string too, quoted
   created_at: (e) => e.created_at,
 });
 
@@ -72,7 +71,7 @@ class EdgesCreateCommand extends ApiCommand<typeof EdgesCreateCommand> {
 
 export const EDGE_COMMANDS = {
   'edges:list': api('edges_list_by_app', {
-    rename: { app_slug: 'app', name: 'table' },
+    rename: { name: 'table' },
     examples: ['edges list --from-id 7 --types reports_to,mentored_by --table employees --site shop_prod --app hr'],
     render: (body: EdgePage) => pageLines(table(body.results, COLUMNS), body.results.length, body, 'edge'),
   }),

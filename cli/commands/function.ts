@@ -45,18 +45,17 @@ function invocationLines(i: InvocationView): string[] {
   return out;
 }
 
-const one = { args: ['function_slug'], rename: { app_slug: 'app' } };
+const one = { args: ['function_slug'] };
 
 /** The code from a file (`--file`), the environment as `--env`. */
 const editing = (required: boolean) => ({
-  rename: { app_slug: 'app', code: 'file', environment: 'env' },
+  rename: { code: 'file', environment: 'env' },
   flags: { file: Flags.string({ summary: 'The code: a JavaScript file (an ES module exporting the handler).', required }) },
   body: ({ flags: f }: { flags: { file?: string } }) => ({ code: f.file === undefined ? undefined : readText(f.file, 'file') }),
 });
 
 export const FUNCTION_COMMANDS = {
   'function:list': api('functions_list', {
-    rename: one.rename,
     examples: ['function list --app crm --site shop_prod', 'function list --app crm --search mail --site shop_prod --json'],
     render: pageOf<FunctionView>(['function', 'functions'], 'id slug name timeout is_active:active updated_at:updated', { timeout: (f) => `${f.timeout} s` }),
   }),

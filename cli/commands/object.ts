@@ -303,7 +303,6 @@ const objectLines = ({ message, data: o }: StorageBody<ObjectView>) => [
 /** Copy and move: the keys checked; a destination ending with a slash keeps the source's file name (`cp a.txt dir/` → dir/a.txt). */
 const relocation: ApiSpec<{}, {}, StorageBody<ObjectView>> = {
   args: ['source_path', 'destination_path'],
-  rename: { app_slug: 'app' },
   body: ({ args }) => {
     const source = normalizeKey(args.source_path, 'source_path');
     const dest = args.destination_path.endsWith('/') ? args.destination_path + filenameOf(source) : args.destination_path;
@@ -319,7 +318,6 @@ export const OBJECT_COMMANDS = {
     description:
       'Newest first unless --ordering says otherwise (created_at, updated_at, size, filename, path; - descends). --filter takes any parameter of the list (name=value, repeatable): file__icontains, filename__iendswith, size__gte, created_after, mimetype, mimetype_category, visibility, created_by_me, metadata_search, _count=none, …; an unknown one is refused. Prints the API page with --json.',
     examples: ["object ls --bucket media --prefix 2024/ --filter mimetype_category=image --ordering -size --site shop_prod --app crm"],
-    rename: { app_slug: 'app' },
     flags: {
       bucket,
       prefix: Flags.string({ summary: 'Only keys starting with this.' }),
@@ -340,7 +338,7 @@ export const OBJECT_COMMANDS = {
     ...relocation,
     summary: 'Copy an object, in its bucket or to another bucket of the app (a destination ending with / keeps the file name).',
     examples: ['object cp reports/2024.pdf archive/ --bucket docs --site shop_prod --app crm', 'object cp logo.png brand/logo.png --bucket media --to-bucket public-media --site shop_prod --app crm --json'],
-    rename: { app_slug: 'app', destination_bucket: 'to-bucket' },
+    rename: { destination_bucket: 'to-bucket' },
     flags: { bucket, 'to-bucket': Flags.string({ summary: 'The bucket of the copy (default: the same bucket).' }) },
   }),
   'object:mv': api('storage_objects_move', {

@@ -7,7 +7,6 @@ import { columns, keyValues, listOf, listTable, table, when } from '../output.ts
 import { jsonObject, readJson } from '../tables.ts';
 
 type Doc = Record<string, any>;
-const at = { app_slug: 'app' };
 const filters = { name_regexp: 'name', scope_regexp: 'scope', version_regexp: 'version' };
 const includeDisabled = { 'include-disabled': Flags.boolean({ summary: 'Also the deleted (disabled) policies.' }) };
 const decisionFlags = (body: string) => ({
@@ -24,7 +23,6 @@ const kindOf = (d: Doc) => KINDS.find(([key]) => d[key]) ?? KINDS[0];
 /** POST or PUT of a policy file (the route's body is the document). */
 const store = (operationId: string, example: string) =>
   api(operationId, {
-    rename: at,
     examples: [`${example} --site shop_prod --app crm`],
     flags: { file: Flags.string({ summary: 'A JSON file: a policy in Cerbos form or the portable form, or {"policies": [...]}.', required: true }) },
     body: ({ flags: f }) => readJson(f.file, 'file'),
@@ -36,7 +34,7 @@ export const POLICY_COMMANDS = {
   'policy:list': api('policies_list', {
     summary: 'List the policies of an app.',
     examples: ['policy list --site shop_prod --app crm', 'policy list --site shop_prod --app crm --name "^ticket:" --include-disabled --json'],
-    rename: { ...at, ...filters, id: false },
+    rename: { ...filters, id: false },
     flags: includeDisabled,
     render: listOf<Doc>(['policy', 'policies'], 'metadata.storeIdentifier:id kind name version disabled modified', {
       kind: (d) => kindOf(d)[1],
@@ -49,18 +47,18 @@ export const POLICY_COMMANDS = {
   'policy:get': api('policies_list', {
     summary: 'Show a policy of an app (its document in Cerbos form).',
     args: ['id'],
-    rename: { ...at, name_regexp: false, scope_regexp: false, version_regexp: false, include_disabled: false },
+    rename: { name_regexp: false, scope_regexp: false, version_regexp: false, include_disabled: false },
     examples: ['policy get resource.ticket_support.vdefault/shop_prod_crm --site shop_prod --app crm'],
     render: (body: { data: Doc[] }) => body.data.map((d) => JSON.stringify(d, null, 2)),
   }),
   'policy:create': store('policies_create', 'policy create --file ticket.json'),
   'policy:put': store('policies_put', 'policy put --file editor-role.json'),
-  'policy:delete': api('policies_destroy', { args: ['id'], rename: at, examples: ['policy delete resource.ticket_support.vdefault/shop_prod_crm --site shop_prod --app crm'] }),
+  'policy:delete': api('policies_destroy', { args: ['id'], examples: ['policy delete resource.ticket_support.vdefault/shop_prod_crm --site shop_prod --app crm'] }),
   'policy:check': api('check_resources', {
     summary: "Check actions on a resource against the app's policies.",
     description: 'For you, or (administrators) --username / --email; or give the whole CheckResources body with --file.',
     examples: ['policy check --kind ticket:support --resource-id 42 --action read --action update --attr \'{"owner":"ada"}\' --username ada --site shop_prod --app crm'],
-    rename: { ...at, requestId: false, includeMeta: 'include-meta', resources: false },
+    rename: { requestId: false, includeMeta: 'include-meta', resources: false },
     flags: {
       ...decisionFlags('CheckResources'),
       'resource-id': Flags.string({ summary: 'The resource id (default "1").' }),
@@ -76,7 +74,7 @@ export const POLICY_COMMANDS = {
   'policy:plan': api('plan_resources', {
     summary: 'Plan which resources of a kind allow an action: always, never, or a condition on their attributes.',
     examples: ['policy plan --kind ticket:support --action update --username ada --site shop_prod --app crm'],
-    rename: { ...at, requestId: false, resource: false, actions: false },
+    rename: { requestId: false, resource: false, actions: false },
     flags: decisionFlags('PlanResources'),
     body: ({ flags: f }) => decision(f, () => ({ resource: { kind: f.kind } })),
     render: (body: { filter_kind: string; condition?: unknown; resource_kind: string; action?: string }) =>
@@ -84,7 +82,7 @@ export const POLICY_COMMANDS = {
   }),
   'policy:inspect': api('policies_inspect', {
     examples: ['policy inspect --site shop_prod --app crm', 'policy inspect --id resource.ticket_support.vdefault/shop_prod_crm --site shop_prod --app crm --json'],
-    rename: { ...at, ...filters, policy_id: 'id' },
+    rename: { ...filters, policy_id: 'id' },
     flags: { id: Flags.string({ summary: 'A policy id (repeatable).', multiple: true }), ...includeDisabled },
     render: (body: { data: { results: Record<string, Doc> } }) =>
       listTable(Object.values(body.data.results), columns<Doc>('policyId:policy actions derivedRoles:derived_roles variables constants attributes', {

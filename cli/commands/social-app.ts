@@ -1,11 +1,10 @@
 // `platform social-app …`: the social login providers of a site (/api/auth/social-apps/;
-// docs/social-login.md). The create and update routes take an open body: their flags are written here.
-import { Args, Flags, type Interfaces } from '@oclif/core';
+// docs/social-login.md). The create and update routes take an open body: their flags are written here, the body built from them.
+import { Flags, type Interfaces } from '@oclif/core';
 import type { SocialAppListItem, SocialAppView } from '../../shared/social/social-app.service.ts';
-import { DomainError } from '../../shared/errors.ts';
-import { defined, path } from '../api.ts';
-import { api, operation } from '../base.ts';
-import { parseJson, siteFlag } from '../flags.ts';
+import { defined } from '../api.ts';
+import { api } from '../base.ts';
+import { parseJson } from '../flags.ts';
 import { columns, keyValues, table } from '../output.ts';
 import { askHidden, canPrompt, missingValue } from '../prompt.ts';
 
@@ -14,7 +13,6 @@ const shown = (a: SocialAppView) =>
 const answer = (body: { message: string; data: SocialAppView }) => [body.message, shown(body.data)];
 
 const fieldFlags = {
-  site: siteFlag,
   'provider-id': Flags.string({ summary: 'Names the app in /api/auth/{provider_id}/… (required for openid_connect; empty for the others).' }),
   name: Flags.string({ summary: 'The name shown on the login page.' }),
   'client-id': Flags.string({ summary: 'The OAuth client ID at the provider.' }),
@@ -40,26 +38,20 @@ export const SOCIAL_APP_COMMANDS = {
         ? [table(body.data, columns('id provider provider_id name is_configured:configured auto_redirect')), `${body.total} social app${body.total === 1 ? '' : 's'} (page ${body.pagination.page} of ${body.pagination.total_pages}).`]
         : 'No social apps.',
   }),
-  'social-app:create': operation({
-    summary: 'Add a social login provider to a site.',
+  'social-app:create': api('social_apps_create', {
     description: 'Site superusers (the organization\'s owners and admins). The secret is stored encrypted and shown only in this answer. Providers: openid_connect (any OIDC issuer: --settings \'{"server_url": …}\'), google, microsoft (settings.tenant), gitlab, apple (settings.team_id, --key), github.',
     examples: ['social-app create --provider github --name GitHub --client-id Iv1.abc --secret-prompt --site shop_prod --json'],
     flags: { ...fieldFlags, provider: Flags.string({ summary: 'The provider.', required: true }) },
-    request: async ({ flags: f }) => ({ method: 'POST', site: f.site, path: '/api/auth/social-apps/', body: await fields(f) }),
+    body: ({ flags: f }) => fields(f),
     render: answer,
   }),
   'social-app:get': api('social_apps_retrieve', { args: ['id'], examples: ['social-app get 3 --site shop_prod'], render: shown }),
-  'social-app:update': operation({
-    summary: 'Change a social app (PATCH: only the flags given).',
+  'social-app:update': api('social_apps_partial_update', {
     description: '--settings replaces the settings object whole.',
     examples: ['social-app update 3 --name "Company login" --site shop_prod', 'social-app update 3 --secret-prompt --site shop_prod --json'],
-    args: { id: Args.string({ description: 'The social app (its id)', required: true }) },
+    args: ['id'],
     flags: { ...fieldFlags, provider: Flags.string({ summary: 'Another provider.' }) },
-    request: async ({ flags: f, args }) => {
-      const body = await fields(f);
-      if (!Object.keys(body).length) throw new DomainError('BAD_REQUEST', 'Nothing to change: give --name, --client-id, --secret(-prompt), --key, --settings, --provider-id or --provider.');
-      return { method: 'PATCH', site: f.site, path: path`/api/auth/social-apps/${args.id}/`, body };
-    },
+    body: ({ flags: f }) => fields(f),
     render: answer,
   }),
   'social-app:delete': api('social_apps_destroy', { args: ['id'], examples: ['social-app delete 3 --site shop_prod'], render: (body: { message: string }) => body.message }),

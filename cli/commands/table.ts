@@ -9,7 +9,6 @@ import { api, operation } from '../base.ts';
 import { columns, keyValues, pageOf, table } from '../output.ts';
 import { appFlag, plural, readJson, siteFlag, tableNameOf } from '../tables.ts';
 
-const at = { app_slug: 'app' };
 const schemaOf = (f: { schema?: string }) => (f.schema === undefined ? undefined : readJson(f.schema, 'schema'));
 const opLine = (op: { type: string; column: string | null }) => `${op.type}${op.column ? ` ${op.column}` : ''}`;
 const warnings = (list: string[]) => list.map((w) => `warning: ${w}`);
@@ -20,44 +19,42 @@ const summary = ({ json_schema: _s, field_names, primary_key, ...rest }: DataTab
 export const TABLE_COMMANDS = {
   'table:list': api('datatables_list', {
     examples: ['table list --site shop_prod --app crm --datasource main --materialized'],
-    rename: { ...at, is_materialized: 'materialized' },
+    rename: { is_materialized: 'materialized' },
     flags: { materialized: Flags.boolean({ summary: 'Only materialized tables (--no-materialized: only the others).', allowNo: true }) },
     render: pageOf<DataTableListItem>(['table', 'tables'], 'name datasource_slug:data_source field_count:fields is_materialized:materialized physical_table_name:physical_table updated_at:modified'),
   }),
   'table:create': api('datasource_datatables_create', {
     description: 'Without --name, the name is the schema file name up to its first dot (events.jsonb.json → events). `platform table materialize` creates the physical table.',
     examples: ['table create --site shop_prod --app crm --datasource main --schema fixtures/schemas/contacts.json'],
-    rename: { ...at, ds: 'datasource', json_schema: 'schema' },
+    rename: { ds: 'datasource', json_schema: 'schema' },
     flags: { name: Flags.string({ summary: 'The data table name (default: the schema file name up to its first dot).' }), schema: Flags.string({ summary: 'The Table Schema, a JSON file.', required: true }) },
     body: ({ flags: f }) => ({ name: f.name ?? tableNameOf(f.schema), json_schema: schemaOf(f) }),
     render: (body: CreatedBody<DataTableView>) => [body.message, summary(body.data)],
   }),
-  'table:get': api('datatables_retrieve_by_app', { args: ['name'], rename: at, examples: ['table get contacts --site shop_prod --app crm'], render: summary }),
+  'table:get': api('datatables_retrieve_by_app', { args: ['name'], examples: ['table get contacts --site shop_prod --app crm'], render: summary }),
   'table:update': api('datatables_partial_update_by_app', {
     args: ['name'],
-    rename: { ...at, json_schema: 'schema' },
+    rename: { json_schema: 'schema' },
     flags: { schema: Flags.string({ summary: 'The new Table Schema, a JSON file.' }) },
     body: ({ flags: f }) => ({ json_schema: schemaOf(f) }),
     examples: ['table update contacts --schema contacts-v2.json --site shop_prod --app crm'],
     render: summary,
   }),
-  'table:delete': api('datatables_destroy_by_app', { args: ['name'], rename: at, examples: ['table delete contacts --site shop_prod --app crm'] }),
+  'table:delete': api('datatables_destroy_by_app', { args: ['name'], examples: ['table delete contacts --site shop_prod --app crm'] }),
   'table:materialize': api('datatables_materialize_by_app', {
     args: ['name'],
-    rename: at,
     examples: ['table materialize contacts --site shop_prod --app crm'],
     render: ({ message, data }: CreatedBody<DataTableView>) => `${message} (${data.name} → ${data.physical_table_name})`,
   }),
   'table:schema': api('datatables_schema_by_app', {
     args: ['name'],
-    rename: at,
     examples: ['table schema contacts --site shop_prod --app crm > contacts.json'],
     render: (body: { schema: unknown }) => JSON.stringify(body.schema, null, 2), // a file `table create` and `table update` accept
   }),
   'table:validate': api('datatables_validate_data_by_app', {
     description: 'Nothing is stored. Exit code 1 when a record is invalid.',
     args: ['name'],
-    rename: { ...at, data: 'file' },
+    rename: { data: 'file' },
     flags: { file: Flags.string({ summary: 'The records: a JSON file holding an array of objects (or one object).', required: true }) },
     body: ({ flags: f }) => {
       const data = readJson(f.file, 'file');
@@ -72,7 +69,6 @@ export const TABLE_COMMANDS = {
     },
   }),
   'table:stats': api('datatables_stats', {
-    rename: at,
     examples: ['table stats --site shop_prod --app crm'],
     render: ({ datasources, ...totals }: DataTableStats) => {
       const rows = Object.entries(datasources).map(([slug, d]) => ({ slug, ...d }));
@@ -110,13 +106,13 @@ export const TABLE_COMMANDS = {
   }),
   'table:history': api('datatables_operation_history_by_app', {
     args: ['name'],
-    rename: { ...at, limit: false, offset: false },
+    rename: { limit: false, offset: false },
     examples: ['table history contacts --status failed --site shop_prod --app crm --json'],
     render: pageOf<SchemaOperation>(['operation', 'operations'], 'revision_id:revision operation_type:type status operations started_at:started duration_ms:ms error', { operations: (o) => o.operations.map(opLine).join(', ') || null }),
   }),
   'table:rollback': api('datatables_rollback_by_app', {
     args: ['name'],
-    rename: { ...at, revision_id: 'revision' },
+    rename: { revision_id: 'revision' },
     progress: ({ flags: f, args }) => `Rolling back ${f.revision} of ${args.name}…`,
     examples: ['table rollback contacts --revision 3f9a0c1b2d4e --site shop_prod --app crm'],
     render: (r: RollbackResult) => [`${r.message} (${plural(r.operations_reversed, 'operation')} reversed; recorded as ${r.revision_id})`, ...warnings(r.warnings)],

@@ -13,7 +13,7 @@ import { flagged } from '../http/envelopes.ts';
 import { defineRoute, type RouteDef } from '../http/registry.ts';
 
 const Open = Type.Object({}, { additionalProperties: true });
-const IdParam = Type.Object({ id: Type.String() });
+const IdParam = Type.Object({ id: Type.String({ description: 'The social app (its id)' }) });
 const ProviderParam = Type.Object({ provider: Type.String({ minLength: 1, maxLength: 64 }) });
 const ListQuery = Type.Object(
   {
