@@ -278,20 +278,21 @@ export function api<F extends Interfaces.FlagInput = {}, A extends Interfaces.Ar
     flags: flags as F,
     request: async (input) => {
       const whole = await spec.body?.(input);
-      const own = { body: ((op.body && whole) || {}) as Record<string, unknown>, query: spec.query?.(input) ?? {} };
-      const out = { query: { ...own.query } as Record<string, QueryValue>, body: { ...own.body } as Record<string, unknown> };
+      // The command's own fields first; the flags fill in the others.
+      const query: Record<string, QueryValue> = { ...spec.query?.(input) };
+      const fields: Record<string, unknown> = { ...(op.body && (whole as Record<string, unknown> | undefined)) };
       for (const { field, where, kind, flag } of inputs) {
-        if (where === 'params' || field in own[where]) continue; // path parameters: below
+        if (where === 'params') continue; // below, in the path
         const raw = flag === undefined ? input.args[field] : input.flags[flag];
-        if (raw === undefined) continue;
-        if (where === 'query') out.query[field] = raw;
-        else if (kind === 'number') out.body[field] = number(raw);
-        else if (kind === 'numbers') out.body[field] = (raw as string[]).map(number);
-        else if (kind === 'json') out.body[field] = parseJson(raw, flag ?? field);
-        else if (kind === 'object') out.body[field] = jsonObject(raw, flag ?? field, field);
-        else out.body[field] = raw;
+        if (raw === undefined || field in (where === 'query' ? query : fields)) continue;
+        if (where === 'query') query[field] = raw;
+        else if (kind === 'number') fields[field] = number(raw);
+        else if (kind === 'numbers') fields[field] = (raw as string[]).map(number);
+        else if (kind === 'json') fields[field] = parseJson(raw, flag ?? field);
+        else if (kind === 'object') fields[field] = jsonObject(raw, flag ?? field, field);
+        else fields[field] = raw;
       }
-      const body = defined(out.body);
+      const body = defined(fields);
       if ((op.method === 'PATCH' || op.method === 'PUT') && op.body && !Object.keys(body).length) {
         const given = new Set([...inputs.filter((i) => i.where === 'body' && i.flag).map((i) => i.flag), ...computed]);
         throw new DomainError('BAD_REQUEST', `Nothing to change: give ${[...given].map((f) => `--${f}`).join(', ')}.`);
@@ -305,7 +306,7 @@ export function api<F extends Interfaces.FlagInput = {}, A extends Interfaces.Ar
           const value = String(input.args[name] ?? input.flags[flagOf(name, 'string', 'params')!]);
           return sigil === '*' ? value.split('/').map(segment).join('/') : segment(value);
         }),
-        query: out.query,
+        query,
         body: op.body ? body : whole,
       };
     },
