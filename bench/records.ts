@@ -30,7 +30,6 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
-import path from 'node:path';
 import pg from 'pg';
 import { systemActor } from '../shared/auth/actor.ts';
 import { makeContext } from '../shared/context.ts';

@@ -64,6 +64,28 @@ export async function readAll(stream: Readable): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
+/** A request as sent: the caller's headers (lower-cased) under the transport's own (accept, content type and length), and the body. */
+export function outgoing(req: ApiRequest, accept: string): { headers: Record<string, string>; body?: string | Readable } {
+  const headers: Record<string, string> = { ...Object.fromEntries(Object.entries(req.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v])), accept };
+  if (req.upload) {
+    headers['content-type'] = req.upload.contentType;
+    if (req.upload.length !== undefined) headers['content-length'] = String(req.upload.length);
+    return { headers, body: req.upload.open() };
+  }
+  if (req.body === undefined) return { headers };
+  const body = JSON.stringify(req.body);
+  return { headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) }, body };
+}
+
+/** An answer of either transport: its status, its body (read once), its headers by lower-case name. */
+export function response(status: number, stream: Readable, headers: Record<string, string | string[] | number | undefined>): ApiResponse {
+  const header = (name: string) => {
+    const value = headers[name.toLowerCase()];
+    return value === undefined ? undefined : Array.isArray(value) ? value.join(', ') : String(value);
+  };
+  return { status, stream: () => stream, text: () => readAll(stream), header };
+}
+
 /** A value as one path segment, URI-encoded. URLs resolve `.` and `..` segments (encoded ones too): such a name would move the request elsewhere. */
 export function segment(v: string): string {
   if (v === '' || v === '.' || v === '..') throw new DomainError('BAD_REQUEST', `"${v}" is not a valid name.`);

@@ -12,10 +12,11 @@
 import fs from 'node:fs';
 import { Args, Command, Errors, Flags, type Interfaces } from '@oclif/core';
 import { ConfigError, loadConfig, type Config } from '../shared/config.ts';
+import type { Database } from '../shared/db/database.ts';
 import { DomainError } from '../shared/errors.ts';
 import { Api, defined, segment, type ApiRequest, type QueryValue } from './api.ts';
 import { CredentialStore } from './credentials.ts';
-import { parseJson, siteFlag } from './flags.ts';
+import { jsonObject, parseJson, siteFlag } from './flags.ts';
 import { errorLine, keyValues } from './output.ts';
 
 export type FlagsOf<T extends typeof Command> = Interfaces.InferredFlags<T['baseFlags'] & T['flags']>;
@@ -56,9 +57,16 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     this.args = args as ArgsOf<T>;
   }
 
-  /** The platform configuration (a ConfigError becomes a one-line error). */
-  protected platformConfig(): Config {
-    return loadConfig();
+  /** `work` on the configuration's database (DATABASE_URL, else the embedded PostgreSQL, stopped afterwards if this process started it): the operator commands that need no API. */
+  protected async withDatabase<T>(work: (db: Database, config: Config) => Promise<T>): Promise<T> {
+    const config = loadConfig();
+    const { openCommandDatabase } = await import('../shared/db/database.ts'); // here, not at the top: only these commands load the ORM
+    const db = await openCommandDatabase(config, (line) => this.info(line));
+    try {
+      return await work(db, config);
+    } finally {
+      await db.close();
+    }
   }
 
   /** A notice or progress line: stderr, so stdout stays the command's output. */
@@ -112,10 +120,10 @@ export abstract class ApiCommand<T extends typeof Command> extends BaseCommand<T
     const flags = this.flags as { direct?: boolean; as?: string; 'api-url'?: string };
     if (flags.direct) {
       const { DirectTransport } = await import('./direct.ts');
-      this.client = new Api(new DirectTransport(this.platformConfig(), flags.as, (line) => this.info(line)));
+      this.client = new Api(new DirectTransport(loadConfig(), flags.as, (line) => this.info(line)));
     } else {
       const { RemoteTransport } = await import('./remote.ts');
-      this.client = new Api(new RemoteTransport(flags['api-url'] ?? '', new CredentialStore()));
+      this.client = new Api(new RemoteTransport(flags['api-url'], new CredentialStore()));
     }
     return this.client;
   }
@@ -210,13 +218,6 @@ interface Operation {
 /** Every API operation by operationId, as the route registry declares it (operations.json, `npm run manifest`). */
 const OPERATIONS: Record<string, Operation> = JSON.parse(fs.readFileSync(new URL('../operations.json', import.meta.url), 'utf8'));
 
-/** A flag's JSON object (a field's own 400 when it is another JSON value). */
-function jsonObject(text: string, flag: string, field: string): Record<string, unknown> {
-  const value = parseJson(text, flag);
-  if (value && typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
-  throw new DomainError('VALIDATION_ERROR', 'Invalid input.', { errors: { [field]: ['Must be a JSON object.'] } });
-}
-
 const number = (v: string): number | string => (/^-?\d+(\.\d+)?$/.test(v) ? Number(v) : v); // anything else: the API refuses it by field
 
 export interface ApiSpec<F extends Interfaces.FlagInput, A extends Interfaces.ArgInput, B> extends Omit<OperationSpec<F, A, B>, 'summary' | 'request' | 'args'> {
@@ -226,6 +227,8 @@ export interface ApiSpec<F extends Interfaces.FlagInput, A extends Interfaces.Ar
   args?: string[];
   /** Field → its flag's name where the convention (snake_case → kebab-case, a path's `app_slug` → `--app`, a body's `is_x` → `--x/--no-x`) does not fit; false: no flag. */
   rename?: Record<string, string | false>;
+  /** Field → its help where the route's does not fit the command (`policy get ID`: one id of the list's filter). */
+  help?: Record<string, string>;
   /** Fields the command computes from its own flags (they replace the fields' flags); on a route whose body is not described field by field (records, edges, policies), the whole body. */
   body?: (input: OperationInput<F, A>) => unknown;
   query?: (input: OperationInput<F, A>) => Record<string, QueryValue>;
@@ -255,7 +258,8 @@ export function api<F extends Interfaces.FlagInput = {}, A extends Interfaces.Ar
   const flags: Interfaces.FlagInput = op.site ? { site: siteFlag } : {};
   const inputs: { field: string; where: 'params' | 'query' | 'body'; kind: Kind; flag?: string }[] = [];
   for (const where of ['params', 'query', 'body'] as const) {
-    for (const [field, { kind, help, required }] of Object.entries(op[where] ?? {})) {
+    for (const [field, { kind, help: described, required }] of Object.entries(op[where] ?? {})) {
+      const help = spec.help?.[field] ?? described;
       if (positional.includes(field) && !(field in args)) {
         args[field] = Args.string({ description: help, required: true });
         inputs.push({ field, where, kind });

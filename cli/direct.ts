@@ -4,7 +4,6 @@
 // under a symbol (server/http/auth.ts: DIRECT_ACTOR): the system actor "cli" — explicit
 // elevation, as an operator with database access has — or the user named with --as.
 import { inject } from 'light-my-request';
-import type { Readable } from 'node:stream';
 import pino from 'pino';
 import { systemActor } from '../shared/auth/actor.ts';
 import { tokenSettings } from '../shared/auth/tokens.ts';
@@ -19,7 +18,7 @@ import { createApp, functionRuntime } from '../server/app.ts';
 import type { FunctionRuntime } from '../shared/functions/runtime.ts';
 import { SecretKeyring } from '../shared/secrets/crypto.ts';
 import { DIRECT_ACTOR, type DirectActor, type DirectRequest } from '../server/http/auth.ts';
-import { readAll, target, type ApiRequest, type ApiResponse, type Transport } from './api.ts';
+import { outgoing, response, target, type ApiRequest, type ApiResponse, type Transport } from './api.ts';
 
 const CLI_ACTOR = systemActor('cli');
 
@@ -32,9 +31,6 @@ function directHost(config: Config): string {
   const name = config.platformHosts.includes(host) ? host : (config.platformHosts[0] ?? 'localhost');
   return `${name.includes(':') ? `[${name}]` : name}:${config.port}`;
 }
-
-/** Header names as Node gives them (lower case), so that the transport's own replace the caller's. */
-const lowerCased = (headers: Record<string, string> = {}) => Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
 
 export class DirectTransport implements Transport {
   readonly mode = 'direct' as const;
@@ -78,16 +74,8 @@ export class DirectTransport implements Transport {
 
   async send(req: ApiRequest, accept: string): Promise<ApiResponse> {
     const { dispatch } = await this.start();
-    const headers: Record<string, string> = { ...lowerCased(req.headers), host: directHost(this.config), accept };
-    let payload: string | Readable | undefined;
-    if (req.upload) {
-      headers['content-type'] = req.upload.contentType;
-      if (req.upload.length !== undefined) headers['content-length'] = String(req.upload.length);
-      payload = req.upload.open();
-    } else if (req.body !== undefined) {
-      headers['content-type'] = 'application/json';
-      payload = JSON.stringify(req.body);
-    }
+    const { headers, body: payload } = outgoing(req, accept);
+    headers.host = directHost(this.config);
     const actor = this.actor;
     const res = await inject(
       (request, response) => {
@@ -96,16 +84,7 @@ export class DirectTransport implements Transport {
       },
       { method: req.method, url: target(req), headers, payload, payloadAsStream: true },
     );
-    const stream = res.stream();
-    return {
-      status: res.statusCode,
-      stream: () => stream,
-      text: () => readAll(stream),
-      header: (name) => {
-        const value = res.headers[name.toLowerCase()];
-        return value === undefined ? undefined : Array.isArray(value) ? value.join(', ') : String(value);
-      },
-    };
+    return response(res.statusCode, res.stream(), res.headers);
   }
 
   async close(): Promise<void> {

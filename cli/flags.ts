@@ -1,6 +1,6 @@
 // Flags and flag values shared by several commands.
 import { Flags } from '@oclif/core';
-import { DomainError } from '../shared/errors.ts';
+import { DomainError, fieldError } from '../shared/errors.ts';
 
 export const pageFlags = {
   page: Flags.string({ summary: 'Page number, or "last" (default 1).' }),
@@ -20,4 +20,11 @@ export function parseJson(text: string, what: string): unknown {
   } catch (err) {
     throw new DomainError('VALIDATION_ERROR', `Invalid JSON in ${what}: ${(err as Error).message}`, { errors: { [what]: ['Not valid JSON.'] } });
   }
+}
+
+/** A JSON object flag (`--attr '{"a":1}'`), parsed; another JSON value is `field`'s 400. */
+export function jsonObject(text: string, flag: string, field = flag): Record<string, unknown> {
+  const value = parseJson(text, flag);
+  if (value && typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
+  throw fieldError(field, 'Must be a JSON object.');
 }

@@ -7,13 +7,13 @@ import http from 'node:http';
 import https from 'node:https';
 import { Readable } from 'node:stream';
 import { DomainError, NOT_AUTHENTICATED_DETAIL } from '../shared/errors.ts';
-import { jsonOrUndefined, path, readAll, target, type ApiRequest, type ApiResponse, type Transport } from './api.ts';
+import { jsonOrUndefined, outgoing, path, response, target, type ApiRequest, type ApiResponse, type Transport } from './api.ts';
 import type { CredentialStore, Credentials } from './credentials.ts';
 
 const TIMEOUT_MS = 60_000;
 
 /** The API URL to use, checked: a clear error when there is none or it is malformed. */
-export function requireApiUrl(apiUrl: string | undefined, hint = ', or use --direct to work on the database'): string {
+function requireApiUrl(apiUrl: string | undefined, hint: string): string {
   if (!apiUrl) throw new DomainError('BAD_REQUEST', `No API URL: pass --api-url or set PLATFORM_API_URL${hint}.`);
   let url: URL | undefined;
   try {
@@ -27,9 +27,6 @@ export function requireApiUrl(apiUrl: string | undefined, hint = ', or use --dir
   return apiUrl.replace(/\/+$/, '');
 }
 
-/** Where a site's login is stored: `<api-url>/sites/<schema>` (its API's base URL). */
-export const siteApiUrl = (apiUrl: string, site: string): string => `${apiUrl.replace(/\/+$/, '')}/sites/${site}`;
-
 const isInvalidToken = (status: number, body: unknown) => status === 401 && (body as { code?: string } | undefined)?.code === 'INVALID_TOKEN';
 
 export class RemoteTransport implements Transport {
@@ -37,8 +34,9 @@ export class RemoteTransport implements Transport {
   readonly apiUrl: string;
   private readonly store: CredentialStore;
 
-  constructor(apiUrl: string, store: CredentialStore) {
-    this.apiUrl = requireApiUrl(apiUrl);
+  /** `hint`: what else to do without an API URL (the commands that can work --direct say so). */
+  constructor(apiUrl: string | undefined, store: CredentialStore, hint = ', or use --direct to work on the database') {
+    this.apiUrl = requireApiUrl(apiUrl, hint);
     this.store = store;
   }
 
@@ -53,19 +51,9 @@ export class RemoteTransport implements Transport {
   }
 
   private async raw(req: ApiRequest, accept: string, access?: string): Promise<ApiResponse> {
-    const headers: Record<string, string> = { ...Object.fromEntries(Object.entries(req.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v])), accept };
+    const { headers, body } = outgoing(req, accept);
     if (access) headers.authorization = `Bearer ${access}`;
     else delete headers.authorization;
-    let body: string | Readable | undefined;
-    if (req.upload) {
-      headers['content-type'] = req.upload.contentType;
-      if (req.upload.length !== undefined) headers['content-length'] = String(req.upload.length);
-      body = req.upload.open();
-    } else if (req.body !== undefined) {
-      headers['content-type'] = 'application/json';
-      body = JSON.stringify(req.body);
-      headers['content-length'] = String(Buffer.byteLength(body));
-    }
     return this.exchange(req.method, this.apiUrl + target(req), headers, body);
   }
 
@@ -79,8 +67,9 @@ export class RemoteTransport implements Transport {
     return site === undefined ? 'platform login' : `platform login --site ${site}`;
   }
 
-  private urlOf(site?: string): string {
-    return site === undefined ? this.apiUrl : siteApiUrl(this.apiUrl, site);
+  /** The API's URL, or a site's (`<api-url>/sites/<schema>`): the key its login is stored under. */
+  urlOf(site?: string): string {
+    return site === undefined ? this.apiUrl : `${this.apiUrl}/sites/${site}`;
   }
 
   private notLoggedIn(site?: string): DomainError {
@@ -167,15 +156,7 @@ function request(method: string, url: string, headers: Record<string, string>, b
         body.destroy();
         res.once('close', () => req.destroy());
       }
-      resolve({
-        status: res.statusCode ?? 502,
-        stream: () => res,
-        text: () => readAll(res),
-        header: (name) => {
-          const value = res.headers[name.toLowerCase()];
-          return Array.isArray(value) ? value.join(', ') : value;
-        },
-      });
+      resolve(response(res.statusCode ?? 502, res, res.headers));
     });
     req.on('error', (err) => {
       if (!answered) reject(err); // after an answer, the server closing on the rest of the body is expected

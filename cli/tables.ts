@@ -2,12 +2,13 @@
 // files, record conditions, records as text, progress lines.
 import fs from 'node:fs';
 import path from 'node:path';
-import { Transform } from 'node:stream';
+import { Transform, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { Flags } from '@oclif/core';
 import { DomainError, fieldError } from '../shared/errors.ts';
 import { keyValues, table, type Cell } from './output.ts';
 import { parseJson } from './flags.ts';
-export { siteFlag } from './flags.ts';
+export { jsonObject, siteFlag } from './flags.ts';
 
 export type RecordRow = Record<string, unknown>;
 
@@ -62,13 +63,6 @@ export function jsonInput(data: string | undefined, file: string | undefined): u
   throw new DomainError('BAD_REQUEST', 'Give the records: --data JSON or --file F.json.');
 }
 
-/** A JSON object argument (`--mapping`), checked. */
-export function jsonObject(text: string, flag: string): Record<string, unknown> {
-  const v = parseJson(text, flag);
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw fieldError(flag, 'Expected a JSON object.');
-  return v as Record<string, unknown>;
-}
-
 /** The table name a schema file stands for: its basename up to the first dot (`events.jsonb.json` → events). */
 export const tableNameOf = (file: string): string => path.basename(file).replace(/\.json$/i, '').split('.')[0]!;
 
@@ -109,23 +103,30 @@ export const watch = (see: (chunk: Buffer) => void): Transform =>
     },
   });
 
+/** A download written to `output` through `<output>.part-<pid>`, renamed once whole and `check`ed (removed otherwise); or, for null, to stdout. */
+export async function save(source: Readable, tap: Transform, output: string | null, check = () => {}): Promise<void> {
+  const tmp = output === null ? null : `${output}.part-${process.pid}`;
+  try {
+    await pipeline(source, tap, tmp === null ? process.stdout : fs.createWriteStream(tmp), { end: tmp !== null });
+    check();
+    if (tmp !== null) fs.renameSync(tmp, output!);
+  } catch (err) {
+    if (tmp !== null) fs.rmSync(tmp, { force: true });
+    throw err;
+  }
+}
+
 /**
- * Progress of a long transfer on stderr: at most one line a second (none for a transfer that
+ * Progress of a long transfer: `write`s at most one line a second (none for a transfer that
  * takes less), so short runs print only their first and last lines.
  */
-export class Progress {
-  private readonly write: (line: string) => void;
-  private last = Date.now();
-
-  constructor(write: (line: string) => void) {
-    this.write = write;
-  }
-
-  tick(line: () => string): void {
-    if (Date.now() - this.last < 1000) return;
-    this.last = Date.now();
-    this.write(line());
-  }
+export function progress(write: (line: string) => void): (line: () => string) => void {
+  let last = Date.now();
+  return (line) => {
+    if (Date.now() - last < 1000) return;
+    last = Date.now();
+    write(line());
+  };
 }
 
 /** Counts CSV rows (newlines outside quotes; CRLF once) of a stream as it passes. */

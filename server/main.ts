@@ -6,8 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
 import { AppRateLimits } from '../shared/apps/app-limits.ts';
 import { systemActor } from '../shared/auth/actor.ts';
-import { pruneBlacklist } from '../shared/auth/auth.service.ts';
-import { pruneSessions } from '../shared/auth/sessions.ts';
+import { pruneExpired } from '../shared/auth/sessions.ts';
 import { tokenSettings } from '../shared/auth/tokens.ts';
 import { createLogger, type Logger } from '../shared/common/logger.ts';
 import type { Config } from '../shared/config.ts';
@@ -77,8 +76,7 @@ function schedule(log: Logger, name: string, intervalMs: number, job: () => Prom
 
 /** The token blacklists of the platform and its sites, and the browser sessions: expired rows go. */
 const pruneJob = (db: Database) => async () => {
-  const deleted = await pruneBlacklist(db.orm.em.fork());
-  const sessions = await pruneSessions(db.orm.em.fork());
+  const { deleted, sessions } = await pruneExpired(db.orm.em.fork());
   return deleted || sessions ? { deleted, sessions } : undefined;
 };
 

@@ -2,7 +2,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { pipeline as pipe, type Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { Args, Flags } from '@oclif/core';
 import { messageBody, type MessageBody } from '../../shared/common/envelopes.ts';
 import type { CsvImportReport } from '../../shared/data/records.schemas.ts';
@@ -10,7 +9,7 @@ import { DomainError, fieldError } from '../../shared/errors.ts';
 import { path as apiPath, type Api, type ApiRequest } from '../api.ts';
 import { api, ApiCommand, operation } from '../base.ts';
 import { asksHierarchy, hierarchyFlags, hierarchyLines, hierarchyQuery } from '../hierarchy.ts';
-import { appFlag, bytes, CsvRowCounter, fileSize, filterFlag, jsonInput, jsonObject, pageLines, plural, Progress, recordLines, recordQuery, recordsTable, siteFlag, sortFlag, tableFlag, watch, type RecordRow } from '../tables.ts';
+import { appFlag, bytes, CsvRowCounter, fileSize, filterFlag, jsonInput, jsonObject, pageLines, plural, progress, recordLines, recordQuery, recordsTable, save, siteFlag, sortFlag, tableFlag, watch, type RecordRow } from '../tables.ts';
 
 const tableFlags = { site: siteFlag, app: appFlag, table: tableFlag };
 type TableFlags = { site: string; app: string; table: string };
@@ -77,24 +76,14 @@ class DataExportCommand extends ApiCommand<typeof DataExportCommand> {
     if (this.jsonEnabled() && f.output === undefined) throw new DomainError('BAD_REQUEST', '--json needs --output (the CSV would share stdout with the JSON).');
     const source = await (await this.api()).download({ method: 'GET', site: f.site, path: records(f), query: { ...recordQuery(f.filter, { _sort: f.sort }), format: 'csv' } }, 'text/csv');
     const counter = new CsvRowCounter();
-    const progress = new Progress((line) => this.info(line));
+    const tick = progress((line) => this.info(line));
     const where = f.output ?? 'stdout';
     this.info(`Exporting ${f.table} to ${where}…`);
     const tap = watch((chunk) => {
       counter.push(chunk);
-      progress.tick(() => `  ${plural(counter.records, 'record')} (${bytes(counter.bytes)})…`);
+      tick(() => `  ${plural(counter.records, 'record')} (${bytes(counter.bytes)})…`);
     });
-    if (f.output === undefined) await pipeline(source, tap, process.stdout, { end: false });
-    else {
-      const tmp = `${f.output}.part-${process.pid}`;
-      try {
-        await pipeline(source, tap, fs.createWriteStream(tmp));
-        fs.renameSync(tmp, f.output);
-      } catch (err) {
-        fs.rmSync(tmp, { force: true });
-        throw err;
-      }
-    }
+    await save(source, tap, f.output ?? null);
     const done = `Exported ${plural(counter.records, 'record')} (${bytes(counter.bytes)}) from ${f.table} to ${where}.`;
     if (f.output === undefined) this.info(done);
     else this.log(done);
@@ -179,9 +168,9 @@ export const DATA_COMMANDS = {
       const size = fileSize(f.file, 'file');
       const mapping = f.mapping === undefined ? undefined : jsonObject(f.mapping, 'mapping');
       for (const [header, field] of Object.entries(mapping ?? {})) if (typeof field !== 'string') throw fieldError('mapping', `The field for "${header}" must be a string.`);
-      const progress = new Progress(info);
+      const tick = progress(info);
       info(`${f['dry-run'] ? 'Checking' : 'Importing'} ${path.basename(f.file)} (${bytes(size)}) into ${f.table}…`);
-      const onSent = (n: number) => progress.tick(() => `  ${bytes(n)} of ${bytes(size)} sent (${size ? Math.floor((n / size) * 100) : 100}%)…`);
+      const onSent = (n: number) => tick(() => `  ${bytes(n)} of ${bytes(size)} sent (${size ? Math.floor((n / size) * 100) : 100}%)…`);
       return upload(f, f.file, onSent, { dry_run: f['dry-run'] ? 'true' : 'false', mapping: mapping && JSON.stringify(mapping) });
     },
     render: (report: CsvImportReport) => {

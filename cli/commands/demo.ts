@@ -9,7 +9,7 @@ import type { CsvImportReport } from '../../shared/data/records.schemas.ts';
 import { DomainError } from '../../shared/errors.ts';
 import { path as apiPath, type ApiRequest } from '../api.ts';
 import { ApiCommand } from '../base.ts';
-import { bytes, plural, Progress, readJson, siteFlag, tableNameOf } from '../tables.ts';
+import { bytes, plural, progress, readJson, siteFlag, tableNameOf } from '../tables.ts';
 import { importCsv, reportLines } from './data.ts';
 
 const FIXTURES = path.resolve(import.meta.dirname, '../../fixtures');
@@ -43,7 +43,7 @@ interface SchemaFile {
 }
 
 /** Tables before the tables whose foreign keys name them (names outside the set ignored). */
-export function dependencyOrder<T extends { name: string; deps: string[] }>(items: T[]): T[] {
+function dependencyOrder<T extends { name: string; deps: string[] }>(items: T[]): T[] {
   const byName = new Map(items.map((i) => [i.name, i]));
   const out: T[] = [];
   const state = new Map<string, 'visiting' | 'done'>();
@@ -142,8 +142,8 @@ export default class DemoCommand extends ApiCommand<typeof DemoCommand> {
       }
       const size = fs.statSync(c.file).size;
       this.info(`  importing ${path.basename(c.file)} (${bytes(size)}) into ${c.name}…`);
-      const progress = new Progress((line) => this.info(line));
-      const onSent = (n: number) => progress.tick(() => `  ${bytes(n)} of ${bytes(size)} sent…`);
+      const tick = progress((line) => this.info(line));
+      const onSent = (n: number) => tick(() => `  ${bytes(n)} of ${bytes(size)} sent…`);
       const report = await importCsv(await this.api(), { site, app, table: c.name }, c.file, onSent, { dry_run: 'false' });
       result.imports[c.name] = report;
       if (report.failed > 0) {

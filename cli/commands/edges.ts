@@ -6,7 +6,7 @@ import { defined, path } from '../api.ts';
 import { api, ApiCommand, operation } from '../base.ts';
 import { parseJson } from '../flags.ts';
 import { columns, keyValues, table } from '../output.ts';
-import { appFlag, jsonInput, pageLines, plural, Progress, show, siteFlag, tableFlag } from '../tables.ts';
+import { appFlag, jsonInput, pageLines, plural, progress, show, siteFlag, tableFlag } from '../tables.ts';
 
 const tableFlags = { site: siteFlag, app: appFlag, table: tableFlag };
 const edgesPath = (f: { app: string; table: string }, rest = '') => path`/api/apps/${f.app}/datatables/${f.table}/edges/` + rest;
@@ -52,7 +52,7 @@ class EdgesCreateCommand extends ApiCommand<typeof EdgesCreateCommand> {
     const size = f['batch-size'] ?? MAX_EDGES_PER_REQUEST;
     if (f['batch-size'] === undefined && edges.length > size) throw fieldError('batch-size', `${edges.length} edges are more than one request holds (${size}): give --batch-size to send them in batches, each all or nothing.`);
     const out: Created = { total: 0, results: [] };
-    const progress = new Progress((line) => this.info(line));
+    const tick = progress((line) => this.info(line));
     for (let from = 0; from < edges.length; from += size) {
       const batch = edges.slice(from, from + size);
       const body = await this.call<Created>({ method: 'POST', site: f.site, path: edgesPath(f), body: batch }).catch((err: unknown) => {
@@ -61,7 +61,7 @@ class EdgesCreateCommand extends ApiCommand<typeof EdgesCreateCommand> {
       });
       out.total += body.total;
       out.results.push(...body.results);
-      if (edges.length > size) progress.tick(() => `  ${out.total} of ${edges.length} edges stored…`);
+      if (edges.length > size) tick(() => `  ${out.total} of ${edges.length} edges stored…`);
     }
     this.log(`Created ${plural(out.total, 'edge')}.`);
     if (out.results.length <= 20) this.log(table(out.results, COLUMNS));

@@ -6,7 +6,7 @@ import type { UserView } from '../../shared/users/user.schemas.ts';
 import { apiUrlFlag, BaseCommand } from '../base.ts';
 import { Api } from '../api.ts';
 import { CredentialStore } from '../credentials.ts';
-import { RemoteTransport, requireApiUrl, siteApiUrl } from '../remote.ts';
+import { RemoteTransport } from '../remote.ts';
 import { ask, askHidden, canPrompt, missingValue } from '../prompt.ts';
 
 export default class LoginCommand extends BaseCommand<typeof LoginCommand> {
@@ -27,26 +27,25 @@ export default class LoginCommand extends BaseCommand<typeof LoginCommand> {
   };
 
   async run() {
-    const platformUrl = requireApiUrl(this.flags['api-url'], '');
+    const store = new CredentialStore();
+    const remote = new RemoteTransport(this.flags['api-url'], store, '');
     const site = this.flags.site;
     if (site !== undefined && !isValidSchemaName(site)) throw new DomainError('BAD_REQUEST', `Invalid site ${JSON.stringify(site)}: expected its schema name.`);
-    // A site's API is the platform URL plus /sites/<schema>: its login is stored under that URL.
-    const apiUrl = site === undefined ? platformUrl : siteApiUrl(platformUrl, site);
+    const apiUrl = remote.urlOf(site);
     const interactive = canPrompt();
     const username = this.flags.username ?? (interactive ? await ask('Username: ') : undefined);
     if (!username) throw missingValue('username');
     const password = this.flags.password ?? (interactive ? await askHidden('Password: ') : undefined);
     if (!password) throw missingValue('password');
 
-    const store = new CredentialStore();
-    const api = new Api(new RemoteTransport(platformUrl, store));
+    const api = new Api(remote);
     const tokens = await api.call<TokenPair>({ method: 'POST', site, path: '/api/auth/jwt/token/', body: { username, password }, anonymous: true });
     store.set(apiUrl, { ...tokens, username });
     // The canonical username (the login may have been an e-mail or another case).
     const profile = await api.call<UserView>({ method: 'GET', site, path: '/api/profile/' });
     store.set(apiUrl, { ...tokens, username: profile.username });
 
-    const where = site === undefined ? apiUrl : `site ${site} at ${platformUrl}`;
+    const where = site === undefined ? apiUrl : `site ${site} at ${remote.apiUrl}`;
     const body = { status: 'success' as const, message: `Logged in to ${where} as ${profile.username}.`, api_url: apiUrl, username: profile.username, ...(site === undefined ? {} : { site }) };
     this.log(body.message);
     return body;

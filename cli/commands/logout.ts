@@ -4,7 +4,7 @@ import { apiUrlFlag, BaseCommand } from '../base.ts';
 import { Flags } from '@oclif/core';
 import { Api } from '../api.ts';
 import { CredentialStore } from '../credentials.ts';
-import { RemoteTransport, requireApiUrl, siteApiUrl } from '../remote.ts';
+import { RemoteTransport } from '../remote.ts';
 
 export default class LogoutCommand extends BaseCommand<typeof LogoutCommand> {
   static override summary = 'Log out: blacklist the stored refresh token and forget the credentials for that API URL.';
@@ -13,17 +13,16 @@ export default class LogoutCommand extends BaseCommand<typeof LogoutCommand> {
   static override flags = { site: Flags.string({ summary: 'Log out of one site (its schema name) instead of the platform.' }) };
 
   async run() {
-    const platformUrl = requireApiUrl(this.flags['api-url'], '');
-    const apiUrl = this.flags.site === undefined ? platformUrl : siteApiUrl(platformUrl, this.flags.site);
     const store = new CredentialStore();
+    const remote = new RemoteTransport(this.flags['api-url'], store, '');
+    const apiUrl = remote.urlOf(this.flags.site);
     const creds = store.get(apiUrl);
     let body: MessageBody;
     if (!creds) {
       body = { status: 'success', message: `Not logged in to ${apiUrl}.` };
     } else {
       try {
-        const api = new Api(new RemoteTransport(platformUrl, store));
-        await api.call({ method: 'POST', site: this.flags.site, path: '/api/auth/jwt/token/blacklist/', body: { refresh: creds.refresh }, anonymous: true });
+        await new Api(remote).call({ method: 'POST', site: this.flags.site, path: '/api/auth/jwt/token/blacklist/', body: { refresh: creds.refresh }, anonymous: true });
       } catch (err) {
         // A refresh token the API refuses (expired, revoked) can do no harm: forget it. Any
         // other failure keeps the credentials, so that logging out can be retried.

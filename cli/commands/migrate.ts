@@ -1,6 +1,6 @@
 import { Flags } from '@oclif/core';
 import { BaseCommand } from '../base.ts';
-import { table } from '../output.ts';
+import { columns, table } from '../output.ts';
 
 export default class MigrateCommand extends BaseCommand<typeof MigrateCommand> {
   static override summary = 'Apply pending platform and site-schema migrations, or show their status.';
@@ -12,31 +12,17 @@ export default class MigrateCommand extends BaseCommand<typeof MigrateCommand> {
   };
 
   async run() {
-    const config = this.platformConfig();
     // Loaded here, not at the top: oclif imports every command module to list them, and the
     // ORM should only cost the commands that use it.
-    const { openCommandDatabase } = await import('../../shared/db/database.ts');
     const { migratePlatform, migrationStatus } = await import('../../shared/db/orm.ts');
     const { migrateAllTenants, tenantStatus } = await import('../../shared/tenancy/migrations.ts');
-    const log = (line: string) => this.info(line);
-    const db = await openCommandDatabase(config, log);
-    try {
+    return this.withDatabase(async (db) => {
       const status = await migrationStatus(db.orm);
       if (this.flags.status) {
         const rows = [...status.executed.map((name) => ({ name, state: 'executed' })), ...status.pending.map((name) => ({ name, state: 'pending' }))];
-        this.log(rows.length ? table(rows, [{ header: 'Migration', get: (r) => r.name }, { header: 'Status', get: (r) => r.state }]) : 'No migrations.');
+        this.log(rows.length ? table(rows, columns('name:migration state:status')) : 'No migrations.');
         const tenants = status.pending.length ? [] : await tenantStatus(db.orm.em.fork());
-        if (tenants.length) {
-          this.log(
-            table(tenants, [
-              { header: 'Schema', get: (r) => r.schema },
-              { header: 'Site', get: (r) => r.site },
-              { header: 'Version', get: (r) => `${r.version}/${r.current}` },
-              { header: 'Pending', get: (r) => String(r.pending) },
-              { header: 'Last error', get: (r) => r.last_error ?? '' },
-            ]),
-          );
-        }
+        if (tenants.length) this.log(table(tenants, columns('schema site version pending last_error', { version: (r) => `${r.version}/${r.current}`, last_error: (r) => r.last_error ?? '' })));
         return { ...status, tenants };
       }
       if (status.pending.length) this.info(`Applying ${status.pending.length} platform migration(s): ${status.pending.join(', ')}`);
@@ -55,8 +41,6 @@ export default class MigrateCommand extends BaseCommand<typeof MigrateCommand> {
           : `Nothing to apply; the platform schema is at ${report.current ?? '(empty)'}.`,
       );
       return { ...report, tenants: { migrated: tenants.migrated.length, failed: tenants.failed } };
-    } finally {
-      await db.close();
-    }
+    });
   }
 }

@@ -5,7 +5,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { pipeline as pipe } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { Args, Flags } from '@oclif/core';
 import mime from 'mime-types';
 import type { PageEnvelope } from '../../shared/common/pagination.ts';
@@ -16,8 +15,8 @@ import type { ObjectView } from '../../shared/storage/object.service.ts';
 import { path as apiPath } from '../api.ts';
 import { api, ApiCommand, type ApiSpec } from '../base.ts';
 import { columns, errorLine, keyValues, pageTable, table, when } from '../output.ts';
-import { pageFlags, parseJson, siteFlag } from '../flags.ts';
-import { bytes, plural, Progress, recordQuery, watch } from '../tables.ts';
+import { jsonObject, pageFlags, siteFlag } from '../flags.ts';
+import { bytes, plural, progress, recordQuery, save, watch } from '../tables.ts';
 
 const bucket = Flags.string({ char: 'b', summary: 'The bucket slug.', required: true });
 const objectFlags = { site: siteFlag, app: Flags.string({ summary: 'The app slug.', required: true }), bucket };
@@ -38,8 +37,7 @@ const isPattern = (s: string, braces = false) => /[*?[]/.test(s) || (braces && /
 
 /** `--metadata '{"author":"Ada"}'` → `X-Metadata-author: Ada` (the API lower-cases the names). */
 function metadataHeaders(text: string | undefined): Record<string, string> {
-  const value = text === undefined ? {} : parseJson(text, 'metadata');
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw fieldError('metadata', 'Expected a JSON object.');
+  const value = text === undefined ? {} : jsonObject(text, 'metadata');
   const headers: Record<string, string> = {};
   for (const [name, v] of Object.entries(value)) {
     if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(name)) throw fieldError('metadata', `The name ${JSON.stringify(name)} cannot be sent as a header: use letters, digits and - _ . only.`);
@@ -134,12 +132,12 @@ class ObjectUploadCommand extends ApiCommand<typeof ObjectUploadCommand> {
     const report: UploadReport = { created: 0, replaced: 0, failed: 0, results: [] };
     const width = Math.max(...planned.map((p) => p.key.length));
     for (const p of planned) {
-      const progress = new Progress((line) => this.info(line));
+      const tick = progress((line) => this.info(line));
       const open = () => {
         let sent = 0;
         const tap = watch((chunk) => {
           sent += chunk.length;
-          progress.tick(() => `  ${p.key}: ${bytes(sent)} of ${bytes(p.size)} sent (${p.size ? Math.floor((sent / p.size) * 100) : 100}%)…`);
+          tick(() => `  ${p.key}: ${bytes(sent)} of ${bytes(p.size)} sent (${p.size ? Math.floor((sent / p.size) * 100) : 100}%)…`);
         });
         pipe(fs.createReadStream(p.file), tap, () => undefined); // a read error fails `tap`, hence the upload
         return tap;
@@ -195,21 +193,15 @@ class ObjectDownloadCommand extends ApiCommand<typeof ObjectDownloadCommand> {
     const size = length !== undefined && Number.isFinite(Number(length)) ? Number(length) : undefined;
     const where = output ?? 'stdout';
     this.info(`Downloading ${key}${size === undefined ? '' : ` (${bytes(size)})`} to ${where}…`);
-    const progress = new Progress((line) => this.info(line));
+    const tick = progress((line) => this.info(line));
     let received = 0;
     const tap = watch((chunk) => {
       received += chunk.length;
-      progress.tick(() => `  ${bytes(received)}${size === undefined ? '' : ` of ${bytes(size)} (${size ? Math.floor((received / size) * 100) : 100}%)`} received…`);
+      tick(() => `  ${bytes(received)}${size === undefined ? '' : ` of ${bytes(size)} (${size ? Math.floor((received / size) * 100) : 100}%)`} received…`);
     });
-    const tmp = output === null ? null : `${output}.part-${process.pid}`;
-    try {
-      await pipeline(res.stream(), tap, tmp === null ? process.stdout : fs.createWriteStream(tmp), { end: tmp !== null });
+    await save(res.stream(), tap, output, () => {
       if (size !== undefined && received !== size) throw new DomainError('BAD_GATEWAY', `The download of ${key} ended after ${received} of ${size} bytes.`);
-      if (tmp !== null) fs.renameSync(tmp, output!);
-    } catch (err) {
-      if (tmp !== null) fs.rmSync(tmp, { force: true });
-      throw err;
-    }
+    });
     const done = `Downloaded ${key} (${bytes(received)}) to ${where}.`;
     if (output !== null) this.log(done);
     else this.info(done);
@@ -235,13 +227,13 @@ class ObjectRmCommand extends ApiCommand<typeof ObjectRmCommand> {
   static override flags = objectFlags;
 
   /** Every key of the bucket the caller may read that starts with `prefix`. */
-  private async listKeys(f: ObjectFlags, prefix: string, progress: Progress): Promise<string[]> {
+  private async listKeys(f: ObjectFlags, prefix: string, tick: (line: () => string) => void): Promise<string[]> {
     const keys: string[] = [];
     for (let page = 1; ; page++) {
       const query = { prefix: prefix || undefined, ordering: 'path', page: String(page), page_size: String(BATCH), _count: 'none' };
       const body = await this.call<PageEnvelope<ObjectView>>({ method: 'GET', site: f.site, path: objectsPath(f), query });
       keys.push(...body.results.map((o) => o.file_path));
-      progress.tick(() => `  ${plural(keys.length, 'object')} listed…`);
+      tick(() => `  ${plural(keys.length, 'object')} listed…`);
       if (body.results.length < BATCH) return keys;
     }
   }
@@ -250,7 +242,7 @@ class ObjectRmCommand extends ApiCommand<typeof ObjectRmCommand> {
     const f = this.flags;
     const args = this.args.keys as unknown as string[];
     const report: RemoveReport = { deleted_count: 0, deleted: [], failed: [] };
-    const progress = new Progress((line) => this.info(line));
+    const tick = progress((line) => this.info(line));
     const patterns = args.filter((a) => isPattern(a));
     const targets = new Set(args.filter((a) => !isPattern(a)).map((a) => normalizeKey(a, 'keys')));
     if (!patterns.length && targets.size === 1) {
@@ -264,7 +256,7 @@ class ObjectRmCommand extends ApiCommand<typeof ObjectRmCommand> {
       const listed = new Map<string, string[]>();
       for (const pattern of patterns) {
         const prefix = literalPrefix(pattern);
-        if (!listed.has(prefix)) listed.set(prefix, await this.listKeys(f, prefix, progress));
+        if (!listed.has(prefix)) listed.set(prefix, await this.listKeys(f, prefix, tick));
         const matches = listed.get(prefix)!.filter(globMatcher(pattern));
         if (!matches.length) report.failed.push({ path: pattern, error: 'No object matches this pattern.' });
         for (const k of matches) targets.add(k);
@@ -280,7 +272,7 @@ class ObjectRmCommand extends ApiCommand<typeof ObjectRmCommand> {
           report.deleted.push(k);
           this.log(`deleted  ${k}`);
         }
-        if (all.length > BATCH) progress.tick(() => `  ${report.deleted_count} of ${all.length} deleted…`);
+        if (all.length > BATCH) tick(() => `  ${report.deleted_count} of ${all.length} deleted…`);
       }
     }
     for (const x of report.failed) this.log(`failed   ${x.path}: ${x.error}`);

@@ -47,6 +47,7 @@ export const POLICY_COMMANDS = {
   'policy:get': api('policies_list', {
     summary: 'Show a policy of an app (its document in Cerbos form).',
     args: ['id'],
+    help: { id: 'The policy id.' },
     rename: { name_regexp: false, scope_regexp: false, version_regexp: false, include_disabled: false },
     examples: ['policy get resource.ticket_support.vdefault/shop_prod_crm --site shop_prod --app crm'],
     render: (body: { data: Doc[] }) => body.data.map((d) => JSON.stringify(d, null, 2)),

@@ -7,19 +7,9 @@ export default class PruneCommand extends BaseCommand<typeof PruneCommand> {
   static override examples = ['<%= config.bin %> prune', '<%= config.bin %> prune --json'];
 
   async run() {
-    const config = this.platformConfig();
-    const { openCommandDatabase } = await import('../../shared/db/database.ts');
-    const { pruneBlacklist } = await import('../../shared/auth/auth.service.ts');
-    const { pruneSessions } = await import('../../shared/auth/sessions.ts');
-    const log = (line: string) => this.info(line);
-    const db = await openCommandDatabase(config, log);
-    try {
-      const deleted = await pruneBlacklist(db.orm.em.fork());
-      const sessions = await pruneSessions(db.orm.em.fork());
-      this.log(`Deleted ${deleted} expired token-blacklist row(s) and ${sessions} expired session(s).`);
-      return { deleted, sessions };
-    } finally {
-      await db.close();
-    }
+    const { pruneExpired } = await import('../../shared/auth/sessions.ts');
+    const pruned = await this.withDatabase((db) => pruneExpired(db.orm.em.fork()));
+    this.log(`Deleted ${pruned.deleted} expired token-blacklist row(s) and ${pruned.sessions} expired session(s).`);
+    return pruned;
   }
 }

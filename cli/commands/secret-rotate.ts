@@ -16,18 +16,15 @@ export default class SecretRotateCommand extends BaseCommand<typeof SecretRotate
   };
 
   async run() {
-    const config = this.platformConfig();
     const envName = this.flags['previous-key-env'];
     const previous = envName === undefined ? undefined : process.env[envName];
     if (envName !== undefined && !previous) throw new DomainError('BAD_REQUEST', `The environment variable ${envName} (--previous-key-env) is not set.`);
     // Loaded here, not at the top: every command start imports this module (cli/commands.ts).
-    const { openCommandDatabase } = await import('../../shared/db/database.ts');
     const { rotateAllSites } = await import('../../shared/secrets/secret-rotation.ts');
     const { resolveSecretKey } = await import('../../shared/common/secret-key.ts');
     const { SecretKeyring } = await import('../../shared/secrets/crypto.ts');
-    const keyring = new SecretKeyring(resolveSecretKey(config), config.secretsKeyVersion, previous); // as `platform serve` derives it
-    const db = await openCommandDatabase(config, (line) => this.info(line));
-    try {
+    return this.withDatabase(async (db, config) => {
+      const keyring = new SecretKeyring(resolveSecretKey(config), config.secretsKeyVersion, previous); // as `platform serve` derives it
       const report = await rotateAllSites(db.orm.em, keyring, {
         site: this.flags.site,
         onProgress: (step) => this.info('error' in step ? `  ${step.schema}: FAILED ${step.error}` : `  ${step.schema}: ${step.rotated} value(s) re-encrypted`),
@@ -36,8 +33,6 @@ export default class SecretRotateCommand extends BaseCommand<typeof SecretRotate
       if (failed.length) throw new Error(`${failed.length} site(s) failed (${failed.map((f) => f.schema).join(', ')}); fix and run again.`);
       this.log(`Re-encrypted ${rotated} secret value(s) in ${sites.length} site(s) with key version ${report.key_version}.`);
       return { status: 'success' as const, key_version: report.key_version, rotated, sites };
-    } finally {
-      await db.close();
-    }
+    });
   }
 }

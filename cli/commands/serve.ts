@@ -1,4 +1,5 @@
 import { Flags } from '@oclif/core';
+import { loadConfig } from '../../shared/config.ts';
 import { BaseCommand } from '../base.ts';
 
 export default class ServeCommand extends BaseCommand<typeof ServeCommand> {
@@ -13,7 +14,7 @@ export default class ServeCommand extends BaseCommand<typeof ServeCommand> {
   };
 
   async run() {
-    const config = this.platformConfig();
+    const config = loadConfig();
     if (this.flags.port !== undefined) config.port = this.flags.port;
     if (this.flags.host !== undefined) config.host = this.flags.host;
     const { startServer } = await import('../../server/main.ts');

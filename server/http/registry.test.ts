@@ -6,7 +6,7 @@ import test from 'ava';
 import Koa from 'koa';
 import { DomainError } from '../../shared/errors.ts';
 import { defineRoute, RouteRegistry, type RouteDef } from './registry.ts';
-import type { AppContext, AppState } from './types.ts';
+import type { AppState } from './types.ts';
 
 const route = (operationId: string, scope: RouteDef['scope'], path = '/api/things/'): RouteDef =>
   defineRoute({ method: 'get', path, operationId, summary: operationId, tags: ['t'], auth: 'public', scope, responses: { 200: null }, handler: (ctx) => void (ctx.body = { operationId }) });

@@ -31,7 +31,6 @@ const sql = (text: string, params: unknown[] = []) => s.handle.db.orm.em.fork().
 const on = (method: string, path: string, body?: unknown, who = 'adminA', site?: TestSite) => s.api(method, path, { host: (site ?? a).domain, token: tok[who], body });
 const D = (table: string) => `/api/apps/crm/datatables/${table}/data/`;
 const ids = (res: { body: { data: Row[] } }) => res.body.data.map((r) => r.id);
-const sorted = (xs: number[]) => [...xs].sort((x, y) => x - y);
 const count = async (table: string) => Number((await sql(`SELECT count(*) AS n FROM "${a.schema}"."a${appId}_${table}"`))[0].n);
 
 test.before(async () => {

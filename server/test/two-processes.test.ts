@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import test from 'ava';
 import { createTestDatabase, type TestDatabase } from '../../shared/testing/database.ts';
-import { ADMIN, REDIS_REQUIRED, request, testRedis, type ApiResponse, type RequestOptions } from './helpers.ts';
+import { ADMIN, REDIS_REQUIRED, request, testRedis, type RequestOptions } from './helpers.ts';
 import { serveTwo, stopServed, within1s, type Served } from './processes.ts';
 
 

@@ -20,7 +20,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { CachedLookup } from '../common/cached-lookup.ts';
 import { countOf, firstRow, iso, preparedRows, rows, type Timestamp } from '../db/sql.ts';
 import { DomainError, notFound } from '../errors.ts';
-import { platformSignIn, currentUserAuth, type UserAuth } from './auth.service.ts';
+import { platformSignIn, currentUserAuth, pruneBlacklist, type UserAuth } from './auth.service.ts';
 import type { TokenSettings } from './tokens.ts';
 import { siteSignIn } from '../tenancy/tenant-auth.ts';
 import { selectUserRow } from '../users/user.queries.ts';
@@ -150,7 +150,12 @@ export async function revokeSession(em: EntityManager, userUuid: string, tenant:
   if (!gone) throw notFound('Session');
 }
 
-/** Expired sessions go (servers run this with the blacklist pruning; `platform prune` too). Returns how many. */
+/** Expired sessions go. Returns how many. */
 export async function pruneSessions(em: EntityManager): Promise<number> {
   return countOf(em, 'WITH d AS (DELETE FROM public.sessions WHERE expires_at < now() RETURNING 1) SELECT count(*) AS n FROM d');
+}
+
+/** The expired rows of the token blacklists (platform and every site) and of the browser sessions go: servers on their schedule, `platform prune` when asked. */
+export async function pruneExpired(em: EntityManager): Promise<{ deleted: number; sessions: number }> {
+  return { deleted: await pruneBlacklist(em), sessions: await pruneSessions(em) };
 }

@@ -9,7 +9,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { readsOf, type ServiceContext } from '../context.ts';
 import { DomainError, fieldError, permissionDenied, validationError, type FieldErrors } from '../errors.ts';
-import { countOf, preparedRows, rows } from '../db/sql.ts';
+import { preparedRows, rows } from '../db/sql.ts';
 import type { TableScope } from './datatable.service.ts';
 import { parseQueryFilters, type Filter, type SqlFragment } from './query/filter.ts';
 import { aggregate, compileOn, listQuery, pageOf, plain, plannedCount, populate, selectRecords } from './records/read.ts';

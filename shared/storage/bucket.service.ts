@@ -8,7 +8,7 @@ import { activeApp, type ActiveApp } from '../apps/lookup.ts';
 import type { Action } from '../auth/actor.ts';
 import { pageOffset, parsePageRequest, resolvePage, type Page } from '../common/pagination.ts';
 import { dropReadOnly } from '../common/read-only.ts';
-import { insertWithUniqueSlug, slugify, uniqueViolation } from '../common/slug.ts';
+import { insertWithUniqueSlug, slugify } from '../common/slug.ts';
 import { validate } from '../common/validation.ts';
 import { actorUuid, readsOf, type ServiceContext } from '../context.ts';
 import { assignments, countOf, firstRow, iso, rows } from '../db/sql.ts';

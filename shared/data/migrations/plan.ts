@@ -421,7 +421,7 @@ interface DocumentArgs {
  * every document already fits (a narrower type, a required field).
  */
 function documentSteps(a: DocumentArgs): Step[] {
-  const { input, t, stored, newPk } = a;
+  const { input, t, newPk } = a;
   const docCol = input.provider === 'jsonb' ? 'data' : 'doc';
   const oldPk = primaryKeyOf(input.old);
   const steps: Step[] = [];

@@ -11,7 +11,7 @@ import { coerceValue, type Filter } from '../query/filter.ts';
 import { recordValidator } from '../record-validator.ts';
 import { declaredKey } from '../table-schema.ts';
 import { selectRecords } from './read.ts';
-import type { RecordRow, TableView, Target } from './target.ts';
+import type { RecordRow, TableView } from './target.ts';
 
 export const recordNotFound = () => notFound('Record');
 
