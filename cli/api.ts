@@ -138,12 +138,7 @@ export class Api {
     return decode<T>(await this.transport.send(req, 'application/json'), req);
   }
 
-  /** A request whose answer is a stream of `accept` (CSV export); an error answer throws. */
-  async download(req: ApiRequest, accept: string): Promise<Readable> {
-    return (await this.receive(req, accept)).stream();
-  }
-
-  /** The same, with the response's headers (an object's size and type). */
+  /** A request whose answer is a stream of `accept` (a CSV export, an object's bytes) with its headers; an error answer throws. */
   async receive(req: ApiRequest, accept: string): Promise<ApiResponse> {
     const res = await this.transport.send(req, `${accept}, application/json`);
     if (res.status >= 200 && res.status < 300) return res;

@@ -51,20 +51,15 @@ export function errorLine(err: DomainError): string {
 /** An ISO timestamp as `YYYY-MM-DD HH:MM` (null stays null, shown as "-"). */
 export const when = (iso: string | null) => (iso ? iso.slice(0, 16).replace('T', ' ') : null);
 
-/** A page as a table, with a footer saying how many there are and how to see more. */
-export function pageTable<T>(page: PageEnvelope<T>, columns: Column<T>[], [one, many]: [string, string]): string {
-  const next = page.next ? (new URL(page.next).searchParams.get('page') ?? '1') : undefined;
-  let footer = `${page.count} ${page.count === 1 ? one : many}`;
-  if (page.results.length < page.count) footer += `, ${page.results.length} shown`;
-  if (next) footer += ` (next: --page ${next})`;
-  return page.results.length ? `${table(page.results, columns)}\n\n${footer}` : footer;
-}
-
-/** A list as a table with a count footer (`[one, many]` names the items). */
-export function listTable<T>(rows: T[], columns: Column<T>[], [one, many]: [string, string]): string {
-  const footer = `${rows.length} ${rows.length === 1 ? one : many}`;
+/** Rows as a table above a footer saying how many there are (`[one, many]` names them), how many are shown and how to see more. */
+export function listTable<T>(rows: T[], columns: Column<T>[], [one, many]: [string, string], count = rows.length, next?: string | null): string {
+  const page = next ? ` (next: --page ${new URL(next).searchParams.get('page') ?? '1'})` : '';
+  const footer = `${count} ${count === 1 ? one : many}${rows.length < count ? `, ${rows.length} shown` : ''}${page}`;
   return rows.length ? `${table(rows, columns)}\n\n${footer}` : footer;
 }
+
+/** A page as a table, with that footer. */
+export const pageTable = <T>(page: PageEnvelope<T>, columns: Column<T>[], nouns: [string, string]) => listTable(page.results, columns, nouns, page.count, page.next);
 
 /** An ISO timestamp (shown as `when()` in a table). */
 const ISO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d/;

@@ -74,7 +74,7 @@ class DataExportCommand extends ApiCommand<typeof DataExportCommand> {
   async run(): Promise<{ table: string; output: string | null; records: number; bytes: number }> {
     const f = this.flags;
     if (this.jsonEnabled() && f.output === undefined) throw new DomainError('BAD_REQUEST', '--json needs --output (the CSV would share stdout with the JSON).');
-    const source = await (await this.api()).download({ method: 'GET', site: f.site, path: records(f), query: { ...recordQuery(f.filter, { _sort: f.sort }), format: 'csv' } }, 'text/csv');
+    const res = await (await this.api()).receive({ method: 'GET', site: f.site, path: records(f), query: { ...recordQuery(f.filter, { _sort: f.sort }), format: 'csv' } }, 'text/csv');
     const counter = new CsvRowCounter();
     const tick = progress((line) => this.info(line));
     const where = f.output ?? 'stdout';
@@ -83,7 +83,7 @@ class DataExportCommand extends ApiCommand<typeof DataExportCommand> {
       counter.push(chunk);
       tick(() => `  ${plural(counter.records, 'record')} (${bytes(counter.bytes)})…`);
     });
-    await save(source, tap, f.output ?? null);
+    await save(res.stream(), tap, f.output ?? null);
     const done = `Exported ${plural(counter.records, 'record')} (${bytes(counter.bytes)}) from ${f.table} to ${where}.`;
     if (f.output === undefined) this.info(done);
     else this.log(done);

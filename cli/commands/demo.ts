@@ -103,7 +103,7 @@ export default class DemoCommand extends ApiCommand<typeof DemoCommand> {
         this.step({ kind: 'datasource', name: src.slug, status: 'exists' });
         continue;
       }
-      await this.app('POST', 'datasources/', { body: { name: src.name, slug: src.slug, provider_type: src.provider_type, description: src.description } });
+      await this.app('POST', 'datasources/', { body: src });
       this.step({ kind: 'datasource', name: src.slug, status: 'created', detail: src.provider_type });
     }
 
