@@ -35,6 +35,10 @@ export class ChangeListener {
   private readonly id = randomUUID();
   private sequence = 0;
   private readonly waiting = new Map<string, () => void>();
+  /** The marker query on the wire: the listening connection runs one query at a time. */
+  private sending: Promise<unknown> = Promise.resolve();
+  /** The marker the callers of settled() wait for, sent once the one on the wire has gone. */
+  private next: Promise<void> | undefined;
 
   /** Whether notifications arrive now (caches serve only then: a gap may have missed some). */
   get listening(): boolean {
@@ -94,8 +98,22 @@ export class ChangeListener {
    * most `timeoutMs`): a marker notified now comes back after all of them, as PostgreSQL delivers
    * notifications in commit order. A request that wrote waits for it before answering, so that its
    * caller's next request, served by this process, sees its change (server/http/middleware.ts).
+   * The callers that come while a marker is being sent share the next one (a marker sent before
+   * a call may precede the caller's commit): under load, one marker serves many writes.
    */
   async settled(timeoutMs = 1000): Promise<void> {
+    if (!this.connected || !this.client) return;
+    this.next ??= this.sending.then(() => {
+      this.next = undefined; // callers from now on need a marker sent after this one
+      return this.mark(timeoutMs);
+    });
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.next, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+    clearTimeout(timer);
+  }
+
+  /** Sends a marker and resolves when it comes back (at most `timeoutMs`), never rejecting. */
+  private async mark(timeoutMs: number): Promise<void> {
     const client = this.client;
     if (!this.connected || !client) return;
     const key = `${this.id}.${++this.sequence}`;
@@ -104,8 +122,10 @@ export class ChangeListener {
       this.waiting.set(key, resolve);
       timer = setTimeout(resolve, timeoutMs);
     });
+    const sent = client.query('SELECT pg_notify($1, $2)', [CHANGES_CHANNEL, `settled:${key}`]);
+    this.sending = sent.catch(() => undefined);
     try {
-      await client.query('SELECT pg_notify($1, $2)', [CHANGES_CHANNEL, `settled:${key}`]);
+      await sent;
       await arrived;
     } catch {
       /* the connection dropped: the caches bypass themselves until it is back */
