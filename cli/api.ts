@@ -58,7 +58,7 @@ export function jsonOrUndefined(text: string): unknown {
 }
 
 /** A stream's bytes as UTF-8 text. */
-export async function readAll(stream: Readable): Promise<string> {
+async function readAll(stream: Readable): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of stream) chunks.push(Buffer.from(chunk));
   return Buffer.concat(chunks).toString('utf8');

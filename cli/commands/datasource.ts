@@ -5,7 +5,6 @@ import { path } from '../api.ts';
 import { api } from '../base.ts';
 import { listOf } from '../output.ts';
 
-
 export const DATASOURCE_COMMANDS = {
   'datasource:list': api('datasources_list', {
     examples: ['datasource list --site shop_prod --app sales-tracker'],

@@ -4,7 +4,6 @@ import type { AppRoleAssignmentView, AppRoleView, MyAppRoles } from '../../share
 import { api } from '../base.ts';
 import { pageOf } from '../output.ts';
 
-
 export const ROLE_COMMANDS = {
   'role:list': api('app_roles_list', {
     examples: ['role list --site shop_prod --app crm --search sales --json'],

@@ -34,7 +34,7 @@ test.after.always(async () => {
 });
 
 test.serial('concurrent callers: each sees the changes committed before its call; markers are shared, sent one at a time', async (t) => {
-  const waits: Promise<void>[] = [];
+  const waits: Promise<unknown>[] = [];
   for (let i = 0; i < 20; i++) {
     await writer.query('SELECT pg_notify($1, $2)', [CHANGES_CHANNEL, `tables:s${i}`]);
     waits.push(listener.settled(5000).then(() => t.true(seen.has(`s${i}`), `change ${i} reached the listener before its caller's settled() resolved`)));
