@@ -142,9 +142,8 @@ export abstract class ApiCommand<T extends typeof Command> extends BaseCommand<T
 }
 
 type OperationInput<F extends Interfaces.FlagInput, A extends Interfaces.ArgInput> = {
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the flags api() derives from the route are known at run time only
+  // `any`: the flags api() derives from the route are known at run time only
   flags: Interfaces.InferredFlags<F & typeof ApiCommand.baseFlags> & Record<string, any>;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   args: Interfaces.InferredArgs<A> & Record<string, any>;
   /** Progress and notices (stderr). */
   info: (line: string) => void;

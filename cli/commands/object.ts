@@ -42,7 +42,6 @@ function metadataHeaders(text: string | undefined): Record<string, string> {
   for (const [name, v] of Object.entries(value)) {
     if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(name)) throw fieldError('metadata', `The name ${JSON.stringify(name)} cannot be sent as a header: use letters, digits and - _ . only.`);
     const text = typeof v === 'string' ? v : JSON.stringify(v);
-    // eslint-disable-next-line no-control-regex
     if (/[^\x20-\x7e\t]/.test(text)) throw fieldError('metadata', `The value of "${name}" cannot be sent as a header: printable ASCII only.`);
     headers[`X-Metadata-${name}`] = text;
   }

@@ -21,10 +21,9 @@ export function nextSlug(base: string, taken: Iterable<string>): string {
   const set = new Set([...taken].map((s) => s.toLowerCase()));
   if (!set.has(base)) return base;
   let max = 1;
-  const re = new RegExp(`^${base.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}-(\\d+)$`);
   for (const s of set) {
-    const m = re.exec(s);
-    if (m) max = Math.max(max, Number(m[1]));
+    const n = s.startsWith(`${base}-`) ? s.slice(base.length + 1) : '';
+    if (/^\d+$/.test(n)) max = Math.max(max, Number(n));
   }
   return `${base}-${max + 1}`;
 }

@@ -20,10 +20,9 @@ export const TYPE_PROPERTIES: Record<string, readonly string[]> = {
 };
 
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
-const CLOCK = '([01]\\d|2[0-3]):([0-5]\\d)(?::([0-5]\\d)(\\.\\d{1,9})?)?';
-const OFFSET = '(Z|[+-](?:[01]\\d|2[0-3]):?[0-5]\\d)';
-const TIME = new RegExp(`^${CLOCK}${OFFSET}?$`);
-const DATETIME = new RegExp(`^(\\d{4}-\\d{2}-\\d{2})T${CLOCK}${OFFSET}?$`);
+// A time of day, then an optional offset (Z or ±hh[:]mm); DATETIME is a date, `T`, then the same.
+const TIME = /^([01]\d|2[0-3]):([0-5]\d)(?::([0-5]\d)(\.\d{1,9})?)?(Z|[+-](?:[01]\d|2[0-3]):?[0-5]\d)?$/;
+const DATETIME = /^(\d{4}-\d{2}-\d{2})T([01]\d|2[0-3]):([0-5]\d)(?::([0-5]\d)(\.\d{1,9})?)?(Z|[+-](?:[01]\d|2[0-3]):?[0-5]\d)?$/;
 const DURATION = /^(-?)P(?=\d|T\d)(\d+Y)?(\d+M)?(\d+D)?(?:T(?=\d)(\d+H)?(\d+M)?(\d+(?:\.\d+)?S)?)?$/;
 const SPECIAL_NUMBER = /^(?:[Nn][Aa][Nn]|-?[Ii][Nn][Ff])$/;
 const DECIMAL = /^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$/;

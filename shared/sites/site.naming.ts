@@ -57,8 +57,8 @@ export function nextSchemaName(base: string, taken: Iterable<string>): string {
   }
 }
 
-const LABEL = '[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?';
-const HOST_RE = new RegExp(`^${LABEL}(?:\\.${LABEL})*$`);
+/** Labels of letters, digits and inner hyphens (1–63 characters) joined by dots. */
+const HOST_RE = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
 
 /**
  * A domain as stored: trimmed and lowercased, then checked as an RFC 1123 host name (labels

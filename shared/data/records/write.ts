@@ -116,7 +116,8 @@ function fieldsOf(t: TableView, pg: PgError): string[] {
   // A jsonb table's declared single key is its `id` column.
   if (key === 'id' && t.provider === 'jsonb' && !t.columns.has('id')) key = t.pk[0];
   if (key) {
-    const hits = names.filter((f) => new RegExp(`(^|[^a-z0-9_"])"?${f}"?($|[^a-z0-9_"])`).test(key) || key.includes(`'${f}'`));
+    const words = new Set(key.split(/[^A-Za-z0-9_]+/));
+    const hits = names.filter((f) => words.has(f) || key.includes(`'${f}'`));
     if (hits.length) return hits;
   }
   if (pg.column && t.columns.has(pg.column)) return [pg.column];
