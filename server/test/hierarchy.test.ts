@@ -373,12 +373,44 @@ test.serial('read policies: a record the caller may not read is neither returned
   });
   t.deepEqual((await on('GET', `${ORG}data/7/?format=tree`, undefined, 'pleb')).body, { data: [node(person(5), 0, undefined, [node(person(7), 1, R)])], total: 2 }, 'the natural root is below the hidden record');
   t.deepEqual((await on('GET', `${ORG}data/1/?format=graph&include=descendants`, undefined, 'pleb')).body.data.nodes.map((n: Row) => n.id), [1, 3, 4, 6]);
-  t.is((await on('GET', `${ORG}data/2/?include=both`, undefined, 'pleb')).status, 403);
+  // issue 29 #9: the hidden record is missing to pleb, answered exactly as one that does not exist.
+  const hidden = await on('GET', `${ORG}data/2/?include=both`, undefined, 'pleb');
+  const missing = await on('GET', `${ORG}data/987654/?include=both`, undefined, 'pleb');
+  t.is(hidden.status, 404);
+  t.deepEqual(hidden.body, missing.body);
   const edges = await on('GET', `${ORG}edges/?page_size=100`, undefined, 'pleb');
   t.deepEqual(edges.body.results.map((e: Row) => `${e.from_id}>${e.to_id}`).sort(), ['3>1', '4>3', '6>3', '7>5']);
   t.is((await on('POST', `${ORG}edges/`, [{ from_id: 8, to_id: 1, type: M }], 'pleb')).status, 403);
   t.is((await on('DELETE', `${ORG}edges/`, { edge_ids: [edgeId(2, 1, R)] }, 'pleb')).status, 403);
   t.deepEqual((await on('GET', `${ORG}data/1/?include=descendants`)).body.direct_reports.map((x: Row) => x.id), [2, 3, 5, 6, 7], 'the administrator still sees everything');
+});
+
+test.serial('issue 29 #9: with update rights, a hidden record and the edges touching it are missing to the caller', async (t) => {
+  const policy = await on('PUT', '/api/apps/crm/policies/', {
+    resourcePolicy: {
+      resource: 'datatable:org',
+      version: 'default',
+      rules: [
+        { actions: ['*'], effect: 'EFFECT_ALLOW', roles: ['admin'] },
+        { actions: ['read', 'update'], effect: 'EFFECT_ALLOW', roles: ['user'], condition: { match: { expr: 'R.attr.country == P.attr.country' } } },
+      ],
+    },
+  });
+  t.true(policy.status === 200 || policy.status === 201, policy.text);
+  const edgesBefore = (await on('GET', `${ORG}edges/?page_size=100`)).body.total;
+  // An edge to Bob (2, FR, hidden) is refused as one to a record that does not exist.
+  const toHidden = await on('POST', `${ORG}edges/`, [{ from_id: 1, to_id: 2, type: M }], 'pleb');
+  const toMissing = await on('POST', `${ORG}edges/`, [{ from_id: 1, to_id: 987654, type: M }], 'pleb');
+  t.is(toHidden.status, 400);
+  t.deepEqual(toHidden.body.errors, { '0.to_id': ['Record 2 does not exist.'] });
+  t.deepEqual(toMissing.body.errors, { '0.to_id': ['Record 987654 does not exist.'] });
+  // The edge 2>1 touches Bob: missing to pleb on update and delete, and left alone.
+  const patched = await on('PATCH', `${ORG}edges/${edgeId(2, 1, R)}/`, { metadata: { x: 1 } }, 'pleb');
+  t.is(patched.status, 404);
+  t.deepEqual(patched.body, (await on('PATCH', `${ORG}edges/${randomUUID()}/`, { metadata: { x: 1 } }, 'pleb')).body);
+  const deleted = await on('DELETE', `${ORG}edges/`, { edge_ids: [edgeId(2, 1, R)] }, 'pleb');
+  t.deepEqual([deleted.status, deleted.body], [200, { deleted: 0, message: '0 edges deleted.' }]);
+  t.is((await on('GET', `${ORG}edges/?page_size=100`)).body.total, edgesBefore, 'nothing was written');
 });
 
 test.serial("another site's user reaches none of the edge or hierarchy routes", async (t) => {

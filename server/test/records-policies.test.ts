@@ -1,7 +1,8 @@
 // Records under an app's policies (spec Part 2 §7, issue 11 item 7): the read plan filters lists,
-// their totals and aggregates in SQL; get, patch and delete answer 403 for a record the policies
-// refuse and 404 for a missing one; creates and bulk writes are all or nothing; a policy change is
-// seen by the next request; a condition SQL cannot express is refused, never approximated.
+// their totals and aggregates in SQL; a record the caller may not read is missing to them (404,
+// answered exactly like one that does not exist: issue 29 #9), one they read but may not change a
+// 403; creates and bulk writes are all or nothing; a policy change is seen by the next request; a
+// condition SQL cannot express is refused, never approximated.
 import test from 'ava';
 import type { TestSite } from '../../shared/testing/sites.ts';
 import { createTables, fixture, fixtureRows, seedCrm, type Row } from './crm.ts';
@@ -122,16 +123,19 @@ test.serial("conditions and sorts that follow a relation see only the related re
   t.regex(sorted.body.errors._sort[0], /policies of table "companies"/);
 });
 
-test.serial('get: 200 for a record the plan admits, 403 for one it does not, 404 for none', async (t) => {
+test.serial('issue 29 #9: get answers 200 for a record the plan admits, and for one it hides exactly what it answers for none (404)', async (t) => {
   const us = companies.find((r) => r.country === 'US' && r.employees <= BIG)!;
   const other = companies.find((r) => r.country !== 'US')!;
   t.is((await on('GET', `${C}${us.id}/`, undefined, 'pleb')).status, 200);
-  const denied = await on('GET', `${C}${other.id}/`, undefined, 'pleb');
-  t.is(denied.status, 403);
-  t.is(denied.body.detail, 'You do not have permission to perform this action.');
-  t.is((await on('GET', `${C}987654/`, undefined, 'pleb')).status, 404);
+  const missing = await on('GET', `${C}987654/`, undefined, 'pleb');
+  t.is(missing.status, 404);
+  for (const query of ['', '?populate=*']) {
+    const hidden = await on('GET', `${C}${other.id}/${query}`, undefined, 'pleb');
+    t.is(hidden.status, 404, `hidden${query}`);
+    t.deepEqual(hidden.body, missing.body);
+  }
   const big = companies.find((r) => r.employees > BIG);
-  if (big) t.is((await on('GET', `${C}${big.id}/`)).status, 403, 'the DENY reaches the administrator');
+  if (big) t.is((await on('GET', `${C}${big.id}/`)).status, 404, 'the DENY reaches the administrator');
 });
 
 test.serial('create: checked per record; one refused record refuses the whole batch', async (t) => {
@@ -142,34 +146,51 @@ test.serial('create: checked per record; one refused record refuses the whole ba
   t.is(await count(), before + 1, 'nothing of the refused batch was stored');
 });
 
-test.serial('patch: by the update plan on the stored record; a bulk patch with one refused record changes nothing', async (t) => {
+test.serial('patch: by the update plan on the stored record (a hidden one is missing: 404; a readable one not to be changed: 403); a bulk patch with one refused record changes nothing', async (t) => {
   const mine = companies.find((r) => r.country === 'US' && !r.is_public && r.employees <= BIG)!;
-  const publicOne = companies.find((r) => r.country === 'US' && r.is_public);
+  const publicOne = { id: 9401, name: 'Open US', employees: 50, country: 'US', is_public: true }; // pleb reads it, may not update it
+  t.is((await on('POST', C, publicOne)).status, 201);
   const foreign = companies.find((r) => r.country !== 'US')!;
   t.is((await on('PATCH', `${C}${mine.id}/`, { website: 'https://changed.example' }, 'pleb')).status, 200);
-  t.is((await on('PATCH', `${C}${foreign.id}/`, { website: 'https://x.example' }, 'pleb')).status, 403);
-  if (publicOne) t.is((await on('PATCH', `${C}${publicOne.id}/`, { website: 'https://x.example' }, 'pleb')).status, 403);
-  const bulk = await on('PATCH', C, [{ id: mine.id, website: 'https://twice.example' }, { id: foreign.id, website: 'https://x.example' }], 'pleb');
+  const hidden = await on('PATCH', `${C}${foreign.id}/`, { website: 'https://x.example' }, 'pleb');
+  t.is(hidden.status, 404);
+  t.deepEqual(hidden.body, (await on('PATCH', `${C}987654/`, { website: 'https://x.example' }, 'pleb')).body);
+  t.is((await on('PATCH', `${C}${publicOne.id}/`, { website: 'https://x.example' }, 'pleb')).status, 403);
+  const bulk = await on('PATCH', C, [{ id: mine.id, website: 'https://twice.example' }, { id: publicOne.id, website: 'https://x.example' }], 'pleb');
   t.is(bulk.status, 403);
+  const bulkHidden = await on('PATCH', C, [{ id: mine.id, website: 'https://twice.example' }, { id: foreign.id, website: 'https://x.example' }], 'pleb');
+  t.is(bulkHidden.status, 400, 'a hidden record in a bulk patch is a missing one');
+  t.deepEqual(bulkHidden.body.errors, { '1.id': ['Record not found.'] });
   t.is((await on('GET', `${C}${mine.id}/`)).body.data.website, 'https://changed.example', 'the first item was rolled back');
+  t.is((await on('GET', `${C}${foreign.id}/`)).body.data.website, foreign.website, 'the hidden record is unchanged');
 });
 
-test.serial('delete: an action the policies allow on no row is a 403 before any work; by ids all or nothing; by filter only the allowed rows', async (t) => {
-  const foreign = companies.find((r) => r.country !== 'US' && r.employees >= 100)!;
-  const small = companies.filter((r) => r.employees < 100).length + 1; // and the one pleb created
+test.serial('delete: an action the policies allow on no row is a 403 before any work; by ids all or nothing; by filter only the allowed rows; hidden records are missing', async (t) => {
+  const foreign = companies.find((r) => r.country !== 'US')!;
+  const usLarge = companies.find((r) => r.country === 'US' && r.employees >= 100 && r.employees <= BIG)!;
+  const usSmall = { id: 9401 }; // created by the patch test: US, 50 employees
+  // readable and small (pleb's own 9101 is in FR)
+  const deletable = Number((await sql(`SELECT count(*) AS n FROM "${a.schema}"."a${appId}_companies" WHERE country = 'US' AND employees < 100`))[0].n);
+  t.true(deletable > 0);
   t.is((await on('DELETE', `${C}9101/`, undefined, 'pleb')).status, 403);
   t.is((await on('DELETE', `${C}?filter=${encodeURIComponent(JSON.stringify({ name: 'Small' }))}`, undefined, 'pleb')).status, 403);
   // pleb may now delete the small companies: the change is seen by the very next request.
   await putPolicy(companiesPolicy([{ actions: ['delete'], effect: 'EFFECT_ALLOW', roles: ['user'], condition: { match: { expr: 'R.attr.employees < 100' } } }]));
   const before = await count();
-  t.is((await on('DELETE', `${C}?ids=9101,${foreign.id}`, undefined, 'pleb')).status, 403, 'one refused id refuses all');
+  t.is((await on('DELETE', `${C}?ids=${usSmall.id},${usLarge.id}`, undefined, 'pleb')).status, 403, 'one refused id refuses all');
+  t.is(await count(), before);
+  // issue 29 #9: records pleb may not read are missing: not deleted, not counted, as unknown ids.
+  const hiddenIds = await on('DELETE', `${C}?ids=9101,${foreign.id}`, undefined, 'pleb');
+  t.deepEqual([hiddenIds.status, hiddenIds.body], [200, (await on('DELETE', `${C}?ids=987654,987655`, undefined, 'pleb')).body]);
+  const hidden = await on('DELETE', `${C}${foreign.id}/`, undefined, 'pleb');
+  t.is(hidden.status, 404);
+  t.deepEqual(hidden.body, (await on('DELETE', `${C}987654/`, undefined, 'pleb')).body);
   t.is(await count(), before);
   const byFilter = await on('DELETE', `${C}?filter=${encodeURIComponent(JSON.stringify({ employees__lt: 1000000 }))}`, undefined, 'pleb');
   t.is(byFilter.status, 200, byFilter.text);
-  t.is(byFilter.body.deleted, small, 'only the small companies');
-  t.is(await count(), before - small);
-  t.is((await on('DELETE', `${C}${foreign.id}/`, undefined, 'pleb')).status, 403);
-  t.is((await on('DELETE', `${C}987654/`, undefined, 'pleb')).status, 404);
+  t.is(byFilter.body.deleted, deletable, 'only the small companies pleb reads');
+  t.is(await count(), before - deletable);
+  t.is((await on('DELETE', `${C}${usLarge.id}/`, undefined, 'pleb')).status, 403, 'readable, not deletable');
 });
 
 test.serial('a condition SQL cannot express is refused with 422, never approximated', async (t) => {
@@ -188,7 +209,7 @@ test.serial('a disabled app-level policy leaves the default level: nothing is al
     const list = await on('GET', C, undefined, who);
     t.is(list.status, 200, 'a list the policies admit no row of is empty');
     t.is(list.body.total, 0);
-    t.is((await on('GET', `${C}${companies[0].id}/`, undefined, who)).status, 403);
+    t.is((await on('GET', `${C}${companies[0].id}/`, undefined, who)).status, 404);
     t.is((await on('POST', C, { id: 9301, name: 'No', employees: 1 }, who)).status, 403);
   }
   const onB = await s.api('GET', C, { host: b.domain, token: tok.adminB });

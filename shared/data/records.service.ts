@@ -14,7 +14,7 @@ import type { TableScope } from './datatable.service.ts';
 import { parseQueryFilters, type Filter, type SqlFragment } from './query/filter.ts';
 import { aggregate, compileOn, listQuery, pageOf, plain, plannedCount, populate, selectRecords } from './records/read.ts';
 import { JsonText } from '../common/json-text.ts';
-import { requireAllowed, rowsAllowed, withinAllowed } from './records/access.ts';
+import { ALL_ROWS, requireAllowed, rowsAllowed, withinAllowed } from './records/access.ts';
 import { loadRelations, openTarget, resolver, type RecordRow, type Target } from './records/target.ts';
 import { batchOf, failingRecord, guarded, insertRecords, keyFilter, recordErrors, recordNotFound, updateRecord, violation } from './records/write.ts';
 import type { RecordPage } from './records.schemas.ts';
@@ -43,15 +43,17 @@ function keyCondition(t: Target, id: string | unknown[]): SqlFragment | undefine
 
 /**
  * The record with this key, the condition that selects it, and whether the actor may `allowed`'s
- * action on it (selected beside the row: one statement); undefined when there is none.
+ * action on it (selected beside the row: one statement); undefined when there is none, or when
+ * the actor may not read it (what a caller may not read is missing to them, spec Part 2 §7).
  */
 async function findOne(em: EntityManager, t: Target, id: string | unknown[], allowed: SqlFragment, lock = false): Promise<{ row: RecordRow; where: SqlFragment; ok: boolean } | undefined> {
   const where = keyCondition(t, id);
   if (!where) return undefined;
+  const visible = withinAllowed(t.readable, where);
   const [found] = await preparedRows<{ r: RecordRow; ok: boolean }>(
     em,
-    `SELECT ${t.recordSql('t')} AS r, (${allowed.sql}) AS ok FROM ${t.table} t WHERE ${where.sql}${lock ? ' FOR UPDATE' : ''}`,
-    [...allowed.params, ...where.params],
+    `SELECT ${t.recordSql('t')} AS r, (${allowed.sql}) AS ok FROM ${t.table} t WHERE ${visible.sql}${lock ? ' FOR UPDATE' : ''}`,
+    [...allowed.params, ...visible.params],
   );
   return found && { row: plain(t, found.r), where, ok: found.ok };
 }
@@ -133,16 +135,13 @@ export async function getRecord(ctx: ServiceContext, scope: TableScope, name: st
   checkFormat(query);
   if (query.populate === undefined && t.jsonSql) {
     const where = keyCondition(t, id);
-    const [found] = where
-      ? await preparedRows<{ r: string; ok: boolean }>(readsOf(ctx), `SELECT ${t.jsonSql} AS r, (${t.readable.sql}) AS ok FROM ${t.table} t WHERE ${where.sql}`, [...t.readable.params, ...where.params])
-      : [];
+    const visible = where && withinAllowed(t.readable, where);
+    const [found] = visible ? await preparedRows<{ r: string }>(readsOf(ctx), `SELECT ${t.jsonSql} AS r FROM ${t.table} t WHERE ${visible.sql}`, visible.params) : [];
     if (!found) throw recordNotFound();
-    if (!found.ok) throw permissionDenied();
     return new JsonText(found.r);
   }
-  const found = await findOne(readsOf(ctx), t, id, t.readable);
+  const found = await findOne(readsOf(ctx), t, id, ALL_ROWS);
   if (!found) throw recordNotFound();
-  if (!found.ok) throw permissionDenied();
   if (query.populate !== undefined) await populate(ctx, t, [found.row], query.populate);
   return found.row;
 }
@@ -239,11 +238,13 @@ export async function deleteRecord(ctx: ServiceContext, scope: TableScope, name:
   const t = await openTarget(ctx, scope, name, 'delete');
   const where = keyCondition(t, id);
   if (!where) throw recordNotFound();
-  const deletable = withinAllowed(await rowsAllowed(ctx, t, 'delete'), where);
+  const visible = withinAllowed(t.readable, where);
+  const deletable = withinAllowed(await rowsAllowed(ctx, t, 'delete'), visible);
   const gone = await guarded(t, () => rows(ctx.em, `DELETE FROM ${t.table} t WHERE ${deletable.sql} RETURNING 1`, deletable.params));
   if (gone.length) return;
-  // Nothing deleted: a missing record is a 404, one the actor may not delete a 403.
-  if (deletable !== where && (await rows(readsOf(ctx), `SELECT 1 FROM ${t.table} t WHERE ${where.sql}`, where.params)).length) throw permissionDenied();
+  // Nothing deleted: a missing record, or one the actor may not read, is a 404; one the actor reads
+  // but may not delete a 403.
+  if (deletable !== visible && (await rows(readsOf(ctx), `SELECT 1 FROM ${t.table} t WHERE ${visible.sql}`, visible.params)).length) throw permissionDenied();
   throw recordNotFound();
 }
 
@@ -272,7 +273,8 @@ export async function deleteRecords(ctx: ServiceContext, scope: TableScope, name
       if (!cond) throw fieldError('ids', 'Every id must be a valid key of the table.');
       conds.push(cond);
     }
-    const where = compileOn(t, { op: 'or', args: conds });
+    // Records the actor may not read are missing to them: neither deleted nor reported.
+    const where = withinAllowed(t.readable, compileOn(t, { op: 'or', args: conds }));
     const keySql = t.pk.length === 1 ? t.columns.get(t.pk[0]!)!.sql! : `jsonb_build_array(${t.pk.map((k) => t.columns.get(k)!.sql).join(', ')})`;
     const allowed = await rowsAllowed(ctx, t, 'delete');
     // All or nothing: one record the actor may not delete refuses the request (the transaction rolls back).
@@ -296,7 +298,8 @@ export async function deleteRecords(ctx: ServiceContext, scope: TableScope, name
     if (!Object.keys(parsed).length) throw fieldError('filter', 'An empty filter would delete every record: refused.');
     const conditions = parsed as Record<string, unknown>;
     if (Object.keys(conditions).some((k) => k.includes('.'))) await loadRelations(ctx.em, t);
-    const where = withinAllowed(await rowsAllowed(ctx, t, 'delete'), compileOn(t, parseQueryFilters(conditions, resolver(t), false)));
+    const matching = withinAllowed(t.readable, compileOn(t, parseQueryFilters(conditions, resolver(t), false)));
+    const where = withinAllowed(await rowsAllowed(ctx, t, 'delete'), matching);
     const gone = await guarded(t, () => rows(ctx.em, `DELETE FROM ${t.table} t WHERE ${where.sql} RETURNING 1`, where.params));
     return { deleted: gone.length };
   }

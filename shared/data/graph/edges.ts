@@ -77,16 +77,17 @@ function checkEdge(g: GraphTarget, raw: unknown, n: number, prefix: string, erro
 const lock = (em: EntityManager, g: GraphTarget) => em.execute(`LOCK TABLE ${g.edges} IN SHARE ROW EXCLUSIVE MODE`);
 
 /**
- * The records the edges link, checked in one statement: a missing one is a 400 naming it; one
- * the caller may not read, or an edge's start the caller may not update, a 403 (all or nothing).
+ * The records the edges link, checked in one statement: a missing one, or one the caller may not
+ * read (missing to them), is a 400 naming it; an edge's start the caller may not update a 403
+ * (all or nothing).
  */
 async function checkEnds(ctx: ServiceContext, em: EntityManager, g: GraphTarget, edges: EdgeInput[], prefix: (e: EdgeInput) => string): Promise<void> {
   const t = g.t;
   const update = await rowsAllowed(ctx, t, 'update');
   const keys = edges.flatMap((e) => [e.from_id, e.to_id]);
-  const found = await rows<{ n: number; found: boolean; r: boolean; u: boolean }>(
+  const found = await rows<{ n: number; found: boolean; u: boolean }>(
     em,
-    `SELECT v.ordinality::int AS n, t.ctid IS NOT NULL AS found, coalesce((${t.readable.sql}), false) AS r, coalesce((${update.sql}), false) AS u
+    `SELECT v.ordinality::int AS n, t.ctid IS NOT NULL AND coalesce((${t.readable.sql}), false) AS found, coalesce((${update.sql}), false) AS u
        FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY v LEFT JOIN ${t.table} t ON ${g.key.sql} = (v.value #>> '{}')::${g.keyType}
       ORDER BY v.ordinality`,
     [...t.readable.params, ...update.params, JSON.stringify(keys)],
@@ -97,7 +98,7 @@ async function checkEnds(ctx: ServiceContext, em: EntityManager, g: GraphTarget,
     const [from, to] = [found[2 * i]!, found[2 * i + 1]!];
     if (!from.found) addFieldError(errors, `${prefix(e)}from_id`, `Record ${JSON.stringify(e.from_id)} does not exist.`);
     if (!to.found) addFieldError(errors, `${prefix(e)}to_id`, `Record ${JSON.stringify(e.to_id)} does not exist.`);
-    if ((from.found && (!from.r || !from.u)) || (to.found && !to.r)) denied = true;
+    if (from.found && !from.u) denied = true;
   });
   if (Object.keys(errors).length) throw validationError(errors, edges.length > 1 ? 'Invalid edges: nothing was stored.' : 'Invalid edge.');
   if (denied) throw permissionDenied();
@@ -242,10 +243,11 @@ export async function updateEdge(ctx: ServiceContext, scope: TableScope, name: s
   return ctx.em.transactional(async (tx) => {
     const em = tx as EntityManager;
     await lock(em, g);
+    const seen = visible(g);
     const [current] = await rows<{ from_id: unknown; to_id: unknown; type: string; metadata: unknown }>(
       em,
-      `SELECT to_jsonb(e.from_id) AS from_id, to_jsonb(e.to_id) AS to_id, e.type, e.metadata FROM ${g.edges} e WHERE e.id = ?`,
-      [edgeId],
+      `SELECT to_jsonb(e.from_id) AS from_id, to_jsonb(e.to_id) AS to_id, e.type, e.metadata FROM ${g.edges} e WHERE e.id = ? AND ${seen.sql}`,
+      [edgeId, ...seen.params],
     );
     if (!current) throw edgeNotFound();
     const old = { n: 0, id: edgeId, ...current };
@@ -276,13 +278,15 @@ export async function deleteEdges(ctx: ServiceContext, scope: TableScope, name: 
   const bad = ids.filter((id) => typeof id !== 'string' || !UUID_RE.test(id));
   if (bad.length) throw fieldError('edge_ids', `Not edge ids (UUIDs): ${bad.slice(0, 5).map((b) => JSON.stringify(b)).join(', ')}.`);
   const update = await rowsAllowed(ctx, t, 'update');
+  const seen = visible(g);
   const gone = await ctx.em.transactional(async (tx) => {
     const em = tx as EntityManager;
     await lock(em, g);
+    // Edges the caller may not see (an end it may not read) are missing to it: left alone, not counted.
     const deleted = await rows<{ ok: boolean }>(
       em,
-      `DELETE FROM ${g.edges} e USING ${t.table} t WHERE e.id IN (${ids.map(() => '?').join(', ')}) AND ${g.key.sql} = e.from_id RETURNING (${update.sql}) AS ok`,
-      [...ids, ...update.params],
+      `DELETE FROM ${g.edges} e USING ${t.table} t WHERE e.id IN (${ids.map(() => '?').join(', ')}) AND ${g.key.sql} = e.from_id AND ${seen.sql} RETURNING (${update.sql}) AS ok`,
+      [...ids, ...seen.params, ...update.params],
     );
     if (deleted.some((d) => !d.ok)) throw permissionDenied();
     return deleted.length;

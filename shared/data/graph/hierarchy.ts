@@ -5,10 +5,10 @@
 // traversal statement (traverse.ts) and, for trees and graphs, one statement for the edges.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { readsOf, type ServiceContext } from '../../context.ts';
-import { DomainError, fieldError, permissionDenied } from '../../errors.ts';
+import { DomainError, fieldError } from '../../errors.ts';
 import { countOf, preparedRows } from '../../db/sql.ts';
 import { JsonText } from '../../common/json-text.ts';
-import { ALL_ROWS } from '../records/access.ts';
+import { ALL_ROWS, withinAllowed } from '../records/access.ts';
 import { compileOn, listQuery, pageOf, plain } from '../records/read.ts';
 import type { RecordRow, Target } from '../records/target.ts';
 import { keyFilter, recordNotFound } from '../records/write.ts';
@@ -118,19 +118,18 @@ const withKeys = (r: RecordRow | string, extra: Record<string, unknown>): string
 const asObject = (r: RecordRow | string): RecordRow => (typeof r === 'string' ? (JSON.parse(r) as RecordRow) : r);
 const asText = (list: string[]) => new JsonText(`[${list.join(',')}]`);
 
-/** A base record: its record (JSON text or object), its key text; 404 when missing, 403 when the caller may not read it. */
+/** A base record: its record (JSON text or object), its key text; 404 when missing or when the caller may not read it. */
 async function baseRecord(em: EntityManager, g: GraphTarget, id: string): Promise<{ k: string; r: RecordRow | string }> {
   const t = g.t;
   const cond = keyFilter(t, id);
   if (!cond) throw recordNotFound();
-  const where = compileOn(t, cond);
-  const [found] = await preparedRows<{ r: RecordRow | string; k: string; ok: boolean }>(
+  const where = withinAllowed(t.readable, compileOn(t, cond));
+  const [found] = await preparedRows<{ r: RecordRow | string; k: string }>(
     em,
-    `SELECT ${t.jsonSql ?? t.recordSql('t')} AS r, ${g.key.sql}::text AS k, (${t.readable.sql}) AS ok FROM ${t.table} t WHERE ${where.sql}`,
-    [...t.readable.params, ...where.params],
+    `SELECT ${t.jsonSql ?? t.recordSql('t')} AS r, ${g.key.sql}::text AS k FROM ${t.table} t WHERE ${where.sql}`,
+    where.params,
   );
   if (!found) throw recordNotFound();
-  if (!found.ok) throw permissionDenied();
   return { k: found.k, r: t.jsonSql ? found.r : plain(t, found.r as RecordRow) };
 }
 

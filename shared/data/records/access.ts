@@ -1,8 +1,9 @@
 // Which rows of a table the actor may reach: the app's policies (policies/hook.ts) on the table's
 // kind `datatable:{name}`, their query plan compiled into the records SQL (policy-sql.ts). List,
-// count, aggregate and export AND the read plan into their WHERE; get, patch and delete select
-// the plan of their action beside the row (one statement) to tell 403 from 404; creates are
-// checked record by record unless the plan decides for every row.
+// count, aggregate and export AND the read plan into their WHERE; get, patch and delete reach only
+// readable rows (one the actor may not read is missing to them: 404) and select the plan of their
+// action beside the row (one statement) to tell 403 from 404; creates are checked record by record
+// unless the plan decides for every row.
 import type { ServiceContext } from '../../context.ts';
 import { DomainError, permissionDenied } from '../../errors.ts';
 import { decide, planFor, type PolicyApp } from '../../policies/hook.ts';
