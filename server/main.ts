@@ -21,7 +21,7 @@ import { bootstrapAdmin } from '../shared/users/user.service.ts';
 import { createMailer } from '../shared/mail/mailer.ts';
 import { SecretKeyring } from '../shared/secrets/crypto.ts';
 import { refreshUsage } from '../shared/storage/bucket.service.ts';
-import { sweepBlobs } from '../shared/storage/object.service.ts';
+import { sweepBlobs } from '../shared/storage/blobs.ts';
 import { storeFromConfig } from '../shared/storage/objstore/index.ts';
 import type { ObjectStore } from '../shared/storage/objstore/types.ts';
 import { createApp, functionRuntime } from './app.ts';
