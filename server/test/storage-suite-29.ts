@@ -184,6 +184,10 @@ export function issue29StorageSuite(test: TestFn, h: StorageHarness): void {
     t.is(hiddenBucket.status, 404);
     t.deepEqual(hiddenBucket.body, { ...missingBucket.body, message: missingBucket.body.message.replace('gone', 'hid') });
     t.is((await pleb('GET', `${B}hid/usage/`)).status, 404);
+    const listed = async (who: string) => (await on('GET', `${B}?page_size=100`, { who })).body.results.map((r: { slug: string }) => r.slug);
+    t.false((await listed('pleb')).includes('hid'), 'nor is it listed');
+    t.true((await listed('pleb')).includes('site'));
+    t.true((await listed('adminA')).includes('hid'));
     t.is((await on('GET', `${B}hid/`)).status, 200, 'the admin role reads it');
   });
 }

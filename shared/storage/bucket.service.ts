@@ -179,6 +179,14 @@ export async function listBuckets(ctx: ServiceContext, appSlug: string, query: R
       params.push(query[field]);
     }
   }
+  if (ctx.actor.kind !== 'system') {
+    // Only the buckets the app's policies let the actor read (each bucket is a kind of its own): the others look missing.
+    const candidates = await rows<BucketRow>(readsOf(ctx), `SELECT b.* FROM ${q}.storage_buckets b WHERE ${where.join(' AND ')}`, params);
+    const readable: string[] = [];
+    for (const b of candidates) if ((await decide(ctx, schema, app, storageKind(b.slug), 'read', [bucketResource(b)]))[0]) readable.push(String(b.id));
+    where.push('b.id IN (SELECT jsonb_array_elements_text(?::jsonb)::bigint)');
+    params.push(JSON.stringify(readable));
+  }
   const orderable = new Set(['name', 'slug', 'created_at', 'updated_at', 'file_size_limit', 'visibility', 'app_category']);
   const ordering = typeof query.ordering === 'string' && query.ordering !== '' ? query.ordering : '-created_at';
   const field = ordering.replace(/^-/, '');
