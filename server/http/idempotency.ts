@@ -81,7 +81,9 @@ export async function idempotent(ctx: AppContext, def: RouteDef, handle: () => P
   const actor = ctx.state.actor;
   if (!raw || !actor) return handle();
   const scope = { site: ctx.state.tenant, principal: actor.kind === 'user' ? actor.uuid : `system:${actor.name}`, key: idempotencyKey(raw) };
-  const db = ctx.state.reads();
+  // Outside the request's unit of work: the reservation commits at once, and the lease is renewed
+  // on a connection of its own while the handler's transaction (if any) holds one.
+  const db = ctx.state.reads().fork();
   const found = await reserve(db, scope, fingerprintOf(ctx, def), def.operationId, LEASE_MS);
   if (found.kind === 'replay') return replay(ctx, def, found.answer);
   if (found.kind === 'mismatch') {
@@ -92,15 +94,15 @@ export async function idempotent(ctx: AppContext, def: RouteDef, handle: () => P
     throw new DomainError('CONFLICT', `A request with this ${IDEMPOTENCY_HEADER} is still being processed: retry once it has been answered.`);
   }
   const { lease } = found;
-  const renewal = setInterval(() => void renew(ctx.state.reads(), lease, LEASE_MS).catch(() => undefined), LEASE_MS / 3).unref();
+  const renewal = setInterval(() => void renew(db, lease, LEASE_MS).catch(() => undefined), LEASE_MS / 3).unref();
   try {
     if (def.bodyLimit === 'stream') await handle();
     else await inTransaction(ctx, lease, handle);
     const answer = succeeded(ctx) ? answerOf(ctx) : undefined;
-    if (answer && def.bodyLimit === 'stream') await complete(ctx.state.reads(), lease, answer);
-    else if (!answer) await release(ctx.state.reads(), lease);
+    if (answer && def.bodyLimit === 'stream') await complete(db, lease, answer);
+    else if (!answer) await release(db, lease);
   } catch (err) {
-    await release(ctx.state.reads(), lease).catch(() => undefined);
+    await release(db, lease).catch(() => undefined);
     throw err;
   } finally {
     clearInterval(renewal);

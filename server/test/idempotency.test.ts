@@ -54,7 +54,7 @@ test.before(async () => {
   await seedSiteUser(s, a, 'boss2', { staff: true });
   tok.admin2A = await siteToken(s, a, 'boss2');
   await seedCrm(s, [a, b]);
-  const schema = { fields: [{ name: 'title', type: 'string', constraints: { required: true } }] };
+  const schema = { fields: [{ name: 'title', type: 'string', constraints: { required: true } }, { name: 'code', type: 'string', constraints: { unique: true } }] };
   await createTables((m, p, body) => on(m, p, { body }), [['main', 'notes', schema as never]]);
   await createTables((m, p, body) => on(m, p, { body, who: 'adminB', site: b }), [['main', 'notes', schema as never]]);
   for (const [site, who] of [[a, 'adminA'], [b, 'adminB']] as const) {
@@ -178,6 +178,16 @@ test.serial('issue 29 #14: a malformed key is 400 and writes nothing; a refused 
 
   const refused = await on('POST', NOTES, { body: { nope: 1 }, key: 'k-retry-fixed' });
   t.is(refused.status, 400);
+  // A bulk create that fails on a constraint answers as it does without a key (the failing row named), nothing kept.
+  t.is((await on('POST', NOTES, { body: { title: 'coded', code: 'c1' } })).status, 201);
+  const bulk = [{ title: 'bulk-ok', code: 'c2' }, { title: 'bulk-dup', code: 'c1' }];
+  const plain = await on('POST', NOTES, { body: bulk });
+  const keyed = await on('POST', NOTES, { body: bulk, key: 'k-bulk' });
+  t.is(keyed.status, plain.status);
+  t.true(plain.status >= 400, plain.text);
+  t.deepEqual(keyed.body, plain.body);
+  t.deepEqual((await notes()).filter((n) => n.startsWith('bulk')), []);
+  t.is(Number((await sql("SELECT count(*) AS n FROM public.idempotency_keys WHERE key = 'k-bulk'"))[0].n), 0);
   const fixed = await on('POST', NOTES, { body: { title: 'fixed' }, key: 'k-retry-fixed' });
   t.is(fixed.status, 201, 'the refused request did not keep the key');
   t.is(fixed.headers.get('idempotent-replayed'), null);
