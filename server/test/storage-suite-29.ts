@@ -65,7 +65,7 @@ export function issue29StorageSuite(test: TestFn, h: StorageHarness): void {
     t.is((await on('POST', `${B}site/objects/move/`, { body: { source_path: 'logo2.png', destination_path: 'img/logo2.png' } })).status, 200);
   });
 
-  test.serial('issue 29 #5: two concurrent moves of one object: exactly one wins, the other answers 404; nothing lost or duplicated (raced 30 times)', async (t) => {
+  test.serial('issue 29 #5: two concurrent moves of one object: exactly one wins, the other answers 404; nothing lost or duplicated (raced 30 times; and a delete racing a move, 15 times)', async (t) => {
     await bucket({ name: 'race' });
     const blobsBefore = (await blobs()).length;
     const rounds = 30;
@@ -83,6 +83,19 @@ export function issue29StorageSuite(test: TestFn, h: StorageHarness): void {
     }
     t.is(await objectRows('race'), rounds);
     t.is((await blobs()).length, blobsBefore + rounds);
+    t.is(await journal(), 0);
+
+    // A delete racing a move deletes the object only where it named it: never the moved one at its new path.
+    for (let i = 0; i < 15; i++) {
+      t.is((await put('race', `del${i}.txt`, `gone ${i}`, { 'Content-Type': 'text/plain' })).status, 201);
+      const [moved, deleted] = await Promise.all([
+        on('POST', `${B}race/objects/move/`, { body: { source_path: `del${i}.txt`, destination_path: `kept${i}.txt` } }),
+        on('DELETE', `${B}race/objects/del${i}.txt`),
+      ]);
+      t.deepEqual([moved.status, deleted.status].sort(), [200, 404], `round ${i}: ${moved.text} / ${deleted.text}`);
+      const kept = (await on('GET', `${B}race/objects/kept${i}.txt`)).status;
+      t.is(kept, moved.status === 200 ? 200 : 404, `round ${i}`);
+    }
     t.is(await journal(), 0);
   });
 

@@ -80,8 +80,8 @@ export async function objectsBucket(ctx: ServiceContext, appSlug: string, bucket
   return { schema, app, bucket };
 }
 
-export async function findObject(em: EntityManager, b: BucketTarget, key: string, lock = false): Promise<ObjectRow | undefined> {
-  return firstRow<ObjectRow>(em, `SELECT * FROM ${quotedSchema(b.schema)}.storage_objects WHERE bucket_id = ? AND path = ?${lock ? ' FOR UPDATE' : ''}`, [b.bucket.id, key]);
+export async function findObject(em: EntityManager, b: BucketTarget, key: string): Promise<ObjectRow | undefined> {
+  return firstRow<ObjectRow>(em, `SELECT * FROM ${quotedSchema(b.schema)}.storage_objects WHERE bucket_id = ? AND path = ?`, [b.bucket.id, key]);
 }
 
 /**
@@ -201,11 +201,18 @@ export async function patchObject(ctx: ServiceContext, b: BucketTarget, key: str
   return objectView(b, row);
 }
 
-/** Deletes objects' records in one statement and then their blobs (journaled in the same transaction). */
-async function deleteRows(ctx: ServiceContext, store: ObjectStore, b: BucketTarget, ids: (string | number)[]): Promise<string[]> {
+/**
+ * Deletes objects' records in one statement and then their blobs (journaled in the same
+ * transaction). Each where it was found: one moved meanwhile (another path now) is not deleted.
+ */
+async function deleteRows(ctx: ServiceContext, store: ObjectStore, b: BucketTarget, found: Pick<ObjectRow, 'id' | 'path'>[]): Promise<string[]> {
   const q = quotedSchema(b.schema);
   const deleted = await ctx.em.transactional(async (tx) => {
-    const gone = await rows<{ path: string; blob_key: string }>(tx, `DELETE FROM ${q}.storage_objects WHERE bucket_id = ? AND id IN (SELECT jsonb_array_elements_text(?::jsonb)::bigint) RETURNING path, blob_key`, [b.bucket.id, JSON.stringify(ids.map(String))]);
+    const gone = await rows<{ path: string; blob_key: string }>(
+      tx,
+      `DELETE FROM ${q}.storage_objects WHERE bucket_id = ? AND (id, path) IN (SELECT (e->>0)::bigint, e->>1 FROM jsonb_array_elements(?::jsonb) e) RETURNING path, blob_key`,
+      [b.bucket.id, JSON.stringify(found.map((o) => [String(o.id), o.path]))],
+    );
     await journal(tx, b.schema, gone.map((g) => g.blob_key), 'orphan');
     return gone;
   });
@@ -215,7 +222,7 @@ async function deleteRows(ctx: ServiceContext, store: ObjectStore, b: BucketTarg
 
 export async function deleteObject(ctx: ServiceContext, store: ObjectStore, b: BucketTarget, key: string): Promise<void> {
   const o = await objectFor(ctx, b, key, 'delete');
-  if (!(await deleteRows(ctx, store, b, [o.id])).length) throw objectNotFound(key);
+  if (!(await deleteRows(ctx, store, b, [o])).length) throw objectNotFound(key);
 }
 
 export const MAX_BATCH_DELETE = 100;
@@ -231,12 +238,12 @@ export async function batchDelete(ctx: ServiceContext, store: ObjectStore, b: Bu
   const present = unique.filter((k) => byPath.has(k)).map((k) => byPath.get(k)!);
   const allowed = await objectsAllowed(ctx, b, 'delete', present);
   const readable = await objectsAllowed(ctx, b, 'read', present);
-  const ids: (string | number)[] = [];
-  present.forEach((o, i) => (allowed[i] ? ids.push(o.id) : failed.push({ path: o.path, error: readable[i] ? 'Permission denied.' : 'Object not found.' })));
+  const chosen: ObjectRow[] = [];
+  present.forEach((o, i) => (allowed[i] ? chosen.push(o) : failed.push({ path: o.path, error: readable[i] ? 'Permission denied.' : 'Object not found.' })));
   for (const k of unique) if (!byPath.has(k)) failed.push({ path: k, error: 'Object not found.' });
-  const deleted = ids.length ? await deleteRows(ctx, store, b, ids) : [];
+  const deleted = chosen.length ? await deleteRows(ctx, store, b, chosen) : [];
   const gone = new Set(deleted);
-  for (const o of present) if (ids.includes(o.id) && !gone.has(o.path)) failed.push({ path: o.path, error: 'Object not found.' });
+  for (const o of chosen) if (!gone.has(o.path)) failed.push({ path: o.path, error: 'Object not found.' });
   return { deleted_count: deleted.length, failed };
 }
 
