@@ -10,7 +10,7 @@ import { activeApp } from '../apps/lookup.ts';
 import type { Action } from '../auth/actor.ts';
 import { actorUuid, readsOf, type ServiceContext } from '../context.ts';
 import { firstRow, iso, rows } from '../db/sql.ts';
-import { DomainError, notAuthenticated, permissionDenied, validationError, type FieldErrors } from '../errors.ts';
+import { DomainError, permissionDenied, validationError, type FieldErrors } from '../errors.ts';
 import { READ_ONLY_MESSAGE, sameValue } from '../common/read-only.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { authorizeSiteSubject, siteSchemaFor } from '../tenancy/site-access.ts';
