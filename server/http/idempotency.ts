@@ -119,7 +119,7 @@ async function inTransaction(ctx: AppContext, lease: Lease, handle: () => Promis
     if (answer) await complete(em, lease, answer);
     await em.commit();
   } catch (err) {
-    await em.rollback();
+    await em.rollback().catch(() => undefined); // a lost connection rolled it back already; the first error is the answer
     throw err;
   }
 }
