@@ -21,7 +21,7 @@ import { bootstrapAdmin } from '../shared/users/user.service.ts';
 import { createMailer } from '../shared/mail/mailer.ts';
 import { SecretKeyring } from '../shared/secrets/crypto.ts';
 import { refreshUsage } from '../shared/storage/bucket.service.ts';
-import { sweepBlobs } from '../shared/storage/object.service.ts';
+import { sweepBlobs } from '../shared/storage/blobs.ts';
 import { storeFromConfig } from '../shared/storage/objstore/index.ts';
 import type { ObjectStore } from '../shared/storage/objstore/types.ts';
 import { createApp, functionRuntime } from './app.ts';
@@ -74,10 +74,10 @@ function schedule(log: Logger, name: string, intervalMs: number, job: () => Prom
   };
 }
 
-/** The token blacklists of the platform and its sites, and the browser sessions: expired rows go. */
+/** The token blacklists of the platform and its sites, the browser sessions and the idempotency keys: expired rows go. */
 const pruneJob = (db: Database) => async () => {
-  const { deleted, sessions } = await pruneExpired(db.orm.em.fork());
-  return deleted || sessions ? { deleted, sessions } : undefined;
+  const pruned = await pruneExpired(db.orm.em.fork());
+  return pruned.deleted || pruned.sessions || pruned.idempotencyKeys ? pruned : undefined;
 };
 
 /** Storage upkeep of every site: usage counters and quota state (`check_storage_quotas`), then blobs no record holds (shared/storage/). */

@@ -75,7 +75,7 @@ test('migrate on a fresh database: direct mode refuses until then; progress on s
   t.is((await runCli(['user', 'list', '--direct'], e)).stdout, '0 users\n');
 });
 
-test('prune: expired token-blacklist rows and expired sessions go', async (t) => {
+test('prune: expired token-blacklist rows, expired sessions and expired idempotency keys go', async (t) => {
   const db = await freshDatabase();
   const e = env(db);
   t.is((await runCli(['migrate'], e)).code, 0);
@@ -87,10 +87,14 @@ test('prune: expired token-blacklist rows and expired sessions go', async (t) =>
     await client.query(
       `INSERT INTO sessions (key_hash, user_uuid, generation, expires_at) SELECT sha256(random()::text::bytea), uuid, 0, e FROM users, (VALUES (now() - interval '1 second'), (now() + interval '1 hour')) v(e)`,
     );
+    await client.query(
+      `INSERT INTO idempotency_keys (principal, key, fingerprint, operation, status, expires_at) SELECT 'p', e::text, 'f', 'op', 201, e FROM (VALUES (now() - interval '1 second'), (now() + interval '1 hour')) v(e)`,
+    );
     const r = await runCli(['prune'], e);
     t.is(r.code, 0, r.stderr);
-    t.is(r.stdout, 'Deleted 1 expired token-blacklist row(s) and 1 expired session(s).\n');
-    t.deepEqual(json(await runCli(['prune', '--json'], e)), { deleted: 0, sessions: 0 });
+    t.is(r.stdout, 'Deleted 1 expired token-blacklist row(s), 1 expired session(s) and 1 expired idempotency key(s).\n');
+    t.deepEqual(json(await runCli(['prune', '--json'], e)), { deleted: 0, sessions: 0, idempotencyKeys: 0 });
+    t.is((await client.query('SELECT count(*)::int AS n FROM idempotency_keys')).rows[0].n, 1);
     t.is((await client.query('SELECT count(*)::int AS n FROM token_blacklist')).rows[0].n, 1);
     t.is((await client.query('SELECT count(*)::int AS n FROM sessions WHERE expires_at > now()')).rows[0].n, 1);
     t.is((await client.query('SELECT count(*)::int AS n FROM sessions')).rows[0].n, 1);

@@ -5,6 +5,7 @@ import type Koa from 'koa';
 import type { TSchema } from '@sinclair/typebox';
 import { validate } from '../../shared/common/validation.ts';
 import { DomainError, notAuthenticated, notFound } from '../../shared/errors.ts';
+import { IDEMPOTENCY_HEADER, idempotent } from './idempotency.ts';
 import type { AppContext, AppState } from './types.ts';
 
 export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -44,6 +45,11 @@ export interface RouteDef {
    * instead of DATABASE_STATEMENT_TIMEOUT_MS (the service calls allowLongStatements in it).
    */
   statementTimeout?: 'long';
+  /**
+   * The route takes an `Idempotency-Key` header (idempotency.ts): a retry with the same key gets
+   * the first answer back instead of writing again. For creates and uploads.
+   */
+  idempotent?: true;
   params?: TSchema;
   query?: TSchema;
   body?: TSchema;
@@ -76,6 +82,8 @@ const ERROR_RESPONSES: Record<number, string> = {
   404: 'Not found',
   413: 'Request body too large',
   415: 'Unsupported media type',
+  409: 'A request with this Idempotency-Key is still being processed (Retry-After)',
+  422: 'The Idempotency-Key was sent with another request',
   429: 'Rate limit exceeded',
 };
 
@@ -114,7 +122,8 @@ export class RouteRegistry {
         }
         body = validate(def.body, body);
       }
-      await def.handler(ctx, { params: params as Record<string, string>, query: query as Record<string, unknown>, body });
+      const handle = async () => def.handler(ctx, { params: params as Record<string, string>, query: query as Record<string, unknown>, body });
+      await (def.idempotent ? idempotent(ctx, def, handle) : handle());
     };
     const table = new RouteTable();
     for (const [index, def] of this.routes.entries()) for (const path of [def.path, ...(def.aliases ?? [])]) table.add(path, def, index);
@@ -172,7 +181,11 @@ export class RouteRegistry {
           };
           responses[status] = Object.keys(content).length ? { description: statusText(Number(status)), content } : { description: statusText(Number(status)) };
         }
-        const errorStatuses = [...(def.body || def.query || def.params ? [400] : []), ...(def.auth === 'public' ? [] : [401, 403]), ...(def.rawBody ? [413, 415] : []), 429];
+        if (def.idempotent) {
+          parameters.push({ name: IDEMPOTENCY_HEADER, in: 'header', required: false, schema: { type: 'string', minLength: 1, maxLength: 255 },
+            description: 'A key of your own (a UUID): a retry with the same key and request gets the first answer back (header `Idempotent-Replayed: true`) for 24 hours instead of writing again (docs/api-conventions.md).' });
+        }
+        const errorStatuses = [...(def.body || def.query || def.params ? [400] : []), ...(def.auth === 'public' ? [] : [401, 403]), ...(def.rawBody ? [413, 415] : []), ...(def.idempotent ? [409, 422] : []), 429];
         if (/[:*]\w/.test(path)) errorStatuses.push(404);
         for (const status of errorStatuses) {
           responses[String(status)] ??= {

@@ -1,7 +1,7 @@
 // Streaming multipart/form-data (storage uploads): each file part is handed to `onFile` as a
 // stream while the request is still arriving, so nothing is buffered whole, in memory or on
 // disk. Parts arrive in order; busboy emits the next part only once the current one is consumed.
-import type { Readable } from 'node:stream';
+import { Transform, type Readable } from 'node:stream';
 import busboy from 'busboy';
 import { DomainError, validationError } from '../../shared/errors.ts';
 import type { AppContext } from './types.ts';
@@ -22,12 +22,25 @@ export interface MultipartResult<T> {
 
 export const isMultipart = (ctx: AppContext): boolean => ctx.is('multipart/form-data') === 'multipart/form-data';
 
+export interface MultipartOptions {
+  /** The file fields accepted: another one is a 400 naming it. */
+  fileFields: string[];
+  /** More file parts than that is a 400. */
+  maxFiles: number;
+  /**
+   * The bytes all files may have together, and the error past it: the moment the files' running
+   * total passes it, every file still streaming fails with that error, the rest of the body is
+   * not read, the answer closes the connection, and the request fails once the files' `onFile`
+   * settled (their stored results are in the error's `files`, for the caller to remove).
+   */
+  maxTotal?: { bytes: number; error: () => DomainError };
+}
+
 /**
- * Parses the request's multipart body. `fileFields`: the file fields accepted (another one is a
- * 400 naming it); `maxFiles`: more file parts than that is a 400. A file whose `onFile` fails is
- * drained and reported in `files`; the request goes on.
+ * Parses the request's multipart body (MultipartOptions). A file whose `onFile` fails is drained
+ * and reported in `files`; the request goes on.
  */
-export function streamMultipart<T>(ctx: AppContext, options: { fileFields: string[]; maxFiles: number }, onFile: (part: FilePart) => Promise<T>): Promise<MultipartResult<T>> {
+export function streamMultipart<T>(ctx: AppContext, options: MultipartOptions, onFile: (part: FilePart) => Promise<T>): Promise<MultipartResult<T>> {
   return new Promise((resolve, reject) => {
     let bb: busboy.Busboy;
     try {
@@ -40,9 +53,36 @@ export function streamMultipart<T>(ctx: AppContext, options: { fileFields: strin
     const files: Promise<MultipartResult<T>['files'][number]>[] = [];
     const active = new Set<Readable>();
     let failed: DomainError | undefined;
+    let stopped = false;
     // A refusal of the request as a whole: parsing goes on to the end (the rest is skipped), then it is thrown.
     const fail = (err: DomainError) => void (failed ??= err);
     const settle = () => Promise.all(files);
+    // A refusal at once: nothing more is read; the files being streamed fail with `err`.
+    const stop = (err: DomainError) => {
+      if (stopped) return;
+      stopped = true;
+      ctx.req.unpipe(bb);
+      ctx.req.pause();
+      ctx.set('Connection', 'close');
+      for (const stream of active) stream.destroy(err);
+      void settle().then((done) => reject(Object.assign(err, { files: done })));
+    };
+    let total = 0;
+    /** The part as `onFile` reads it: counted against maxTotal when there is one. */
+    const counted = (stream: Readable): Readable => {
+      const max = options.maxTotal;
+      if (!max) return stream;
+      const counter = new Transform({
+        transform(chunk: Buffer, _encoding, done) {
+          total += chunk.length;
+          if (total <= max.bytes) return done(null, chunk);
+          done();
+          stop(max.error());
+        },
+      });
+      stream.once('error', (err) => counter.destroy(err));
+      return stream.pipe(counter);
+    };
     bb.on('field', (name, value) => (fields[name] ??= []).push(value));
     bb.on('file', (field, stream, info) => {
       if (failed || !options.fileFields.includes(field)) {
@@ -50,11 +90,12 @@ export function streamMultipart<T>(ctx: AppContext, options: { fileFields: strin
         if (!options.fileFields.includes(field)) fail(validationError({ [field]: [`Unknown file field: send the file as ${options.fileFields.map((f) => `"${f}"`).join(' or ')}.`] }));
         return;
       }
-      active.add(stream);
-      stream.once('close', () => active.delete(stream));
+      const body = counted(stream);
+      active.add(body);
+      body.once('close', () => active.delete(body));
       const part = { field, filename: info.filename ?? '', mimeType: info.mimeType };
       files.push(
-        onFile({ ...part, stream }).then(
+        onFile({ ...part, stream: body }).then(
           (result) => ({ field, filename: part.filename, result }),
           (error) => {
             stream.resume(); // drain the rest so the next part arrives
@@ -68,6 +109,7 @@ export function streamMultipart<T>(ctx: AppContext, options: { fileFields: strin
     bb.on('fieldsLimit', () => fail(new DomainError('BAD_REQUEST', 'Too many fields in the multipart body.')));
     // A malformed or cut-off body: the files being streamed fail (their uploads are undone), then the request.
     const broken = (message: string) => {
+      if (stopped) return;
       const err = new DomainError('BAD_REQUEST', message);
       for (const stream of active) stream.destroy(err);
       void settle().then((done) => reject(Object.assign(err, { files: done })));
@@ -75,6 +117,7 @@ export function streamMultipart<T>(ctx: AppContext, options: { fileFields: strin
     bb.on('error', () => broken('Malformed multipart body.'));
     ctx.req.on('aborted', () => broken('The upload was aborted.'));
     bb.on('close', () => {
+      if (stopped) return;
       void settle().then((done) => (failed ? reject(Object.assign(failed, { files: done })) : resolve({ fields, files: done })));
     });
     ctx.req.pipe(bb);

@@ -33,6 +33,7 @@ export interface TableRoute {
   produces?: RouteDef['produces'];
   bodyLimit?: RouteDef['bodyLimit'];
   statementTimeout?: RouteDef['statementTimeout'];
+  idempotent?: RouteDef['idempotent'];
 }
 
 /** One per-table operation, with and without the data source segment. */

@@ -80,6 +80,7 @@ export function recordRoutes(graph: GraphSettings): RouteDef[] {
       method: 'post',
       suffix: 'data/',
       bodyLimit: 'data',
+      idempotent: true,
       operationId: 'records_create',
       summary: 'Create one record, or many (all or nothing)',
       description: `An object → 201 {data}; an array (at most ${records.MAX_BULK_CREATE}) → 201 {data: [...]}, in one statement. Validation errors are keyed by field (\`{row}.{field}\` for arrays); unique/foreign-key violations name the field (409/400). ${WHO_WRITE}`,

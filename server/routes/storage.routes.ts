@@ -10,15 +10,16 @@ import { BucketCreate, BucketListQuery, BucketPatch, BucketRef, BucketUsageBody,
 import * as buckets from '../../shared/storage/bucket.service.ts';
 import * as objects from '../../shared/storage/object.service.ts';
 import { listObjects, searchObjects, OBJECT_LIST_PARAMETERS } from '../../shared/storage/object.list.ts';
-import { UploadRejected } from '../../shared/storage/ingest.ts';
-import { metadataFromHeaders, metadataValue, normalizeKey } from '../../shared/storage/keys.ts';
+import { UploadRejected } from '../../shared/storage/inspect.ts';
+import { normalizeKey } from '../../shared/storage/keys.ts';
 import type { ObjectRow } from '../../shared/storage/access.ts';
 import type { ObjectStore } from '../../shared/storage/objstore/types.ts';
-import { DomainError, notFound, validationError } from '../../shared/errors.ts';
+import { DomainError, notFound } from '../../shared/errors.ts';
 import { flagFormErrors, paginated, sendPage } from '../http/envelopes.ts';
 import { defineRoute, type RouteDef } from '../http/registry.ts';
 import type { AppContext } from '../http/types.ts';
-import { isMultipart, streamMultipart } from '../http/uploads.ts';
+import { isMultipart } from '../http/uploads.ts';
+import { batchUpload, MAX_BATCH_BYTES, MAX_BATCH_FILES, uploadAt } from './storage.uploads.ts';
 import { countMode } from './records.routes.ts';
 
 export interface StorageRouteOptions {
@@ -35,8 +36,6 @@ const DestinationPath = Type.String({ description: 'Its new key.' });
 const ObjectKeyRef = Type.Object({ app_slug: Type.String(), bucket: Type.String(), key: Type.String({ description: 'The object path (slashes included)' }) });
 const StorageEnvelope = (data = Type.Unknown()) => Type.Object({ success: Type.Boolean(), message: Type.String(), status_code: Type.Integer(), data: Type.Optional(data) });
 const ADMIN = 'Site administrators (superusers and staff of the site), and the app\'s policies on `storage:{slug}`.';
-const MAX_BATCH_FILES = 10;
-const MAX_BATCH_BYTES = 100 * 1024 * 1024;
 
 /** The storage envelope of spec §4 ({success, message, status_code, data}). */
 function reply(ctx: AppContext, status: number, message: string, data?: unknown): void {
@@ -49,11 +48,6 @@ const storageErrors = (run: () => Promise<void>): Promise<void> =>
   flagFormErrors(run, (err) => (err instanceof UploadRejected && err.reason === 'empty' ? { error: err.message } : {}));
 
 const keyOf = (params: Record<string, string>) => normalizeKey(params.key, 'path');
-
-function declaredSize(ctx: AppContext): number | undefined {
-  const raw = ctx.get('Content-Length');
-  return /^\d+$/.test(raw) ? Number(raw) : undefined;
-}
 
 /** `Range: bytes=a-b | a- | -n` (one range; several are answered whole). Undefined: the whole file; null: unsatisfiable. */
 function parseRange(header: string, size: number): { start: number; end: number } | undefined | null {
@@ -121,46 +115,6 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
   const base = { auth: 'user' as const, scope: 'tenant' as const, tags: ['storage'] };
   const bucketTarget = (ctx: AppContext, params: Record<string, string>, action: 'read' | 'create' | 'update' | 'delete') =>
     objects.objectsBucket(ctx.state.service(), params.app_slug!, params.bucket!, action);
-
-  /** A single upload at `key` (raw body or multipart with `file`): 201 created / 200 replaced. */
-  const uploadAt = async (ctx: AppContext, b: buckets.BucketTarget, key: string | undefined, defaults: { metadata?: Record<string, unknown> } = {}) => {
-    const service = ctx.state.service();
-    if (isMultipart(ctx)) {
-      if (key) await objects.checkUploadTarget(service, b, key);
-      const parsed = await streamMultipart(ctx, { fileFields: ['file'], maxFiles: 1 }, (part) =>
-        objects.storeBlob(service, store, b, { body: part.stream, declaredType: part.mimeType, filename: part.filename || key || 'file' }),
-      ).catch(async (err) => {
-        await dropStored(service, b, (err as { files?: StoredFiles }).files);
-        throw err;
-      });
-      const [file] = parsed.files;
-      if (!file) throw validationError({ file: ['No file was submitted.'] });
-      if (file.error) throw file.error;
-      const first = (name: string) => parsed.fields[name]?.[0];
-      let target = key;
-      let metadata;
-      let visibility;
-      try {
-        target ??= normalizeKey(first('path') || file.filename, 'path');
-        metadata = metadataValue(first('metadata')) ?? defaults.metadata;
-        visibility = visibilityValue(first('visibility'));
-      } catch (err) {
-        await objects.dropBlob(service, store, b, file.result!);
-        throw err;
-      }
-      return objects.commitBlob(service, store, b, target, file.result!, { metadata: { ...metadata, ...metadataFromHeaders(ctx.req.headers) }, visibility });
-    }
-    if (!key) throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'Send the file as multipart/form-data (field "file").');
-    await objects.checkUploadTarget(service, b, key);
-    const blob = await objects.storeBlob(service, store, b, { body: ctx.req, declaredType: ctx.get('Content-Type') || undefined, declaredSize: declaredSize(ctx), filename: key.slice(key.lastIndexOf('/') + 1) });
-    return objects.commitBlob(service, store, b, key, blob, { metadata: metadataFromHeaders(ctx.req.headers), visibility: visibilityValue(ctx.query.visibility) });
-  };
-
-  type StoredFiles = { result?: objects.StoredBlob }[];
-  /** Removes the blobs of a multipart request's files that will not become objects. */
-  const dropStored = async (service: ReturnType<AppContext['state']['service']>, b: buckets.BucketTarget, files: StoredFiles = []) => {
-    for (const f of files) if (f.result) await objects.dropBlob(service, store, b, f.result);
-  };
 
   const routes: RouteDef[] = [
     // ---- buckets ----
@@ -289,6 +243,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       method: 'post',
       path: OBJECTS,
       bodyLimit: 'stream',
+      idempotent: true,
       operationId: 'storage_objects_create',
       summary: 'Upload (legacy multipart)',
       description: 'multipart/form-data: `file` (required), `path` (default: the file name), `metadata` (a JSON object as text), `visibility`. 201 created / 200 replaced, {success, message, status_code, data: object}. An empty file is 400 {error}.',
@@ -298,7 +253,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
         await storageErrors(async () => {
           const b = await bucketTarget(ctx, params, 'create');
           if (!isMultipart(ctx)) throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'Send multipart/form-data with a "file" field.');
-          const { created, object } = await uploadAt(ctx, b, undefined);
+          const { created, object } = await uploadAt(ctx, store, b, undefined);
           reply(ctx, created ? 201 : 200, created ? 'File uploaded successfully.' : 'File updated successfully.', object);
         });
       },
@@ -308,13 +263,18 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       method: 'post',
       path: `${OBJECTS}batch-upload/`,
       bodyLimit: 'stream',
+      idempotent: true,
       operationId: 'storage_objects_batch_upload',
       summary: 'Upload up to 10 files',
       description: `multipart: \`files\` (repeated, at most ${MAX_BATCH_FILES}, ${MAX_BATCH_BYTES / 1024 / 1024} MB in all), \`paths\` (a JSON array of paths, parallel to files; default: the file names). Each file is checked on its own: 201 when all were stored, 207 when some failed, 400 when none; data: {uploaded: [object], failed: [{path, error}]}.`,
       params: BucketRef,
       responses: { 201: StorageEnvelope(), 207: StorageEnvelope(), 400: StorageEnvelope() },
       async handler(ctx, { params }) {
-        await storageErrors(() => batchUpload(ctx, store, params));
+        await storageErrors(async () => {
+          const { status, uploaded, failed } = await batchUpload(ctx, store, await bucketTarget(ctx, params, 'create'));
+          reply(ctx, status, `${uploaded.length} uploaded, ${failed.length} failed.`, { uploaded, failed });
+          if (status === 400) (ctx.body as Record<string, unknown>).success = false;
+        });
       },
     }),
     defineRoute({
@@ -394,7 +354,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
         await storageErrors(async () => {
           const input = body as { source_path: string; destination_path: string };
           const b = await bucketTarget(ctx, params, 'update');
-          reply(ctx, 200, 'Object moved.', await objects.moveObject(ctx.state.service(), b, normalizeKey(input.source_path, 'source_path'), normalizeKey(input.destination_path, 'destination_path')));
+          reply(ctx, 200, 'Object moved.', await objects.moveObject(ctx.state.service(), store, b, normalizeKey(input.source_path, 'source_path'), normalizeKey(input.destination_path, 'destination_path')));
         });
       },
     }),
@@ -454,6 +414,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
         method,
         path: `${OBJECTS}*key`,
         bodyLimit: 'stream',
+        idempotent: true,
         operationId: `storage_objects_upload_${method}`,
         summary: 'Upload or replace the object at a key',
         description: 'Raw body (its Content-Type declared; the type is sniffed from the bytes) with `X-Metadata-<Name>` (or `X-<vendor>-Meta-<Name>`) headers, or multipart with `file`. 201 created / 200 replaced. Size over the bucket\'s file_size_limit or a type outside allowed_mime_types: 400 naming them, nothing stored.',
@@ -463,7 +424,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
           await storageErrors(async () => {
             const key = keyOf(params);
             const b = await bucketTarget(ctx, params, 'create');
-            const { created, object } = await uploadAt(ctx, b, key);
+            const { created, object } = await uploadAt(ctx, store, b, key);
             reply(ctx, created ? 201 : 200, created ? 'File uploaded successfully.' : 'File updated successfully.', object);
           });
         },
@@ -507,66 +468,4 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
     }),
   ];
   return routes;
-
-  async function batchUpload(ctx: AppContext, store: ObjectStore, params: Record<string, string>): Promise<void> {
-    const service = ctx.state.service();
-    const b = await bucketTarget(ctx, params, 'create');
-    if (!isMultipart(ctx)) throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'Send multipart/form-data with "files" fields.');
-    let total = 0;
-    const parsed = await streamMultipart(ctx, { fileFields: ['files', 'files[]'], maxFiles: MAX_BATCH_FILES }, async (part) => {
-      const counted = part.stream;
-      counted.on('data', (chunk: Buffer) => {
-        total += chunk.length;
-        if (total > MAX_BATCH_BYTES) counted.destroy(validationError({ files: [`The files exceed ${MAX_BATCH_BYTES} bytes in all.`] }));
-      });
-      return objects.storeBlob(service, store, b, { body: counted, declaredType: part.mimeType, filename: part.filename });
-    }).catch(async (err) => {
-      await dropStored(service, b, (err as { files?: StoredFiles }).files);
-      throw err;
-    });
-    const dropAll = () => dropStored(service, b, parsed.files);
-    if (total > MAX_BATCH_BYTES) {
-      await dropAll();
-      throw validationError({ files: [`The files exceed ${MAX_BATCH_BYTES} bytes in all.`] });
-    }
-    if (!parsed.files.length) throw validationError({ files: ['No file was submitted.'] });
-    let paths: unknown[] = [];
-    try {
-      const raw = parsed.fields.paths?.[0];
-      if (raw !== undefined) {
-        paths = JSON.parse(raw);
-        if (!Array.isArray(paths)) throw new Error();
-      }
-    } catch {
-      await dropAll();
-      throw validationError({ paths: ['Must be a JSON array of path strings, parallel to files.'] });
-    }
-    const uploaded: unknown[] = [];
-    const failed: { path: string; error: string }[] = [];
-    for (const [i, f] of parsed.files.entries()) {
-      const path = typeof paths[i] === 'string' && paths[i] !== '' ? (paths[i] as string) : f.filename;
-      if (f.error) {
-        failed.push({ path, error: (f.error as Error).message });
-        continue;
-      }
-      try {
-        const key = normalizeKey(path, `paths.${i}`);
-        uploaded.push((await objects.commitBlob(service, store, b, key, f.result!, { metadata: metadataFromHeaders(ctx.req.headers) })).object);
-      } catch (err) {
-        await objects.dropBlob(service, store, b, f.result!);
-        failed.push({ path, error: err instanceof DomainError ? (err.errors ? Object.values(err.errors).flat().join(' ') : err.message) : 'Upload failed.' });
-      }
-    }
-    const status = failed.length === 0 ? 201 : uploaded.length ? 207 : 400;
-    reply(ctx, status, `${uploaded.length} uploaded, ${failed.length} failed.`, { uploaded, failed });
-    if (status === 400) (ctx.body as Record<string, unknown>).success = false;
-  }
 }
-
-function visibilityValue(raw: unknown): 'private' | 'public' | null | undefined {
-  if (raw === undefined || raw === '') return undefined;
-  if (raw === 'private' || raw === 'public') return raw;
-  if (raw === 'null') return null;
-  throw validationError({ visibility: ['One of private, public, null.'] });
-}
-

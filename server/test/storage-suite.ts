@@ -10,6 +10,7 @@ import type { TestSite } from '../../shared/testing/sites.ts';
 import { seedCrm } from './crm.ts';
 import { startTestServer, type ApiResponse, type TestServer } from './helpers.ts';
 import { twoSitesWithUsers } from './site-users.ts';
+import { issue29StorageSuite } from './storage-suite-29.ts';
 
 const PNG = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cfc0f01f0005000201a5d1c3d20000000049454e44ae426082', 'hex');
 const B = '/api/apps/crm/storage/buckets/';
@@ -348,7 +349,12 @@ export function storageSuite(test: TestFn, env: () => Promise<Record<string, str
     await on('PATCH', `${B}priv/objects/shared.txt/`, { body: { visibility: 'public' } });
     t.is((await on('GET', `${B}pub/objects/open.txt`, { who: null })).text, 'open');
     t.is((await on('GET', `${B}priv/objects/shared.txt`, { who: null })).text, 'shared');
-    t.is((await on('GET', `${B}priv/objects/secret.txt`, { who: null })).status, 401);
+    // Without a token a private object answers exactly as a missing one (issue 29 #9).
+    const hidden = await on('GET', `${B}priv/objects/secret.txt`, { who: null });
+    const missing = await on('GET', `${B}priv/objects/secret.txv`, { who: null });
+    t.is(hidden.status, 404);
+    t.deepEqual(hidden.body, { ...missing.body, message: missing.body.message.replace('secret.txv', 'secret.txt') });
+    t.deepEqual((await on('GET', `${B}nope/objects/secret.txt`, { who: null })).body, hidden.body);
     t.is((await on('GET', `${B}priv/objects/secret.txt`, { who: 'pleb' })).status, 404);
     t.is((await on('GET', `${B}pub/objects/open.txt`, { who: 'pleb' })).text, 'open');
     t.is((await put('pub', 'open.txt', 'defaced', {}, 'pleb')).status, 403);
@@ -390,7 +396,7 @@ export function storageSuite(test: TestFn, env: () => Promise<Record<string, str
     const listed = await on('GET', `${B}pol/objects/?ordering=path`, { who: 'pleb' });
     t.deepEqual(listed.body.results.map((o: { file_path: string }) => o.file_path), ['a/small.txt', 'b/x.txt']);
     t.is(listed.body.count, 2);
-    t.is((await on('GET', `${B}pol/objects/a/big.txt`, { who: 'pleb' })).status, 403);
+    t.is((await on('GET', `${B}pol/objects/a/big.txt`, { who: 'pleb' })).status, 404); // hidden by the read policy: as missing
     t.is((await on('GET', `${B}pol/objects/a/small.txt`, { who: 'pleb' })).text, 'xxxxx');
     t.is((await on('GET', `${B}pol/objects/a/big.txt`)).status, 200);
     t.is((await put('pol', 'p.txt', 'abc', { 'Content-Type': 'text/plain' }, 'pleb')).status, 201);
@@ -466,7 +472,7 @@ export function storageSuite(test: TestFn, env: () => Promise<Record<string, str
     t.is((await on('GET', `${B}pub/`, { site: b })).status, 401);
     t.is((await on('GET', `${B}pub/objects/open.txt`, { site: b })).status, 404);
     t.is((await on('GET', `${B}pub/objects/open.txt`, { site: b, who: 'adminB' })).status, 404);
-    t.is((await on('GET', `${B}priv/objects/secret.txt`, { who: 'adminB' })).status, 401);
+    t.is((await on('GET', `${B}priv/objects/secret.txt`, { who: 'adminB' })).status, 404);
     t.is((await on('GET', `${B}priv/objects/`, { who: 'adminB' })).status, 401);
     t.is((await put('priv', 'x.txt', 'x', {}, 'adminB')).status, 401);
     t.is((await on('DELETE', `${B}pub/`, { who: 'adminB' })).status, 401);
@@ -476,4 +482,6 @@ export function storageSuite(test: TestFn, env: () => Promise<Record<string, str
     t.deepEqual(await blobs(b), []);
     t.is((await on('GET', `${B}pub/objects/open.txt`, { who: null, site: b })).status, 404);
   });
+
+  issue29StorageSuite(test, { server: () => s, site: () => a, tokens: tok, on, put, multipart, blobs: () => blobs(), objectRows, journal, bucket });
 }

@@ -18,6 +18,7 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Type, type Static } from '@sinclair/typebox';
 import type { CachedLookup } from '../common/cached-lookup.ts';
+import { pruneIdempotencyKeys } from '../db/idempotency.ts';
 import { countOf, firstRow, iso, preparedRows, rows, type Timestamp } from '../db/sql.ts';
 import { DomainError, notFound } from '../errors.ts';
 import { platformSignIn, currentUserAuth, pruneBlacklist, type UserAuth } from './auth.service.ts';
@@ -155,7 +156,7 @@ export async function pruneSessions(em: EntityManager): Promise<number> {
   return countOf(em, 'WITH d AS (DELETE FROM public.sessions WHERE expires_at < now() RETURNING 1) SELECT count(*) AS n FROM d');
 }
 
-/** The expired rows of the token blacklists (platform and every site) and of the browser sessions go: servers on their schedule, `platform prune` when asked. */
-export async function pruneExpired(em: EntityManager): Promise<{ deleted: number; sessions: number }> {
-  return { deleted: await pruneBlacklist(em), sessions: await pruneSessions(em) };
+/** The expired rows of the token blacklists (platform and every site), of the browser sessions and of the idempotency keys go: servers on their schedule, `platform prune` when asked. */
+export async function pruneExpired(em: EntityManager): Promise<{ deleted: number; sessions: number; idempotencyKeys: number }> {
+  return { deleted: await pruneBlacklist(em), sessions: await pruneSessions(em), idempotencyKeys: await pruneIdempotencyKeys(em) };
 }

@@ -12,13 +12,13 @@ import { insertWithUniqueSlug, slugify } from '../common/slug.ts';
 import { validate } from '../common/validation.ts';
 import { actorUuid, readsOf, type ServiceContext } from '../context.ts';
 import { assignments, countOf, firstRow, iso, rows } from '../db/sql.ts';
-import { DomainError, notFound, validationError, type FieldErrors } from '../errors.ts';
+import { DomainError, notFound, permissionDenied, validationError, type FieldErrors } from '../errors.ts';
 import { likeEscape } from '../common/filters.ts';
-import { authorize } from '../policies/hook.ts';
+import { decide } from '../policies/hook.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { authorizeSiteSubject, siteSchemaFor } from '../tenancy/site-access.ts';
 import { BucketCreate, BucketPatch, DEFAULT_FILE_SIZE_LIMIT, type BucketView } from './bucket.schemas.ts';
-import { validMimePattern } from './ingest.ts';
+import { validMimePattern } from './inspect.ts';
 import type { ObjectStore } from './objstore/types.ts';
 
 export interface BucketRow {
@@ -132,14 +132,16 @@ const bucketResource = (b: BucketRow) => ({
 
 /**
  * The bucket `slug` of the app `appSlug`, if the actor may `action` it (CASL on Bucket, then the
- * app's policies on `storage:{slug}`): 404 when either is absent, 403 when denied.
+ * app's policies on `storage:{slug}`): 404 when either is absent, or when the policies let the
+ * actor not even read the bucket (the same body as a missing one); 403 when only `action` is denied.
  */
 export async function bucketFor(ctx: ServiceContext, appSlug: string, slug: string, action: Action, policyAction: string = action): Promise<BucketTarget> {
   const schema = await siteSchemaFor(ctx, action, 'Bucket');
   const app = await activeApp(readsOf(ctx), schema, appSlug);
   const bucket = await findBucket(readsOf(ctx), schema, app, slug, action === 'read');
   await authorizeSiteSubject(ctx, action, 'Bucket', { schema, app: app.slug, slug: bucket.slug });
-  await authorize(ctx, schema, app, storageKind(bucket.slug), policyAction, bucketResource(bucket));
+  const decideOn = async (what: string) => (await decide(ctx, schema, app, storageKind(bucket.slug), what, [bucketResource(bucket)]))[0];
+  if (!(await decideOn(policyAction))) throw policyAction !== 'read' && (await decideOn('read')) ? permissionDenied() : notFound(`Bucket "${slug}"`);
   return { schema, app, bucket };
 }
 
@@ -176,6 +178,14 @@ export async function listBuckets(ctx: ServiceContext, appSlug: string, query: R
       where.push(`b.${field} = ?`);
       params.push(query[field]);
     }
+  }
+  if (ctx.actor.kind !== 'system') {
+    // Only the buckets the app's policies let the actor read (each bucket is a kind of its own): the others look missing.
+    const candidates = await rows<BucketRow>(readsOf(ctx), `SELECT b.* FROM ${q}.storage_buckets b WHERE ${where.join(' AND ')}`, params);
+    const readable: string[] = [];
+    for (const b of candidates) if ((await decide(ctx, schema, app, storageKind(b.slug), 'read', [bucketResource(b)]))[0]) readable.push(String(b.id));
+    where.push('b.id IN (SELECT jsonb_array_elements_text(?::jsonb)::bigint)');
+    params.push(JSON.stringify(readable));
   }
   const orderable = new Set(['name', 'slug', 'created_at', 'updated_at', 'file_size_limit', 'visibility', 'app_category']);
   const ordering = typeof query.ordering === 'string' && query.ordering !== '' ? query.ordering : '-created_at';

@@ -1,263 +1,186 @@
-// The upload inspection, done while the bytes stream (docs/storage.md "Upload inspection"):
-// the head (4,100 bytes, file-type's detection window) is read first and gives the type, which
-// must match the bucket's allowed types; the rest flows on, counted, and the body is destroyed
-// with a 400 the moment it passes the bucket's size limit, so the store's put rejects and nothing
-// is kept. Nothing is buffered beyond the head and the stream's own high-water mark.
-import { Readable } from 'node:stream';
-import { fileTypeFromBuffer, supportedMimeTypes } from 'file-type';
-import { DomainError } from '../errors.ts';
-import { isTextType, mimeEssence, mimeMatches, mimeParameter, textTypeOfFilename, validMimeType } from './mime.ts';
+// The one way into a bucket (issue 29 #5; docs/storage.md "The one way in"). Every path that puts
+// bytes into a bucket — upload, batch upload, copy, move, and any later import (packages,
+// frontend-worker builds) — ends in ingestObject, the only writer of a storage_objects row that
+// comes to point at bytes (inserted, replaced, or moved to a new path). In one transaction it
+//   1. locks the destination bucket's row (FOR SHARE) and reads its rules as they are now;
+//   2. admits the object (admit): its size within `file_size_limit`, its type within
+//      `allowed_mime_types`. The type is the stored one: it was sniffed from the bytes when they
+//      came in, and a blob is never rewritten (a replace writes a new blob), so it still is the
+//      type of those bytes;
+//   3. runs the caller's permission check on the object as it will be, under the row's lock;
+//   4. inserts the row, replaces the one at the key, or repoints the (locked) source row of a move.
+// ingest.test.ts fails when another module inserts object rows or changes what a row points at.
+// The bytes come in through storeBlob (an upload's stream, inspected while it flows: inspect.ts)
+// or copyBlob (a server-side copy, admitted before a byte is copied), both journaled (blobs.ts).
+import { randomUUID } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { uniqueViolation } from '../common/slug.ts';
+import { readsOf, type ServiceContext } from '../context.ts';
+import { firstRow, rows } from '../db/sql.ts';
+import { DomainError, notFound } from '../errors.ts';
+import { quotedSchema } from '../tenancy/schema.ts';
+import type { ObjectRow } from './access.ts';
+import { dropBlobs, journal, unjournal } from './blobs.ts';
+import { StorageFailure, type BucketRow, type BucketTarget } from './bucket.service.ts';
+import { fileTooLarge, inspect, mimeMatches, typeNotAllowed } from './inspect.ts';
+import { filenameOf, objectNotFound } from './keys.ts';
+import { BlobNotFound, type ObjectStore } from './objstore/types.ts';
 
-export { isDocumentEditable, mimeMatches, validMimePattern } from './mime.ts';
+/** What a bucket asks of every object in it. */
+export type BucketRules = Pick<BucketRow, 'file_size_limit' | 'allowed_mime_types'>;
 
-/** How much of the head the type is sniffed from (file-type's `reasonableDetectionSizeInBytes`). */
-export const HEAD_BYTES = 4100;
-
-export interface IngestOptions {
-  /** The bucket's `file_size_limit` in bytes. */
-  limit: number;
-  /** The Content-Type the client declared (trusted only where the bytes cannot tell). */
-  declaredType?: string;
-  /** The Content-Length the client declared: over the limit, refused before a byte is read. */
-  declaredSize?: number;
-  /** The file's name (its extension types text files declared without a text type). */
-  filename: string;
-  /** The bucket's `allowed_mime_types` patterns; `[]` allows every type. */
-  allowed: string[];
+/** The ingest check: 400 (the upload's texts) unless an object of this size and type may be in a bucket with these rules. */
+export function admit(rules: BucketRules, object: { size: number; mimetype: string }): void {
+  const limit = Number(rules.file_size_limit);
+  if (object.size > limit) throw fileTooLarge(object.size, limit);
+  if (!mimeMatches(object.mimetype, rules.allowed_mime_types)) throw typeNotAllowed(object.mimetype, rules.allowed_mime_types);
 }
 
-export interface Ingested {
-  /** The type the object is stored with: a bare `type/subtype`, lowercase, without parameters. */
-  mimetype: string;
-  /** The head again, then the rest of the source; destroyed with fileTooLarge past the limit. */
+// ---- bytes in ----------------------------------------------------------------------------------
+
+export interface BlobInput {
   body: Readable;
-  /** Bytes seen so far (final once body ended). */
-  size(): number;
+  /** The Content-Type the client declared (the type is sniffed from the bytes: inspect.ts). */
+  declaredType?: string;
+  /** Content-Length when known: a body declared over the limit is refused before a byte is read. */
+  declaredSize?: number;
+  /** The file's name, for the type of text files without a declared type. */
+  filename: string;
 }
 
-export type UploadRejection = 'empty' | 'too_large' | 'type_not_allowed';
-
-/**
- * An upload refused by the inspection: 400 `BAD_REQUEST`, its message the spec's text. `reason`
- * tells the routes which (an empty file answers `{error}`, the others `{success: false, …}`).
- */
-export class UploadRejected extends DomainError {
-  readonly reason: UploadRejection;
-  readonly details: { size?: number | null; limit?: number; mimetype?: string; allowed?: string[] };
-
-  constructor(reason: UploadRejection, message: string, details: UploadRejected['details'] = {}) {
-    super('BAD_REQUEST', message);
-    this.reason = reason;
-    this.details = details;
-  }
+/** Bytes stored under a new, journaled key, not yet any object's (ingestObject or dropBlob follows). */
+export interface StoredBlob {
+  blobKey: string;
+  size: number;
+  etag: string;
+  mimetype: string;
 }
 
-export const emptyFile = (): UploadRejected => new UploadRejected('empty', 'The submitted file is empty.');
-
-/**
- * Over the limit: `size` is the declared or exact size, or (with `atLeast`) the bytes seen when
- * the stream was cut; null when unknown.
- */
-export function fileTooLarge(size: number | null, limit: number, atLeast = false): UploadRejected {
-  const message =
-    size === null
-      ? `File size exceeds the limit of ${limit} bytes.`
-      : atLeast
-        ? `File size exceeds the limit of ${limit} bytes (more than ${size - 1} bytes received).`
-        : `File size ${size} bytes exceeds the limit of ${limit} bytes.`;
-  return new UploadRejected('too_large', message, { size, limit });
-}
-
-export function typeNotAllowed(type: string, allowed: string[]): UploadRejected {
-  return new UploadRejected('type_not_allowed', `File type "${type}" is not allowed. Allowed types: ${allowed.join(', ')}.`, { mimetype: type, allowed: [...allowed] });
+/** A new blob key of the bucket, journaled (committed) before a byte is written. */
+async function newBlobKey(ctx: ServiceContext, b: BucketTarget): Promise<string> {
+  const blobKey = `${b.bucket.uuid}/${randomUUID()}`;
+  await journal(readsOf(ctx), b.schema, [blobKey], 'upload');
+  return blobKey;
 }
 
 /**
- * A declared Content-Length checked before any byte is read: its value (undefined when absent
- * or not a whole number), or fileTooLarge when it exceeds `limit`.
+ * Streams an upload through the inspection (the bucket's size limit, the sniffed type against its
+ * allowed types) into a new blob of the bucket. Whatever fails, nothing is left behind.
  */
-export function checkDeclaredSize(declared: number | string | null | undefined, limit: number): number | undefined {
-  const n = typeof declared === 'string' ? (/^\d{1,16}$/.test(declared.trim()) ? Number(declared.trim()) : NaN) : declared ?? NaN;
-  if (!Number.isSafeInteger(n) || n < 0) return undefined;
-  if (n > limit) throw fileTooLarge(n, limit);
-  return n;
-}
-
-export async function ingest(source: Readable, options: IngestOptions): Promise<Ingested> {
-  checkDeclaredSize(options.declaredSize, options.limit);
-  // A late error of a source nobody reads any more (refused, cut, or while the type is sniffed)
-  // must not become an uncaught exception; the listeners below still see every error.
-  source.on('error', ignore);
-  const { chunks, length, ended } = await readHead(source, HEAD_BYTES);
-  if (length === 0) throw emptyFile();
-  if (length > options.limit) throw fileTooLarge(length, options.limit, !ended);
-  const head = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length);
-  const mimetype = await sniffType(head, { complete: ended, declaredType: options.declaredType, filename: options.filename });
-  if (!mimeMatches(mimetype, options.allowed)) throw typeNotAllowed(mimetype, options.allowed);
-  return { mimetype, ...meter(source, chunks, length, ended, options.limit) };
-}
-
-// ---- the type ---------------------------------------------------------------------------------
-
-/** Declared types more specific than a generic container file-type recognizes. */
-function refines(sniffed: string, declared: string): boolean {
-  switch (sniffed) {
-    case 'application/zip':
-      return (
-        declared.endsWith('+zip') ||
-        declared.startsWith('application/vnd.openxmlformats-officedocument.') ||
-        declared.startsWith('application/vnd.oasis.opendocument.') ||
-        (declared.startsWith('application/vnd.ms-') && declared.endsWith('.macroenabled.12')) ||
-        ['application/java-archive', 'application/vnd.android.package-archive', 'application/x-xpinstall', 'application/vnd.ms-xpsdocument', 'application/oxps', 'application/vnd.google-earth.kmz'].includes(declared)
-      );
-    case 'application/x-cfb':
-      return ['application/msword', 'application/vnd.ms-excel', 'application/vnd.ms-powerpoint', 'application/vnd.ms-outlook', 'application/vnd.visio', 'application/x-msi', 'application/vnd.ms-project'].includes(declared);
-    case 'application/xml':
-      return declared.endsWith('+xml') || declared === 'text/xml';
-    default:
-      return false;
-  }
-}
-
-/** Whether the head reads as text: no NUL and valid UTF-8 (a cut sequence at the end of an incomplete head is fine). */
-function looksLikeText(head: Buffer, complete: boolean, declaredCharset: string | undefined): boolean {
-  if (head.length >= 2 && ((head[0] === 0xff && head[1] === 0xfe) || (head[0] === 0xfe && head[1] === 0xff))) return true; // UTF-16 BOM
-  if (head.includes(0)) return false;
+export async function storeBlob(ctx: ServiceContext, store: ObjectStore, b: BucketTarget, input: BlobInput): Promise<StoredBlob> {
+  const inspected = await inspect(input.body, { limit: Number(b.bucket.file_size_limit), declaredType: input.declaredType, declaredSize: input.declaredSize, filename: input.filename, allowed: b.bucket.allowed_mime_types });
+  const blobKey = await newBlobKey(ctx, b);
   try {
-    new TextDecoder('utf-8', { fatal: true }).decode(head, { stream: !complete });
-    return true;
-  } catch {
-    // Not UTF-8, but the client named a legacy charset (`text/csv; charset=iso-8859-1`).
-    return declaredCharset !== undefined && !['utf-8', 'utf8', 'us-ascii'].includes(declaredCharset);
+    const stored = await store.site(b.schema).put(blobKey, inspected.body, { contentType: inspected.mimetype });
+    return { blobKey, size: stored.size, etag: stored.etag, mimetype: inspected.mimetype };
+  } catch (err) {
+    await dropBlob(ctx, store, b, blobKey);
+    throw err;
+  }
+}
+
+/** A server-side copy of an object's bytes into a new blob of `dst` (a bucket of the same site), admitted there before a byte is copied. */
+export async function copyBlob(ctx: ServiceContext, store: ObjectStore, o: ObjectRow, dst: BucketTarget): Promise<StoredBlob> {
+  const blob = { size: Number(o.size), etag: o.etag, mimetype: o.mimetype };
+  admit(dst.bucket, blob);
+  const blobKey = await newBlobKey(ctx, dst);
+  try {
+    await store.site(dst.schema).copy(o.blob_key, blobKey);
+  } catch (err) {
+    await dropBlob(ctx, store, dst, blobKey);
+    if (err instanceof BlobNotFound) throw objectNotFound(o.path);
+    throw new StorageFailure(`The object could not be copied in storage: ${(err as Error).message}`, err);
+  }
+  return { blobKey, ...blob };
+}
+
+/** Removes a stored blob that will not become an object (a refused or failed upload). */
+export const dropBlob = (ctx: ServiceContext, store: ObjectStore, b: BucketTarget, blobKey: string): Promise<void> =>
+  dropBlobs(readsOf(ctx), store.site(b.schema), b.schema, [blobKey]);
+
+// ---- the row -----------------------------------------------------------------------------------
+
+/** What comes to be at the key: a stored blob (upload, copy) with its metadata, or an object of the same bucket at a new path (move). */
+export type Arrival =
+  | { blob: StoredBlob; metadata: Record<string, unknown>; visibility?: 'private' | 'public' | null; who: string | null }
+  | { move: Pick<ObjectRow, 'id' | 'path'>; who: string | null };
+
+/** Refuses the write (throws), given under its lock the row at the key if any (blob) or the source row (move). */
+export type WriteCheck = (current: ObjectRow | undefined) => Promise<void>;
+
+/**
+ * Makes `arrival` the object at `key` of `dst`: 201-like `created` for a new row, false for a
+ * replace (content, type, size and metadata replaced, no duplicate; the old blob removed after
+ * the commit). A move whose source is no longer at its path (another move or a delete won) is a
+ * 404; a move onto an existing object a 409. On refusal or failure an arriving blob is removed.
+ */
+export async function ingestObject(ctx: ServiceContext, store: ObjectStore, dst: BucketTarget, key: string, arrival: Arrival, check: WriteCheck): Promise<{ created: boolean; row: ObjectRow }> {
+  let result: { created: boolean; row: ObjectRow; old?: string };
+  try {
+    result = await ctx.em.transactional(async (tx) => {
+      const rules = await lockedRules(tx, dst);
+      return 'blob' in arrival ? place(tx, dst, rules, key, arrival, check) : repoint(tx, dst, rules, key, arrival, check);
+    });
+  } catch (err) {
+    if ('blob' in arrival) await dropBlob(ctx, store, dst, arrival.blob.blobKey);
+    if (uniqueViolation(err) === 'storage_objects_bucket_id_path_key') throw new DomainError('CONFLICT', `An object already exists at "${key}".`);
+    throw err;
+  }
+  if (result.old) await dropBlob(ctx, store, dst, result.old);
+  return result;
+}
+
+/** The bucket's rules as they are now, its row locked against changes and deletion until the write commits. */
+async function lockedRules(tx: EntityManager, b: BucketTarget): Promise<BucketRules> {
+  const rules = await firstRow<BucketRules>(tx, `SELECT file_size_limit, allowed_mime_types FROM ${quotedSchema(b.schema)}.storage_buckets WHERE id = ? FOR SHARE`, [b.bucket.id]);
+  if (!rules) throw notFound(`Bucket "${b.bucket.slug}"`);
+  return rules;
+}
+
+/** Inserts the row at `key`, or replaces the one there (its old blob journaled as an orphan). */
+async function place(tx: EntityManager, b: BucketTarget, rules: BucketRules, key: string, a: Extract<Arrival, { blob: unknown }>, check: WriteCheck): Promise<{ created: boolean; row: ObjectRow; old?: string }> {
+  admit(rules, a.blob);
+  const q = quotedSchema(b.schema);
+  const metadata = JSON.stringify(a.metadata);
+  for (;;) {
+    const current = await firstRow<ObjectRow>(tx, `SELECT * FROM ${q}.storage_objects WHERE bucket_id = ? AND path = ? FOR UPDATE`, [b.bucket.id, key]);
+    await check(current);
+    if (current) {
+      const [row] = await rows<ObjectRow>(
+        tx,
+        `UPDATE ${q}.storage_objects SET blob_key = ?, size = ?, etag = ?, mimetype = ?, metadata = ?::jsonb, visibility = coalesce(?, visibility),
+                filename = ?, modified_by = ?, updated_at = now() WHERE id = ? RETURNING *`,
+        [a.blob.blobKey, a.blob.size, a.blob.etag, a.blob.mimetype, metadata, a.visibility ?? null, filenameOf(key), a.who, current.id],
+      );
+      await journal(tx, b.schema, [current.blob_key], 'orphan');
+      await unjournal(tx, b.schema, [a.blob.blobKey]);
+      return { created: false, row: row!, old: current.blob_key };
+    }
+    const [row] = await rows<ObjectRow>(
+      tx,
+      `INSERT INTO ${q}.storage_objects (uuid, bucket_id, path, filename, size, mimetype, metadata, visibility, blob_key, etag, created_by, modified_by)
+       VALUES (?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?, ?) ON CONFLICT (bucket_id, path) DO NOTHING RETURNING *`,
+      [randomUUID(), b.bucket.id, key, filenameOf(key), a.blob.size, a.blob.mimetype, metadata, a.visibility ?? null, a.blob.blobKey, a.blob.etag, a.who, a.who],
+    );
+    if (row) {
+      await unjournal(tx, b.schema, [a.blob.blobKey]);
+      return { created: true, row };
+    }
+    // Another upload made the row since: replace it (under its lock) instead.
   }
 }
 
 /**
- * The type of an upload from its head (`complete`: the head is the whole file):
- * 1. file-type recognizes the bytes: that type; the declared one only where it refines a generic
- *    container of the same family (ZIP → OOXML/ODF/EPUB/JAR…, CFB → legacy Office, XML → `+xml`);
- * 2. text (no NUL, valid UTF-8): the declared type if it is a text type, else the file name's
- *    extension among text types, else `text/plain`;
- * 3. other bytes: the declared type unless it is a text type or one file-type would have
- *    recognized (a lie), else `application/octet-stream`.
+ * A move: the source row locked where the caller found it (same id, same path). Two moves of one
+ * object: the second waits for the first's lock, then finds the path changed and answers 404.
  */
-export async function sniffType(head: Buffer, options: { complete: boolean; declaredType?: string; filename: string }): Promise<string> {
-  const essence = options.declaredType ? mimeEssence(options.declaredType) : '';
-  const declared = validMimeType(essence) ? essence : undefined;
-  const detected = await fileTypeFromBuffer(head);
-  if (detected) {
-    const sniffed = detected.mime.toLowerCase();
-    return declared && refines(sniffed, declared) ? declared : sniffed;
-  }
-  const charset = options.declaredType ? mimeParameter(options.declaredType, 'charset') : undefined;
-  if (looksLikeText(head, options.complete, charset)) {
-    if (declared && isTextType(declared)) return declared;
-    return textTypeOfFilename(options.filename) ?? 'text/plain';
-  }
-  if (declared && !isTextType(declared) && !(supportedMimeTypes as ReadonlySet<string>).has(declared)) return declared;
-  return 'application/octet-stream';
-}
-
-// ---- the stream -------------------------------------------------------------------------------
-
-/** Reads until `want` bytes (or the end) arrived, then pauses `source`; the chunks as they came. */
-function readHead(source: Readable, want: number): Promise<{ chunks: Buffer[]; length: number; ended: boolean }> {
-  return new Promise((resolve, reject) => {
-    if (source.destroyed || source.readableEnded) {
-      if (source.readableEnded) resolve({ chunks: [], length: 0, ended: true });
-      else reject(source.errored ?? prematureClose());
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let length = 0;
-    const cleanup = () => {
-      source.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose);
-    };
-    const onData = (chunk: Buffer | string) => {
-      const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk);
-      chunks.push(buf);
-      length += buf.length;
-      if (length >= want) {
-        source.pause();
-        cleanup();
-        resolve({ chunks, length, ended: false });
-      }
-    };
-    const onEnd = () => {
-      cleanup();
-      resolve({ chunks, length, ended: true });
-    };
-    const onError = (err: Error) => {
-      cleanup();
-      reject(err);
-    };
-    const onClose = () => {
-      cleanup();
-      reject(prematureClose());
-    };
-    source.on('data', onData).once('end', onEnd).once('error', onError).once('close', onClose);
-    source.resume();
-  });
-}
-
-const prematureClose = (): Error => Object.assign(new Error('The upload ended before it was complete.'), { code: 'ERR_STREAM_PREMATURE_CLOSE' });
-const ignore = (): void => {};
-
-/**
- * The body: the head chunks, then `source` as it comes, counted. It pulls from `source` only as
- * fast as it is read (pause/resume), and past `limit` it is destroyed with fileTooLarge. It never
- * destroys `source`: after a failure `source` is left paused and detached (an `error` listener
- * kept so a late error cannot crash the process); the caller drains it or closes the connection.
- */
-function meter(source: Readable, head: Buffer[], headLength: number, ended: boolean, limit: number): Pick<Ingested, 'body' | 'size'> {
-  let count = headLength;
-  let detached = ended || source.readableEnded;
-  const detach = () => {
-    if (detached) return;
-    detached = true;
-    source.off('data', onData).off('end', onEnd).off('error', onError).off('close', onClose);
-    if (!source.destroyed) source.pause();
-  };
-  const body = new Readable({
-    highWaterMark: Math.max(source.readableHighWaterMark, 16 * 1024),
-    read() {
-      if (!detached) source.resume();
-    },
-    destroy(err, callback) {
-      detach();
-      callback(err);
-    },
-  });
-  const onData = (chunk: Buffer | string) => {
-    const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk);
-    count += buf.length;
-    if (count > limit) {
-      detach();
-      body.destroy(fileTooLarge(count, limit, true));
-      return;
-    }
-    if (!body.push(buf)) source.pause();
-  };
-  const onEnd = () => {
-    detach();
-    body.push(null);
-  };
-  const onError = (err: Error) => {
-    detach();
-    body.destroy(err);
-  };
-  const onClose = () => {
-    // 'close' without 'end': the source was destroyed mid-way.
-    detach();
-    body.destroy(prematureClose());
-  };
-  for (const chunk of head) body.push(chunk);
-  // Ended while the type was sniffed ('end' comes once the head drained the last bytes).
-  if (ended || source.readableEnded) body.push(null);
-  else if (source.destroyed) {
-    // Gone while the type was sniffed.
-    detached = true;
-    body.destroy(source.errored ?? prematureClose());
-  } else source.on('data', onData).once('end', onEnd).once('error', onError).once('close', onClose);
-  return { body, size: () => count };
+async function repoint(tx: EntityManager, b: BucketTarget, rules: BucketRules, key: string, a: Extract<Arrival, { move: unknown }>, check: WriteCheck): Promise<{ created: boolean; row: ObjectRow }> {
+  const q = quotedSchema(b.schema);
+  const source = await firstRow<ObjectRow>(tx, `SELECT * FROM ${q}.storage_objects WHERE id = ? AND bucket_id = ? AND path = ? FOR UPDATE`, [a.move.id, b.bucket.id, a.move.path]);
+  if (!source) throw objectNotFound(a.move.path);
+  admit(rules, { size: Number(source.size), mimetype: source.mimetype });
+  await check(source);
+  const [row] = await rows<ObjectRow>(tx, `UPDATE ${q}.storage_objects SET path = ?, filename = ?, modified_by = ?, updated_at = now() WHERE id = ? RETURNING *`, [key, filenameOf(key), a.who, source.id]);
+  return { created: false, row: row! };
 }

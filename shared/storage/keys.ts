@@ -1,7 +1,7 @@
 // Object keys are bucket-relative paths (spec Part 3 §4): one canonical form before any
 // decision, and nothing that could name a place outside the bucket. Also the metadata headers
 // of raw uploads.
-import { validationError } from '../errors.ts';
+import { notFound, validationError } from '../errors.ts';
 
 export const MAX_KEY_BYTES = 1024;
 
@@ -24,6 +24,9 @@ export function normalizeKey(raw: unknown, field = 'path'): string {
   if (Buffer.byteLength(key) > MAX_KEY_BYTES) throw refuse(`at most ${MAX_KEY_BYTES} bytes.`);
   return key;
 }
+
+/** The 404 of an object: the same body whether it is missing or hidden from the caller. */
+export const objectNotFound = (key: string) => notFound(`Object "${key}"`);
 
 /** The file name of a key: its last segment. */
 export const filenameOf = (key: string): string => key.slice(key.lastIndexOf('/') + 1);

@@ -1,28 +1,26 @@
 // Storage objects (spec Part 3 §2 "Object", §4 "Objects"): records in "<schema>".storage_objects,
-// bytes in the object store under `blob_key`. Writes follow one protocol (docs/storage.md):
-//   1. the new blob's key is journaled (storage_blob_journal, committed) before any byte is written;
-//   2. the bytes stream through the inspection (size, type: ingest.ts) into the store;
-//   3. one transaction points the object's row at the new blob and journals the old one;
-//   4. after the commit the old blob is removed and the journal rows go.
-// So readers see the old or the new bytes, never a mix; a failed upload leaves no record and its
-// blob is removed at once; a crash leaves journal rows that the sweep (sweepBlobs) clears.
-import { randomUUID } from 'node:crypto';
+// bytes in the object store under `blob_key`. Every write that makes a row point at bytes
+// (upload, copy, move) goes through the one way in, ingest.ts; the journal of blobs that no row
+// holds yet or any more is blobs.ts. So readers see the old or the new bytes, never a mix; a
+// failed upload leaves no record and its blob is removed at once; a crash leaves journal rows
+// that the sweep (sweepBlobs) clears. docs/storage.md.
 import type { Readable } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { activeApp } from '../apps/lookup.ts';
 import type { Action } from '../auth/actor.ts';
 import { actorUuid, readsOf, type ServiceContext } from '../context.ts';
 import { firstRow, iso, rows } from '../db/sql.ts';
-import { uniqueViolation } from '../common/slug.ts';
-import { DomainError, notAuthenticated, notFound, permissionDenied, validationError, type FieldErrors } from '../errors.ts';
+import { DomainError, permissionDenied, validationError, type FieldErrors } from '../errors.ts';
 import { READ_ONLY_MESSAGE, sameValue } from '../common/read-only.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { authorizeSiteSubject, siteSchemaFor } from '../tenancy/site-access.ts';
 import { objectsAllowed, requireNewObject, requireObject, ruleAllows, type ObjectAction, type ObjectRow } from './access.ts';
+import { dropBlobs, journal } from './blobs.ts';
 import { doclibUnavailable, findBucket, StorageFailure, type BucketTarget } from './bucket.service.ts';
-import { ingest, isDocumentEditable } from './ingest.ts';
-import { filenameOf, metadataValue, normalizeKey } from './keys.ts';
-import { BlobNotFound, type ObjectStore, type SiteStore } from './objstore/types.ts';
+import { copyBlob, ingestObject, type StoredBlob } from './ingest.ts';
+import { isDocumentEditable } from './inspect.ts';
+import { filenameOf, metadataValue, normalizeKey, objectNotFound } from './keys.ts';
+import { BlobNotFound, type ObjectStore } from './objstore/types.ts';
 
 export interface ObjectView {
   id: number;
@@ -82,114 +80,41 @@ export async function objectsBucket(ctx: ServiceContext, appSlug: string, bucket
   return { schema, app, bucket };
 }
 
-export async function findObject(em: EntityManager, b: BucketTarget, key: string, lock = false): Promise<ObjectRow | undefined> {
-  return firstRow<ObjectRow>(em, `SELECT * FROM ${quotedSchema(b.schema)}.storage_objects WHERE bucket_id = ? AND path = ?${lock ? ' FOR UPDATE' : ''}`, [b.bucket.id, key]);
+export async function findObject(em: EntityManager, b: BucketTarget, key: string): Promise<ObjectRow | undefined> {
+  return firstRow<ObjectRow>(em, `SELECT * FROM ${quotedSchema(b.schema)}.storage_objects WHERE bucket_id = ? AND path = ?`, [b.bucket.id, key]);
 }
 
-const objectNotFound = (key: string) => notFound(`Object "${key}"`);
-
-/** An existing object the actor may `action`: 404 when absent or when the caller may not even read it (nothing learnt of its existence), 403 otherwise. */
+/**
+ * An existing object the actor may `action`. One the caller may not even read (the visibility
+ * rule or the app's policies hide it) answers exactly as a missing one (404, same body): nothing
+ * is learnt of its existence; one they may read but not `action` is a 403.
+ */
 export async function objectFor(ctx: ServiceContext, b: BucketTarget, key: string, action: ObjectAction): Promise<ObjectRow> {
   const o = await findObject(readsOf(ctx), b, key);
   if (!o) throw objectNotFound(key);
-  if (!(await objectsAllowed(ctx, b, action, [o]))[0]) throw ruleAllows(ctx, b, o, 'read') ? permissionDenied() : objectNotFound(key);
-  return o;
+  if ((await objectsAllowed(ctx, b, action, [o]))[0]) return o;
+  const readable = action !== 'read' && (await objectsAllowed(ctx, b, 'read', [o]))[0];
+  throw readable ? permissionDenied() : objectNotFound(key);
 }
 
 /**
- * An anonymous read (no token): public objects only, the object's visibility or else its
- * bucket's; a private one is a 401, a missing one a 404.
+ * An anonymous read (no token): public objects only (the object's visibility, else its bucket's).
+ * Anything else (a private object, a missing one, a missing bucket or app) answers the same 404,
+ * the object's: a caller without a token learns nothing of what exists.
  */
 export async function publicObject(em: EntityManager, schema: string, appSlug: string, bucketSlug: string, key: string): Promise<{ b: BucketTarget; o: ObjectRow }> {
-  const app = await activeApp(em, schema, appSlug);
-  const b = { schema, app, bucket: await findBucket(em, schema, app, bucketSlug) };
-  const o = await findObject(em, b, key);
-  if (!o) throw objectNotFound(key);
-  if ((o.visibility ?? b.bucket.visibility) !== 'public') throw notAuthenticated();
-  return { b, o };
-}
-
-// ---- the blob journal -------------------------------------------------------------------------
-
-const journal = (em: EntityManager, schema: string, keys: string[], reason: 'upload' | 'orphan') =>
-  keys.length ? em.execute(`INSERT INTO ${quotedSchema(schema)}.storage_blob_journal (blob_key, reason) SELECT jsonb_array_elements_text(?::jsonb), ? ON CONFLICT (blob_key) DO UPDATE SET reason = EXCLUDED.reason`, [JSON.stringify(keys), reason]) : Promise.resolve();
-const unjournal = (em: EntityManager, schema: string, keys: string[]) =>
-  keys.length ? em.execute(`DELETE FROM ${quotedSchema(schema)}.storage_blob_journal WHERE blob_key = ANY(ARRAY(SELECT jsonb_array_elements_text(?::jsonb)))`, [JSON.stringify(keys)]) : Promise.resolve();
-
-/** Removes blobs that no record holds any more, then their journal rows; a store failure leaves them journaled for the sweep. */
-async function dropBlobs(em: EntityManager, store: SiteStore, schema: string, keys: string[]): Promise<void> {
-  if (!keys.length) return;
   try {
-    await store.delete(keys);
-    await unjournal(em, schema, keys);
-  } catch {
-    // The sweep retries.
-  }
-}
-
-/**
- * Removes what crashed or failed writes left: journaled blobs no object holds — uploads in flight
- * for longer than `uploadGraceMs` (a live upload is never touched before that), orphans at once.
- */
-export async function sweepBlobs(em: EntityManager, store: ObjectStore, schema: string, uploadGraceMs = 24 * 3600_000): Promise<number> {
-  const q = quotedSchema(schema);
-  const stale = await rows<{ blob_key: string }>(
-    em,
-    `SELECT j.blob_key FROM ${q}.storage_blob_journal j
-      WHERE (j.reason = 'orphan' OR j.created_at < now() - (? * interval '1 millisecond'))
-        AND NOT EXISTS (SELECT 1 FROM ${q}.storage_objects o WHERE o.blob_key = j.blob_key)
-      LIMIT 1000`,
-    [uploadGraceMs],
-  );
-  const keys = stale.map((r) => r.blob_key);
-  if (!keys.length) return 0;
-  await store.site(schema).delete(keys);
-  await unjournal(em, schema, keys);
-  return keys.length;
-}
-
-// ---- writes -----------------------------------------------------------------------------------
-
-export interface BlobInput {
-  body: Readable;
-  /** The Content-Type the client declared (the type is sniffed from the bytes: ingest.ts). */
-  declaredType?: string;
-  /** Content-Length when known: a body declared over the limit is refused before a byte is read. */
-  declaredSize?: number;
-  /** The file's name, for the type of text files without a declared type. */
-  filename: string;
-}
-
-/** Bytes stored under a new, journaled key, not yet any object's (commitBlob or dropBlob follows). */
-export interface StoredBlob {
-  blobKey: string;
-  size: number;
-  etag: string;
-  mimetype: string;
-}
-
-/**
- * Streams an upload through the inspection (bucket size limit, sniffed type against the allowed
- * types) into a new blob of the bucket. Whatever fails, nothing is left behind.
- */
-export async function storeBlob(ctx: ServiceContext, store: ObjectStore, b: BucketTarget, input: BlobInput): Promise<StoredBlob> {
-  const inspected = await ingest(input.body, { limit: Number(b.bucket.file_size_limit), declaredType: input.declaredType, declaredSize: input.declaredSize, filename: input.filename, allowed: b.bucket.allowed_mime_types });
-  const site = store.site(b.schema);
-  const blobKey = `${b.bucket.uuid}/${randomUUID()}`;
-  const em = readsOf(ctx);
-  await journal(em, b.schema, [blobKey], 'upload');
-  try {
-    const stored = await site.put(blobKey, inspected.body, { contentType: inspected.mimetype });
-    return { blobKey, size: stored.size, etag: stored.etag, mimetype: inspected.mimetype };
+    const app = await activeApp(em, schema, appSlug);
+    const b = { schema, app, bucket: await findBucket(em, schema, app, bucketSlug) };
+    const o = await findObject(em, b, key);
+    if (o && (o.visibility ?? b.bucket.visibility) === 'public') return { b, o };
   } catch (err) {
-    await dropBlobs(em, site, b.schema, [blobKey]);
-    throw err;
+    if (!(err instanceof DomainError && err.code === 'NOT_FOUND')) throw err;
   }
+  throw objectNotFound(key);
 }
 
-/** Removes a stored blob that will not become an object (a refused or failed upload). */
-export const dropBlob = (ctx: ServiceContext, store: ObjectStore, b: BucketTarget, blob: StoredBlob): Promise<void> =>
-  dropBlobs(readsOf(ctx), store.site(b.schema), b.schema, [blob.blobKey]);
+// ---- writes (through the one way in: ingest.ts) ------------------------------------------------
 
 /**
  * 403 unless the actor may upload at `key` (before any byte is read): replacing an object needs
@@ -220,72 +145,9 @@ const uploadCheck = (ctx: ServiceContext, b: BucketTarget, key: string, will: { 
  */
 export async function commitBlob(ctx: ServiceContext, store: ObjectStore, b: BucketTarget, key: string, blob: StoredBlob, options: { metadata?: Record<string, unknown>; visibility?: 'private' | 'public' | null } = {}): Promise<{ created: boolean; object: ObjectView }> {
   const metadata = options.metadata ?? {};
-  const row = await writeBlobRow(ctx, store, b, key, {
-    blobKey: blob.blobKey, size: blob.size, etag: blob.etag, mimetype: blob.mimetype, metadata, visibility: options.visibility, who: actorUuid(ctx),
-    check: uploadCheck(ctx, b, key, { size: blob.size, mimetype: blob.mimetype, metadata, visibility: options.visibility }),
-  });
-  return { created: row.created, object: objectView(b, row.row) };
-}
-
-interface RowWrite {
-  blobKey: string;
-  size: number;
-  etag: string;
-  mimetype: string;
-  metadata: Record<string, unknown>;
-  visibility?: 'private' | 'public' | null;
-  who: string | null;
-  /** Refuses the write (throws) given the row at the key, if any, under its lock. */
-  check: (current: ObjectRow | undefined) => Promise<void>;
-}
-
-/**
- * Points the row at `key` at a stored blob (inserted, or replacing the one there: its old blob
- * journaled and removed after the commit). On refusal or failure the new blob is removed.
- */
-async function writeBlobRow(ctx: ServiceContext, store: ObjectStore, b: BucketTarget, key: string, w: RowWrite): Promise<{ created: boolean; row: ObjectRow }> {
-  const em = readsOf(ctx);
-  const site = store.site(b.schema);
-  let result: { created: boolean; row: ObjectRow; old?: string };
-  try {
-    result = await ctx.em.transactional((tx) => writeRow(tx, b, key, w));
-  } catch (err) {
-    await dropBlobs(em, site, b.schema, [w.blobKey]);
-    throw err;
-  }
-  if (result.old) await dropBlobs(em, site, b.schema, [result.old]);
-  return result;
-}
-
-/** In `tx`: inserts the row at `key`, or replaces the one there (its old blob journaled as an orphan). */
-async function writeRow(tx: EntityManager, b: BucketTarget, key: string, w: RowWrite): Promise<{ created: boolean; row: ObjectRow; old?: string }> {
-  const q = quotedSchema(b.schema);
-  for (;;) {
-    const current = await findObject(tx, b, key, true);
-    await w.check(current);
-    if (current) {
-      const [row] = await rows<ObjectRow>(
-        tx,
-        `UPDATE ${q}.storage_objects SET blob_key = ?, size = ?, etag = ?, mimetype = ?, metadata = ?::jsonb, visibility = coalesce(?, visibility),
-                filename = ?, modified_by = ?, updated_at = now() WHERE id = ? RETURNING *`,
-        [w.blobKey, w.size, w.etag, w.mimetype, JSON.stringify(w.metadata), w.visibility ?? null, filenameOf(key), w.who, current.id],
-      );
-      await journal(tx, b.schema, [current.blob_key], 'orphan');
-      await unjournal(tx, b.schema, [w.blobKey]);
-      return { created: false, row: row!, old: current.blob_key };
-    }
-    const [row] = await rows<ObjectRow>(
-      tx,
-      `INSERT INTO ${q}.storage_objects (uuid, bucket_id, path, filename, size, mimetype, metadata, visibility, blob_key, etag, created_by, modified_by)
-       VALUES (?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?, ?) ON CONFLICT (bucket_id, path) DO NOTHING RETURNING *`,
-      [randomUUID(), b.bucket.id, key, filenameOf(key), w.size, w.mimetype, JSON.stringify(w.metadata), w.visibility ?? null, w.blobKey, w.etag, w.who, w.who],
-    );
-    if (row) {
-      await unjournal(tx, b.schema, [w.blobKey]);
-      return { created: true, row };
-    }
-    // Another upload made the row since: replace it (under its lock) instead.
-  }
+  const { created, row } = await ingestObject(ctx, store, b, key, { blob, metadata, visibility: options.visibility, who: actorUuid(ctx) },
+    uploadCheck(ctx, b, key, { size: blob.size, mimetype: blob.mimetype, metadata, visibility: options.visibility }));
+  return { created, object: objectView(b, row) };
 }
 
 /** The bytes of an object, opened: a replace committed meanwhile is followed (the old blob may be gone). */
@@ -339,11 +201,18 @@ export async function patchObject(ctx: ServiceContext, b: BucketTarget, key: str
   return objectView(b, row);
 }
 
-/** Deletes objects' records in one statement and then their blobs (journaled in the same transaction). */
-async function deleteRows(ctx: ServiceContext, store: ObjectStore, b: BucketTarget, ids: (string | number)[]): Promise<string[]> {
+/**
+ * Deletes objects' records in one statement and then their blobs (journaled in the same
+ * transaction). Each where it was found: one moved meanwhile (another path now) is not deleted.
+ */
+async function deleteRows(ctx: ServiceContext, store: ObjectStore, b: BucketTarget, found: Pick<ObjectRow, 'id' | 'path'>[]): Promise<string[]> {
   const q = quotedSchema(b.schema);
   const deleted = await ctx.em.transactional(async (tx) => {
-    const gone = await rows<{ path: string; blob_key: string }>(tx, `DELETE FROM ${q}.storage_objects WHERE bucket_id = ? AND id IN (SELECT jsonb_array_elements_text(?::jsonb)::bigint) RETURNING path, blob_key`, [b.bucket.id, JSON.stringify(ids.map(String))]);
+    const gone = await rows<{ path: string; blob_key: string }>(
+      tx,
+      `DELETE FROM ${q}.storage_objects WHERE bucket_id = ? AND (id, path) IN (SELECT (e->>0)::bigint, e->>1 FROM jsonb_array_elements(?::jsonb) e) RETURNING path, blob_key`,
+      [b.bucket.id, JSON.stringify(found.map((o) => [String(o.id), o.path]))],
+    );
     await journal(tx, b.schema, gone.map((g) => g.blob_key), 'orphan');
     return gone;
   });
@@ -353,12 +222,12 @@ async function deleteRows(ctx: ServiceContext, store: ObjectStore, b: BucketTarg
 
 export async function deleteObject(ctx: ServiceContext, store: ObjectStore, b: BucketTarget, key: string): Promise<void> {
   const o = await objectFor(ctx, b, key, 'delete');
-  if (!(await deleteRows(ctx, store, b, [o.id])).length) throw objectNotFound(key);
+  if (!(await deleteRows(ctx, store, b, [o])).length) throw objectNotFound(key);
 }
 
 export const MAX_BATCH_DELETE = 100;
 
-/** Spec §4 batch-delete: paths deduplicated; the ones missing or denied are reported, not fatal. */
+/** Spec §4 batch-delete: paths deduplicated; the ones missing or denied are reported, not fatal (one the caller may not read as missing). */
 export async function batchDelete(ctx: ServiceContext, store: ObjectStore, b: BucketTarget, paths: string[]): Promise<{ deleted_count: number; failed: { path: string; error: string }[] }> {
   if (!paths.length) throw validationError({ paths: ['Paths list cannot be empty'] });
   if (paths.length > MAX_BATCH_DELETE) throw validationError({ paths: [`Cannot delete more than ${MAX_BATCH_DELETE} objects at once`] });
@@ -368,59 +237,44 @@ export async function batchDelete(ctx: ServiceContext, store: ObjectStore, b: Bu
   const failed: { path: string; error: string }[] = [];
   const present = unique.filter((k) => byPath.has(k)).map((k) => byPath.get(k)!);
   const allowed = await objectsAllowed(ctx, b, 'delete', present);
-  const readable = present.map((o) => ruleAllows(ctx, b, o, 'read'));
-  const ids: (string | number)[] = [];
-  present.forEach((o, i) => (allowed[i] ? ids.push(o.id) : failed.push({ path: o.path, error: readable[i] ? 'Permission denied.' : 'Object not found.' })));
+  const readable = await objectsAllowed(ctx, b, 'read', present);
+  const chosen: ObjectRow[] = [];
+  present.forEach((o, i) => (allowed[i] ? chosen.push(o) : failed.push({ path: o.path, error: readable[i] ? 'Permission denied.' : 'Object not found.' })));
   for (const k of unique) if (!byPath.has(k)) failed.push({ path: k, error: 'Object not found.' });
-  const deleted = ids.length ? await deleteRows(ctx, store, b, ids) : [];
+  const deleted = chosen.length ? await deleteRows(ctx, store, b, chosen) : [];
   const gone = new Set(deleted);
-  for (const o of present) if (ids.includes(o.id) && !gone.has(o.path)) failed.push({ path: o.path, error: 'Object not found.' });
+  for (const o of chosen) if (!gone.has(o.path)) failed.push({ path: o.path, error: 'Object not found.' });
   return { deleted_count: deleted.length, failed };
 }
 
 /**
  * Copy (spec §4): a new object (new uuid, the metadata plus `copied_from`) at the destination,
  * in this bucket or another of the app; the source is unchanged. Needs `download` on the source
- * and `upload` at the destination (and, to replace an object there, being its owner or staff).
+ * and `upload` at the destination (and, to replace an object there, being its owner or staff);
+ * the destination bucket's size limit and allowed types apply as to an upload (ingest.ts).
  */
 export async function copyObject(ctx: ServiceContext, store: ObjectStore, src: BucketTarget, sourceKey: string, dst: BucketTarget, destKey: string): Promise<ObjectView> {
   const o = await objectFor(ctx, src, sourceKey, 'download');
-  const blobKey = `${dst.bucket.uuid}/${randomUUID()}`;
-  const em = readsOf(ctx);
-  const site = store.site(src.schema);
-  await journal(em, src.schema, [blobKey], 'upload');
-  try {
-    await site.copy(o.blob_key, blobKey);
-  } catch (err) {
-    await dropBlobs(em, site, src.schema, [blobKey]);
-    if (err instanceof BlobNotFound) throw objectNotFound(sourceKey);
-    throw new StorageFailure(`The object could not be copied in storage: ${(err as Error).message}`, err);
-  }
+  const blob = await copyBlob(ctx, store, o, dst);
   const metadata = { ...o.metadata, copied_from: { bucket: src.bucket.slug, path: o.path, uuid: o.uuid } };
-  const size = Number(o.size);
-  const { row } = await writeBlobRow(ctx, store, dst, destKey, {
-    blobKey, size, etag: o.etag, mimetype: o.mimetype, metadata, visibility: o.visibility, who: actorUuid(ctx),
-    check: uploadCheck(ctx, dst, destKey, { size, mimetype: o.mimetype, metadata, visibility: o.visibility }),
-  });
+  const { row } = await ingestObject(ctx, store, dst, destKey, { blob, metadata, visibility: o.visibility, who: actorUuid(ctx) },
+    uploadCheck(ctx, dst, destKey, { size: blob.size, mimetype: blob.mimetype, metadata, visibility: o.visibility }));
   return objectView(dst, row);
 }
 
-/** Move (spec §4): same bucket, a new path for the same object (uuid and bytes kept); 409 when the destination exists. */
-export async function moveObject(ctx: ServiceContext, b: BucketTarget, sourceKey: string, destKey: string): Promise<ObjectView> {
+/**
+ * Move (spec §4): same bucket, a new path for the same object (uuid and bytes kept); 409 when the
+ * destination exists; the bucket's current size limit and allowed types apply (ingest.ts). Of two
+ * concurrent moves of one object exactly one wins; the other finds the source gone (404).
+ */
+export async function moveObject(ctx: ServiceContext, store: ObjectStore, b: BucketTarget, sourceKey: string, destKey: string): Promise<ObjectView> {
   const o = await objectFor(ctx, b, sourceKey, 'update');
   if (sourceKey === destKey) throw validationError({ destination_path: ['The destination is the source.'] });
-  await requireNewObject(ctx, b, { ...o, path: destKey, filename: filenameOf(destKey) });
-  const q = quotedSchema(b.schema);
-  try {
-    const [row] = await rows<ObjectRow>(ctx.em, `UPDATE ${q}.storage_objects SET path = ?, filename = ?, modified_by = ?, updated_at = now() WHERE id = ? RETURNING *`, [destKey, filenameOf(destKey), actorUuid(ctx), o.id]);
-    if (!row) throw objectNotFound(sourceKey);
-    return objectView(b, row);
-  } catch (err) {
-    if (uniqueViolation(err) === 'storage_objects_bucket_id_path_key') {
-      throw new DomainError('CONFLICT', `An object already exists at "${destKey}".`);
-    }
-    throw err;
-  }
+  const { row } = await ingestObject(ctx, store, b, destKey, { move: o, who: actorUuid(ctx) }, async (source) => {
+    await requireObject(ctx, b, 'update', source!);
+    await requireNewObject(ctx, b, { ...source!, path: destKey, filename: filenameOf(destKey) });
+  });
+  return objectView(b, row);
 }
 
 /**

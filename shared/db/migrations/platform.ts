@@ -321,4 +321,39 @@ export class Migration0006Sessions extends Migration {
   }
 }
 
-export const platformMigrations = [Migration0001Users, Migration0002Tenancy, Migration0003VerifiedEmail, Migration0004ChangeNotifications, Migration0005FunctionJobs, Migration0006Sessions];
+/**
+ * Idempotency keys (server/http/idempotency.ts, docs/api-conventions.md "Idempotency-Key"): one
+ * row per key a client sent on a route that takes one, scoped by the site (null on the platform
+ * host) and the principal that sent it, so no other user or site ever replays it. While the first
+ * request runs the row holds a lease (`lock_token`, `locked_until`, renewed as it runs); once it
+ * succeeded, its answer (status, the headers that matter, body). Rows go after `expires_at`
+ * (24 hours), with the scheduled prune (shared/auth/sessions.ts pruneExpired); a site's with its schema.
+ */
+export class Migration0007IdempotencyKeys extends Migration {
+  override name = '0007_idempotency_keys';
+  override async up(): Promise<void> {
+    this.addSql(`
+      CREATE TABLE idempotency_keys (
+        id bigserial PRIMARY KEY,
+        site_schema varchar(63) REFERENCES tenant_schemas (schema_name) ON DELETE CASCADE ON UPDATE CASCADE,
+        principal text NOT NULL,
+        key text NOT NULL,
+        fingerprint text NOT NULL,
+        operation text NOT NULL,
+        lock_token uuid,
+        locked_until timestamptz,
+        status integer,
+        headers jsonb,
+        body bytea,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        expires_at timestamptz NOT NULL,
+        CONSTRAINT idempotency_keys_scope_key UNIQUE NULLS NOT DISTINCT (site_schema, principal, key)
+      )`);
+    this.addSql('CREATE INDEX idempotency_keys_expires_idx ON idempotency_keys (expires_at)');
+  }
+  override async down(): Promise<void> {
+    this.addSql('DROP TABLE idempotency_keys');
+  }
+}
+
+export const platformMigrations = [Migration0001Users, Migration0002Tenancy, Migration0003VerifiedEmail, Migration0004ChangeNotifications, Migration0005FunctionJobs, Migration0006Sessions, Migration0007IdempotencyKeys];
