@@ -9,6 +9,7 @@
 // atoms therefore carry a mode: `true` (the expression evaluates to exactly true) or `false`
 // (exactly false); negation of a whole formula flips to `not-true`/`not-false`. The SQL compiler
 // (data/records/policy-sql.ts) renders each mode with NULL standing for a CEL error.
+import { evaluating, step } from './budget.ts';
 import { celEnv, type CelNode, type CelProgram } from './cel.ts';
 import { scopeChain, type CDerivedRole, type Compiled, type CondNode, type CResourcePolicy, type Locals } from './compile.ts';
 import { NO_MATCH, principalChain, resourceChain, roleFamily, rolePolicyOf } from './check.ts';
@@ -198,6 +199,7 @@ class Residualizer {
 
   /** The residual of a node: a value, an error, or an expression over the unknowns. */
   partial(node: CelNode, source: string, open: ReadonlySet<string>): Residual {
+    step(); // a residual's size is bounded by the budget, like an evaluation (inlined variables multiply it)
     if (this.closed(node, open)) return evalText(nodeText(source, node), this.activation);
     const unknown = this.unknownPath(node);
     if (unknown) return { k: 'expr', e: { variable: unknown } };
@@ -256,6 +258,7 @@ class Residualizer {
 
   /** "The expression evaluates to exactly `want`", as a formula over the unknowns. */
   formula(node: CelNode, source: string, want: boolean): Formula {
+    step();
     if (this.closed(node, new Set())) {
       const r = evalText(nodeText(source, node), this.activation);
       return r.k === 'value' && r.v === want;
@@ -334,6 +337,7 @@ function conditionFormula(r: Residualizer, node: CondNode | undefined): Formula 
   if (!node) return true;
   switch (node.kind) {
     case 'expr':
+      evaluating(node.program);
       return r.formula(node.program.run.ast, node.program.source, true);
     case 'all':
       return and(...node.of.map((c) => conditionFormula(r, c)));

@@ -6,6 +6,7 @@
 // order is unstable in Cerbos). An operator this evaluator does not know throws: a plan the test
 // cannot read fails loudly, never silently.
 import { isDeepStrictEqual } from 'node:util';
+import { linearMatcher } from '../../common/linear-regexp.ts';
 import type { PlanOperand } from '../model.ts';
 
 class CelError {
@@ -202,7 +203,7 @@ function evaluate(op: PlanOperand, attrs: Record<string, unknown>, env: Env): Va
     case 'matches':
       if (typeof a !== 'string' || typeof b !== 'string') return err(`no overload matches(${typeOf(a)}, ${typeOf(b)})`);
       try {
-        return new RegExp(b, 'u').test(a);
+        return linearMatcher(b).test(a); // RE2, as the engine's matches() (and cel-go's)
       } catch {
         return err(`matches: bad pattern ${b}`);
       }
