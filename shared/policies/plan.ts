@@ -121,6 +121,16 @@ function nodeText(source: string, node: CelNode): string {
   return source.slice(start, end);
 }
 
+const ARITHMETIC = new Set(['+', '-', '*', '/', '%']);
+/** A folded CEL int or uint (a plan's JSON value cannot tell them from doubles). */
+const isInt = (r: Residual): boolean => r.k === 'value' && (typeof r.v === 'bigint' || (typeof r.v === 'object' && r.v !== null && typeof (r.v as { valueOf(): unknown }).valueOf() === 'bigint'));
+/** A resource attribute, or a field or element of one: a JSON value. */
+const isAttribute = (r: Residual): boolean => {
+  let o: PlanOperand | undefined = r.k === 'expr' ? r.e : undefined;
+  while (o && 'expression' in o && (o.expression.operator === 'get-field' || o.expression.operator === 'index')) o = o.expression.operands[0];
+  return !!o && 'variable' in o && o.variable.startsWith('request.resource.attr');
+};
+
 /** A plain JSON value for a plan (CEL ints are bigint). */
 function plain(v: unknown): unknown {
   if (typeof v === 'bigint') return Number(v);
@@ -137,6 +147,8 @@ function valueOperand(v: unknown): PlanOperand {
 }
 const operand = (r: Residual): PlanOperand => (r.k === 'expr' ? r.e : r.k === 'value' ? valueOperand(r.v) : { expression: { operator: 'error', operands: [] } });
 const expression = (operator: string, operands: PlanOperand[]): Residual => ({ k: 'expr', e: { expression: { operator, operands } } });
+/** An operator or function of its operands: an error when one is (CEL's functions are strict; only `&&`, `||`, `?:` and comprehensions are not). */
+const strict = (operator: string, parts: Residual[]): Residual => (parts.some((p) => p.k === 'error') ? { k: 'error' } : expression(operator, parts.map(operand)));
 
 /** The residualizer of one policy's expressions: what is known, and the variables that are not. */
 class Residualizer {
@@ -227,11 +239,11 @@ class Residualizer {
       }
       case '.': {
         const [target, field] = args as [CelNode, string];
-        return expression('get-field', [operand(this.partial(target, source, open)), { value: field }]);
+        return strict('get-field', [this.partial(target, source, open), { k: 'value', v: field }]);
       }
       case 'call': {
         const [name, params] = args as [string, CelNode[]];
-        return expression(name, params.map((p) => operand(this.partial(p, source, open))));
+        return strict(name, params.map((p) => this.partial(p, source, open)));
       }
       case 'rcall': {
         const [name, receiver, params] = args as [string, CelNode, CelNode[]];
@@ -240,10 +252,10 @@ class Residualizer {
           const body = this.partial(params[1], source, new Set([...open, variable]));
           return expression(name, [operand(this.partial(receiver, source, open)), { expression: { operator: 'lambda', operands: [operand(body), { variable }] } }]);
         }
-        return expression(name, [operand(this.partial(receiver, source, open)), ...params.map((p) => operand(this.partial(p, source, open)))]);
+        return strict(name, [this.partial(receiver, source, open), ...params.map((p) => this.partial(p, source, open))]);
       }
       case 'list':
-        return expression('list', (args as CelNode[]).map((p) => operand(this.partial(p, source, open))));
+        return strict('list', (args as CelNode[]).map((p) => this.partial(p, source, open)));
       case 'map':
         return expression(
           'struct',
@@ -251,7 +263,15 @@ class Residualizer {
         );
       default: {
         const list = Array.isArray(args) ? (args as CelNode[]) : [args as CelNode];
-        return expression(OPERATORS[node.op] ?? node.op, list.map((p) => operand(this.partial(p, source, open))));
+        const parts = list.map((p) => this.partial(p, source, open));
+        if (node.op === '?:') {
+          const [c, a, b] = parts as [Residual, Residual, Residual];
+          if (c.k === 'value') return c.v === true ? a : c.v === false ? b : { k: 'error' };
+          return c.k === 'error' ? c : expression('if', parts.map(operand));
+        }
+        // An attribute is a JSON value (a double, never a CEL int): arithmetic with an int is an error on every row.
+        if (ARITHMETIC.has(node.op) && parts.some(isInt) && parts.some(isAttribute)) return { k: 'error' };
+        return strict(OPERATORS[node.op] ?? node.op, parts);
       }
     }
   }
@@ -459,10 +479,59 @@ export function planFormula(compiled: Compiled, principal: Principal, resource: 
 
 // ---- Rendering ----
 
-/** A formula as Cerbos' plan condition (`and`/`or`/`not` over the residual expressions). */
+const ATTR = 'request.resource.attr.';
+const call = (operator: string, ...operands: PlanOperand[]): PlanOperand => ({ expression: { operator, operands } });
+/** Operators that take a null operand without an error (CEL equality and `null in list`; list and map literals). */
+const NULL_SAFE = new Set(['eq', 'ne', 'list', 'struct', 'set-field']);
+
+/**
+ * The condition under which an atom's residual reads only present attributes, none of them null
+ * where null is an error (`null < 3`): `has()` of every attribute it reads (each step of a
+ * nested path) and `!= null` where it matters. Attributes read inside a lambda or under
+ * `and`/`or`/`if` are left out (CEL may not evaluate them). Without it an attribute the row lacks
+ * makes the atom an error; with it, only a present value of an unexpected type can (documented).
+ */
+function definedness(o: PlanOperand): PlanOperand[] {
+  const guards = new Map<string, PlanOperand>();
+  const walk = (x: PlanOperand, parent: string | undefined, position: number): void => {
+    if ('variable' in x) {
+      if (!x.variable.startsWith(ATTR)) return;
+      const path = x.variable.slice(ATTR.length).split('.');
+      path.forEach((_, i) => {
+        const v = ATTR + path.slice(0, i + 1).join('.');
+        guards.set(`has ${v}`, call('has', { variable: v }));
+      });
+      if (!(parent && (NULL_SAFE.has(parent) || (parent === 'in' && position === 0)))) guards.set(`null ${x.variable}`, call('ne', x, { value: null }));
+      return;
+    }
+    if (!('expression' in x)) return;
+    const { operator, operands } = x.expression;
+    if (['lambda', 'and', 'or', 'if', 'has'].includes(operator)) return;
+    operands.forEach((y, i) => walk(y, operator, i));
+  };
+  walk(o, undefined, 0);
+  return [...guards.values()];
+}
+
+/**
+ * An atom as a plan operand, read with CEL's semantics (an error admits nothing). "Exactly
+ * true" is the residual itself and "exactly false" its negation; "not true" and "not false" also
+ * hold where the residual is an error, so they say so: `or(not(defined), …)` (definedness).
+ */
+function atomOperand(mode: AtomMode, o: PlanOperand): PlanOperand {
+  if (mode === 'true') return o;
+  const negated = call('not', o);
+  if (mode === 'false') return negated;
+  const guards = definedness(o);
+  const body = mode === 'not-true' ? negated : o;
+  if (!guards.length) return body;
+  return call('or', call('not', guards.length === 1 ? guards[0]! : call('and', ...guards)), body);
+}
+
+/** A formula as Cerbos' plan condition (`and`/`or`/`not` over the residual expressions): for every row, it admits exactly what the formula does. */
 export function toOperand(f: Formula): PlanOperand {
   if (typeof f === 'boolean') return { value: f };
-  if (f.op === 'atom') return f.mode === 'true' || f.mode === 'not-false' ? f.operand : { expression: { operator: 'not', operands: [f.operand] } };
+  if (f.op === 'atom') return atomOperand(f.mode, f.operand);
   return { expression: { operator: f.op, operands: f.args.map(toOperand) } };
 }
 

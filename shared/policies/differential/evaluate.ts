@@ -124,6 +124,7 @@ function evaluate(op: PlanOperand, attrs: Record<string, unknown>, env: Env): Va
     }
     return error ?? !absorbing;
   }
+  if (operator === 'error') return err('an expression that fails on every row');
   if (operator === 'has') {
     // has(x.f): the field test; x itself must resolve.
     const target = operands[0];
