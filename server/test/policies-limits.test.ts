@@ -17,7 +17,7 @@ const tok: Record<string, string> = {};
 
 const sql = (text: string, params: unknown[] = []) => s.handle.db.orm.em.fork().getConnection().execute(text, params);
 const onA = (method: string, p: string, body?: unknown, who = 'adminA') => s.api(method, p, { host: a.domain, token: tok[who], body });
-const storedPolicies = async () => (await sql(`SELECT id, document FROM "${a.schema}".policies ORDER BY id`)).map((r: { id: string; document: unknown }) => JSON.stringify(r));
+const storedPolicies = async () => (await sql(`SELECT id, document FROM "${a.schema}".policies ORDER BY id`)).map((r) => JSON.stringify(r));
 const resource = (kind: string, rules: unknown[], extra: Record<string, unknown> = {}) => ({ resourcePolicy: { resource: kind, version: 'default', rules, ...extra } });
 const allowRead = (expr: string) => ({ actions: ['read'], effect: 'EFFECT_ALLOW', roles: ['member'], condition: { match: { expr } } });
 const check = (kind: string, attr: Record<string, unknown>) => onA('POST', '/api/apps/shop/check/resources', { resources: [{ resource: { kind, id: '1', attr }, actions: ['read'] }] }, 'pleb');

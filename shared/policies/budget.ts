@@ -122,8 +122,8 @@ export function evaluating(program: CelProgram): void {
 
 /** The size of a CEL value: a string's length, a list's or map's entries, 0 for scalars. */
 export function sizeOf(v: unknown): number {
-  if (typeof v === 'string' || Array.isArray(v)) return v.length;
-  if (v instanceof Map || v instanceof Set) return v.size;
-  if (v instanceof Uint8Array) return v.length;
-  return 0;
+  if (typeof v === 'string') return v.length;
+  if (typeof v !== 'object' || v === null) return 0;
+  if (Array.isArray(v) || v instanceof Uint8Array) return v.length;
+  return v instanceof Map || v instanceof Set ? v.size : 0;
 }

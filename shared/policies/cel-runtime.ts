@@ -98,17 +98,20 @@ const meteredOperator =
   };
 
 /** A function's handler, charged with its arguments' and its result's sizes. */
-const meteredFunction = (name: string, h: Handler): Handler =>
-  function (this: unknown, ...args: unknown[]) {
+const meteredFunction = (name: string, h: Handler): Handler => {
+  const ahead = AHEAD[name];
+  return function (this: unknown) {
+    // eslint-disable-next-line prefer-rest-params -- cel-js applies the handler to an array already: no second one
+    const args = arguments as unknown as unknown[];
     let weight = 0;
-    for (const a of args) weight += weightOf(a);
+    for (let i = 0; i < args.length; i++) weight += weightOf(args[i]);
     if (weight) charge(weight);
-    const ahead = AHEAD[name];
     if (ahead) produced(ahead(args), 0);
     const r = h.apply(this, args);
     if (typeof r !== 'boolean') produced(sizeOf(r), weightOf(r));
     return r;
   };
+};
 
 /** CEL's `matches` on RE2: charged with the input's length times the program's size. */
 function linearMatches(s: unknown, pattern: unknown): boolean {
