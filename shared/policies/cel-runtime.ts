@@ -101,7 +101,7 @@ const meteredOperator =
 const meteredFunction = (name: string, h: Handler): Handler => {
   const ahead = AHEAD[name];
   return function (this: unknown) {
-    // eslint-disable-next-line prefer-rest-params -- cel-js applies the handler to an array already: no second one
+    // `arguments`, not a rest parameter: cel-js applies the handler to an array already, no second one per call.
     const args = arguments as unknown as unknown[];
     let weight = 0;
     for (let i = 0; i < args.length; i++) weight += weightOf(args[i]);

@@ -202,7 +202,6 @@ async function subjectPrincipal(ctx: ServiceContext, d: Decider, subject: Authze
 
 /** Evaluations against one compiled set, under one budget; the caller's own principal is read once. */
 async function evaluateAll(ctx: ServiceContext, d: Decider, evaluations: { value: Evaluation; field: string }[], semantic: string): Promise<Decision[]> {
-  limitAttributes(evaluations.flatMap(({ value: e }) => [e.subject.properties, e.resource.properties]));
   const set: PolicySet = await loadPolicySet(ctx, d.schema, d.app);
   let mine: Promise<Principal> | undefined;
   const ownOnce = () => (mine ??= own(ctx, d));
@@ -240,6 +239,7 @@ async function evaluateAll(ctx: ServiceContext, d: Decider, evaluations: { value
 export async function evaluation(ctx: ServiceContext, appSlug: string, rawBody: unknown): Promise<Decision> {
   const d = await decider(ctx, appSlug);
   const body = validate(EvaluationBody, rawBody);
+  limitAttributes([body.subject.properties, body.resource.properties]);
   return (await evaluateAll(ctx, d, [{ value: body, field: '' }], 'execute_all'))[0]!;
 }
 
@@ -247,6 +247,7 @@ export async function evaluation(ctx: ServiceContext, appSlug: string, rawBody: 
 export async function evaluations(ctx: ServiceContext, appSlug: string, rawBody: unknown): Promise<{ evaluations: Decision[] }> {
   const d = await decider(ctx, appSlug);
   const body = validate(EvaluationsBody, rawBody);
+  limitAttributes([body.subject, body.resource, ...(body.evaluations ?? []).flatMap((e) => [e.subject, e.resource])].map((x) => x?.properties));
   const items = body.evaluations?.length ? body.evaluations : [{}];
   const merged = items.map((item, i) => {
     const field = body.evaluations?.length ? `evaluations.${i}.` : '';
