@@ -99,7 +99,7 @@ test.serial('issue 29 #2: the doubling chain a0 = R.attr.l … a8, size(V.a8) > 
   t.is(res.status, 400, res.text);
   const fields = Object.keys(res.body.errors);
   t.deepEqual(fields, ['a5', 'a6', 'a7', 'a8'].map((v) => `resourcePolicy.variables.local.${v}`));
-  t.regex(res.body.errors['resourcePolicy.variables.local.a5'][0], new RegExp(`32 times the size of the request's attributes \\(at most ${POLICY_LIMITS.maxGrowth}\\)`));
+  t.true(res.body.errors['resourcePolicy.variables.local.a5'][0].includes(`32 times the size of the request's attributes (at most ${POLICY_LIMITS.maxGrowth})`), res.text);
   t.deepEqual(await storedPolicies(), before);
 });
 
@@ -123,7 +123,7 @@ test.serial('issue 29 #2: what passes the static check fails closed at run time:
 
 test.serial('issue 29 #2: attributes over the limit are a 413 naming it, on check, plan and AuthZEN', async (t) => {
   const big = { blob: 'x'.repeat(POLICY_LIMITS.maxAttributeBytes) };
-  const message = new RegExp(`take \\d+ bytes as JSON: a decision takes at most ${POLICY_LIMITS.maxAttributeBytes} bytes of attributes`);
+  const message = `bytes as JSON: a decision takes at most ${POLICY_LIMITS.maxAttributeBytes} bytes of attributes`;
   for (const res of [
     await check('budget:run', big),
     await onA('POST', '/api/apps/shop/plan/resources', { action: 'read', resource: { kind: 'budget:run', attr: big } }, 'pleb'),
@@ -131,7 +131,8 @@ test.serial('issue 29 #2: attributes over the limit are a 413 naming it, on chec
   ]) {
     t.is(res.status, 413, res.text);
     t.is(res.body.code, 'PAYLOAD_TOO_LARGE');
-    t.regex(res.body.message, message);
+    t.regex(res.body.message, /^The attributes of this request take \d+ bytes as JSON/);
+    t.true(res.body.message.includes(message), res.body.message);
   }
 });
 

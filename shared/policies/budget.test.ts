@@ -50,7 +50,7 @@ test('compile: a chain of doubling variables (or lists of them) is refused from 
   for (const step of [(v: string) => `${v} + ${v}`, (v: string) => `[${v}, ${v}]`, (v: string) => `${v}.map(x, x + x)`]) {
     const err = t.throws(() => compilePolicies([policy([rule('EFFECT_ALLOW', 'size(V.a6) > 0')], chain(6, step))]), { instanceOf: PolicyCompileError });
     t.is(err!.issues[0]!.path, step('x').includes('map') ? 'resourcePolicy.variables.local.a3' : 'resourcePolicy.variables.local.a5');
-    t.regex(err!.issues[0]!.message, new RegExp(`times the size of the request's attributes \\(at most ${POLICY_LIMITS.maxGrowth}\\)`));
+    t.true(err!.issues[0]!.message.includes(`times the size of the request's attributes (at most ${POLICY_LIMITS.maxGrowth})`), err!.issues[0]!.message);
   }
   t.notThrows(() => compilePolicies([policy([rule('EFFECT_ALLOW', 'size(V.a4) > 0 && R.attr.a + R.attr.b + R.attr.c != ""')], chain(4, (v) => `${v} + ${v}`))]));
 });
