@@ -33,9 +33,11 @@ test('quadratic work is stopped by the units budget, plans and formulas too', (t
   const set = compilePolicies([doc]);
   t.throws(() => set.plan({ action: 'read', principal: member, resource: { kind: 'doc:x', attr: { l } } }), { instanceOf: PolicyBudgetError });
   t.throws(() => set.formula(member, { kind: 'doc:x', attr: { l } }, 'read'), { instanceOf: PolicyBudgetError });
-  // Several resources: the budget scales with them (each gets its share), one bad one fails the call.
-  const res = set.check({ principal: member, resources: Array.from({ length: 50 }, (_, i) => ({ resource: { kind: 'doc:x', id: String(i), attr: { l: [i] } }, actions: ['read'] })) });
-  t.is(res.results.length, 50);
+  // Several resources: each has its own share, which one resource cannot exceed by spending the others'.
+  const resources = (l: number[]) => Array.from({ length: 50 }, (_, i) => ({ resource: { kind: 'doc:x', id: String(i), attr: { l: i === 49 ? l : [i] } }, actions: ['read'] }));
+  t.is(set.check({ principal: member, resources: resources([1]) }).results.length, 50);
+  const l3k = Array.from({ length: 3000 }, (_, i) => i); // ≈ 9,000,000 units: within 50 shares, over one
+  t.throws(() => set.check({ principal: member, resources: resources(l3k) }), { instanceOf: PolicyBudgetError });
 });
 
 test('a join whose separator repeats too often is refused before it is built', (t) => {

@@ -45,7 +45,8 @@ class Meter {
   units = 0;
   /** The units at which `check` runs next (the clock, or the end of the budget). */
   checkpoint: number;
-  readonly max: number;
+  /** The units at which the resource being evaluated has spent its share. */
+  limit: number;
   readonly deadline: number;
   readonly allowed: number;
   /** The program being evaluated (its origin names it in the error). */
@@ -53,17 +54,24 @@ class Meter {
   failure: PolicyBudgetError | undefined;
 
   constructor(resources: number) {
-    this.max = POLICY_LIMITS.maxUnitsPerResource * Math.max(1, resources);
     this.allowed = Math.max(POLICY_LIMITS.maxMillisPerCall, POLICY_LIMITS.maxMillisPerResource * resources);
     this.deadline = performance.now() + this.allowed;
-    this.checkpoint = Math.min(CLOCK_EVERY, this.max);
+    this.limit = POLICY_LIMITS.maxUnitsPerResource;
+    this.checkpoint = Math.min(CLOCK_EVERY, this.limit);
+  }
+
+  /** The next resource gets its own share (one resource cannot spend the others'). */
+  nextResource(): void {
+    if (this.failure) return;
+    this.limit = this.units + POLICY_LIMITS.maxUnitsPerResource;
+    this.checkpoint = Math.min(this.units + CLOCK_EVERY, this.limit);
   }
 
   check(): void {
     if (this.failure) throw this.failure;
-    if (this.units > this.max) this.fail('maxUnitsPerResource', `it took more than ${POLICY_LIMITS.maxUnitsPerResource.toLocaleString('en')} units of work per resource (one per expression node evaluated, plus the sizes of the values handled)`);
+    if (this.units > this.limit) this.fail('maxUnitsPerResource', `it took more than ${POLICY_LIMITS.maxUnitsPerResource.toLocaleString('en')} units of work per resource (one per expression node evaluated, plus the sizes of the values handled)`);
     if (performance.now() > this.deadline) this.fail('maxMillisPerCall', `it took longer than its ${Math.round(this.allowed)} ms`);
-    this.checkpoint = Math.min(this.units + CLOCK_EVERY, this.max);
+    this.checkpoint = Math.min(this.units + CLOCK_EVERY, this.limit);
   }
 
   fail(limit: BudgetLimit, what: string): never {
@@ -77,9 +85,10 @@ class Meter {
 let active: Meter | undefined;
 
 /**
- * Runs one engine call (synchronous) under a budget of `resources` resources' worth of units and
- * POLICY_LIMITS.maxMillisPerCall; throws PolicyBudgetError when it was exceeded, even if the
- * evaluation swallowed the error. A nested call shares the outer budget.
+ * Runs one engine call (synchronous) over `resources` resources under the budget: each resource
+ * POLICY_LIMITS.maxUnitsPerResource (check.ts calls nextResource), the call its time; throws
+ * PolicyBudgetError when it was exceeded, even if the evaluation swallowed the error. A nested
+ * call shares the outer budget.
  */
 export function metered<T>(resources: number, work: () => T): T {
   if (active) return work();
@@ -92,6 +101,11 @@ export function metered<T>(resources: number, work: () => T): T {
   } finally {
     active = undefined;
   }
+}
+
+/** A new resource is evaluated: it gets POLICY_LIMITS.maxUnitsPerResource of its own. */
+export function nextResource(): void {
+  active?.nextResource();
 }
 
 /** One step of evaluation (an AST node). */
