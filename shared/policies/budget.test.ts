@@ -36,6 +36,9 @@ test('quadratic work is stopped by the units budget, plans and formulas too', (t
   // Several resources: each has its own share, which one resource cannot exceed by spending the others'.
   const resources = (l: number[]) => Array.from({ length: 50 }, (_, i) => ({ resource: { kind: 'doc:x', id: String(i), attr: { l: i === 49 ? l : [i] } }, actions: ['read'] }));
   t.is(set.check({ principal: member, resources: resources([1]) }).results.length, 50);
+  const l1k = Array.from({ length: 1000 }, (_, i) => i); // ≈ 1,000,000 units each: 50 of them are over one share, within 50
+  const many = set.check({ principal: member, resources: Array.from({ length: 50 }, (_, i) => ({ resource: { kind: 'doc:x', id: String(i), attr: { l: l1k } }, actions: ['read'] })) });
+  t.true(many.results.every((r) => r.actions.read === 'EFFECT_ALLOW'));
   const l3k = Array.from({ length: 3000 }, (_, i) => i); // ≈ 9,000,000 units: within 50 shares, over one
   t.throws(() => set.check({ principal: member, resources: resources(l3k) }), { instanceOf: PolicyBudgetError });
 });
