@@ -98,12 +98,15 @@ const programSize = (re: RE2JS): number => (re as unknown as { re2Input?: { prog
 /**
  * The matcher of a pattern met at run time (CEL `matches()`), compiled once and cached (bounded);
  * throws an Error saying why a pattern is refused (RE2 refuses it, or it is longer than
- * MAX_MATCHER_PATTERN_LENGTH). Refusals are cached too.
+ * MAX_MATCHER_PATTERN_LENGTH). Refusals are cached too. `onCompile` is told of each compilation
+ * (a cost the caller may account for).
  */
-export function linearMatcher(pattern: string): LinearMatcher {
+export function linearMatcher(pattern: string, onCompile?: (pattern: string) => void): LinearMatcher {
+  if (pattern.length > MAX_MATCHER_PATTERN_LENGTH) throw new Error(`pattern ${JSON.stringify(pattern.slice(0, 100))}… is longer than ${MAX_MATCHER_PATTERN_LENGTH} characters.`); // (not cached: the cache holds short keys only)
   let m = matchers.get(pattern);
   if (m === undefined) {
-    const re = pattern.length > MAX_MATCHER_PATTERN_LENGTH ? `is longer than ${MAX_MATCHER_PATTERN_LENGTH} characters` : attempt(pattern);
+    onCompile?.(pattern);
+    const re = attempt(pattern);
     m = typeof re === 'string' ? re : { test: (s: string) => re.matcher(s).find(), size: programSize(re) };
     if (matchers.size >= MATCHER_CACHE_SIZE) matchers.delete(matchers.keys().next().value!);
     matchers.set(pattern, m);

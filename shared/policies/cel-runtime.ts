@@ -113,12 +113,15 @@ const meteredFunction = (name: string, h: Handler): Handler => {
   };
 };
 
-/** CEL's `matches` on RE2: charged with the input's length times the program's size. */
+/** Compiling a pattern costs about as much as 128 units per character (2.5 ms for 1,000 characters). */
+const compiled = (pattern: string): void => charge(pattern.length << 7);
+
+/** CEL's `matches` on RE2: charged with the input's length times the program's size (and a new pattern's compilation). */
 function linearMatches(s: unknown, pattern: unknown): boolean {
   if (typeof s !== 'string' || typeof pattern !== 'string') throw EVALUATION_FAILED;
   let matcher;
   try {
-    matcher = linearMatcher(pattern);
+    matcher = linearMatcher(pattern, compiled);
   } catch {
     throw EVALUATION_FAILED; // a pattern RE2 refuses (lookaround, backreferences): an error, so false
   }
