@@ -66,6 +66,7 @@ test('matches() on RE2: catastrophic patterns are linear, refused ones are error
   t.is(check(doc, { s: 'aaa', p: '^(a+)+$', q: 'x' }), 'EFFECT_ALLOW');
   t.is(check(doc, { s: 'ab', p: 'a(?=b)', q: '(a)\\1' }), 'EFFECT_DENY');
   t.is(check(doc, { s: 'ab', p: 'a(?=b)', q: '^a' }), 'EFFECT_ALLOW', 'a refused pattern is an error, which || absorbs');
+  t.is(check(doc, { s: 'a', p: 'a'.repeat(1001), q: 'x' }), 'EFFECT_DENY', 'a pattern over 1,000 characters is an error');
   const refused = t.throws(() => compilePolicies([policy([rule('EFFECT_ALLOW', 'R.attr.s.matches("a(?=b)")')])]), { instanceOf: PolicyCompileError });
   t.regex(refused!.issues[0]!.message, /^matches\(\): the pattern "a\(\?=b\)" uses lookahead, lookbehind or a backreference, which are not supported \(patterns run on RE2, a linear-time engine\) \(at column 18\)$/);
 });
