@@ -125,7 +125,7 @@ function linearMatches(s: unknown, pattern: unknown): boolean {
   } catch {
     throw EVALUATION_FAILED; // a pattern RE2 refuses (lookaround, backreferences): an error, so false
   }
-  charge(((s.length + 1) * matcher.size) >> 6);
+  charge(Math.floor(((s.length + 1) * matcher.size) / 64));
   return matcher.test(s);
 }
 
