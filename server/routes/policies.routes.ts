@@ -6,6 +6,7 @@
 import type { TSchema } from '@sinclair/typebox';
 import type { ServiceContext } from '../../shared/context.ts';
 import { notFound } from '../../shared/errors.ts';
+import { POLICY_LIMITS } from '../../shared/policies/budget.ts';
 import * as decisions from '../../shared/policies/decision.service.ts';
 import {
   CheckBody, CheckResponseBody, DerivedRolesQuery, EvaluationBody, EvaluationResponse, EvaluationsBody, EvaluationsResponse, InspectQuery, InspectResponse,
@@ -18,7 +19,7 @@ import type { AppContext } from '../http/types.ts';
 
 const MANAGE = 'Site administrators (superusers and staff of the site).';
 const DECIDE =
-  'Any signed-in user of the site, about themselves; a principal in the body, `username` or `email` naming someone else is for site administrators (403 otherwise). Every resource is evaluated at the app\'s scope against the app\'s policies only.';
+  `Any signed-in user of the site, about themselves; a principal in the body, \`username\` or \`email\` naming someone else is for site administrators (403 otherwise). Every resource is evaluated at the app's scope against the app's policies only. Attributes (principal and resources together) over ${POLICY_LIMITS.maxAttributeBytes / 1024} KiB as JSON: 413; an evaluation over its budget (value sizes, work, time): 422, nothing decided (docs/policies.md, "Limits").`;
 
 interface Spec {
   method: Method;

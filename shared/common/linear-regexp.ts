@@ -1,5 +1,6 @@
 // User-written regular expressions (JSON Schema `pattern` and `patternProperties` of secret
-// types, Frictionless `constraints.pattern` of data tables) run on RE2 (the re2js port): the
+// types, Frictionless `constraints.pattern` of data tables, CEL `matches()` in policy conditions)
+// run on RE2 (the re2js port): the
 // time to match is linear in the input whatever the pattern, so no pattern can stall the event
 // loop. RE2 has no lookaround and no backreferences: such patterns are refused where they are
 // written. docs/dependencies.md (re2js), docs/api-conventions.md.
@@ -77,3 +78,44 @@ export const linearRegExp: RegExpEngine = Object.assign(
   },
   { code: 'linearRegExp' },
 );
+
+/** The longest pattern `linearMatcher` compiles (compiling is linear in the pattern, but not free). */
+export const MAX_MATCHER_PATTERN_LENGTH = 1000;
+/** How many compiled patterns `linearMatcher` keeps (the oldest goes first). */
+const MATCHER_CACHE_SIZE = 500;
+
+/** A compiled pattern: `test` searches (unanchored); `size` is its program's size, the work per input character. */
+export interface LinearMatcher {
+  test(s: string): boolean;
+  size: number;
+}
+
+const matchers = new Map<string, LinearMatcher | string>();
+
+/** RE2's program size (re2js keeps it as `re2Input.prog.inst`; 1 if that ever moves). */
+const programSize = (re: RE2JS): number => (re as unknown as { re2Input?: { prog?: { inst?: unknown[] } } }).re2Input?.prog?.inst?.length ?? 1;
+
+/**
+ * The matcher of a pattern met at run time (CEL `matches()`), compiled once and cached (bounded);
+ * throws an Error saying why a pattern is refused (RE2 refuses it, or it is longer than
+ * MAX_MATCHER_PATTERN_LENGTH). Refusals are cached too. `onCompile` is told of each compilation
+ * (a cost the caller may account for).
+ */
+export function linearMatcher(pattern: string, onCompile?: (pattern: string) => void): LinearMatcher {
+  if (pattern.length > MAX_MATCHER_PATTERN_LENGTH) throw new Error(`pattern ${JSON.stringify(pattern.slice(0, 100))}… is longer than ${MAX_MATCHER_PATTERN_LENGTH} characters.`); // (not cached: the cache holds short keys only)
+  let m = matchers.get(pattern);
+  if (m === undefined) {
+    onCompile?.(pattern);
+    const re = attempt(pattern);
+    m = typeof re === 'string' ? re : { test: (s: string) => re.matcher(s).find(), size: programSize(re) };
+    if (matchers.size >= MATCHER_CACHE_SIZE) matchers.delete(matchers.keys().next().value!);
+    matchers.set(pattern, m);
+  }
+  if (typeof m === 'string') throw new Error(`pattern ${JSON.stringify(pattern.slice(0, 100))} ${m}.`);
+  return m;
+}
+
+/** Why `linearMatcher` would refuse a pattern (undefined when it accepts it), for write-time messages. */
+export function matcherProblem(pattern: string): string | undefined {
+  return pattern.length > MAX_MATCHER_PATTERN_LENGTH ? `is longer than ${MAX_MATCHER_PATTERN_LENGTH} characters` : patternProblem(pattern);
+}

@@ -3,7 +3,10 @@
 // policies use. An evaluation error (an absent key, no overload) or a non-boolean result counts
 // as false where a condition is decided (CERBOS-NOTES §1); inside one expression CEL's own rules
 // hold (`true || error` is true).
-import { Environment, EvaluationError } from '@marcbachmann/cel-js';
+import { Environment } from '@marcbachmann/cel-js';
+import { matcherProblem } from '../common/linear-regexp.ts';
+import { evaluating } from './budget.ts';
+import { instrument } from './cel-runtime.ts';
 
 /** Bounds on what one expression may be: conditions are short; these stop pathological input at parse time. */
 export const CEL_LIMITS = { maxLength: 4096, maxAstNodes: 1000, maxDepth: 48, maxListElements: 1000, maxMapEntries: 1000, maxCallArguments: 16 };
@@ -34,8 +37,9 @@ function inIPAddrRange(ip: string, cidr: string): boolean {
   return ((a & mask) >>> 0) === ((b & mask) >>> 0);
 }
 
-const sameValue = (a: unknown, b: unknown): boolean => a === b || (typeof a === 'bigint' || typeof b === 'bigint' ? Number(a) === Number(b) : false);
-const contains = (list: unknown[], x: unknown): boolean => list.some((y) => sameValue(x, y));
+/** A list's elements as a set (ints as numbers: `1 == 1.0`), so that the list helpers are linear, not quadratic. */
+const members = (list: unknown[]): Set<unknown> => new Set(list.map((x) => (typeof x === 'bigint' ? Number(x) : x)));
+const member = (set: Set<unknown>, x: unknown): boolean => set.has(typeof x === 'bigint' ? Number(x) : x);
 
 function environment(): Environment {
   const env = new Environment({
@@ -51,44 +55,26 @@ function environment(): Environment {
   });
   for (const name of CEL_IDENTIFIERS) env.registerVariable(name, 'dyn');
   env.registerFunction('now(): google.protobuf.Timestamp', () => new Date());
-  env.registerFunction('hasIntersection(list, list): bool', (a: unknown[], b: unknown[]) => a.some((x) => contains(b, x)));
-  env.registerFunction({ name: 'intersect', receiverType: 'list', returnType: 'list', params: [{ name: 'other', type: 'list' }], handler: (a: unknown[], b: unknown[]) => a.filter((x) => contains(b, x)) });
-  env.registerFunction({ name: 'except', receiverType: 'list', returnType: 'list', params: [{ name: 'other', type: 'list' }], handler: (a: unknown[], b: unknown[]) => a.filter((x) => !contains(b, x)) });
-  env.registerFunction({ name: 'isSubset', receiverType: 'list', returnType: 'bool', params: [{ name: 'other', type: 'list' }], handler: (a: unknown[], b: unknown[]) => a.every((x) => contains(b, x)) });
+  env.registerFunction('hasIntersection(list, list): bool', (a: unknown[], b: unknown[]) => {
+    const set = members(b);
+    return a.some((x) => member(set, x));
+  });
+  const listFunction = (name: string, returnType: string, handler: (a: unknown[], set: Set<unknown>) => unknown) =>
+    env.registerFunction({ name, receiverType: 'list', returnType, params: [{ name: 'other', type: 'list' }], handler: (a: unknown[], b: unknown[]) => handler(a, members(b)) });
+  listFunction('intersect', 'list', (a, set) => a.filter((x) => member(set, x)));
+  listFunction('except', 'list', (a, set) => a.filter((x) => !member(set, x)));
+  listFunction('isSubset', 'bool', (a, set) => a.every((x) => member(set, x)));
   env.registerFunction({ name: 'inIPAddrRange', receiverType: 'string', returnType: 'bool', params: [{ name: 'cidr', type: 'string' }], handler: inIPAddrRange });
   return env;
 }
 
 export const celEnv = environment();
-quietRuntimeErrors(celEnv);
-
-/**
- * Runtime errors without a message. cel-js builds every EvaluationError with a caret-highlighted
- * copy of the source, but here a failing condition (an absent attribute) is an everyday outcome
- * whose message nobody reads: a runtime error counts as false (`holds`) or as an absent value
- * (`valueOf`, plan.ts). Building them was a third of a check's time. So the environment's
- * evaluator throws one shared EvaluationError instead: still an EvaluationError, so `||`, `&&`,
- * `?:` and optionals treat it as CEL's error value. Parse and type-check errors, whose messages
- * and positions are shown, come from the parser and the type checker and keep theirs.
- * cel-js 8.0 keeps its evaluator private: it is reached as the argument of the first node it
- * evaluates (the package is pinned; cel.test.ts fails if this stops working).
- */
-function quietRuntimeErrors(env: Environment): void {
-  const probe = env.parse('true') as unknown as { (ctx: object): unknown; ast: { evaluate: (ev: object, ...rest: unknown[]) => unknown } };
-  let evaluator: { createError?: unknown } | undefined;
-  const evaluate = probe.ast.evaluate;
-  probe.ast.evaluate = function (this: unknown, ev, ...rest) {
-    evaluator = ev as typeof evaluator;
-    return evaluate.call(this, ev, ...rest);
-  };
-  probe({});
-  if (typeof evaluator?.createError !== 'function') throw new Error('cel-js: the evaluator was not found (its internals changed): see quietRuntimeErrors in shared/policies/cel.ts');
-  const failed = new EvaluationError('evaluation error');
-  evaluator.createError = () => failed;
-}
+instrument(celEnv);
 
 export interface CelProgram {
   source: string;
+  /** Where the expression is (`{policy id}: {path}`), for the budget's errors. */
+  origin?: string;
   /** cel-js's evaluator (it holds the AST as `.ast`). */
   run: ((activation: Record<string, unknown>) => unknown) & { ast: CelNode };
 }
@@ -134,7 +120,42 @@ export function compileCel(source: string): CelProgram {
   if (!checked.valid) throw describe(checked.error, source);
   const nested = nestedComprehension(run.ast, 0);
   if (nested) throw new CelError(`Comprehensions may not be nested (their cost grows with the product of the lists' sizes) (at column ${nested.start + 1})`, nested.start + 1);
+  const refused = refusedPattern(run.ast);
+  if (refused) throw new CelError(`matches(): the pattern ${JSON.stringify(refused.pattern)} ${refused.problem} (at column ${refused.node.start + 1})`, refused.node.start + 1);
   return { source, run };
+}
+
+/** The pattern argument of a `matches()` call (`s.matches(p)`, `matches(s, p)`), else undefined. */
+export function patternArgument(node: CelNode): CelNode | undefined {
+  if (node.op !== 'rcall' && node.op !== 'call') return undefined;
+  const args = node.args as unknown[];
+  if (args[0] !== 'matches') return undefined;
+  const params = args[node.op === 'rcall' ? 2 : 1] as CelNode[];
+  return params[params.length - 1];
+}
+
+/** The first literal `matches()` pattern that RE2 refuses (lookaround, backreferences), with why: refused when the policy is written. */
+function refusedPattern(root: CelNode): { node: CelNode; pattern: string; problem: string } | undefined {
+  let found: { node: CelNode; pattern: string; problem: string } | undefined;
+  visit(root, (node) => {
+    const p = patternArgument(node);
+    if (found || p?.op !== 'value' || typeof p.args !== 'string') return;
+    const problem = matcherProblem(p.args);
+    if (problem) found = { node: p, pattern: p.args, problem };
+  });
+  return found;
+}
+
+/** Calls `fn` on every node of an expression. */
+export function visit(node: CelNode, fn: (node: CelNode) => void): void {
+  if (!node || typeof node !== 'object') return;
+  fn(node);
+  if (node.op === 'value') return;
+  const each = (v: unknown): void => {
+    if (Array.isArray(v)) v.forEach(each);
+    else if (v && typeof v === 'object' && 'op' in v) visit(v as CelNode, fn);
+  };
+  each(node.args);
 }
 
 const COMPREHENSIONS = new Set(['all', 'exists', 'exists_one', 'map', 'filter']);
@@ -176,6 +197,7 @@ export function withoutStacks<T>(work: () => T): T {
 
 /** The condition's value: only `true` is true; errors and other values are false. */
 export function holds(program: CelProgram, activation: Record<string, unknown>): boolean {
+  evaluating(program);
   try {
     return program.run(activation) === true;
   } catch {
@@ -185,6 +207,7 @@ export function holds(program: CelProgram, activation: Record<string, unknown>):
 
 /** The value of a variable expression, or `undefined` when it fails (a failing variable is absent). */
 export function valueOf(program: CelProgram, activation: Record<string, unknown>): unknown {
+  evaluating(program);
   try {
     return program.run(activation);
   } catch {

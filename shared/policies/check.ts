@@ -3,6 +3,7 @@
 // specific scope up, DENY before ALLOW within a scope, override-parent or parental-consent scopes;
 // any role's ALLOW allows. Role policies narrow a role exhaustively. Conditions, variables and
 // derived roles are evaluated at most once per resource (memoised), whatever the number of actions.
+import { nextResource } from './budget.ts';
 import { celToJson, holds, valueOf } from './cel.ts';
 import { scopeChain, type CDerivedRole, type CondNode, type Compiled, type COutput, type CPrincipalPolicy, type CResourcePolicy, type CResourceRule, type CRolePolicy, type Locals } from './compile.ts';
 import type { ActionMeta, CheckRequest, CheckResponse, CheckResult, Effect, Principal, Resource, RuleOutput } from './model.ts';
@@ -277,6 +278,7 @@ function effectiveDerivedRoles(ev: ResourceEval, chain: CResourcePolicy[] | null
 
 export function checkResources(compiled: Compiled, req: CheckRequest): CheckResponse {
   const results: CheckResult[] = req.resources.map(({ resource, actions }) => {
+    nextResource();
     const ev = new ResourceEval(req.principal, resource);
     const effects: Record<string, Effect> = {};
     const metaActions: Record<string, ActionMeta> = {};

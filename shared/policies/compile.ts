@@ -3,7 +3,9 @@
 // here is ever stored (CERBOS-NOTES §8-§9).
 import { validate } from '../common/validation.ts';
 import { DomainError } from '../errors.ts';
-import { compileCel, CelError, type CelNode, type CelProgram } from './cel.ts';
+import { compileCel, CelError, patternArgument, visit, type CelNode, type CelProgram } from './cel.ts';
+import { matcherProblem } from '../common/linear-regexp.ts';
+import { growth, growthProblem } from './growth.ts';
 import { PolicyDocumentSchema } from './document.schemas.ts';
 import { anyMatcher, GlobError, globMatcher, type Matcher } from './glob.ts';
 import { policyId, type Condition, type Constants, type Effect, type Match, type Output, type PolicyDocument, type Variables } from './model.ts';
@@ -30,6 +32,8 @@ export type CondNode = { kind: 'expr'; program: CelProgram } | { kind: 'all' | '
 export interface Locals {
   constants: Record<string, unknown>;
   variables: { name: string; program: CelProgram; source: string; kind: 'KIND_LOCAL' | 'KIND_IMPORTED' }[];
+  /** Each variable's growth (growth.ts): how many times the attributes' size its value may be. */
+  growth: Map<string, number>;
   constantSources: Record<string, { source: string; kind: 'KIND_LOCAL' | 'KIND_IMPORTED' }>;
 }
 
@@ -205,15 +209,31 @@ export function compile(input: PolicyDocument[]): Compiled {
 
   const compileExpr = (policy: string, path: string, source: string): CelProgram | undefined => {
     try {
-      return compileCel(source);
+      return { ...compileCel(source), origin: `${policy}: ${path}` };
     } catch (err) {
       problems.add(policy, path, err instanceof CelError ? err.message : String(err));
       return undefined;
     }
   };
 
+  /** What the budget can know before any request (growth.ts), and `matches()` patterns taken from constants (cel.ts checks literal ones). */
+  const checkCost = (policy: string, path: string, program: CelProgram, locals: Locals): number => {
+    const g = growth(program.run.ast, locals.growth);
+    const tooBig = growthProblem(g);
+    if (tooBig) problems.add(policy, path, tooBig);
+    visit(program.run.ast, (node) => {
+      const p = patternArgument(node);
+      if (p?.op !== '.' || (p.args as [CelNode, string])[0].op !== 'id' || !['C', 'constants'].includes((p.args as [CelNode, string])[0].args as string)) return;
+      const name = (p.args as [CelNode, string])[1];
+      const value = locals.constants[name];
+      const problem = typeof value === 'string' ? matcherProblem(value) : undefined;
+      if (problem) problems.add(policy, path, `matches(): the pattern of constant "${name}" ${problem}.`);
+    });
+    return g;
+  };
+
   const localsOf = (policy: string, base: string, variables: Variables | undefined, topLevel: Record<string, string> | undefined, constants: Constants | undefined): Locals => {
-    const locals: Locals = { constants: {}, variables: [], constantSources: {} };
+    const locals: Locals = { constants: {}, variables: [], growth: new Map(), constantSources: {} };
     for (const name of constants?.import ?? []) {
       const defs = exportedConstants.get(name);
       if (!defs) problems.add(policy, `${base}constants.import`, `Unknown constants set "${name}".`);
@@ -265,6 +285,7 @@ export function compile(input: PolicyDocument[]): Compiled {
       for (const d of deps.get(k) ?? []) visit(d);
       state.set(k, 'done');
       const s = sources.get(k)!;
+      locals.growth.set(k, checkCost(policy, s.path, programs.get(k)!, locals));
       locals.variables.push({ name: k, program: programs.get(k)!, source: s.source, kind: s.kind });
     };
     for (const k of programs.keys()) visit(k);
@@ -279,6 +300,7 @@ export function compile(input: PolicyDocument[]): Compiled {
     references(program.run.ast, refs);
     for (const v of refs.variables) if (!locals.variables.some((x) => x.name === v)) problems.add(policy, path, `Unknown variable "${v}".`);
     for (const c of refs.constants) if (!(c in locals.constants)) problems.add(policy, path, `Unknown constant "${c}".`);
+    checkCost(policy, path, program, locals);
     return program;
   };
 

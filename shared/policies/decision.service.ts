@@ -16,7 +16,8 @@ import { firstRow } from '../db/sql.ts';
 import { DomainError, fieldError, notFound, permissionDenied } from '../errors.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { siteSchemaFor } from '../tenancy/site-access.ts';
-import type { CheckRequest, Principal } from './model.ts';
+import { POLICY_LIMITS } from './budget.ts';
+import type { CheckRequest, CheckResponse, Principal } from './model.ts';
 import {
   CheckBody, EvaluationBody, EvaluationsBody, PlanBody, PrincipalQuery, type AuthzenEntity, type PrincipalBody,
 } from './policy.schemas.ts';
@@ -106,10 +107,26 @@ async function resolvePrincipal(ctx: ServiceContext, d: Decider, body: Principal
   return own(ctx, d);
 }
 
+/**
+ * 413 when the attributes a request gives (principal and resources, or AuthZEN properties) take
+ * more than POLICY_LIMITS.maxAttributeBytes as JSON: the inputs of the evaluation's budget.
+ */
+function limitAttributes(attributes: unknown[]): void {
+  let bytes = 0;
+  for (const a of attributes) if (a !== undefined) bytes += Buffer.byteLength(JSON.stringify(a));
+  const max = POLICY_LIMITS.maxAttributeBytes;
+  if (bytes > max) {
+    throw new DomainError('PAYLOAD_TOO_LARGE', `The attributes of this request take ${bytes} bytes as JSON: a decision takes at most ${max} bytes of attributes (principal and resources together).`, {
+      data: { limit: 'maxAttributeBytes', value: max },
+    });
+  }
+}
+
 /** POST check/resources: each action of each resource allowed or denied, with the derived roles in effect. */
 export async function checkResources(ctx: ServiceContext, appSlug: string, rawBody: unknown, rawQuery: unknown = {}) {
   const d = await decider(ctx, appSlug);
   const body = validate(CheckBody, rawBody);
+  limitAttributes([body.principal?.attr, ...body.resources.map((r) => r.resource.attr)]);
   const resources = body.resources.map(({ resource: r, actions }, i) => ({
     resource: { kind: r.kind, id: r.id, attr: r.attr ?? {}, scope: scopeIn(d, r.scope, `resources.${i}.resource.scope`), policyVersion: r.policyVersion ?? r.policy_version ?? 'default' },
     actions,
@@ -134,6 +151,7 @@ const FILTER_KINDS = { KIND_ALWAYS_ALLOWED: 'ALWAYS_ALLOWED', KIND_ALWAYS_DENIED
 export async function planResources(ctx: ServiceContext, appSlug: string, rawBody: unknown, rawQuery: unknown = {}) {
   const d = await decider(ctx, appSlug);
   const body = validate(PlanBody, rawBody);
+  limitAttributes([body.principal?.attr, body.resource.attr]);
   if (body.action === undefined && body.actions === undefined) throw fieldError('action', 'This field is required.');
   if (body.action !== undefined && body.actions !== undefined) throw fieldError('actions', 'Give action or actions, not both.');
   const r = body.resource;
@@ -182,12 +200,12 @@ async function subjectPrincipal(ctx: ServiceContext, d: Decider, subject: Authze
   };
 }
 
-/** Evaluations against one compiled set; the caller's own principal is read once. */
+/** Evaluations against one compiled set, under one budget; the caller's own principal is read once. */
 async function evaluateAll(ctx: ServiceContext, d: Decider, evaluations: { value: Evaluation; field: string }[], semantic: string): Promise<Decision[]> {
   const set: PolicySet = await loadPolicySet(ctx, d.schema, d.app);
   let mine: Promise<Principal> | undefined;
   const ownOnce = () => (mine ??= own(ctx, d));
-  const out: Decision[] = [];
+  const requests: CheckRequest[] = [];
   for (const { value: e, field } of evaluations) {
     const principal = await subjectPrincipal(ctx, d, e.subject, `${field}subject`, ownOnce);
     const props = e.resource.properties ?? {};
@@ -207,19 +225,21 @@ async function evaluateAll(ctx: ServiceContext, d: Decider, evaluations: { value
         actions: [e.action.name],
       }],
     };
-    const res = set.check(request);
-    const result = res.results[0]!;
-    const decision = result.actions[e.action.name] === 'EFFECT_ALLOW';
-    out.push({ decision, context: { id: res.requestId, reason_admin: { effectiveDerivedRoles: result.meta?.effectiveDerivedRoles ?? [] } } });
-    if ((semantic === 'deny_on_first_deny' && !decision) || (semantic === 'permit_on_first_permit' && decision)) break;
+    requests.push(request);
   }
-  return out;
+  const allowed = (res: CheckResponse) => Object.values(res.results[0]!.actions)[0] === 'EFFECT_ALLOW';
+  const stop = (res: CheckResponse) => (semantic === 'deny_on_first_deny' && !allowed(res)) || (semantic === 'permit_on_first_permit' && allowed(res));
+  return set.checkEach(requests, stop).map((res) => ({
+    decision: allowed(res),
+    context: { id: res.requestId, reason_admin: { effectiveDerivedRoles: res.results[0]!.meta?.effectiveDerivedRoles ?? [] } },
+  }));
 }
 
 /** POST access/v1/evaluation. */
 export async function evaluation(ctx: ServiceContext, appSlug: string, rawBody: unknown): Promise<Decision> {
   const d = await decider(ctx, appSlug);
   const body = validate(EvaluationBody, rawBody);
+  limitAttributes([body.subject.properties, body.resource.properties]);
   return (await evaluateAll(ctx, d, [{ value: body, field: '' }], 'execute_all'))[0]!;
 }
 
@@ -227,6 +247,7 @@ export async function evaluation(ctx: ServiceContext, appSlug: string, rawBody: 
 export async function evaluations(ctx: ServiceContext, appSlug: string, rawBody: unknown): Promise<{ evaluations: Decision[] }> {
   const d = await decider(ctx, appSlug);
   const body = validate(EvaluationsBody, rawBody);
+  limitAttributes([body.subject, body.resource, ...(body.evaluations ?? []).flatMap((e) => [e.subject, e.resource])].map((x) => x?.properties));
   const items = body.evaluations?.length ? body.evaluations : [{}];
   const merged = items.map((item, i) => {
     const field = body.evaluations?.length ? `evaluations.${i}.` : '';

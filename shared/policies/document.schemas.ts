@@ -6,10 +6,32 @@ import { StringEnum } from '../common/validation.ts';
 const strict = <T extends Record<string, TSchema>>(properties: T, options: Record<string, unknown> = {}) =>
   Type.Object(properties, { additionalProperties: false, ...options });
 
-const Name = Type.String({ minLength: 1, maxLength: 255, pattern: '^[\\w@.\\-/:]+$' });
+/**
+ * Cerbos' identifier rules (api/public/cerbos/policy/v1/policy.proto, its `buf.validate` patterns),
+ * where Cerbos' releases differ the stricter one, and never a path: a kind's `/`-separated parts
+ * and every `:` segment start with a word character, so `.`, `..` and `/x` are no part of a name.
+ */
+export const IDENTIFIER_PATTERNS = {
+  /** A resource kind (`{entity_type}:{name}`; Cerbos' older rule `^[[:alpha:]][[:word:]@.\-/]*(:…)*$`, 0.51 only refuses glob characters). */
+  kind: /^\w[\w@.-]*(\/\w[\w@.-]*)*(:\w[\w@.-]*(\/\w[\w@.-]*)*)*$/,
+  /** One segment of a kind: a portable policy's `entity_type`. */
+  entityType: /^\w[\w@.-]*(\/\w[\w@.-]*)*$/,
+  /** A principal policy's principal (a user's id). */
+  principal: /^\w[\w@.-]*(:\w[\w@.-]*)*$/,
+  /** A role policy's role, derived-role sets and definitions, imported and exported sets. */
+  name: /^[\w.-]+$/,
+  /** A rule's name. */
+  ruleName: /^([A-Za-z][\w@.-]*)*$/,
+  version: /^\w+$/,
+  /** Dot-separated segments, each starting with a word character (Cerbos' scope rule without its lone `.`). */
+  scope: /^([0-9A-Za-z][\w-]*(\.\w[\w-]*)*)?$/,
+} as const;
+
+const Kind = Type.String({ minLength: 1, maxLength: 255, pattern: IDENTIFIER_PATTERNS.kind.source });
+const Name = Type.String({ minLength: 1, maxLength: 255, pattern: IDENTIFIER_PATTERNS.name.source });
 const RoleName = Type.String({ minLength: 1, maxLength: 100, pattern: '^[\\w\\-.:*]+$' });
-const Version = Type.String({ minLength: 1, maxLength: 100, pattern: '^[\\w]+$' });
-const Scope = Type.String({ maxLength: 255, pattern: '^([0-9a-zA-Z][\\w\\-]*(\\.[\\w\\-]*)*)*$' });
+const Version = Type.String({ minLength: 1, maxLength: 100, pattern: IDENTIFIER_PATTERNS.version.source });
+const Scope = Type.String({ maxLength: 255, pattern: IDENTIFIER_PATTERNS.scope.source });
 const Effect = StringEnum(['EFFECT_ALLOW', 'EFFECT_DENY'] as const);
 const ScopePermissions = StringEnum(['SCOPE_PERMISSIONS_OVERRIDE_PARENT', 'SCOPE_PERMISSIONS_REQUIRE_PARENTAL_CONSENT_FOR_ALLOWS'] as const);
 
@@ -35,7 +57,7 @@ const Actions = Type.Array(Type.String({ minLength: 1, maxLength: 255 }), { minI
 const Roles = Type.Array(RoleName);
 
 const ResourcePolicy = strict({
-  resource: Name,
+  resource: Kind,
   version: Version,
   scope: Type.Optional(Scope),
   scopePermissions: Type.Optional(ScopePermissions),
@@ -45,7 +67,7 @@ const ResourcePolicy = strict({
   schemas: Type.Optional(Type.Unknown()),
   rules: Type.Array(
     strict({
-      name: Type.Optional(Type.String({ minLength: 1, maxLength: 255, pattern: '^[\\w\\-.]+$' })),
+      name: Type.Optional(Type.String({ minLength: 1, maxLength: 255, pattern: IDENTIFIER_PATTERNS.ruleName.source })),
       actions: Actions,
       effect: Effect,
       roles: Type.Optional(Roles),
@@ -60,11 +82,11 @@ const DerivedRoles = strict({
   name: Name,
   variables: Type.Optional(Variables),
   constants: Type.Optional(Constants),
-  definitions: Type.Array(strict({ name: RoleName, parentRoles: Type.Array(RoleName, { minItems: 1 }), condition: Type.Optional(Condition) }), { minItems: 1 }),
+  definitions: Type.Array(strict({ name: Type.String({ minLength: 1, maxLength: 100, pattern: IDENTIFIER_PATTERNS.name.source }), parentRoles: Type.Array(RoleName, { minItems: 1 }), condition: Type.Optional(Condition) }), { minItems: 1 }),
 });
 
 const RolePolicy = strict({
-  role: RoleName,
+  role: Type.String({ minLength: 1, maxLength: 100, pattern: IDENTIFIER_PATTERNS.name.source }),
   version: Type.Optional(Version),
   scope: Type.Optional(Scope),
   parentRoles: Type.Optional(Roles),
@@ -74,7 +96,7 @@ const RolePolicy = strict({
 });
 
 const PrincipalPolicy = strict({
-  principal: Name,
+  principal: Type.String({ minLength: 1, maxLength: 255, pattern: IDENTIFIER_PATTERNS.principal.source }),
   version: Version,
   scope: Type.Optional(Scope),
   scopePermissions: Type.Optional(ScopePermissions),
@@ -84,7 +106,7 @@ const PrincipalPolicy = strict({
     strict({
       resource: Type.String({ minLength: 1, maxLength: 255 }),
       actions: Type.Array(
-        strict({ action: Type.String({ minLength: 1 }), effect: Effect, name: Type.Optional(Type.String()), condition: Type.Optional(Condition), output: Type.Optional(Output) }),
+        strict({ action: Type.String({ minLength: 1 }), effect: Effect, name: Type.Optional(Type.String({ maxLength: 255, pattern: IDENTIFIER_PATTERNS.ruleName.source })), condition: Type.Optional(Condition), output: Type.Optional(Output) }),
         { minItems: 1 },
       ),
     }),

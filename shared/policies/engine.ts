@@ -1,5 +1,6 @@
 // The policy engine: a site app's policy documents compiled once (compile.ts), then checks
 // (check.ts), query plans (plan.ts) and inspection on the compiled form, in process.
+import { metered } from './budget.ts';
 import { checkResources } from './check.ts';
 import { compileCel, withoutStacks, type CelNode, type CelProgram } from './cel.ts';
 import { compile, referencedNames, type Compiled, type Locals } from './compile.ts';
@@ -25,16 +26,31 @@ export class PolicySet {
   }
 
   check(req: CheckRequest): CheckResponse {
-    return withoutStacks(() => checkResources(this.compiled, req));
+    return run(req.resources.length, () => checkResources(this.compiled, req));
+  }
+
+  /** Several checks (AuthZEN evaluations) under one budget: `until` stops after the response it is true of. */
+  checkEach(reqs: CheckRequest[], until: (res: CheckResponse) => boolean = () => false): CheckResponse[] {
+    return run(
+      reqs.reduce((n, r) => n + r.resources.length, 0),
+      () => {
+        const out: CheckResponse[] = [];
+        for (const req of reqs) {
+          out.push(checkResources(this.compiled, req));
+          if (until(out[out.length - 1]!)) break;
+        }
+        return out;
+      },
+    );
   }
 
   plan(req: PlanRequest): PlanResponse {
-    return withoutStacks(() => planResources(this.compiled, req));
+    return run(req.actions?.length ?? 1, () => planResources(this.compiled, req));
   }
 
   /** The plan of one action as a formula (records compile it into SQL). */
   formula(principal: PlanRequest['principal'], resource: PlanRequest['resource'], action: string): Formula {
-    return withoutStacks(() => planFormula(this.compiled, principal, resource, action).formula);
+    return run(1, () => planFormula(this.compiled, principal, resource, action).formula);
   }
 
   /** Per policy: actions, derived roles, variables, constants and the attributes its expressions read. */
@@ -101,6 +117,15 @@ export class PolicySet {
     for (const set of this.compiled.derivedSets.values()) for (const d of set.values()) if (d.source === id) return d.locals;
     return undefined;
   }
+}
+
+/**
+ * The one way into the engine's evaluation: without stack traces (a failing condition is an
+ * everyday outcome) and under the budget of `resources` resources (budget.ts), so that every
+ * caller — the check and plan routes, AuthZEN, records, storage — is bounded the same way.
+ */
+function run<T>(resources: number, work: () => T): T {
+  return withoutStacks(() => metered(resources, work));
 }
 
 /** `R.attr.x`, `P.attr.x` (and the `request.` forms) an expression reads. */

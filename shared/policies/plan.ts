@@ -9,10 +9,12 @@
 // atoms therefore carry a mode: `true` (the expression evaluates to exactly true) or `false`
 // (exactly false); negation of a whole formula flips to `not-true`/`not-false`. The SQL compiler
 // (data/records/policy-sql.ts) renders each mode with NULL standing for a CEL error.
+import { evaluating, step } from './budget.ts';
 import { celEnv, type CelNode, type CelProgram } from './cel.ts';
 import { scopeChain, type CDerivedRole, type Compiled, type CondNode, type CResourcePolicy, type Locals } from './compile.ts';
 import { NO_MATCH, principalChain, resourceChain, roleFamily, rolePolicyOf } from './check.ts';
-import type { PlanExpression, PlanKind, PlanOperand, PlanRequest, PlanResponse, Principal } from './model.ts';
+import type { PlanKind, PlanOperand, PlanRequest, PlanResponse, Principal } from './model.ts';
+import { debug, toOperand } from './plan-condition.ts';
 
 export type AtomMode = 'true' | 'false' | 'not-true' | 'not-false';
 export type Formula = boolean | { op: 'and' | 'or'; args: Formula[] } | { op: 'atom'; mode: AtomMode; operand: PlanOperand };
@@ -120,6 +122,16 @@ function nodeText(source: string, node: CelNode): string {
   return source.slice(start, end);
 }
 
+const ARITHMETIC = new Set(['+', '-', '*', '/', '%']);
+/** A folded CEL int or uint (a plan's JSON value cannot tell them from doubles). */
+const isInt = (r: Residual): boolean => r.k === 'value' && (typeof r.v === 'bigint' || (typeof r.v === 'object' && r.v !== null && typeof (r.v as { valueOf(): unknown }).valueOf() === 'bigint'));
+/** A resource attribute, or a field or element of one: a JSON value. */
+const isAttribute = (r: Residual): boolean => {
+  let o: PlanOperand | undefined = r.k === 'expr' ? r.e : undefined;
+  while (o && 'expression' in o && (o.expression.operator === 'get-field' || o.expression.operator === 'index')) o = o.expression.operands[0];
+  return !!o && 'variable' in o && o.variable.startsWith('request.resource.attr');
+};
+
 /** A plain JSON value for a plan (CEL ints are bigint). */
 function plain(v: unknown): unknown {
   if (typeof v === 'bigint') return Number(v);
@@ -136,6 +148,8 @@ function valueOperand(v: unknown): PlanOperand {
 }
 const operand = (r: Residual): PlanOperand => (r.k === 'expr' ? r.e : r.k === 'value' ? valueOperand(r.v) : { expression: { operator: 'error', operands: [] } });
 const expression = (operator: string, operands: PlanOperand[]): Residual => ({ k: 'expr', e: { expression: { operator, operands } } });
+/** An operator or function of its operands: an error when one is (CEL's functions are strict; only `&&`, `||`, `?:` and comprehensions are not). */
+const strict = (operator: string, parts: Residual[]): Residual => (parts.some((p) => p.k === 'error') ? { k: 'error' } : expression(operator, parts.map(operand)));
 
 /** The residualizer of one policy's expressions: what is known, and the variables that are not. */
 class Residualizer {
@@ -198,6 +212,7 @@ class Residualizer {
 
   /** The residual of a node: a value, an error, or an expression over the unknowns. */
   partial(node: CelNode, source: string, open: ReadonlySet<string>): Residual {
+    step(); // a residual's size is bounded by the budget, like an evaluation (inlined variables multiply it)
     if (this.closed(node, open)) return evalText(nodeText(source, node), this.activation);
     const unknown = this.unknownPath(node);
     if (unknown) return { k: 'expr', e: { variable: unknown } };
@@ -225,11 +240,11 @@ class Residualizer {
       }
       case '.': {
         const [target, field] = args as [CelNode, string];
-        return expression('get-field', [operand(this.partial(target, source, open)), { value: field }]);
+        return strict('get-field', [this.partial(target, source, open), { k: 'value', v: field }]);
       }
       case 'call': {
         const [name, params] = args as [string, CelNode[]];
-        return expression(name, params.map((p) => operand(this.partial(p, source, open))));
+        return strict(name, params.map((p) => this.partial(p, source, open)));
       }
       case 'rcall': {
         const [name, receiver, params] = args as [string, CelNode, CelNode[]];
@@ -238,10 +253,10 @@ class Residualizer {
           const body = this.partial(params[1], source, new Set([...open, variable]));
           return expression(name, [operand(this.partial(receiver, source, open)), { expression: { operator: 'lambda', operands: [operand(body), { variable }] } }]);
         }
-        return expression(name, [operand(this.partial(receiver, source, open)), ...params.map((p) => operand(this.partial(p, source, open)))]);
+        return strict(name, [this.partial(receiver, source, open), ...params.map((p) => this.partial(p, source, open))]);
       }
       case 'list':
-        return expression('list', (args as CelNode[]).map((p) => operand(this.partial(p, source, open))));
+        return strict('list', (args as CelNode[]).map((p) => this.partial(p, source, open)));
       case 'map':
         return expression(
           'struct',
@@ -249,13 +264,22 @@ class Residualizer {
         );
       default: {
         const list = Array.isArray(args) ? (args as CelNode[]) : [args as CelNode];
-        return expression(OPERATORS[node.op] ?? node.op, list.map((p) => operand(this.partial(p, source, open))));
+        const parts = list.map((p) => this.partial(p, source, open));
+        if (node.op === '?:') {
+          const [c, a, b] = parts as [Residual, Residual, Residual];
+          if (c.k === 'value') return c.v === true ? a : c.v === false ? b : { k: 'error' };
+          return c.k === 'error' ? c : expression('if', parts.map(operand));
+        }
+        // An attribute is a JSON value (a double, never a CEL int): arithmetic with an int is an error on every row.
+        if (ARITHMETIC.has(node.op) && parts.some(isInt) && parts.some(isAttribute)) return { k: 'error' };
+        return strict(OPERATORS[node.op] ?? node.op, parts);
       }
     }
   }
 
   /** "The expression evaluates to exactly `want`", as a formula over the unknowns. */
   formula(node: CelNode, source: string, want: boolean): Formula {
+    step();
     if (this.closed(node, new Set())) {
       const r = evalText(nodeText(source, node), this.activation);
       return r.k === 'value' && r.v === want;
@@ -334,6 +358,7 @@ function conditionFormula(r: Residualizer, node: CondNode | undefined): Formula 
   if (!node) return true;
   switch (node.kind) {
     case 'expr':
+      evaluating(node.program);
       return r.formula(node.program.run.ast, node.program.source, true);
     case 'all':
       return and(...node.of.map((c) => conditionFormula(r, c)));
@@ -451,22 +476,6 @@ export function planFormula(compiled: Compiled, principal: Principal, resource: 
     decision = p.consent ? and(not(denied), or(allowed, !applicable), decision) : and(not(denied), or(allowed, decision));
   }
   return { formula: decision, ...(chain?.[0]?.scope ? { matchedScope: chain[0].scope } : {}) };
-}
-
-// ---- Rendering ----
-
-/** A formula as Cerbos' plan condition (`and`/`or`/`not` over the residual expressions). */
-export function toOperand(f: Formula): PlanOperand {
-  if (typeof f === 'boolean') return { value: f };
-  if (f.op === 'atom') return f.mode === 'true' || f.mode === 'not-false' ? f.operand : { expression: { operator: 'not', operands: [f.operand] } };
-  return { expression: { operator: f.op, operands: f.args.map(toOperand) } };
-}
-
-function debug(o: PlanOperand): string {
-  if ('variable' in o) return o.variable;
-  if ('value' in o) return JSON.stringify(o.value);
-  const e: PlanExpression = o.expression;
-  return `(${e.operator} ${e.operands.map(debug).join(' ')})`;
 }
 
 export function planResources(compiled: Compiled, req: PlanRequest): PlanResponse {

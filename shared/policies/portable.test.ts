@@ -34,7 +34,7 @@ test('round trips: portable → document → portable is the same policy, for ev
     { policy_type: 'resource', name: 'orders', entity_type: 'datatable', version: 'v2', rules: [{ actions: ['*'], effect: 'EFFECT_DENY', roles: ['*'] }], scope_permissions: 'SCOPE_PERMISSIONS_REQUIRE_PARENTAL_CONSENT_FOR_ALLOWS' },
     { policy_type: 'role', name: 'editor', parent_roles: ['member'], rules: [{ resource: 'doc:*', allow_actions: ['read', 'edit'] }], constants: { local: { max: 3 } } },
     { policy_type: 'derived_role', name: 'owners', definitions: [{ name: 'owner', parentRoles: ['member'], condition: { match: { expr: 'R.attr.owner == P.id' } } }], metadata: { description: 'who owns' } },
-    { policy_type: 'resource', name: 'plainkind', rules: [], disabled: true },
+    { policy_type: 'resource', name: 'plain', entity_type: 'note', rules: [], disabled: true },
   ];
   for (const p of policies) t.deepEqual(toPortable(fromPortable(structuredClone(p), place), place), p, p.name);
   // A derived-role set compiles alone (scoped policies need their unscoped ancestors, which the store adds).
@@ -60,11 +60,26 @@ test('the portable form\'s own errors name its fields', (t) => {
     entity_type: ['Not a field of role policies.'],
     definitions: ['Not a field of role policies.'],
   });
-  t.deepEqual(errors({ policy_type: 'resource', name: 'x', scope: 'site_ab12_other' }), { scope: ['Policies of this app have the scope "site_ab12_crm".'] });
-  t.deepEqual(errors({ policy_type: 'resource', name: 'x', metadata: { tags: [1], n: 2 } }), {
+  t.deepEqual(errors({ policy_type: 'resource', name: 'x', entity_type: 'k', scope: 'site_ab12_other' }), { scope: ['Policies of this app have the scope "site_ab12_crm".'] });
+  t.deepEqual(errors({ policy_type: 'resource', name: 'x', entity_type: 'k', metadata: { tags: [1], n: 2 } }), {
     'metadata.tags': ['Tags are an array of strings.'],
     'metadata.n': ['Metadata values are strings (tags: an array of strings).'],
   });
   t.truthy(errors({ policy_type: 'resource', name: 'x', rulez: [] })?.rulez);
   t.truthy(errors({ name: 'x' })?.policy_type);
+});
+
+test('issue 29 #12: portable names follow Cerbos\' identifier rules; a resource policy needs entity_type; constants take a plain map', (t) => {
+  const errors = (body: unknown) => t.throws(() => fromPortable(body, place), { instanceOf: DomainError })!.errors ?? {};
+  t.deepEqual(Object.keys(errors({ policy_type: 'resource', name: 'support', rules: [] })), ['entity_type']);
+  t.regex(errors({ policy_type: 'resource', name: 'support', rules: [] }).entity_type![0]!, /required/);
+  t.deepEqual(Object.keys(errors({ policy_type: 'resource', entity_type: 'ticket', name: '../../etc/x', rules: [] })), ['name']);
+  t.deepEqual(Object.keys(errors({ policy_type: 'resource', entity_type: '..', name: 'x', rules: [] })), ['entity_type']);
+  t.deepEqual(Object.keys(errors({ policy_type: 'role', name: 'a/b', rules: [] })), ['name']);
+  t.deepEqual(Object.keys(errors({ policy_type: 'derived_role', name: 'x y', definitions: [] })), ['name']);
+  t.deepEqual(Object.keys(errors({ policy_type: 'resource', entity_type: 'ticket', name: 'x', version: '1.0', rules: [] })), ['version']);
+  const plain = fromPortable({ policy_type: 'resource', entity_type: 'ticket', name: 'x', constants: { max: 3 }, rules: [] }, place);
+  const wrapped = fromPortable({ policy_type: 'resource', entity_type: 'ticket', name: 'x', constants: { local: { max: 3 } }, rules: [] }, place);
+  t.deepEqual(plain.resourcePolicy!.constants, { local: { max: 3 } });
+  t.deepEqual(plain, wrapped);
 });

@@ -7,6 +7,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { validate, StringEnum } from '../common/validation.ts';
 import { addFieldError, validationError, type FieldErrors } from '../errors.ts';
+import { IDENTIFIER_PATTERNS } from './document.schemas.ts';
 import type { Condition, Constants, PolicyDocument, ResourceRule, RoleRule, ScopePermissions, Variables } from './model.ts';
 import { appScope } from './principal.ts';
 
@@ -41,15 +42,17 @@ export const PortablePolicy = Type.Object(
   {
     policy_type: StringEnum(POLICY_TYPES),
     name: Type.String({ minLength: 1, maxLength: 200, description: 'Without scope or prefix: the resource name (kind `{entity_type}:{name}`), the role, or the derived-role set' }),
-    entity_type: Type.Optional(Type.String({ minLength: 1, maxLength: 50, pattern: '^[^:]+$', description: 'resource: `datatable`, `function`, `storage`, `query` or a kind of the app' })),
-    version: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'resource, role: the policy version (default `default`)' })),
+    entity_type: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 50, pattern: IDENTIFIER_PATTERNS.entityType.source, description: 'resource (required): `datatable`, `function`, `storage`, `query` or a kind of the app' }),
+    ),
+    version: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: IDENTIFIER_PATTERNS.version.source, description: 'resource, role: the policy version (default `default`)' })),
     scope: Type.Optional(Type.String({ description: "Optional; when given it must be the app's scope `{schema}_{app_slug}`" })),
     rules: Type.Optional(Rules),
     import_derived_roles: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 200 }), { description: 'resource: derived-role sets of the app, unprefixed' })),
     definitions: Type.Optional(Type.Array(Type.Record(Type.String(), Type.Unknown()), { description: 'derived_role: {name, parentRoles, condition?}' })),
     parent_roles: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 100 }), { description: 'role: the roles it inherits' })),
     variables: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: '`{local: {name: expr}, import: [...]}`, or a plain map of name to expression' })),
-    constants: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: '`{local: {name: value}}` (an addition to the spec\'s table)' })),
+    constants: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: '`{local: {name: value}}`, or a plain map of name to value (an addition to the spec\'s table)' })),
     scope_permissions: Type.Optional(StringEnum(['SCOPE_PERMISSIONS_OVERRIDE_PARENT', 'SCOPE_PERMISSIONS_REQUIRE_PARENTAL_CONSENT_FOR_ALLOWS'] as const)),
     metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: '`description`, `tags` (strings), and other string annotations' })),
     disabled: Type.Optional(Type.Boolean()),
@@ -74,13 +77,22 @@ function renamed(object: Record<string, unknown>, names: Record<string, string>)
   return Object.fromEntries(Object.entries(object).map(([k, v]) => [names[k] ?? k, v]));
 }
 
-/** `{local, import}` as given, or a plain map of name → expression as `{local}`. */
-function variablesOf(v: Record<string, unknown> | undefined): Variables | undefined {
+/** `{local, import}` as given, or a plain map of name → expression (variables) or value (constants) as `{local}`. */
+function localsOf<T extends Variables | Constants>(v: Record<string, unknown> | undefined): T | undefined {
   if (!v) return undefined;
   const keys = Object.keys(v);
-  if (keys.length && keys.every((k) => k === 'local' || k === 'import')) return v as Variables;
-  return { local: v as Record<string, string> };
+  if (keys.length && keys.every((k) => k === 'local' || k === 'import')) return v as T;
+  return { local: v } as T;
 }
+const variablesOf = (v: Record<string, unknown> | undefined) => localsOf<Variables>(v);
+const constantsOf = (v: Record<string, unknown> | undefined) => localsOf<Constants>(v);
+
+/** The pattern a portable policy's `name` follows (Cerbos' identifier rules, document.schemas.ts). */
+const NAME_RULE: Record<PortablePolicyType, { pattern: RegExp; words: string }> = {
+  resource: { pattern: IDENTIFIER_PATTERNS.kind, words: 'word characters, `@`, `.`, `-`; `/` and `:` only between such parts' },
+  role: { pattern: IDENTIFIER_PATTERNS.name, words: 'word characters, `.` and `-`' },
+  derived_role: { pattern: IDENTIFIER_PATTERNS.name, words: 'word characters, `.` and `-`' },
+};
 
 /**
  * Portable `metadata` → the document's `description` and `metadata.annotations` (Cerbos keeps
@@ -141,6 +153,9 @@ export function fromPortable(raw: unknown, place: PolicyPlace): PolicyDocument {
   for (const key of Object.keys(p)) {
     if (!COMMON.has(key) && !FIELDS_OF[p.policy_type].has(key)) addFieldError(errors, key, `Not a field of ${p.policy_type} policies.`);
   }
+  const rule = NAME_RULE[p.policy_type];
+  if (!rule.pattern.test(p.name)) addFieldError(errors, 'name', `Not a valid name: ${rule.words}, starting with a word character.`);
+  if (p.policy_type === 'resource' && p.entity_type === undefined) addFieldError(errors, 'entity_type', 'This field is required: a resource policy is for the kind {entity_type}:{name}.');
   const scope = appScope(place.schema, place.appSlug);
   if (p.scope !== undefined && p.scope !== scope) addFieldError(errors, 'scope', `Policies of this app have the scope "${scope}".`);
   const meta = metadataIn(p.metadata, errors);
@@ -149,13 +164,13 @@ export function fromPortable(raw: unknown, place: PolicyPlace): PolicyDocument {
   if (p.policy_type === 'resource') {
     doc = {
       resourcePolicy: {
-        resource: p.entity_type ? `${p.entity_type}:${p.name}` : p.name,
+        resource: `${p.entity_type}:${p.name}`,
         version: p.version ?? 'default',
         scope,
         ...(p.scope_permissions ? { scopePermissions: p.scope_permissions as ScopePermissions } : {}),
         ...(p.import_derived_roles ? { importDerivedRoles: p.import_derived_roles.map((n) => prefixedSetName(place, n)) } : {}),
         ...(p.variables ? { variables: variablesOf(p.variables) } : {}),
-        ...(p.constants ? { constants: p.constants as Constants } : {}),
+        ...(p.constants ? { constants: constantsOf(p.constants) } : {}),
         rules: rules.map((r) => renamed(r, { derived_roles: 'derivedRoles' }) as unknown as ResourceRule),
       },
     };
@@ -167,7 +182,7 @@ export function fromPortable(raw: unknown, place: PolicyPlace): PolicyDocument {
         scope,
         ...(p.parent_roles ? { parentRoles: p.parent_roles } : {}),
         ...(p.variables ? { variables: variablesOf(p.variables) } : {}),
-        ...(p.constants ? { constants: p.constants as Constants } : {}),
+        ...(p.constants ? { constants: constantsOf(p.constants) } : {}),
         rules: rules.map((r) => renamed(r, { allow_actions: 'allowActions' }) as unknown as RoleRule),
       },
     };
@@ -176,7 +191,7 @@ export function fromPortable(raw: unknown, place: PolicyPlace): PolicyDocument {
       derivedRoles: {
         name: prefixedSetName(place, p.name),
         ...(p.variables ? { variables: variablesOf(p.variables) } : {}),
-        ...(p.constants ? { constants: p.constants as Constants } : {}),
+        ...(p.constants ? { constants: constantsOf(p.constants) } : {}),
         definitions: (p.definitions ?? []).map((d) => renamed(d, { parent_roles: 'parentRoles' }) as never),
       },
     };

@@ -373,7 +373,7 @@ class Gen {
         'R.attr.tags.size() == 0',
         'R.attr.i == R.attr.i2',
         'R.attr.s < R.attr.s2',
-        'R.attr.i + 1 > 2',
+        'R.attr.i + 1.0 > 2', // (`R.attr.i + 1` is an error on every row: an attribute is a double, 1 an int)
         'R.attr.tags.exists(t, t == "a")',
         'R.attr.s.matches("^a")',
         'R.attr.o.a == 1',
@@ -791,7 +791,7 @@ test('shapes without an exact SQL reading are refused', (t) => {
     'R.attr.tags.size() == 0',
     'R.attr.i == R.attr.i2',
     'R.attr.s < R.attr.s2',
-    'R.attr.i + 1 > 2',
+    'R.attr.i + 1.0 > 2', // (`R.attr.i + 1` is an error on every row: an attribute is a double, 1 an int)
     'R.attr.tags.exists(t, t == "a")',
     'R.attr.s.matches("^a")',
     'R.attr.tags < 1',

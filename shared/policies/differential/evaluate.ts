@@ -6,6 +6,7 @@
 // order is unstable in Cerbos). An operator this evaluator does not know throws: a plan the test
 // cannot read fails loudly, never silently.
 import { isDeepStrictEqual } from 'node:util';
+import { linearMatcher } from '../../common/linear-regexp.ts';
 import type { PlanOperand } from '../model.ts';
 
 class CelError {
@@ -123,6 +124,7 @@ function evaluate(op: PlanOperand, attrs: Record<string, unknown>, env: Env): Va
     }
     return error ?? !absorbing;
   }
+  if (operator === 'error') return err('an expression that fails on every row');
   if (operator === 'has') {
     // has(x.f): the field test; x itself must resolve.
     const target = operands[0];
@@ -202,7 +204,7 @@ function evaluate(op: PlanOperand, attrs: Record<string, unknown>, env: Env): Va
     case 'matches':
       if (typeof a !== 'string' || typeof b !== 'string') return err(`no overload matches(${typeOf(a)}, ${typeOf(b)})`);
       try {
-        return new RegExp(b, 'u').test(a);
+        return linearMatcher(b).test(a); // RE2, as the engine's matches() (and cel-go's)
       } catch {
         return err(`matches: bad pattern ${b}`);
       }
