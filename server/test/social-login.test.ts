@@ -34,7 +34,7 @@ async function signIn(site: TestSite, account: string, key = 'company') {
 
 test.before(async () => {
   op = await startOidcProvider({ clientId: 'platform', clientSecret: OP_SECRET, redirectUri: REDIRECT });
-  s = await startTestServer({ SOCIAL_LOGIN_ALLOW_HTTP: 'true' });
+  s = await startTestServer({ SOCIAL_LOGIN_ALLOW_HTTP: 'true', OUTBOUND_ALLOW_CIDRS: '127.0.0.1/32' });
   const em = s.handle.db.orm.em.fork();
   a = await createTestSite(em);
   b = await createTestSite(em);
