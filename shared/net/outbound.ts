@@ -195,14 +195,15 @@ export class OutboundGuard {
         res.on('data', (chunk: Buffer) => {
           size += chunk.length;
           if (size > this.rules.maxResponseBytes) {
-            if (req.destroyed) return;
-            req.destroy(new OutboundError('too_large', `The answer of ${url.host} is larger than ${this.rules.maxResponseBytes} bytes.`));
+            fail(new OutboundError('too_large', `The answer of ${url.host} is larger than ${this.rules.maxResponseBytes} bytes.`));
+            req.destroy();
             return;
           }
           chunks.push(chunk);
         });
         res.on('error', fail);
         res.on('end', () => {
+          if (size > this.rules.maxResponseBytes) return;
           const responseHeaders = new Headers();
           for (let i = 0; i < res.rawHeaders.length; i += 2) responseHeaders.append(res.rawHeaders[i]!, res.rawHeaders[i + 1]!);
           const status = res.statusCode ?? 0;
