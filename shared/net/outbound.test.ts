@@ -2,8 +2,10 @@
 // all; the allow-list lets one through; redirects are checked hop by hop; the address checked is
 // the one connected to (a second resolution could rebind the name); ports, the body cap, the
 // deadline and the per-site bound.
+import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import test from 'ava';
 import { addressClass, OutboundError, OutboundGuard, type OutboundRules, type Resolve } from './outbound.ts';
 
@@ -135,4 +137,25 @@ test('the body is capped, the deadline holds, and one site cannot hold more than
     for (const res of waiting) res.destroy();
     await target.close();
   }
+});
+
+/** Modules that open connections themselves, and why their destination is not a tenant's. */
+const OWN_CONNECTIONS: Record<string, string> = {
+  'shared/net/outbound.ts': 'the guard itself',
+  'shared/functions/sandbox/worker.ts': "the functions' SDK, to the platform's own API (FUNCTION_API_URL, the operator's)",
+  'server/routes/docs.routes.ts': 'a script the docs page runs in the browser',
+};
+
+test('the guard is the one way out: no other module of shared/ or server/ calls fetch or opens an HTTP connection itself', (t) => {
+  const root = path.resolve(import.meta.dirname, '../..');
+  const offenders: string[] = [];
+  for (const dir of ['shared', 'server']) {
+    for (const file of fs.readdirSync(path.join(root, dir), { recursive: true, encoding: 'utf8' })) {
+      const rel = `${dir}/${file}`;
+      if (!rel.endsWith('.ts') || rel.endsWith('.test.ts') || rel.includes('/test/') || rel.includes('/testing/') || OWN_CONNECTIONS[rel]) continue;
+      const text = fs.readFileSync(path.join(root, rel), 'utf8');
+      if (/\bfetch\(|\bhttps?\.(request|get)\(|\b(net|tls)\.connect\(|\bnew WebSocket\(/.test(text)) offenders.push(rel);
+    }
+  }
+  t.deepEqual(offenders, [], 'fetch through OutboundGuard (shared/net/outbound.ts), or say here why the destination is not a tenant\'s');
 });

@@ -82,17 +82,17 @@ async function configFor(schema: string, app: SocialAppRow, info: ProviderInfo, 
   const cached = configs.get(cacheKey);
   // Apple's client secret is a JWT of 5 minutes: signed again for each sign-in.
   if (cached && cached.version === version && Date.now() - cached.at < CONFIG_TTL_MS && info.id !== 'apple') return cached.config;
-  const fetch = options.outbound.fetchFor(schema);
+  const guarded = options.outbound.fetchFor(schema);
   const secret = openSecret(options.keyring, schema, app);
   const auth = oidc.ClientSecretPost(info.id === 'apple' ? appleClientSecret(app, secret) : secret);
   let config: oidc.Configuration;
   if (info.kind === 'github') {
     const ep = githubEndpoints(server);
     config = new oidc.Configuration({ issuer: server, authorization_endpoint: ep.authorize, token_endpoint: ep.token }, app.client_id, undefined, auth);
-    config[oidc.customFetch] = fetch;
+    config[oidc.customFetch] = guarded;
   } else {
     try {
-      config = await oidc.discovery(url, app.client_id, undefined, auth, { execute: url.protocol === 'http:' ? [oidc.allowInsecureRequests] : [], [oidc.customFetch]: fetch });
+      config = await oidc.discovery(url, app.client_id, undefined, auth, { execute: url.protocol === 'http:' ? [oidc.allowInsecureRequests] : [], [oidc.customFetch]: guarded });
     } catch (err) {
       throw providerUnreachable(app, 'The discovery document', err);
     }
@@ -275,10 +275,10 @@ async function oidcIdentity(config: oidc.Configuration, tokens: oidc.TokenEndpoi
 }
 
 /** GitHub has no ID token: the user and their verified primary e-mail from its API. */
-async function githubIdentity(app: SocialAppRow, accessToken: string, fetch: typeof globalThis.fetch): Promise<Identity> {
+async function githubIdentity(app: SocialAppRow, accessToken: string, guarded: typeof fetch): Promise<Identity> {
   const { api } = githubEndpoints(serverUrl(providerInfo('github')!, app.settings)!);
   const get = async (path: string) => {
-    const res = await fetch(`${api}${path}`, {
+    const res = await guarded(`${api}${path}`, {
       headers: { Authorization: `Bearer ${accessToken}`, Accept: 'application/vnd.github+json', 'User-Agent': 'platform-social-login' },
     });
     if (!res.ok) throw providerRefused(`GitHub API ${path} answered ${res.status}`);
