@@ -80,6 +80,17 @@ test('issue 29 #7: a redirect to an internal host is checked like the first requ
     await refusal(t, g.fetch(`${outside.url}/`));
     t.is(inside.connections, 0);
     t.is(outside.connections, 1);
+    // Allowed both: followed, and the credentials stay with their origin.
+    const seen: (string | undefined)[] = [];
+    const other = await standIn((req, res) => res.end(String(seen.push(req.headers.authorization))), '127.0.0.3');
+    const hop = await standIn((_req, res) => res.writeHead(302, { location: `${other.url}/` }).end(), '127.0.0.2');
+    try {
+      const followed = await guard({ allowCidrs: ['127.0.0.2/32', '127.0.0.3/32'] }).fetch(`${hop.url}/`, { headers: { authorization: 'Bearer tok' } });
+      t.is(followed.status, 200);
+      t.deepEqual(seen, [undefined]);
+    } finally {
+      await Promise.all([other.close(), hop.close()]);
+    }
     const manual = await g.fetch(`${outside.url}/`, { redirect: 'manual' });
     t.is(manual.status, 302, 'manual: the redirect itself is the answer');
     t.is(inside.connections, 0);

@@ -155,7 +155,10 @@ export class OutboundGuard {
       if (request.redirect === 'manual' || response.status < 300 || response.status > 399 || !location) return response;
       if (request.redirect === 'error') throw new OutboundError('refused', `${url.host} answered with a redirect.`);
       if (hop >= MAX_REDIRECTS) throw new OutboundError('refused', `More than ${MAX_REDIRECTS} redirects from ${url.host}.`);
-      url = new URL(location, url);
+      const next = new URL(location, url);
+      // Credentials stay with their origin (as fetch does): a redirect elsewhere does not carry them.
+      if (next.origin !== url.origin) for (const name of ['authorization', 'cookie', 'proxy-authorization']) delete headers[name];
+      url = next;
       if (response.status === 303 || ((response.status === 301 || response.status === 302) && method === 'POST')) {
         method = 'GET';
         body = undefined;
