@@ -53,6 +53,7 @@ import { storeFromConfig } from '../shared/storage/objstore/index.ts';
 import { BucketView } from '../shared/storage/bucket.schemas.ts';
 import { functionRoutes } from './routes/functions.routes.ts';
 import { FunctionRuntime } from '../shared/functions/runtime.ts';
+import { OutboundGuard } from '../shared/net/outbound.ts';
 import { FunctionView, InvocationView } from '../shared/functions/function.schemas.ts';
 
 export interface AppDeps {
@@ -97,7 +98,7 @@ export function buildRegistry(deps: Pick<AppDeps, 'config' | 'tokens' | 'mailer'
     .add(...siteRoutes(deps.config), ...domainRoutes(deps.config))
     .add(...organizationRoutes(deps.config), ...memberRoutes(deps.config.publicUrl), ...groupRoutes(deps.config.publicUrl))
     .add(...tenantUserRoutes(deps.config.publicUrl))
-    .add(...secretRoutes(keyring, deps.config.publicUrl), ...socialRoutes(keyring, deps.tokens, deps.config.socialAllowHttp, runtime.events))
+    .add(...secretRoutes(keyring, deps.config.publicUrl), ...socialRoutes(keyring, deps.tokens, deps.config.socialAllowHttp, runtime.events, new OutboundGuard(deps.config.outbound)))
     .add(...dataTableRoutes(deps.config.publicUrl), ...migrationRoutes(deps.config.publicUrl), ...recordRoutes({ maxDepth: deps.config.graphMaxDepth }), ...edgeRoutes())
     .add(...appRoutes(deps.config), ...dataSourceRoutes())
     .add(...policyRoutes())

@@ -3,6 +3,7 @@
 import path from 'node:path';
 import { loadStorageConfig, type StorageConfig } from './storage/objstore/config.ts';
 import type { FunctionsConfig } from './functions/runtime.ts';
+import { parseCidr, type OutboundRules } from './net/outbound.ts';
 
 export const ENVIRONMENTS = ['production', 'staging', 'dev', 'test'] as const;
 export type Environment = (typeof ENVIRONMENTS)[number];
@@ -76,6 +77,10 @@ export interface Config {
   doclibEnabled: boolean;
   /** Social login providers and redirect URIs may be plain http:// (SOCIAL_LOGIN_ALLOW_HTTP, default false: https only, http for localhost redirects). */
   socialAllowHttp: boolean;
+  /** Requests to URLs a tenant chose (social login providers): what the outbound guard allows (docs/outbound.md). */
+  outbound: OutboundRules;
+  /** DNS servers asked for domain verification records (DNS_SERVERS; default: the system's). */
+  dnsServers: string[];
   /** How often a server refreshes storage usage counters and sweeps unreferenced blobs (STORAGE_MAINTENANCE_INTERVAL_MS; 0: never). */
   storageMaintenanceIntervalMs: number;
   /** Where objects' bytes live: a directory or an S3 service (docs/configuration.md "Storage"). */
@@ -151,6 +156,49 @@ function list(env: Env, name: string, def: string[]): string[] {
 
 const HOSTNAME = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
 
+function loadOutbound(env: Env): OutboundRules {
+  const allowHosts = list(env, 'OUTBOUND_ALLOW_HOSTS', []).map((h) => h.toLowerCase());
+  for (const h of allowHosts) {
+    if (!HOSTNAME.test(h)) throw new ConfigError(`OUTBOUND_ALLOW_HOSTS contains an invalid host name: ${JSON.stringify(h)}`);
+  }
+  const allowCidrs = list(env, 'OUTBOUND_ALLOW_CIDRS', []);
+  for (const c of allowCidrs) {
+    try {
+      parseCidr(c);
+    } catch {
+      throw new ConfigError(`OUTBOUND_ALLOW_CIDRS contains an invalid address range: ${JSON.stringify(c)} (for example 10.0.0.0/8 or fd00::/8)`);
+    }
+  }
+  const allowPorts = list(env, 'OUTBOUND_ALLOW_PORTS', ['80', '443']).map((p) => {
+    if (!/^\d{1,5}$/.test(p) || Number(p) < 1 || Number(p) > 65535) throw new ConfigError(`OUTBOUND_ALLOW_PORTS contains an invalid port: ${JSON.stringify(p)}`);
+    return Number(p);
+  });
+  return {
+    allowHosts,
+    allowCidrs,
+    allowPorts,
+    timeoutMs: int(env, 'OUTBOUND_TIMEOUT_MS', 10_000, 100, 120_000),
+    maxResponseBytes: int(env, 'OUTBOUND_MAX_RESPONSE_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    maxPerSite: int(env, 'OUTBOUND_MAX_PER_SITE', 8, 1, 1000),
+  };
+}
+
+/** DNS_SERVERS: addresses with an optional port (`10.0.0.2`, `127.0.0.1:5353`, `[::1]:53`). */
+function dnsServers(env: Env): string[] {
+  const servers = list(env, 'DNS_SERVERS', []);
+  for (const server of servers) {
+    const m = /^(?:\[([0-9a-f:.]+)\]|([0-9.]+))(?::(\d{1,5}))?$/i.exec(server);
+    let ok = !!m && (m[3] === undefined || (Number(m[3]) >= 1 && Number(m[3]) <= 65535));
+    try {
+      if (ok) parseCidr(m![1] ?? m![2]!);
+    } catch {
+      ok = false;
+    }
+    if (!ok) throw new ConfigError(`DNS_SERVERS contains an invalid server: ${JSON.stringify(server)} (an IP address, optionally with :port; IPv6 in brackets)`);
+  }
+  return servers;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const secretKey = str(env, 'PLATFORM_SECRET_KEY');
   if (secretKey !== undefined && secretKey.length < 32) {
@@ -217,6 +265,8 @@ export function loadConfig(env: Env = process.env): Config {
     graphMaxDepth: int(env, 'DATA_SERVICE_GRAPH_MAX_DEPTH', 10, 0, 100),
     doclibEnabled: bool(env, 'DOCLIB_ENABLED', false),
     socialAllowHttp: bool(env, 'SOCIAL_LOGIN_ALLOW_HTTP', false),
+    outbound: loadOutbound(env),
+    dnsServers: dnsServers(env),
     storageMaintenanceIntervalMs: int(env, 'STORAGE_MAINTENANCE_INTERVAL_MS', 3_600_000, 0, 2_147_483_647),
     storage: loadStorageConfig(env),
     functions: {

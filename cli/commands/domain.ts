@@ -6,9 +6,10 @@ import { pageOf } from '../output.ts';
 export const DOMAIN_COMMANDS = {
   'domain:list': api('site_domains_list', {
     examples: ['domain list --site shop', 'domain list --site shop --is-active all --json'],
-    render: pageOf<DomainView>(['domain', 'domains'], 'domain slug is_primary:primary is_active:active created_at:created'),
+    render: pageOf<DomainView>(['domain', 'domains'], 'domain slug is_primary:primary is_active:active is_verified:verified created_at:created'),
   }),
-  'domain:add': api('site_domains_create', { args: ['domain'], examples: ['domain add shop.example.com --site shop --primary'] }),
+  'domain:add': api('site_domains_create', { args: ['domain'], examples: ['domain add shop.example.com --site shop', 'domain add shop.localhost --site shop --primary'] }),
+  'domain:verify': api('site_domains_verify', { args: ['domain'], examples: ['domain verify shop.example.com --site shop'] }),
   'domain:get': api('site_domains_retrieve', { args: ['domain'], examples: ['domain get shop.example.com --site shop'] }),
   'domain:update': api('site_domains_partial_update', {
     args: ['domain'],

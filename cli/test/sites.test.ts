@@ -2,11 +2,13 @@
 // the mode tag aside), and the state read back through the API.
 import fs from 'node:fs';
 import test from 'ava';
+import { startDnsStandIn, type DnsStandIn } from '../../shared/testing/dns.ts';
 import { startTestServer, type TestServer } from '../../server/test/helpers.ts';
 import { makeOrg, schemaExists } from '../../server/test/site-fixtures.ts';
 import { bothModesMacro, cliEnv, json, storeLogin, tempConfigDir, volatile, type Mode } from './helpers.ts';
 
 let s: TestServer;
+let dns: DnsStandIn;
 let configDir: string;
 let token: string;
 const both = bothModesMacro(() => cliEnv(s, configDir));
@@ -21,7 +23,8 @@ async function apiSite(org: string, body: Record<string, unknown>) {
 }
 
 test.before(async () => {
-  s = await startTestServer();
+  dns = await startDnsStandIn();
+  s = await startTestServer({ DNS_SERVERS: dns.server });
   configDir = tempConfigDir();
   await storeLogin(s, configDir);
   token = (await s.login()).access;
@@ -37,6 +40,7 @@ test.before(async () => {
 });
 test.after.always(async () => {
   await s?.close();
+  await dns?.close();
   if (configDir) fs.rmSync(configDir, { recursive: true, force: true });
 });
 
@@ -150,26 +154,40 @@ test('site delete: the message; the schema is gone', both, {
   },
 });
 
-test('domain add --primary, list, get, update, delete (both modes)', async (t) => {
+test('domain add, verify, list, get, update --primary, delete (both modes)', async (t) => {
   const { runCli } = await import('./helpers.ts');
-  const env = cliEnv(s, configDir);
+  const env = cliEnv(s, configDir, { DNS_SERVERS: dns.server });
   const outputs: Record<Mode, string[]> = { remote: [], direct: [] };
   for (const mode of MODES) {
     const run = async (...args: string[]) => {
       const r = await runCli(mode === 'direct' ? [...args, '--direct'] : args, env);
-      outputs[mode].push(norm(`${r.code}\n${r.stdout}\n${r.stderr}`));
+      // The verification token is random: masked like ids and times.
+      outputs[mode].push(norm(`${r.code}\n${r.stdout}\n${r.stderr}`).replace(/[0-9a-f]{32}/g, '<token>'));
       return r;
     };
     const site = `dom-${mode}`;
     const host = `www.${mode}.example.com`;
-    const added = await run('domain', 'add', host.toUpperCase(), '--site', site, '--primary', '--json');
+    const added = await run('domain', 'add', host.toUpperCase(), '--site', site, '--json');
     t.is(added.code, 0, added.stderr);
-    t.like(json(added).data, { domain: host, is_primary: true, slug: host.replace(/\./g, '-') });
+    const record = json(added).data.verification;
+    t.like(json(added).data, { domain: host, is_primary: false, is_verified: false, slug: host.replace(/\./g, '-'), verification: { type: 'TXT', name: `_platform-challenge.${host}` } });
+    const early = await run('domain', 'update', host, '--site', site, '--primary');
+    t.is(early.code, 1);
+    t.regex(early.stderr, /unverified domain cannot be primary/);
+    const missing = await run('domain', 'verify', host, '--site', site);
+    t.is(missing.code, 1);
+    t.regex(missing.stderr, /is not verified: no TXT record/);
+    dns.setTxt(record.name, [record.value]);
+    const verified = await run('domain', 'verify', host, '--site', site, '--json');
+    t.is(verified.code, 0, verified.stderr);
+    t.true(json(verified).is_verified);
+    const primary = await run('domain', 'update', host, '--site', site, '--primary', '--json');
+    t.true(json(primary).is_primary, primary.stderr);
     const list = await run('domain', 'list', '--site', site);
-    t.regex(list.stdout, new RegExp(`^DOMAIN\\s+SLUG\\s+PRIMARY\\s+ACTIVE\\s+CREATED\\n${host.replace(/\./g, '\\.')}\\s+\\S+\\s+yes`));
+    t.regex(list.stdout, new RegExp(`^DOMAIN\\s+SLUG\\s+PRIMARY\\s+ACTIVE\\s+VERIFIED\\s+CREATED\\n${host.replace(/\./g, '\\.')}\\s+\\S+\\s+yes\\s+yes\\s+yes`));
     t.true(list.stdout.trim().endsWith('2 domains'));
     const got = await run('domain', 'get', host, '--site', site, '--json');
-    t.deepEqual(json(got), json(added).data);
+    t.deepEqual(json(got), json(primary));
     const back = await run('domain', 'update', `${site}.localhost`, '--site', site, '--primary', '--json');
     t.true(json(back).is_primary);
     const refused = await run('domain', 'delete', `${site}.localhost`, '--site', site);
@@ -178,6 +196,7 @@ test('domain add --primary, list, get, update, delete (both modes)', async (t) =
     const off = await run('domain', 'update', host, '--site', site, '--no-active', '--host', `new.${mode}.example.com`);
     t.is(off.code, 0);
     t.regex(off.stdout, /is_active:\s+no/);
+    t.regex(off.stdout, /is_verified:\s+no/, 'a new host name starts unverified');
     const del = await run('domain', 'delete', `new.${mode}.example.com`, '--site', site);
     t.is(del.stdout, 'Domain deleted successfully.\n');
     const api = await s.api('GET', `/api/cloud/sites/${site}/domains/?is_active=all`, { token });

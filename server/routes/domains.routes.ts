@@ -1,6 +1,7 @@
 import type { Config } from '../../shared/config.ts';
 import { DomainCreate, DomainListQuery, DomainRef, DomainReplace, DomainUpdate, DomainView } from '../../shared/sites/domain.schemas.ts';
 import * as domains from '../../shared/sites/domain.service.ts';
+import { dnsTxtResolver } from '../../shared/sites/domain-verification.ts';
 import { DOMAIN_MESSAGES } from '../../shared/sites/site.messages.ts';
 import { SiteRef } from '../../shared/sites/site.schemas.ts';
 import { MessageBody, created, paginated, sendCreated, sendMessage, sendPage } from '../http/envelopes.ts';
@@ -8,10 +9,11 @@ import { defineRoute, type RouteDef } from '../http/registry.ts';
 
 const LIST = '/api/cloud/sites/:site/domains/';
 const ONE = '/api/cloud/sites/:site/domains/:domain/';
+const VERIFY = '/api/cloud/sites/:site/domains/:domain/verify/';
 const alias = (path: string) => [path.replace('/api/cloud/', '/api/')];
 
 export function domainRoutes(config: Config): RouteDef[] {
-  const settings = { platformHosts: config.platformHosts };
+  const settings: domains.DomainSettings = { platformHosts: config.platformHosts, baseDomain: config.baseDomain, txt: dnsTxtResolver(config.dnsServers) };
   const update = (method: 'put' | 'patch') =>
     defineRoute({
       method,
@@ -20,7 +22,7 @@ export function domainRoutes(config: Config): RouteDef[] {
       operationId: method === 'put' ? 'site_domains_update' : 'site_domains_partial_update',
       summary: method === 'put' ? 'Update a domain' : 'Update some fields of a domain',
       description:
-        '`is_primary: true` makes every other domain of the site non-primary (under a lock). Unsetting it on the primary is refused: make another domain primary. Needs `manage_site`.',
+        '`is_primary: true` makes every other domain of the site non-primary (under a lock); only a verified domain may be primary. Unsetting it on the primary is refused: make another domain primary. A new host name starts unverified. Needs `manage_site`.',
       tags: ['domains'],
       auth: 'user',
       params: DomainRef,
@@ -53,7 +55,8 @@ export function domainRoutes(config: Config): RouteDef[] {
       aliases: alias(LIST),
       operationId: 'site_domains_create',
       summary: 'Add a domain to a site',
-      description: 'The host name must be unique across the platform. Needs `manage_site`.',
+      description:
+        "The host name must be unique across the platform. Names under the platform's base domain are the platform's: only the site's own `{slug}.{base}`. Any other name is a customer domain: it routes nothing until verified by the DNS TXT record its `verification` names (POST …/verify/), and cannot be primary before. Needs `manage_site`.",
       tags: ['domains'],
       auth: 'user',
       params: SiteRef,
@@ -75,6 +78,22 @@ export function domainRoutes(config: Config): RouteDef[] {
       responses: { 200: DomainView },
       async handler(ctx, { params }) {
         ctx.body = await domains.getDomain(ctx.state.service(), params.site, params.domain);
+      },
+    }),
+    defineRoute({
+      method: 'post',
+      path: VERIFY,
+      aliases: alias(VERIFY),
+      operationId: 'site_domains_verify',
+      summary: "Check a domain's DNS TXT record now",
+      description:
+        'Reads `_platform-challenge.{domain}` TXT. The record `platform-verify={token}` (the domain\'s `verification`) found: the domain is verified and routes (200). Not found: an unverified domain stays unverified (400 naming the record); a verified one loses its verification and stops routing at once (200, `is_verified` false; a primary gives way to the site\'s own platform name). DNS not answering: 503, nothing changes. Needs `manage_site`.',
+      tags: ['domains'],
+      auth: 'user',
+      params: DomainRef,
+      responses: { 200: DomainView },
+      async handler(ctx, { params }) {
+        ctx.body = await domains.verifyDomain(ctx.state.service(), params.site, params.domain, settings);
       },
     }),
     update('put'),

@@ -3,6 +3,7 @@
 // they sign in become that site's users.
 import { Type } from '@sinclair/typebox';
 import type { TokenSettings } from '../../shared/auth/tokens.ts';
+import type { OutboundGuard } from '../../shared/net/outbound.ts';
 import type { SecretKeyring } from '../../shared/secrets/crypto.ts';
 import { socialRedirect, socialToken, type SocialLoginOptions } from '../../shared/social/login.ts';
 import * as apps from '../../shared/social/social-app.service.ts';
@@ -43,8 +44,8 @@ const SocialApp = Type.Object(
 const siteOf = (ctx: AppContext): string => assertSchemaName(ctx.state.tenant ?? '');
 const WHO_MANAGES = 'The site\'s superusers (the organization\'s owners and admins are superusers of its sites).';
 
-export function socialRoutes(keyring: SecretKeyring, tokens: TokenSettings, allowHttp: boolean, events: UserEvents): RouteDef[] {
-  const login: SocialLoginOptions = { keyring, tokens, allowHttp, events };
+export function socialRoutes(keyring: SecretKeyring, tokens: TokenSettings, allowHttp: boolean, events: UserEvents, outbound: OutboundGuard): RouteDef[] {
+  const login: SocialLoginOptions = { keyring, tokens, allowHttp, events, outbound };
   const base = { scope: 'tenant' as const, tags: ['social login'] };
   return [
     defineRoute({
@@ -87,7 +88,7 @@ export function socialRoutes(keyring: SecretKeyring, tokens: TokenSettings, allo
       body: Open,
       responses: { 201: flagged(SocialApp) },
       async handler(ctx, { body }) {
-        const data = await apps.createSocialApp(ctx.state.service(), keyring, body);
+        const data = await apps.createSocialApp(ctx.state.service(), keyring, outbound, body);
         ctx.status = 201;
         ctx.body = { success: true, message: 'Social app created.', data };
       },
@@ -119,7 +120,7 @@ export function socialRoutes(keyring: SecretKeyring, tokens: TokenSettings, allo
         body: Open,
         responses: { 200: flagged(SocialApp) },
         async handler(ctx, { params, body }) {
-          ctx.body = { success: true, message: 'Social app updated.', data: await apps.updateSocialApp(ctx.state.service(), keyring, params.id!, body) };
+          ctx.body = { success: true, message: 'Social app updated.', data: await apps.updateSocialApp(ctx.state.service(), keyring, outbound, params.id!, body) };
         },
       }),
     ),
@@ -165,7 +166,7 @@ export function socialRoutes(keyring: SecretKeyring, tokens: TokenSettings, allo
       operationId: 'social_login_token',
       summary: "Exchange the provider's code for the site's tokens",
       description:
-        'Body `{code, state}` (`state`: what the redirect returned, an addition to §4; `iss` when the provider sent one). The ID token is checked (issuer, audience, signature, nonce, expiry); the identity signs in as the user connected to it, else the user with the same e-mail when the provider verified the address and the site trusts it, else a new user. An unverified address that matches a user is refused (403).',
+        'Body `{code, state}` (`state`: what the redirect returned, an addition to §4; `iss` when the provider sent one). The ID token is checked (issuer, audience, nonce, expiry, and its signature against the provider JWKS); the identity signs in as the user connected to it, else the user with the same e-mail when the provider verified the address and the site trusts it, else a new user. An unverified address that matches a user is refused (403).',
       params: ProviderParam,
       body: Open,
       responses: {

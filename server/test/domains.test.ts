@@ -1,16 +1,21 @@
 // Domains of a site: list (filters, default ordering), create, get by slug / host / UUID,
-// PUT, PATCH, delete; host-name checks; the one-primary rule under concurrent requests.
+// PUT, PATCH, delete; host-name checks; the one-primary rule under concurrent requests; who owns
+// a name (the platform under its base domain, a customer by a DNS TXT record read from a DNS
+// stand-in) and what an unverified domain may not do.
 import test from 'ava';
+import { startDnsStandIn, type DnsStandIn } from '../../shared/testing/dns.ts';
 import { startTestServer, type TestServer } from './helpers.ts';
-import { grantSite, makeOrg, makeUser, sql, type TestUser } from './site-fixtures.ts';
+import { grantSite, makeOrg, makeUser, sql, verifyDomain, type TestUser } from './site-fixtures.ts';
 
 let s: TestServer;
+let dns: DnsStandIn;
 let root: string;
 let owner: TestUser;
 let viewer: TestUser;
 
 test.before(async () => {
-  s = await startTestServer();
+  dns = await startDnsStandIn();
+  s = await startTestServer({ DNS_SERVERS: dns.server });
   root = (await s.login()).access;
   owner = await makeUser(s, root, 'owner');
   viewer = await makeUser(s, root, 'viewer');
@@ -18,6 +23,7 @@ test.before(async () => {
 });
 test.after.always(async () => {
   await s?.close();
+  await dns?.close();
 });
 
 let n = 0;
@@ -28,6 +34,7 @@ async function newSite(): Promise<any> {
 }
 const base = (site: { slug: string }) => `/api/cloud/sites/${site.slug}/domains/`;
 const add = (site: { slug: string }, body: Record<string, unknown>, token = owner.token) => s.api('POST', base(site), { token, body });
+const verify = (site: { slug: string }, host: string) => verifyDomain(s, dns, owner.token, site.slug, host);
 const primaries = async (site: { uuid: string }) =>
   (await sql(s, 'SELECT domain FROM public.domains WHERE site_uuid = ? AND is_primary', [site.uuid])).map((r) => r.domain);
 
@@ -37,8 +44,11 @@ test('create: 201 envelope with the domain fields; lowercased; slug with hyphens
   t.is(res.status, 201);
   t.like(res.body, { status: 'success', message: 'Domain created successfully.' });
   const d = res.body.data;
-  t.deepEqual(Object.keys(d), ['uuid', 'slug', 'domain', 'is_primary', 'is_active', 'tenant', 'created_at', 'modified_at']);
-  t.like(d, { slug: 'www-example-com', domain: 'www.example.com', is_primary: false, is_active: true, tenant: site.uuid });
+  t.deepEqual(Object.keys(d), ['uuid', 'slug', 'domain', 'is_primary', 'is_active', 'tenant', 'created_at', 'modified_at', 'is_verified', 'verified_at', 'verification']);
+  t.like(d, { slug: 'www-example-com', domain: 'www.example.com', is_primary: false, is_active: true, tenant: site.uuid, is_verified: false, verified_at: null });
+  t.is(d.verification.type, 'TXT');
+  t.is(d.verification.name, '_platform-challenge.www.example.com');
+  t.regex(d.verification.value, /^platform-verify=[0-9a-f]{32}$/);
   for (const ref of ['www-example-com', 'www.example.com', d.uuid, d.uuid.toUpperCase()]) {
     const got = await s.api('GET', `${base(site)}${ref}/`, { token: owner.token });
     t.is(got.status, 200, ref);
@@ -99,18 +109,24 @@ test('permissions: view_site reads, manage_site changes; no grant is 404', async
   t.is((await add(site, { domain: 'yes.example.com' }, viewer.token)).status, 201);
 });
 
-test('is_primary: create, PUT and PATCH move the primary; unsetting the primary or deleting it is a 400', async (t) => {
+test('is_primary: create, PUT and PATCH move the primary (verified domains); unsetting the primary or deleting it is a 400', async (t) => {
   const site = await newSite();
   const first = site.primary_domain;
-  const created = await add(site, { domain: 'p1.example.com', is_primary: true });
-  t.true(created.body.data.is_primary);
-  t.deepEqual(await primaries(site), ['p1.example.com']);
+  await add(site, { domain: 'p1.example.com' });
   await add(site, { domain: 'p2.example.com' });
+  await verify(site, 'p1.example.com');
+  await verify(site, 'p2.example.com');
+  const patch = await s.api('PATCH', `${base(site)}p1.example.com/`, { token: owner.token, body: { is_primary: true } });
+  t.true(patch.body.is_primary, patch.text);
+  t.deepEqual(await primaries(site), ['p1.example.com']);
   const put = await s.api('PUT', `${base(site)}p2-example-com/`, { token: owner.token, body: { domain: 'p2.example.com', is_primary: true } });
   t.is(put.status, 200);
   t.deepEqual(await primaries(site), ['p2.example.com']);
-  const patch = await s.api('PATCH', `${base(site)}${first}/`, { token: owner.token, body: { is_primary: true } });
-  t.true(patch.body.is_primary);
+  // The site's own platform name, deleted and added again as primary (it needs no proof).
+  t.is((await s.api('DELETE', `${base(site)}${first}/`, { token: owner.token })).status, 200);
+  const created = await add(site, { domain: first, is_primary: true });
+  t.is(created.status, 201, created.text);
+  t.like(created.body.data, { is_primary: true, is_verified: true, verification: null });
   t.deepEqual(await primaries(site), [first]);
   const unset = await s.api('PATCH', `${base(site)}${first}/`, { token: owner.token, body: { is_primary: false } });
   t.is(unset.status, 400);
@@ -142,7 +158,10 @@ test('PUT needs domain; a new host gets a new slug; PATCH is partial', async (t)
 test('many parallel "make primary" requests on different domains of one site leave exactly one primary', async (t) => {
   const site = await newSite();
   const hosts = Array.from({ length: 10 }, (_, i) => `race${i}.example.com`);
-  for (const domain of hosts) await add(site, { domain });
+  for (const domain of hosts) {
+    await add(site, { domain });
+    await verify(site, domain);
+  }
   for (let round = 0; round < 3; round++) {
     const results = await Promise.all(
       [...hosts, site.primary_domain].map((h) => s.api('PATCH', `${base(site)}${h}/`, { token: owner.token, body: { is_primary: true } })),
@@ -150,7 +169,57 @@ test('many parallel "make primary" requests on different domains of one site lea
     t.true(results.every((r) => r.status === 200), results.map((r) => r.text).join('\n'));
     t.is((await primaries(site)).length, 1);
   }
-  const creates = await Promise.all(Array.from({ length: 6 }, (_, i) => add(site, { domain: `burst${i}.example.com`, is_primary: true })));
+  const creates = await Promise.all(Array.from({ length: 6 }, (_, i) => add(site, { domain: `burst${i}.example.com` })));
   t.true(creates.every((r) => r.status === 201));
   t.is((await primaries(site)).length, 1);
+});
+
+test('issue 29 #8: names under the base domain are the platform\'s: claiming dev-futuresite.<base> or login.<base> is 400 naming the rule, nothing stored; the later site gets its own name (no -2)', async (t) => {
+  const squatter = await newSite();
+  const stored = async () => (await sql(s, `SELECT count(*)::int AS n FROM public.domains WHERE domain LIKE '%futuresite%' OR domain IN ('login.localhost', 'localhost')`))[0].n;
+  for (const domain of ['futuresite.localhost', 'dev-futuresite.localhost', 'login.localhost', 'LOGIN.localhost', 'a.b.localhost', 'localhost']) {
+    const res = await add(squatter, { domain });
+    t.is(res.status, 400, domain);
+    t.truthy(res.body.errors.domain, domain);
+  }
+  t.regex((await add(squatter, { domain: 'login.localhost' })).body.errors.domain[0], /Names under localhost are assigned by the platform: this site's own is site-\d+\.localhost/);
+  const renamed = await s.api('PATCH', `${base(squatter)}${squatter.primary_domain}/`, { token: owner.token, body: { domain: 'futuresite.localhost' } });
+  t.is(renamed.status, 400, 'nor by renaming a domain');
+  const viaCreate = await s.api('POST', '/api/cloud/organizations/acme/sites/', { token: owner.token, body: { name: 'Phisher', domain: 'login.localhost' } });
+  t.is(viaCreate.status, 400, 'nor on site create');
+  t.truthy(viaCreate.body.errors.domain);
+  t.is((await sql(s, `SELECT count(*)::int AS n FROM public.sites WHERE name = 'Phisher'`))[0].n, 0);
+  t.is(await stored(), 0, 'nothing stored');
+  const later = await s.api('POST', '/api/cloud/organizations/acme/sites/', { token: owner.token, body: { name: 'Futuresite' } });
+  t.is(later.status, 201, later.text);
+  t.is(later.body.data.primary_domain, 'futuresite.localhost', 'its own name, no -2');
+});
+
+test('issue 29 #8: an unverified domain cannot be primary; a forged TXT value does not verify; the genuine one does', async (t) => {
+  const site = await newSite();
+  const refused = await add(site, { domain: 'shop.example.org', is_primary: true });
+  t.is(refused.status, 400);
+  t.regex(refused.body.errors.is_primary[0], /unverified domain cannot be primary/);
+  t.is((await sql(s, `SELECT count(*)::int AS n FROM public.domains WHERE domain = 'shop.example.org'`))[0].n, 0, 'nothing stored');
+  const made = (await add(site, { domain: 'shop.example.org' })).body.data;
+  const primary = await s.api('PATCH', `${base(site)}shop.example.org/`, { token: owner.token, body: { is_primary: true } });
+  t.is(primary.status, 400);
+  t.deepEqual(await primaries(site), [site.primary_domain]);
+  const verifyIt = () => s.api('POST', `${base(site)}shop.example.org/verify/`, { token: owner.token });
+  t.regex((await verifyIt()).body.message, /not verified: no TXT record "platform-verify=[0-9a-f]{32}" at _platform-challenge\.shop\.example\.org/, 'no record at all');
+  dns.setTxt(made.verification.name, ['platform-verify=0123456789abcdef0123456789abcdef', `${made.verification.value}x`, 'v=spf1 -all']);
+  const forged = await verifyIt();
+  t.is(forged.status, 400, 'a forged or near value does not verify');
+  t.is((await sql(s, `SELECT verified_at FROM public.domains WHERE domain = 'shop.example.org'`))[0].verified_at, null);
+  t.is((await s.api('POST', `${base(site)}shop.example.org/verify/`, { token: viewer.token })).status, 404, 'a stranger sees no site');
+  dns.setTxt(made.verification.name, ['v=spf1 -all', made.verification.value]);
+  const ok = await verifyIt();
+  t.is(ok.status, 200, ok.text);
+  t.like(ok.body, { domain: 'shop.example.org', is_verified: true, verification: made.verification });
+  t.is((await s.api('PATCH', `${base(site)}shop.example.org/`, { token: owner.token, body: { is_primary: true } })).status, 200);
+  t.deepEqual(await primaries(site), ['shop.example.org']);
+  // A verified primary cannot be renamed to a name that is not verified.
+  const moved = await s.api('PATCH', `${base(site)}shop.example.org/`, { token: owner.token, body: { domain: 'other.example.org' } });
+  t.is(moved.status, 400);
+  t.truthy(moved.body.errors.domain);
 });

@@ -2,6 +2,7 @@
 // memberships and object grants (straight in the database, so these suites do not depend on
 // the organization routes).
 import { randomBytes, randomUUID } from 'node:crypto';
+import type { DnsStandIn } from '../../shared/testing/dns.ts';
 import type { TestServer } from './helpers.ts';
 
 export interface TestUser {
@@ -60,3 +61,18 @@ export async function sql<T = Record<string, any>>(s: TestServer, text: string, 
 
 export const schemaExists = async (s: TestServer, schema: string): Promise<boolean> =>
   (await sql(s, 'SELECT 1 FROM information_schema.schemata WHERE schema_name = ?', [schema])).length === 1;
+
+/**
+ * Proves a customer domain as its owner would (docs/domains.md): publishes the TXT record its
+ * `verification` names at the DNS stand-in the server asks (DNS_SERVERS), then POSTs …/verify/.
+ * The verified domain's view.
+ */
+export async function verifyDomain(s: TestServer, dns: DnsStandIn, token: string, site: string, host: string): Promise<Record<string, any>> {
+  const path = `/api/cloud/sites/${site}/domains/${host}/`;
+  const domain = await s.api('GET', path, { token });
+  if (domain.status !== 200 || !domain.body.verification) throw new Error(`no verification record for ${host}: ${domain.text}`);
+  dns.setTxt(domain.body.verification.name, [domain.body.verification.value]);
+  const res = await s.api('POST', `${path}verify/`, { token });
+  if (res.status !== 200 || !res.body.is_verified) throw new Error(`verification of ${host} failed: ${res.text}`);
+  return res.body;
+}

@@ -1,23 +1,28 @@
 // Host routing of sites made through the API: the primary domain and /sites/{schema}/ reach
-// the site (probe: the tenant-scoped GET /api/cloud/sites/config/); deactivating a site or a
+// the site (probe: the tenant-scoped GET /api/cloud/sites/config/); a customer domain routes
+// only once verified (its DNS TXT record, from a DNS stand-in); deactivating a site or a
 // domain takes it off until reactivated; deleting a site removes its schema and its hosts;
 // grants on one site give nothing on another.
 import test from 'ava';
+import { startDnsStandIn, type DnsStandIn } from '../../shared/testing/dns.ts';
 import { startTestServer, type TestServer } from './helpers.ts';
-import { FIXTURE_PASSWORD, grantSite, makeOrg, makeUser, schemaExists, type TestUser } from './site-fixtures.ts';
+import { FIXTURE_PASSWORD, grantSite, makeOrg, makeUser, schemaExists, sql, verifyDomain, type TestUser } from './site-fixtures.ts';
 
 let s: TestServer;
+let dns: DnsStandIn;
 let root: string;
 let owner: TestUser;
 
 test.before(async () => {
-  s = await startTestServer();
+  dns = await startDnsStandIn();
+  s = await startTestServer({ DNS_SERVERS: dns.server });
   root = (await s.login()).access;
   owner = await makeUser(s, root, 'owner');
   await makeOrg(s, 'acme', [{ uuid: owner.uuid, owner: true }]);
 });
 test.after.always(async () => {
   await s?.close();
+  await dns?.close();
 });
 
 async function newSite(name: string): Promise<any> {
@@ -51,8 +56,9 @@ test('a created site answers on its primary domain and under /sites/{schema_name
   // The probe is tenant-only; platform routes are not served on a site host.
   t.is((await s.api('GET', '/api/cloud/sites/config/')).status, 404);
   t.is((await s.api('GET', '/api/cloud/sites/', { host: site.primary_domain, token: root })).status, 404);
-  // A further domain routes too.
+  // A further domain routes too, once verified.
   await s.api('POST', `/api/cloud/sites/${site.slug}/domains/`, { token: owner.token, body: { domain: 'routed.example.com' } });
+  await verifyDomain(s, dns, owner.token, site.slug, 'routed.example.com');
   t.is(await eventually(() => config('routed.example.com'), 200), 200);
 });
 
@@ -71,12 +77,43 @@ test('a deactivated site answers 404 on its hosts until it is reactivated', asyn
 test('a deactivated domain answers 404 until reactivated; the other domains keep serving', async (t) => {
   const site = await newSite('Partly');
   await s.api('POST', `/api/cloud/sites/${site.slug}/domains/`, { token: owner.token, body: { domain: 'partly.example.com' } });
+  await verifyDomain(s, dns, owner.token, site.slug, 'partly.example.com');
   t.is(await eventually(() => config('partly.example.com'), 200), 200);
   await s.api('PATCH', `/api/cloud/sites/${site.slug}/domains/partly.example.com/`, { token: owner.token, body: { is_active: false } });
   t.is(await eventually(() => config('partly.example.com'), 404), 404);
   t.is((await config(site.primary_domain)).status, 200);
   await s.api('PATCH', `/api/cloud/sites/${site.slug}/domains/partly.example.com/`, { token: owner.token, body: { is_active: true } });
   t.is(await eventually(() => config('partly.example.com'), 200), 200);
+});
+
+test("issue 29 #8: an unverified domain's Host header reaches no site; verified it does; when its record is gone a re-check stops it at once and the platform name is primary again", async (t) => {
+  const site = await newSite('Claimed');
+  const path = `/api/cloud/sites/${site.slug}/domains/`;
+  const made = await s.api('POST', path, { token: owner.token, body: { domain: 'claimed.example.com' } });
+  t.is(made.status, 201);
+  t.false(made.body.data.is_verified);
+  const unverified = await config('claimed.example.com');
+  t.is(unverified.status, 404, 'routes nothing');
+  const unknown = await config('nobody.example.com');
+  t.deepEqual(unverified.body, { ...unknown.body, message: 'Unknown host "claimed.example.com".' }, 'answered like an unknown host');
+  t.is((await s.api('POST', '/api/auth/jwt/token/', { host: 'claimed.example.com', body: { username: 'owner', password: FIXTURE_PASSWORD } })).status, 404, 'no sign-in through it');
+  t.is((await s.api('PATCH', `${path}claimed.example.com/`, { token: owner.token, body: { is_active: true } })).status, 200);
+  t.is((await config('claimed.example.com')).status, 404, 'active is not verified');
+
+  await verifyDomain(s, dns, owner.token, site.slug, 'claimed.example.com');
+  t.is(await eventually(() => config('claimed.example.com'), 200), 200);
+  t.is((await s.api('PATCH', `${path}claimed.example.com/`, { token: owner.token, body: { is_primary: true } })).status, 200);
+  t.is((await s.api('GET', `/api/cloud/sites/${site.slug}/`, { token: owner.token })).body.primary_domain, 'claimed.example.com');
+
+  dns.setTxt(made.body.data.verification.name, ['platform-verify=someone-else']);
+  const lost = await s.api('POST', `${path}claimed.example.com/verify/`, { token: owner.token });
+  t.is(lost.status, 200, lost.text);
+  t.like(lost.body, { is_verified: false, verified_at: null, is_primary: false });
+  t.is((await config('claimed.example.com')).status, 404, 'stops routing at once');
+  t.is((await s.api('GET', `/api/cloud/sites/${site.slug}/`, { token: owner.token })).body.primary_domain, site.primary_domain, 'the platform name is primary again');
+  t.is((await config(site.primary_domain)).status, 200);
+  const [row] = await sql(s, `SELECT count(*)::int AS n FROM public.domains WHERE site_uuid = ? AND is_primary AND verified_at IS NOT NULL`, [site.uuid]);
+  t.is(row.n, 1);
 });
 
 test('a deleted site leaves no schema, and its hosts answer 404', async (t) => {

@@ -150,8 +150,15 @@ test('all or nothing: a failure after the schema was built (a duplicate domain) 
   t.is((await sql(s, `SELECT count(*)::int AS n FROM public.domains WHERE domain = 'taken.example.com'`))[0].n, 1);
 });
 
-test('domain and environment on create: a supplied host becomes the primary; bad values are 400s', async (t) => {
-  t.like(await site('Own Domain', { domain: ' Shop.Example.ORG ', environment: 'testing' }), { primary_domain: 'shop.example.org', environment: 'testing' });
+test('domain and environment on create: a supplied customer host is added unverified beside the primary platform name; bad values are 400s', async (t) => {
+  const own = await site('Own Domain', { domain: ' Shop.Example.ORG ', environment: 'testing' });
+  t.like(own, { primary_domain: 'own-domain.localhost', environment: 'testing' });
+  const domains = await sql(s, 'SELECT domain, is_primary, verified_at IS NOT NULL AS verified FROM public.domains WHERE site_uuid = ? ORDER BY domain', [own.uuid]);
+  t.deepEqual(domains, [
+    { domain: 'own-domain.localhost', is_primary: true, verified: true },
+    { domain: 'shop.example.org', is_primary: false, verified: false },
+  ]);
+  t.like(await site('Self Named', { domain: 'self-named.localhost' }), { primary_domain: 'self-named.localhost' }, "the site's own platform name may be named");
   for (const domain of ['http://x.example.com', 'a..b.com', 'x.example.com.', 'host.example.com:80', '-x.example.com', 'x_y.example.com', `${'a'.repeat(64)}.com`, 'localhost', '127.0.0.1']) {
     const res = await create({ name: 'Bad Domain', domain });
     t.is(res.status, 400, domain);

@@ -34,7 +34,7 @@ async function signIn(site: TestSite, account: string, key = 'company') {
 
 test.before(async () => {
   op = await startOidcProvider({ clientId: 'platform', clientSecret: OP_SECRET, redirectUri: REDIRECT });
-  s = await startTestServer({ SOCIAL_LOGIN_ALLOW_HTTP: 'true' });
+  s = await startTestServer({ SOCIAL_LOGIN_ALLOW_HTTP: 'true', OUTBOUND_ALLOW_CIDRS: '127.0.0.1/32' });
   const em = s.handle.db.orm.em.fork();
   a = await createTestSite(em);
   b = await createTestSite(em);
@@ -166,6 +166,27 @@ test.serial('a wrong state, a replayed code and a code under another state are r
   t.false(JSON.stringify(reused.body).includes(OP_SECRET));
   const [n] = await sql(`SELECT count(*)::int AS n FROM "${a.schema}".users WHERE username LIKE 'dave%'`);
   t.is(n.n, 1, 'one user, made by the one good exchange');
+});
+
+test.serial("issue 29 #11: an ID token signed by a foreign key under the provider's real kid is refused; nothing is created; the genuine token still works", async (t) => {
+  op.accounts.set('forged-sub', { email: 'forged@example.com', email_verified: true, preferred_username: 'forged' });
+  const users = async () => (await sql(`SELECT count(*)::int AS n FROM "${a.schema}".users WHERE username LIKE 'forged%' OR lower(email) = 'forged@example.com'`))[0].n;
+  const accounts = async () => (await sql(`SELECT count(*)::int AS n FROM "${a.schema}".social_accounts WHERE subject = 'forged-sub'`))[0].n;
+  let flow = await signIn(a, 'forged-sub');
+  const forged = op.forgeNextIdToken();
+  const refused = await on(a, 'POST', '/api/auth/company/token/', { code: flow.code, state: flow.state, iss: flow.iss });
+  const kids = await forged;
+  t.is(kids.forgedKid, kids.genuineKid, "the forged token carries the provider's real kid");
+  t.is(refused.status, 400, refused.text);
+  t.regex(refused.body.message, /provider refused the sign-in/);
+  t.falsy(refused.body.access, 'no tokens');
+  t.is(await users(), 0, 'no user');
+  t.is(await accounts(), 0, 'no connection');
+  flow = await signIn(a, 'forged-sub');
+  const genuine = await on(a, 'POST', '/api/auth/company/token/', { code: flow.code, state: flow.state, iss: flow.iss });
+  t.is(genuine.status, 200, genuine.text);
+  t.true(genuine.body.created);
+  t.is(await users(), 1);
 });
 
 test.serial('auto-connect: only to an address both sides vouch for; an unverified address that matches is refused, never a second account', async (t) => {

@@ -136,7 +136,7 @@ async function signIn(key: string) {
 test.before(async () => {
   op = await startOidcProvider({ clientId: 'platform', clientSecret: 'op-secret', redirectUri: REDIRECT });
   standin = await startStandins();
-  s = await startTestServer({ SOCIAL_LOGIN_ALLOW_HTTP: 'true' });
+  s = await startTestServer({ SOCIAL_LOGIN_ALLOW_HTTP: 'true', OUTBOUND_ALLOW_CIDRS: '127.0.0.1/32' });
   site = await createTestSite(s.handle.db.orm.em.fork());
   await seedSiteUser(s, site, 'boss', { superuser: true });
   admin = await siteToken(s, site, 'boss');

@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import test from 'ava';
 import { createTestDatabase, type TestDatabase } from '../../shared/testing/database.ts';
+import { startDnsStandIn, type DnsStandIn } from '../../shared/testing/dns.ts';
 import { ADMIN, REDIS_REQUIRED, request, testRedis, type RequestOptions } from './helpers.ts';
 import { serveTwo, stopServed, within1s, type Served } from './processes.ts';
 
@@ -11,6 +12,7 @@ import { serveTwo, stopServed, within1s, type Served } from './processes.ts';
 let redisUrl: string | undefined;
 let redisMissing: string | undefined;
 let db: TestDatabase;
+let dns: DnsStandIn;
 let a: Served;
 let b: Served;
 
@@ -19,17 +21,19 @@ test.before(async () => {
   const redis = await testRedis();
   redisUrl = redis.url;
   redisMissing = redis.missing;
-  ({ a, b } = await serveTwo(db, { ...(redisUrl ? { REDIS_URL: redisUrl } : {}), RATE_LIMIT_KEY_PREFIX: `t${randomBytes(4).toString('hex')}` }));
+  dns = await startDnsStandIn();
+  ({ a, b } = await serveTwo(db, { ...(redisUrl ? { REDIS_URL: redisUrl } : {}), RATE_LIMIT_KEY_PREFIX: `t${randomBytes(4).toString('hex')}`, DNS_SERVERS: dns.server }));
 });
 test.after.always(async () => {
   await Promise.all([stopServed(a), stopServed(b)]);
   await db?.drop();
+  await dns?.close();
 });
 
 const on = (s: Served, method: string, p: string, options?: RequestOptions) => request(s.url, method, p, options);
 
 
-test.serial('a site made through A: its domains route on B and stop routing when removed; app limits, settings and table schemas are shared', async (t) => {
+test.serial('a site made through A: its domains route on B once verified and stop routing when their proof is gone or they are removed; app limits, settings and table schemas are shared', async (t) => {
   const root = (await on(a, 'POST', '/api/auth/jwt/token/', { body: { username: ADMIN.username, password: ADMIN.password } })).body.access;
   t.is((await on(a, 'POST', '/api/cloud/organizations/', { token: root, body: { name: 'Two Procs', slug: 'two-procs' } })).status, 201);
   const site = (await on(a, 'POST', '/api/cloud/organizations/two-procs/sites/', { token: root, body: { name: 'Shared' } })).body.data;
@@ -37,7 +41,12 @@ test.serial('a site made through A: its domains route on B and stop routing when
 
   // Routing: B has cached "unknown host" before A adds it.
   t.is((await on(b, 'GET', '/api/apps/', { host })).status, 404);
-  t.is((await on(a, 'POST', `/api/cloud/sites/${site.slug}/domains/`, { token: root, body: { domain: host } })).status, 201);
+  const added = await on(a, 'POST', `/api/cloud/sites/${site.slug}/domains/`, { token: root, body: { domain: host } });
+  t.is(added.status, 201);
+  const verify = () => on(a, 'POST', `/api/cloud/sites/${site.slug}/domains/${host}/verify/`, { token: root });
+  t.is((await on(a, 'GET', '/api/apps/', { host })).status, 404, 'unverified: A does not route it');
+  dns.setTxt(added.body.data.verification.name, [added.body.data.verification.value]);
+  t.is((await verify()).status, 200);
   // A cheap probe (no password hashing), so that load on the machine does not eat the second.
   t.is((await within1s(() => on(b, 'GET', '/api/apps/', { host }), (r) => r.status !== 404)).status, 401, 'B routes the domain A added');
   const login = await on(b, 'POST', '/api/auth/jwt/token/', { host, body: { username: ADMIN.username, password: ADMIN.password } });
@@ -69,6 +78,14 @@ test.serial('a site made through A: its domains route on B and stop routing when
   t.true((await check()).body.is_valid);
   t.is((await on(a, 'PATCH', `${table}things/`, { host, token: tok, body: { json_schema: fields('integer') } })).status, 200);
   t.false((await within1s(check, (r) => r.body.is_valid === false)).body.is_valid, 'B validates with the schema A changed');
+
+  // The proof gone, a re-check through A: B stops routing it at once; proven again, it routes again.
+  dns.setTxt(added.body.data.verification.name, []);
+  t.false((await verify()).body.is_verified);
+  t.is((await within1s(() => on(b, 'GET', '/api/apps/', { host, token: tok }), (r) => r.status === 404)).status, 404, 'B drops the domain that lost its proof');
+  dns.setTxt(added.body.data.verification.name, [added.body.data.verification.value]);
+  t.true((await verify()).body.is_verified);
+  t.is((await within1s(() => on(b, 'GET', '/api/apps/', { host, token: tok }), (r) => r.status === 200)).status, 200);
 
   // Removing the domain through A: B stops routing it.
   t.is((await on(a, 'DELETE', `/api/cloud/sites/${site.slug}/domains/${host}/`, { token: root })).status, 200);

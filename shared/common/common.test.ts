@@ -37,6 +37,9 @@ test('config: defaults, and a bad value stops the start naming the variable', (t
   t.deepEqual(c.platformHosts, ['localhost', '127.0.0.1']);
   t.is(c.refreshTokenTtlSeconds, 7 * 24 * 3600);
   t.true(c.rateLimit.enabled);
+  t.like(c.outbound, { allowHosts: [], allowCidrs: [], allowPorts: [80, 443], timeoutMs: 10_000, maxResponseBytes: 1024 * 1024, maxPerSite: 8 });
+  t.deepEqual(c.dnsServers, []);
+  t.deepEqual(loadConfig({ OUTBOUND_ALLOW_CIDRS: '10.0.0.0/8, 127.0.0.1,fd00::/8', DNS_SERVERS: '127.0.0.1:5353,[::1]:53,10.0.0.2' }).outbound.allowCidrs, ['10.0.0.0/8', '127.0.0.1', 'fd00::/8']);
   const bad: Record<string, string> = {
     PORT: 'eighty',
     ENVIRONMENT: 'prod',
@@ -46,6 +49,11 @@ test('config: defaults, and a bad value stops the start naming the variable', (t
     PLATFORM_BASE_DOMAIN: 'Bad_Domain',
     LOG_LEVEL: 'loud',
     REDIS_URL: 'not a url',
+    OUTBOUND_ALLOW_CIDRS: '10.0.0.0/33',
+    OUTBOUND_ALLOW_HOSTS: 'bad host',
+    OUTBOUND_ALLOW_PORTS: '80,http',
+    OUTBOUND_TIMEOUT_MS: '5',
+    DNS_SERVERS: 'dns.example.com',
   };
   for (const [name, value] of Object.entries(bad)) {
     const err = t.throws(() => loadConfig({ [name]: value }), { instanceOf: ConfigError });

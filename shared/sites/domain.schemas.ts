@@ -4,7 +4,7 @@ import { readOnlyProps } from '../common/read-only.ts';
 import { BoolParam } from '../common/filters.ts';
 
 const Host = Type.String({ minLength: 1, maxLength: 253, description: 'Host name (RFC 1123, lowercase; no scheme, port or trailing dot)' });
-const Primary = Type.Boolean({ description: "The site's primary domain (true makes every other domain of the site non-primary)" });
+const Primary = Type.Boolean({ description: "The site's primary domain (true makes every other domain of the site non-primary; a customer domain must be verified first)" });
 const Active = Type.Boolean({ description: 'Whether the host is routed (default true)' });
 
 /** `/api/cloud/sites/:site/domains/:domain/`: the domain's slug, host name or UUID. */
@@ -23,6 +23,12 @@ export const DomainView = Type.Object({
   tenant: Type.String({ format: 'uuid', description: 'UUID of the owning site' }),
   created_at: Type.String({ format: 'date-time' }),
   modified_at: Type.String({ format: 'date-time' }),
+  is_verified: Type.Boolean({ description: 'Whether the host routes: a name the platform assigned, or a customer domain proven by its DNS TXT record (docs/domains.md)' }),
+  verified_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], { description: 'When it was verified; null while unverified' }),
+  verification: Type.Union(
+    [Type.Object({ type: Type.Literal('TXT'), name: Type.String(), value: Type.String() }), Type.Null()],
+    { description: 'The DNS record that proves a customer domain (publish it, then POST …/verify/); null for a name the platform assigned' },
+  ),
 });
 export type DomainView = Static<typeof DomainView>;
 
@@ -32,7 +38,10 @@ export const DomainCreate = Type.Object(
 );
 export type DomainCreate = Static<typeof DomainCreate>;
 
-const DomainReadOnly = { ...readOnlyProps(DomainView, ['uuid', 'slug', 'tenant', 'created_at']), ...readOnlyProps(DomainView, ['modified_at'], 'maintained') };
+const DomainReadOnly = {
+  ...readOnlyProps(DomainView, ['uuid', 'slug', 'tenant', 'created_at']),
+  ...readOnlyProps(DomainView, ['modified_at', 'is_verified', 'verified_at', 'verification'], 'maintained'),
+};
 
 /** PUT: `domain` required, the flags optional (left out: unchanged); a body sent back from GET works. */
 export const DomainReplace = Type.Object(

@@ -3,6 +3,9 @@
 // the routing notification commit together, or nothing is left behind (no row, no schema,
 // no domain). Unique indexes decide under concurrent creates: a generated slug or schema
 // name taken meanwhile is retried with the next candidate; a supplied one is a 400.
+// The primary domain is always the site's own `{slug}.{base}` (the platform's, verified); a
+// supplied customer domain is added beside it, unverified, until its DNS record proves it
+// (docs/domains.md).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../config.ts';
 import type { ServiceContext } from '../context.ts';
@@ -18,6 +21,7 @@ import { migrateTenantSchema } from '../tenancy/migrations.ts';
 import { assertSchemaName, quotedSchema } from '../tenancy/schema.ts';
 import { seedTenantSchema } from '../tenancy/seed.ts';
 import { DEFAULT_SITE_ENVIRONMENT, domainSlug, nextSchemaName, normalizeHost, prefixedName, schemaBase } from './site.naming.ts';
+import { claimOf, newVerificationToken } from './domain-verification.ts';
 import { siteView } from './site.queries.ts';
 import { SiteCreate, type SiteView } from './site.schemas.ts';
 
@@ -38,6 +42,8 @@ async function takenSchemas(em: EntityManager, base: string): Promise<string[]> 
   return rows.map((r) => r.n as string);
 }
 
+const domainTaken = async (em: EntityManager, host: string): Promise<boolean> => (await em.execute('SELECT 1 FROM public.domains WHERE domain = ?', [host])).length > 0;
+
 /** A free domain slug for `host` (dots → hyphens; `-2` on the rare collision, `a-b.x` vs `a.b.x`). */
 export async function freeDomainSlug(em: EntityManager, host: string): Promise<string> {
   const base = domainSlug(host);
@@ -53,7 +59,10 @@ interface Plan {
   schema: string;
   environment: string;
   settings: Record<string, unknown>;
+  /** The site's own `{slug}.{base}`: its primary domain. */
   host: string;
+  /** A customer domain supplied on create: added unverified. */
+  customHost?: string;
 }
 
 async function createInTransaction(tx: EntityManager, plan: Plan, sitesQuota: number): Promise<string> {
@@ -71,12 +80,21 @@ async function createInTransaction(tx: EntityManager, plan: Plan, sitesQuota: nu
   await tx.execute(`CREATE SCHEMA ${quotedSchema(plan.schema)}`); // no IF NOT EXISTS: never adopt a schema
   await migrateTenantSchema(tx, plan.schema, { create: true });
   await seedTenantSchema(tx, plan.schema, plan.organizationUuid);
-  await tx.execute('INSERT INTO public.domains (uuid, slug, domain, is_primary, site_uuid) VALUES (?, ?, ?, true, ?)', [
+  await tx.execute(`INSERT INTO public.domains (uuid, slug, domain, is_primary, site_uuid, verified_at) VALUES (?, ?, ?, true, ?, now())`, [
     crypto.randomUUID(),
     await freeDomainSlug(tx, plan.host),
     plan.host,
     uuid,
   ]);
+  if (plan.customHost) {
+    await tx.execute('INSERT INTO public.domains (uuid, slug, domain, is_primary, site_uuid, verification_token) VALUES (?, ?, ?, false, ?, ?)', [
+      crypto.randomUUID(),
+      await freeDomainSlug(tx, plan.customHost),
+      plan.customHost,
+      uuid,
+      newVerificationToken(),
+    ]);
+  }
   await notifyRoutingChanged(tx);
   return uuid;
 }
@@ -101,6 +119,8 @@ export async function createSite(
   const skipSlugs = new Set<string>(['config']);
   for (let attempt = 0; ; attempt++) {
     const slug = nextSlug(slugBase, [...(await takenSlugs(ctx.em, slugBase)), ...skipSlugs]);
+    // A supplied name under the base domain must be this site's own; any other is a customer's.
+    const custom = host !== undefined && !claimOf(host, slug, settings.baseDomain).platform ? host : undefined;
     const plan: Plan = {
       organizationUuid: org.uuid,
       slug,
@@ -109,7 +129,8 @@ export async function createSite(
       schema: schema ?? nextSchemaName(base, await takenSchemas(ctx.em, base)),
       environment: input.environment ?? DEFAULT_SITE_ENVIRONMENT[settings.environment],
       settings: input.site_settings ?? {},
-      host: host ?? `${slug}.${settings.baseDomain}`,
+      host: `${slug}.${settings.baseDomain}`,
+      customHost: custom,
     };
     try {
       const quota = exemptFromQuotas(ctx.actor) ? 0 : settings.quotas.sitesPerOrganization;
@@ -124,8 +145,8 @@ export async function createSite(
       if (code === '23505' && constraint === 'sites_slug_key' && retry) continue;
       if ((code === '42P06' || (code === '23505' && constraint === 'sites_schema_name_key')) && !schema && retry) continue;
       if (code === '23505' && constraint === 'domains_slug_key' && retry) continue;
-      if (code === '23505' && constraint === 'domains_domain_key' && !host && retry) {
-        skipSlugs.add(slug);
+      if (code === '23505' && constraint === 'domains_domain_key' && !(custom && (await domainTaken(ctx.em, custom))) && retry) {
+        skipSlugs.add(slug); // the generated name was claimed before names under the base domain were the platform's
         continue;
       }
       if (code === '23505' && constraint === 'sites_schema_name_key') throw fieldError('schema_name', 'A site with this schema name already exists.');

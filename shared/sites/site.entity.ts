@@ -35,6 +35,10 @@ export const Domain = defineEntity({
     site_uuid: p.uuid(),
     created_at: p.datetime().onCreate(() => new Date()),
     modified_at: p.datetime().onCreate(() => new Date()).onUpdate(() => new Date()),
+    /** The DNS TXT proof's token of a customer domain; '' for a name the platform assigned. */
+    verification_token: p.string().length(64).default(''),
+    /** Null while unverified: an unverified domain routes nothing. */
+    verified_at: p.datetime().nullable(),
   },
 });
 export type DomainEntity = InstanceType<typeof Domain.class>;

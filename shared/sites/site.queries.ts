@@ -4,6 +4,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { iso, type Timestamp } from '../db/sql.ts';
 import type { SiteView } from './site.schemas.ts';
 import type { DomainView } from './domain.schemas.ts';
+import { challengeRecord } from './domain-verification.ts';
 
 const SITE_SELECT = `
 SELECT s.uuid, s.slug, s.name, s.description, s.schema_name, s.environment, s.is_active, s.site_settings,
@@ -64,7 +65,7 @@ export async function siteViewBySchema(em: EntityManager, schema: string): Promi
   return rows[0] ? toSiteView(rows[0]) : undefined;
 }
 
-export const DOMAIN_COLUMNS = 'uuid, slug, domain, is_primary, is_active, site_uuid, created_at, modified_at';
+export const DOMAIN_COLUMNS = 'uuid, slug, domain, is_primary, is_active, site_uuid, created_at, modified_at, verification_token, verified_at';
 
 export interface DomainRow {
   uuid: string;
@@ -75,6 +76,9 @@ export interface DomainRow {
   site_uuid: string;
   created_at: Timestamp;
   modified_at: Timestamp;
+  /** '' for a name the platform assigned. */
+  verification_token: string;
+  verified_at: Timestamp | null;
 }
 
 export function toDomainView(r: DomainRow): DomainView {
@@ -87,5 +91,8 @@ export function toDomainView(r: DomainRow): DomainView {
     tenant: r.site_uuid,
     created_at: iso(r.created_at),
     modified_at: iso(r.modified_at),
+    is_verified: r.verified_at !== null,
+    verified_at: r.verified_at === null ? null : iso(r.verified_at),
+    verification: r.verification_token ? challengeRecord(r.domain, r.verification_token) : null,
   };
 }

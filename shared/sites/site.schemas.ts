@@ -40,7 +40,7 @@ export const SiteCreate = Type.Object(
     environment: Type.Optional(Environment),
     schema_name: Type.Optional(Type.String({ minLength: 1, maxLength: 63, description: 'Start with a letter or underscore; lowercase letters, digits, underscores' })),
     site_settings: Type.Optional(Settings),
-    domain: Type.Optional(Type.String({ minLength: 1, maxLength: 253, description: 'Primary host name; default `{slug}.{PLATFORM_BASE_DOMAIN}`' })),
+    domain: Type.Optional(Type.String({ minLength: 1, maxLength: 253, description: 'A customer domain to add, unverified until its DNS TXT record proves it (docs/domains.md); the primary domain is always `{slug}.{PLATFORM_BASE_DOMAIN}`' })),
   },
   {
     additionalProperties: false,

@@ -3,8 +3,12 @@
 //        state, nonce and a PKCE S256 challenge; the state, nonce, verifier and redirect URI are
 //        kept server-side (social_login_states, the state hashed), for 10 minutes, once;
 //   POST /api/auth/{provider}/token/ {code, state}      → the code exchanged (openid-client: the
-//        ID token's issuer, audience, signature, nonce and expiry checked), the provider identity
-//        mapped to a site user, the platform's tokens for that site.
+//        ID token's issuer, audience, nonce and expiry checked, and its signature against the
+//        provider's JWKS: enableNonRepudiationChecks, without which openid-client skips it for
+//        token-endpoint ID tokens), the provider identity mapped to a site user, the platform's
+//        tokens for that site.
+// Every request to the provider (discovery, JWKS, token, userinfo, GitHub's API) goes through
+// the outbound guard (net/outbound.ts): a server_url naming an internal host is never reached.
 // Who the identity becomes: the user already connected to it; else the user whose e-mail it
 // carries, only when both sides vouch for that address (the provider verified it, and the
 // site's record of it is trusted: users.email_verified); else a new user — with the address only
@@ -19,6 +23,7 @@ import type { TokenSettings } from '../auth/tokens.ts';
 import { slugify } from '../common/slug.ts';
 import { firstRow, rows } from '../db/sql.ts';
 import { DomainError, validationError } from '../errors.ts';
+import { OutboundError, type OutboundGuard } from '../net/outbound.ts';
 import type { SecretKeyring } from '../secrets/crypto.ts';
 import { USABLE_SQL } from '../tenancy/linked-users.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
@@ -33,8 +38,8 @@ export interface SocialLoginOptions {
   tokens: TokenSettings;
   /** Allow http:// provider URLs (development and the tests' local providers); https only otherwise. */
   allowHttp: boolean;
-  /** Outbound request timeout to the provider, ms. */
-  timeoutMs?: number;
+  /** Every request to a provider goes through it (its rules: OUTBOUND_*; its deadline bounds each request). */
+  outbound: OutboundGuard;
   /** The site's user-creation events (a new user made by a sign-in publishes them). */
   events?: UserEvents;
 }
@@ -46,6 +51,20 @@ const hashState = (state: string): Buffer => createHash('sha256').update(state).
 const badRequest = (message: string) => new DomainError('BAD_REQUEST', message);
 /** The provider failed or refused: 400 for what the caller sent (a bad or used code), never its secrets. */
 const providerRefused = (what: string) => badRequest(`The provider refused the sign-in: ${what}.`);
+
+/** The guard's refusal somewhere in an error's causes (openid-client wraps what its fetch throws). */
+function outboundCause(err: unknown): OutboundError | undefined {
+  for (let e = err, depth = 0; e && depth < 5; e = (e as { cause?: unknown }).cause, depth++) if (e instanceof OutboundError) return e;
+  return undefined;
+}
+
+/** What a failed request to the provider answers: the guard's refusal 400 (the app's configuration), too many in flight 503, else 502. */
+function providerUnreachable(app: SocialAppRow, what: string, err: unknown): DomainError {
+  const out = outboundCause(err);
+  if (out?.reason === 'refused') return badRequest(`Social app "${app.name}": ${out.message}`);
+  if (out?.reason === 'busy') return new DomainError('SERVICE_UNAVAILABLE', out.message);
+  return new DomainError('BAD_GATEWAY', `${what} of social app "${app.name}" could not be read: ${(out ?? (err as Error)).message}`);
+}
 
 // ---- the provider's configuration ------------------------------------------------------------
 
@@ -63,22 +82,25 @@ async function configFor(schema: string, app: SocialAppRow, info: ProviderInfo, 
   const cached = configs.get(cacheKey);
   // Apple's client secret is a JWT of 5 minutes: signed again for each sign-in.
   if (cached && cached.version === version && Date.now() - cached.at < CONFIG_TTL_MS && info.id !== 'apple') return cached.config;
-  const timeout = (options.timeoutMs ?? 10_000) / 1000;
+  const guarded = options.outbound.fetchFor(schema);
   const secret = openSecret(options.keyring, schema, app);
   const auth = oidc.ClientSecretPost(info.id === 'apple' ? appleClientSecret(app, secret) : secret);
   let config: oidc.Configuration;
   if (info.kind === 'github') {
     const ep = githubEndpoints(server);
     config = new oidc.Configuration({ issuer: server, authorization_endpoint: ep.authorize, token_endpoint: ep.token }, app.client_id, undefined, auth);
+    config[oidc.customFetch] = guarded;
   } else {
     try {
-      config = await oidc.discovery(url, app.client_id, undefined, auth, { execute: url.protocol === 'http:' ? [oidc.allowInsecureRequests] : [], timeout });
+      config = await oidc.discovery(url, app.client_id, undefined, auth, { execute: url.protocol === 'http:' ? [oidc.allowInsecureRequests] : [], [oidc.customFetch]: guarded });
     } catch (err) {
-      throw new DomainError('BAD_GATEWAY', `The discovery document of social app "${app.name}" could not be read: ${(err as Error).message}`);
+      throw providerUnreachable(app, 'The discovery document', err);
     }
+    // The ID token of the token endpoint is verified against the provider's JWKS (fetched through
+    // the guard; cached 5 minutes with the configuration, fetched again for an unknown key ID).
+    oidc.enableNonRepudiationChecks(config);
   }
   if (url.protocol === 'http:') oidc.allowInsecureRequests(config);
-  config.timeout = timeout;
   configs.set(cacheKey, { config, version, at: Date.now() });
   return config;
 }
@@ -218,9 +240,10 @@ export async function socialToken(em: EntityManager, schema: string, loginKey: s
       expectedState: state,
       ...(info.kind === 'oidc' ? { expectedNonce: row.nonce, idTokenExpected: true } : {}),
     });
-    identity = info.kind === 'github' ? await githubIdentity(app, tokens.access_token, options) : await oidcIdentity(config, tokens);
+    identity = info.kind === 'github' ? await githubIdentity(app, tokens.access_token, options.outbound.fetchFor(schema)) : await oidcIdentity(config, tokens);
   } catch (err) {
     if (err instanceof DomainError) throw err;
+    if (outboundCause(err)) throw providerUnreachable(app, 'A response of the provider', err);
     const e = err as { error?: string; error_description?: string; message?: string };
     throw providerRefused(e.error ? `${e.error}${e.error_description ? ` (${e.error_description})` : ''}` : (e.message ?? 'unknown error'));
   }
@@ -252,12 +275,11 @@ async function oidcIdentity(config: oidc.Configuration, tokens: oidc.TokenEndpoi
 }
 
 /** GitHub has no ID token: the user and their verified primary e-mail from its API. */
-async function githubIdentity(app: SocialAppRow, accessToken: string, options: SocialLoginOptions): Promise<Identity> {
+async function githubIdentity(app: SocialAppRow, accessToken: string, guarded: typeof fetch): Promise<Identity> {
   const { api } = githubEndpoints(serverUrl(providerInfo('github')!, app.settings)!);
   const get = async (path: string) => {
-    const res = await fetch(`${api}${path}`, {
+    const res = await guarded(`${api}${path}`, {
       headers: { Authorization: `Bearer ${accessToken}`, Accept: 'application/vnd.github+json', 'User-Agent': 'platform-social-login' },
-      signal: AbortSignal.timeout(options.timeoutMs ?? 10_000),
     });
     if (!res.ok) throw providerRefused(`GitHub API ${path} answered ${res.status}`);
     return res.json() as Promise<unknown>;

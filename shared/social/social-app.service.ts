@@ -10,6 +10,7 @@ import { uniqueViolation } from '../common/slug.ts';
 import { countOf, firstRow, rows } from '../db/sql.ts';
 import type { ServiceContext } from '../context.ts';
 import { DomainError, notFound, validationError, type FieldErrors } from '../errors.ts';
+import { OutboundError, type OutboundGuard } from '../net/outbound.ts';
 import type { SecretKeyring } from '../secrets/crypto.ts';
 import { MASKS } from '../secrets/secret.schemas.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
@@ -173,6 +174,23 @@ function checkSettings(settings: Record<string, unknown>, add: (field: string, m
   if (JSON.stringify(settings).length > 16_384) add('settings', 'At most 16 KiB as JSON.');
 }
 
+/**
+ * A new `server_url` checked against the outbound guard's rules at write time (the run-time
+ * check on every request is what protects; this one says it early): 400 on `settings` when it
+ * names an address or port the platform does not connect to. A name that does not resolve (yet)
+ * is accepted.
+ */
+async function checkServerUrl(outbound: OutboundGuard, settings: Record<string, unknown>, current?: SocialAppRow): Promise<void> {
+  const url = settings.server_url;
+  if (typeof url !== 'string' || !url || url === current?.settings.server_url) return;
+  try {
+    await outbound.destination(new URL(url));
+  } catch (err) {
+    if (err instanceof OutboundError && err.reason === 'refused') throw validationError({ settings: [`"server_url": ${err.message}`] });
+    if (!(err instanceof OutboundError)) throw err;
+  }
+}
+
 function duplicate(err: unknown): DomainError | undefined {
   if (uniqueViolation(err)?.includes('login_key')) {
     return validationError({ provider_id: ['A social app with this provider_id (or, without one, this provider) already exists on this site.'] });
@@ -233,9 +251,10 @@ export async function listSocialApps(em: EntityManager, schema: string, query: S
   return { items, total, page, page_size: pageSize, total_pages: Math.max(1, Math.ceil(total / pageSize)) };
 }
 
-export async function createSocialApp(ctx: ServiceContext, keyring: SecretKeyring, raw: unknown): Promise<SocialAppView> {
+export async function createSocialApp(ctx: ServiceContext, keyring: SecretKeyring, outbound: OutboundGuard, raw: unknown): Promise<SocialAppView> {
   const schema = await siteSchemaFor(ctx, 'create', 'SocialApp');
   const { merged, secret } = checkInput(raw);
+  await checkServerUrl(outbound, merged.settings);
   const uuid = randomUUID();
   const sealed = keyring.seal(secret!, socialSecretAad(schema, uuid));
   try {
@@ -257,10 +276,11 @@ export async function getSocialApp(ctx: ServiceContext, id: string): Promise<Soc
 }
 
 /** PATCH (and PUT): omitted fields keep their values; the masked secret sent back keeps the secret. */
-export async function updateSocialApp(ctx: ServiceContext, keyring: SecretKeyring, id: string, raw: unknown): Promise<SocialAppView> {
+export async function updateSocialApp(ctx: ServiceContext, keyring: SecretKeyring, outbound: OutboundGuard, id: string, raw: unknown): Promise<SocialAppView> {
   const schema = await siteSchemaFor(ctx, 'update', 'SocialApp');
   const current = await findApp(ctx.em, schema, id);
   const { merged, secret } = checkInput(raw, current);
+  await checkServerUrl(outbound, merged.settings, current);
   const sealed = secret === undefined ? { ciphertext: current.secret_ciphertext, key_version: current.secret_key_version } : keyring.seal(secret, socialSecretAad(schema, current.uuid));
   try {
     const row = (await firstRow<SocialAppRow>(

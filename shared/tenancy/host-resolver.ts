@@ -1,5 +1,6 @@
 // Host → site resolution for tenant routing, cached in process so that steady-state
-// requests cost no query. Every change to a site or domain calls notifyRoutingChanged()
+// requests cost no query. Only a verified domain routes (docs/domains.md): an unverified
+// customer domain resolves to nothing, like an unknown host. Every change to a site or domain calls notifyRoutingChanged()
 // inside its transaction; every server process drops its cache when the change commits
 // (db/changes.ts), and the cache's TTL bounds the staleness should a notification be missed.
 import type { EntityManager } from '@mikro-orm/postgresql';
@@ -17,7 +18,7 @@ export interface TenantRef {
 export const notifyRoutingChanged = (em: EntityManager): Promise<void> => notifyChanged(em, 'routing');
 
 const BY_HOST = `SELECT s.schema_name, s.uuid, s.slug FROM public.domains d JOIN public.sites s ON s.uuid = d.site_uuid
-  WHERE d.domain = ? AND d.is_active AND s.is_active`;
+  WHERE d.domain = ? AND d.is_active AND d.verified_at IS NOT NULL AND s.is_active`;
 const BY_SCHEMA = 'SELECT schema_name, uuid, slug FROM public.sites WHERE schema_name = ? AND is_active';
 
 export class HostResolver {

@@ -1,8 +1,11 @@
 // Identity providers for the social login tests: a real OpenID provider (oidc-provider) on
 // loopback, whose login and consent pages answer at once for the account the test chose, and a
 // browser stand-in that follows its redirects with cookies until the client's redirect URI.
+// `forgeNextIdToken()` makes its token endpoint answer once with the ID token re-signed by a
+// foreign key under the provider's real key ID (what a forger who knows the `kid` can send).
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { generateKeyPair, SignJWT } from 'jose';
 // @ts-expect-error oidc-provider ships no type declarations
 import Provider from 'oidc-provider';
 
@@ -12,6 +15,8 @@ export interface TestOidcProvider {
   accounts: Map<string, Record<string, unknown>>;
   /** Who the next authorization signs in as. */
   signInAs(account: string): void;
+  /** The next token response carries a forged ID token; resolves with its `kid` and the genuine token's once sent. */
+  forgeNextIdToken(): Promise<{ genuineKid: string; forgedKid: string }>;
   close(): Promise<void>;
 }
 
@@ -19,8 +24,22 @@ export async function startOidcProvider(client: { clientId: string; clientSecret
   const accounts = new Map<string, Record<string, unknown>>();
   let current = '';
   let provider: any;
+  let forge: ((r: { genuineKid: string; forgedKid: string }) => void) | undefined;
   const server = http.createServer(async (req, res) => {
     try {
+      if (forge && req.method === 'POST' && req.url?.startsWith('/token')) {
+        const done = forge;
+        forge = undefined;
+        const end = res.end.bind(res) as (body: string) => void;
+        (res as any).end = (chunk: Buffer | string) => {
+          void forgeIdToken(String(chunk)).then(({ body, genuineKid, forgedKid }) => {
+            res.setHeader('content-length', Buffer.byteLength(body));
+            end(body);
+            done({ genuineKid, forgedKid });
+          });
+          return res;
+        };
+      }
       if (req.url?.startsWith('/interaction/')) {
         const details = await provider.interactionDetails(req, res);
         const grant = new provider.Grant({ accountId: current, clientId: details.params.client_id });
@@ -48,11 +67,22 @@ export async function startOidcProvider(client: { clientId: string; clientSecret
     issuer,
     accounts,
     signInAs: (account) => void (current = account),
+    forgeNextIdToken: () => new Promise((resolve) => void (forge = resolve)),
     async close() {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
     },
   };
+}
+
+/** The token response with its ID token's claims signed again by a key of no one's JWKS, under the genuine header's `kid`. */
+async function forgeIdToken(text: string): Promise<{ body: string; genuineKid: string; forgedKid: string }> {
+  const response = JSON.parse(text);
+  const [header, payload] = (response.id_token as string).split('.').slice(0, 2).map((part) => JSON.parse(Buffer.from(part, 'base64url').toString()));
+  const foreign = await generateKeyPair(header.alg);
+  response.id_token = await new SignJWT(payload).setProtectedHeader({ alg: header.alg, kid: header.kid, typ: header.typ }).sign(foreign.privateKey);
+  const forgedKid = JSON.parse(Buffer.from(response.id_token.split('.')[0], 'base64url').toString()).kid;
+  return { body: JSON.stringify(response), genuineKid: header.kid, forgedKid };
 }
 
 /** Plays the browser: follows redirects (with the cookies set on the way) until one goes to `redirectUri`; its query. */

@@ -356,4 +356,31 @@ export class Migration0007IdempotencyKeys extends Migration {
   }
 }
 
-export const platformMigrations = [Migration0001Users, Migration0002Tenancy, Migration0003VerifiedEmail, Migration0004ChangeNotifications, Migration0005FunctionJobs, Migration0006Sessions, Migration0007IdempotencyKeys];
+/**
+ * Domain ownership (docs/domains.md): a customer domain routes only once verified by a DNS TXT
+ * record carrying its `verification_token`; names the platform assigns need no token (''). A
+ * primary domain is always verified (the constraint). Domains that existed before keep routing:
+ * they are marked verified as of their creation (operators may re-check them).
+ */
+export class Migration0008DomainVerification extends Migration {
+  override name = '0008_domain_verification';
+  override async up(): Promise<void> {
+    this.addSql(`ALTER TABLE domains ADD COLUMN verification_token varchar(64) NOT NULL DEFAULT '', ADD COLUMN verified_at timestamptz NULL`);
+    this.addSql('UPDATE domains SET verified_at = created_at');
+    this.addSql('ALTER TABLE domains ADD CONSTRAINT primary_domain_verified CHECK (NOT is_primary OR verified_at IS NOT NULL)');
+  }
+  override async down(): Promise<void> {
+    this.addSql('ALTER TABLE domains DROP CONSTRAINT primary_domain_verified, DROP COLUMN verified_at, DROP COLUMN verification_token');
+  }
+}
+
+export const platformMigrations = [
+  Migration0001Users,
+  Migration0002Tenancy,
+  Migration0003VerifiedEmail,
+  Migration0004ChangeNotifications,
+  Migration0005FunctionJobs,
+  Migration0006Sessions,
+  Migration0007IdempotencyKeys,
+  Migration0008DomainVerification,
+];
