@@ -14,6 +14,7 @@ import type { Config } from '../shared/config.ts';
 import { makeContext } from '../shared/context.ts';
 import { DatabaseProbe, FaultLog } from '../shared/db/availability.ts';
 import { openDatabase, type Database } from '../shared/db/database.ts';
+import { describeError, isDatabaseUnavailable } from '../shared/db/errors.ts';
 import { migratePlatform } from '../shared/db/orm.ts';
 import { ChangeListener } from '../shared/db/changes.ts';
 import { requestCaches, type RequestCaches } from '../shared/common/request-caches.ts';
@@ -60,7 +61,8 @@ function schedule(log: Logger, name: string, intervalMs: number, job: () => Prom
   const run = () => {
     running = job().then(
       (done) => void (done && log.info(done, `${name} done`)),
-      (err: unknown) => log.warn({ err }, `${name} failed`),
+      // The database gone: one line without a stack (requests log the outage itself: http/errors.ts).
+      (err: unknown) => log.warn(isDatabaseUnavailable(err) ? { error: describeError(err) } : { err }, `${name} failed`),
     );
     void running.then(() => {
       if (!stopped) timer = setTimeout(run, intervalMs).unref();

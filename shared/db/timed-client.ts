@@ -16,6 +16,12 @@
 // Cursors (pg-cursor: CSV exports) get no client-side limit: each batch they fetch is bounded
 // by statement_timeout on the server, and a reader that stops reading by
 // idle_in_transaction_session_timeout.
+//
+// A connection that ends while checked out goes back to the pool at once (and the pool drops
+// it). Kysely gives a transaction's connection back only when its BEGIN, COMMIT or ROLLBACK
+// succeeds, which it cannot on a connection that is gone: without this, every transaction in
+// flight when the database went away would keep its pool slot forever, and the pool would stay
+// exhausted after the database came back. Giving it back twice is harmless (the second is ignored).
 import pg from 'pg';
 import { bind } from './bind.ts';
 import { isDatabaseError, markUnavailable } from './errors.ts';
@@ -54,6 +60,26 @@ interface Internals {
 export function timedClientClass(state: PoolState): new (config?: pg.ClientConfig) => TimedClient {
   class Timed extends pg.Client {
     limitMs = state.baseTimeoutMs;
+    #release: ((err?: Error) => void) | undefined;
+
+    constructor(config?: pg.ClientConfig) {
+      super(config);
+      this.on('end', () => this.#release?.(markUnavailable(new Error('The database connection ended.'))));
+    }
+
+    /** pg-pool sets it at each checkout: kept here, callable once per checkout. */
+    set release(give: (err?: Error) => void) {
+      let given = false;
+      this.#release = (err) => {
+        if (given) return;
+        given = true;
+        give(err);
+      };
+    }
+
+    get release(): ((err?: Error) => void) | undefined {
+      return this.#release;
+    }
 
     cut(): void {
       (this as unknown as Internals).connection?.stream?.destroy();
@@ -88,6 +114,7 @@ export function timedClientClass(state: PoolState): new (config?: pg.ClientConfi
       }
       if (this.limitMs > 0 && q.query_timeout === undefined) q.query_timeout = this.limitMs;
       if (state.cut) {
+        this.cut();
         const err = markUnavailable(new Error('The database connections were closed for shutdown.'));
         if (callback) return void process.nextTick(() => (callback as Callback)(err));
         return Promise.reject(err);
