@@ -52,6 +52,8 @@ export interface LongOperationLimits {
   total: number;
   /** How long one waits for a free slot before 429 (the site's) or 503 (the process's) (LONG_OPERATION_WAIT_MS, default 5 s). */
   waitMs: number;
+  /** A CSV export whose reader takes nothing for this long is cut off, its connection and slot freed (LONG_OPERATION_STALL_MS, default 60 s; 0: never). */
+  stallMs: number;
 }
 
 export interface Config {
@@ -222,6 +224,7 @@ export function loadConfig(env: Env = process.env): Config {
       perSite: int(env, 'LONG_OPERATIONS_PER_SITE', 2, 1, 1000),
       total: int(env, 'LONG_OPERATIONS_TOTAL', Math.max(1, Math.floor(poolSize / 2)), 1, 1000),
       waitMs: int(env, 'LONG_OPERATION_WAIT_MS', 5_000, 0, 600_000),
+      stallMs: int(env, 'LONG_OPERATION_STALL_MS', 60_000, 0, 2_147_483_647),
     },
     dataDir: path.resolve(str(env, 'PLATFORM_DATA_DIR') ?? '.data'),
     embeddedPgPort: int(env, 'EMBEDDED_PG_PORT', 0, 0, 65535),

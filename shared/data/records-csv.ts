@@ -102,15 +102,24 @@ async function cursorCsv(ctx: ServiceContext, t: Target, where: SqlFragment, ord
     closed = true;
     await cursor.return?.(undefined);
   };
+  // A reader that takes nothing for stallMs is cut off: its cursor's connection and its slot go back.
+  const stallMs = ctx.longOperations?.limits.stallMs ?? 0;
+  /** Since when the last row pushed waits for the reader to ask for more. */
+  let waitingSince: number | undefined;
+  const watch = stallMs ? setInterval(() => {
+    if (waitingSince !== undefined && Date.now() - waitingSince > stallMs) rowsOut.destroy(new Error(`The reader took nothing for ${stallMs} ms.`));
+  }, Math.min(stallMs, 1000)).unref() : undefined;
   const rowsOut = new Readable({
     objectMode: true,
     highWaterMark: 64,
     read() {
+      waitingSince = undefined;
       const step = pending ? Promise.resolve(pending) : cursor.next();
       pending = undefined;
       step.then(
         (res) => {
           if (this.destroyed) return;
+          waitingSince = Date.now();
           if (res.done) {
             closed = true;
             this.push(null);
@@ -120,6 +129,7 @@ async function cursorCsv(ctx: ServiceContext, t: Target, where: SqlFragment, ord
       );
     },
     destroy(err, cb) {
+      clearInterval(watch);
       // Waits for a read in flight, then closes the cursor and releases its connection.
       close().then(() => cb(err), (e: unknown) => cb(err ?? (e as Error)));
     },
