@@ -21,7 +21,8 @@ export const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
  * Request id (X-Request-Id in and out), request-scoped EntityManager, the service context (with
- * the longer statement timeout on routes marked `statementTimeout: 'long'`), one log line per
+ * the longer statement timeout on routes marked `statementTimeout: 'long'`, and the process's
+ * long-operation slots), one log line per
  * request; while shutting down, answers close their connection (no keep-alive to wait for).
  */
 export function requestContext(

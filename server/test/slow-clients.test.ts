@@ -2,13 +2,20 @@
 // uploads that dribble in hold no connection while they do (the body is spooled first), so other
 // sites' reads and /readyz keep answering; long operations take per-site slots, so a site that
 // holds its share waits, then gets 429 with Retry-After, while another site's still run.
+import fs from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
 import test from 'ava';
 import type { TableSchema } from '../../shared/data/table-schema.ts';
 import type { TestSite } from '../../shared/testing/sites.ts';
 import { createTables, seedCrm } from './crm.ts';
 import { startTestServer, type TestServer } from './helpers.ts';
 import { twoSitesWithUsers } from './site-users.ts';
+
+// The spooled bodies of this file's imports go to a directory of its own (this worker's TMPDIR).
+const spoolDir = fs.mkdtempSync(path.join(os.tmpdir(), 'slow-clients-'));
+process.env.TMPDIR = spoolDir;
 
 const UPLOADS = 6;
 const FAST_ROWS = 5_100;
@@ -35,6 +42,7 @@ test.before(async () => {
 });
 test.after.always(async () => {
   await s?.close();
+  fs.rmSync(spoolDir, { recursive: true, force: true });
 });
 
 /** POST …/import/ with a chunked body: `fast` rows at once, then one row every INTERVAL_MS. */
@@ -88,6 +96,23 @@ test.serial('issue 29 #13: more slow CSV uploads than the pool has connections (
   for (const res of await Promise.all(uploads)) t.like(res, { status: 200, body: { created: FAST_ROWS + SLOW_ROWS, failed: 0 } });
   const [{ n }] = await sql(`SELECT count(*) AS n FROM "${a.schema}"."a${appId}_big"`);
   t.is(Number(n), UPLOADS * (FAST_ROWS + SLOW_ROWS));
+  t.deepEqual(fs.readdirSync(spoolDir), [], 'every spooled body deleted');
+});
+
+test.serial('an upload the client abandons halfway leaves no spooled file and imports nothing', async (t) => {
+  const req = http.request(new URL(`${D('big')}import/`, s.url), {
+    method: 'POST',
+    agent: false,
+    headers: { Host: a.domain, Authorization: `Bearer ${tok.adminA}`, 'Content-Type': 'text/csv', 'Transfer-Encoding': 'chunked' },
+  });
+  req.on('error', () => undefined);
+  req.write('id,label\n900001,abandoned\n');
+  for (let i = 0; i < 50 && !fs.readdirSync(spoolDir).length; i++) await new Promise((r) => setTimeout(r, 20));
+  t.is(fs.readdirSync(spoolDir).length, 1, 'the body is being spooled');
+  req.destroy();
+  for (let i = 0; i < 50 && fs.readdirSync(spoolDir).length; i++) await new Promise((r) => setTimeout(r, 20));
+  t.deepEqual(fs.readdirSync(spoolDir), []);
+  t.deepEqual(await sql(`SELECT id FROM "${a.schema}"."a${appId}_big" WHERE id = 900001`), []);
 });
 
 /** A CSV export whose reader does not read: it holds its cursor (and its slot) until destroyed. */
