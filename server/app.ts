@@ -12,7 +12,9 @@ import { GroupView } from '../shared/permissions/group.schemas.ts';
 import { PermissionView } from '../shared/permissions/permission.schemas.ts';
 import { authentication } from './http/auth.ts';
 import { ErrorBody, MessageBody } from './http/envelopes.ts';
-import { errorMiddleware } from './http/errors.ts';
+import { errorMiddleware, type FaultLogs } from './http/errors.ts';
+import { DatabaseProbe, FaultLog } from '../shared/db/availability.ts';
+import { LongOperations } from '../shared/db/long-operations.ts';
 import { hostRouting } from './http/tenancy.ts';
 import type { HostResolver } from '../shared/tenancy/host-resolver.ts';
 import { AppRateLimits } from '../shared/apps/app-limits.ts';
@@ -81,6 +83,18 @@ export interface AppDeps {
   store?: ObjectStore;
   /** Where functions run (sandboxes, the job queue); without it, one of its own that claims no queued work (the CLI's direct mode). */
   functions?: FunctionRuntime;
+  /** /readyz's check on a connection of its own; without it, one made here (connecting only when /readyz is asked). */
+  probe?: DatabaseProbe;
+  /** How faults are logged (one line per burst); without them, logs whose bursts end after a quiet second (no probe). */
+  faults?: FaultLogs;
+}
+
+/** The fault logs of a server: the database's burst ends when `probe` answers again; a full disk's after 30 s without one. */
+export function faultLogs(log: Logger, probe?: DatabaseProbe): FaultLogs {
+  return {
+    database: new FaultLog(log, { started: 'database unavailable: requests answer 503', ended: 'database available again', recovered: probe && (() => probe.check()) }),
+    storage: new FaultLog(log, { started: 'storage full: writes answer 507', ended: 'no storage-full failure for 30 s', intervalMs: 30_000 }),
+  };
 }
 
 export const API_VERSION = '1.0.0';
@@ -130,14 +144,15 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   const registry = buildRegistry({ ...deps, secrets, functions }).add(...(deps.extraRoutes ?? []));
   const caches = deps.caches ?? requestCaches();
   const steps = [authentication(deps.tokens, caches.users)];
-  if (deps.config.rateLimit.enabled) steps.push(new RateLimits(deps.config.rateLimit, deps.redis, deps.appLimits ?? new AppRateLimits(deps.orm)).step());
+  if (deps.config.rateLimit.enabled) steps.push(new RateLimits(deps.config.rateLimit, deps.redis, deps.appLimits ?? new AppRateLimits(deps.orm), deps.config.redis).step());
   const api = registry.router([...steps, bodyParser(deps.config)]);
   const isShuttingDown = deps.isShuttingDown ?? (() => false);
-  const health = healthRouter(deps.orm, isShuttingDown);
+  const health = healthRouter(deps.probe ?? new DatabaseProbe(deps.orm.config.get('clientUrl')!, deps.config.db.readyTimeoutMs), isShuttingDown);
   const docs = docsRouter(() => openapiDocument(registry));
 
-  app.use(requestContext(deps.orm, deps.log, caches, { longStatementTimeoutMs: deps.config.longStatementTimeoutMs, isShuttingDown, logRequests: deps.logRequests ?? true, events: functions.events }));
-  app.use(errorMiddleware(deps.log));
+  const longOperations = new LongOperations(deps.config.longOperations);
+  app.use(requestContext(deps.orm, deps.log, caches, { longStatementTimeoutMs: deps.config.longStatementTimeoutMs, isShuttingDown, logRequests: deps.logRequests ?? true, events: functions.events, longOperations }));
+  app.use(errorMiddleware(deps.log, deps.faults ?? faultLogs(deps.log)));
   for (const m of security(deps.config)) app.use(m);
   app.use(health.routes());
   app.use(health.allowedMethods());

@@ -1,6 +1,7 @@
 // Starts the platform: database (embedded or DATABASE_URL), migrations, first superuser,
 // HTTP server. `close()` shuts down in order: stop accepting → finish in-flight requests
-// (up to SHUTDOWN_TIMEOUT_MS) → close Redis and the pool → stop the embedded PostgreSQL.
+// (up to SHUTDOWN_TIMEOUT_MS; then what they run in the database is cut off and rolled back, and
+// their connections closed) → close Redis and the pool → stop the embedded PostgreSQL.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Redis } from 'ioredis';
@@ -11,7 +12,9 @@ import { tokenSettings } from '../shared/auth/tokens.ts';
 import { createLogger, type Logger } from '../shared/common/logger.ts';
 import type { Config } from '../shared/config.ts';
 import { makeContext } from '../shared/context.ts';
+import { DatabaseProbe, FaultLog } from '../shared/db/availability.ts';
 import { openDatabase, type Database } from '../shared/db/database.ts';
+import { describeError, isDatabaseUnavailable } from '../shared/db/errors.ts';
 import { migratePlatform } from '../shared/db/orm.ts';
 import { ChangeListener } from '../shared/db/changes.ts';
 import { requestCaches, type RequestCaches } from '../shared/common/request-caches.ts';
@@ -24,7 +27,7 @@ import { refreshUsage } from '../shared/storage/bucket.service.ts';
 import { sweepBlobs } from '../shared/storage/blobs.ts';
 import { storeFromConfig } from '../shared/storage/objstore/index.ts';
 import type { ObjectStore } from '../shared/storage/objstore/types.ts';
-import { createApp, functionRuntime } from './app.ts';
+import { createApp, faultLogs, functionRuntime } from './app.ts';
 import type { FunctionRuntime } from '../shared/functions/runtime.ts';
 import { tuneHeap } from './node-flags.ts';
 import type { RouteDef } from './http/registry.ts';
@@ -58,7 +61,8 @@ function schedule(log: Logger, name: string, intervalMs: number, job: () => Prom
   const run = () => {
     running = job().then(
       (done) => void (done && log.info(done, `${name} done`)),
-      (err: unknown) => log.warn({ err }, `${name} failed`),
+      // The database gone: one line without a stack (requests log the outage itself: http/errors.ts).
+      (err: unknown) => log.warn(isDatabaseUnavailable(err) ? { error: describeError(err) } : { err }, `${name} failed`),
     );
     void running.then(() => {
       if (!stopped) timer = setTimeout(run, intervalMs).unref();
@@ -114,18 +118,26 @@ async function bootstrap(db: Database, config: Config, log: Logger, announce: (t
   }
 }
 
-/** Redis for the shared rate-limit counters (REDIS_URL); unreachable at start, the limits count in process memory. */
-async function connectRedis(redisUrl: string, log: Logger): Promise<Redis> {
-  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: true });
-  redis.on('error', (err) => log.warn({ err: err.message }, 'redis error'));
-  await redis.connect().catch((err) => log.warn({ err: err.message }, 'redis unreachable; rate limits fall back to process memory'));
-  return redis;
+/**
+ * Redis for the shared rate-limit counters (REDIS_URL); unreachable at start, the limits count in
+ * process memory. A command unanswered within REDIS_COMMAND_TIMEOUT_MS fails (a frozen Redis keeps
+ * its socket open and answers nothing), and so does a connection not made within
+ * REDIS_CONNECT_TIMEOUT_MS: the rate limits then count in process memory (http/rate-limit.ts).
+ */
+async function connectRedis(config: Config, log: Logger): Promise<{ redis: Redis; faults: FaultLog }> {
+  const { commandTimeoutMs, connectTimeoutMs } = config.redis;
+  const redis = new Redis(config.redisUrl!, { maxRetriesPerRequest: 1, enableOfflineQueue: false, lazyConnect: true, commandTimeout: commandTimeoutMs, connectTimeout: connectTimeoutMs });
+  // Its errors (one per reconnection attempt while it is down) are logged once per burst.
+  const faults = new FaultLog(log, { started: 'redis unreachable: rate limits count in process memory', ended: 'redis reachable again', recovered: async () => redis.status === 'ready' });
+  redis.on('error', (err) => faults.failed(err));
+  await redis.connect().catch((err) => faults.failed(err));
+  return { redis, faults };
 }
 
 /** The per-process caches (host → site, app rate limits, users, tables) and the listener that drops their entries when a change commits. */
-function processCaches(db: Database): { hosts: HostResolver; appLimits: AppRateLimits; caches: RequestCaches; changes: ChangeListener } {
+function processCaches(db: Database, config: Config): { hosts: HostResolver; appLimits: AppRateLimits; caches: RequestCaches; changes: ChangeListener } {
   // Every cache serves only while the listener listens (common/cached-lookup.ts).
-  const changes = new ChangeListener();
+  const changes = new ChangeListener({ connectTimeoutMs: config.db.acquireTimeoutMs });
   const hosts = new HostResolver(db.orm, { listener: changes });
   const appLimits = new AppRateLimits(db.orm, { listener: changes });
   changes.on('routing', () => hosts.invalidate()).on('app-settings', (schema) => appLimits.invalidate(schema));
@@ -143,12 +155,17 @@ async function listen(srv: http.Server, config: Config): Promise<{ url: string; 
   return { url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`, port };
 }
 
-/** Stops accepting and waits for the requests in flight: at most `timeoutMs`, then the remaining connections are closed. */
-function stopAccepting(srv: http.Server, timeoutMs: number, log: Logger): Promise<void> {
+/**
+ * Stops accepting and waits for the requests in flight: at most `timeoutMs`. Then what they run
+ * in the database is cut off first (their statements stop, their transactions roll back, nothing
+ * of theirs can commit any more: driver.ts cutOff), and their connections are closed.
+ */
+function stopAccepting(srv: http.Server, db: Database, timeoutMs: number, log: Logger): Promise<void> {
   return new Promise<void>((resolve) => {
     const timer = setTimeout(() => {
-      log.warn('shutdown timeout: closing remaining connections');
+      const cut = db.cutOff();
       srv.closeAllConnections();
+      void cut.then((connections) => log.warn({ connections }, 'shutdown timeout: requests in flight cut off, their database work rolled back'));
     }, timeoutMs);
     // close() stops accepting and closes the connections idle now; a keep-alive
     // connection whose request is still running turns idle later (answers sent during
@@ -167,6 +184,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   const log = options.log ?? createLogger(config.logLevel);
   const db = await openDatabase(config, { info: (m) => log.info(m), error: (m) => log.error(m) });
   let redis: Redis | undefined;
+  let redisFaults: FaultLog | undefined;
   let server: http.Server | undefined;
   let changes: ChangeListener | undefined;
   let store: ObjectStore | undefined;
@@ -175,17 +193,20 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     if (options.migrate !== false) await migrate(db, log);
     const tokens = tokenSettings(config);
     await bootstrap(db, config, log, options.announce ?? ((t: string) => process.stderr.write(t)));
-    if (config.redisUrl) redis = await connectRedis(config.redisUrl, log);
-    const { hosts, appLimits, caches, changes: listener } = processCaches(db);
+    if (config.redisUrl) ({ redis, faults: redisFaults } = await connectRedis(config, log));
+    const { hosts, appLimits, caches, changes: listener } = processCaches(db, config);
     changes = listener;
-    await changes.listen(db.url, (err) => log.warn({ err: err.message }, 'change listener error'));
+    const probe = new DatabaseProbe(db.url, config.db.readyTimeoutMs);
+    const faults = faultLogs(log, probe);
+    const listening = new FaultLog(log, { started: 'change listener disconnected: caches bypassed until it listens again', ended: 'change listener listening again', recovered: async () => listener.listening });
+    await changes.listen(db.url, (err) => listening.failed(err));
     let shuttingDown = false;
     const mailer = createMailer(config, log);
     const secrets = new SecretKeyring(tokens.secretKey, config.secretsKeyVersion);
     const objects = storeFromConfig(config.storage, config.dataDir);
     store = objects;
     functions = functionRuntime({ config, orm: db.orm, tokens, log }, secrets);
-    const app = createApp({ config, orm: db.orm, log, tokens, redis, hosts, appLimits, caches, mailer, secrets, store: objects, functions, isShuttingDown: () => shuttingDown, extraRoutes: options.extraRoutes });
+    const app = createApp({ config, orm: db.orm, log, tokens, redis, hosts, appLimits, caches, mailer, secrets, store: objects, functions, probe, faults, isShuttingDown: () => shuttingDown, extraRoutes: options.extraRoutes });
     const srv = http.createServer(app.callback());
     server = srv;
     srv.keepAliveTimeout = 65_000;
@@ -206,12 +227,14 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       close() {
         closing ??= (async () => {
           shuttingDown = true;
-          await stopAccepting(srv, config.shutdownTimeoutMs, log);
+          await stopAccepting(srv, db, config.shutdownTimeoutMs, log);
           for (const job of jobs) await job?.stop();
           await functions?.close();
           await objects.close();
           await redis?.quit().catch(() => undefined);
           await changes?.close();
+          for (const f of [faults.database, faults.storage, listening, redisFaults]) f?.close();
+          await probe.close();
           await db.close();
           log.info('platform stopped');
         })();
@@ -220,6 +243,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     };
   } catch (err) {
     server?.close();
+    redisFaults?.close();
     redis?.disconnect();
     await store?.close().catch(() => undefined);
     await functions?.close();

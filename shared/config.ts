@@ -28,6 +28,35 @@ export interface RateLimitConfig {
   burstPerMinute: number;
 }
 
+/** What bounds the PostgreSQL pool and its connections (docs/configuration.md "Timeouts and faults"). */
+export interface DatabaseLimits {
+  /** Connections of the server's pool (DATABASE_POOL_SIZE, default 20). */
+  poolSize: number;
+  /** How long a request waits for a pooled connection, or for a new one to connect (DATABASE_ACQUIRE_TIMEOUT_MS, default 5 s); then 503. */
+  acquireTimeoutMs: number;
+  /** The client-side limit of a statement is its statement timeout plus this (DATABASE_QUERY_TIMEOUT_MARGIN_MS, default 5 s): a database that stops answering fails the statement. */
+  queryTimeoutMarginMs: number;
+  /** PostgreSQL's idle_in_transaction_session_timeout of every pooled connection (DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS, default 60 s; 0: none). */
+  idleInTransactionTimeoutMs: number;
+  /** The limit of /readyz's database check, on a connection of its own (DATABASE_READY_TIMEOUT_MS, default 1.5 s). */
+  readyTimeoutMs: number;
+}
+
+/** Defaults of the pool's limits, also for pools made without a configuration (tests, benchmarks, createOrm). */
+export const DATABASE_LIMITS: DatabaseLimits = { poolSize: 20, acquireTimeoutMs: 5_000, queryTimeoutMarginMs: 5_000, idleInTransactionTimeoutMs: 60_000, readyTimeoutMs: 1_500 };
+
+/** How many long operations (imports, exports, materializations, migrations, site creation) run at once (shared/db/long-operations.ts). */
+export interface LongOperationLimits {
+  /** Per site (LONG_OPERATIONS_PER_SITE, default 2). */
+  perSite: number;
+  /** In the process (LONG_OPERATIONS_TOTAL, default half the pool). */
+  total: number;
+  /** How long one waits for a free slot before 429 (the site's) or 503 (the process's) (LONG_OPERATION_WAIT_MS, default 5 s). */
+  waitMs: number;
+  /** A CSV export whose reader takes nothing for this long is cut off, its connection and slot freed (LONG_OPERATION_STALL_MS, default 60 s; 0: never). */
+  stallMs: number;
+}
+
 export interface Config {
   port: number;
   host: string;
@@ -38,9 +67,15 @@ export interface Config {
   longStatementTimeoutMs: number;
   /** Hot statements prepared once per pooled connection (DATABASE_PREPARED_STATEMENTS; off behind a transaction-pooling proxy). */
   preparedStatements: boolean;
+  /** Pool size and connection timeouts. */
+  db: DatabaseLimits;
+  /** Concurrent long operations per site and per process. */
+  longOperations: LongOperationLimits;
   dataDir: string;
   embeddedPgPort: number;
   redisUrl: string | undefined;
+  /** Redis client limits: a command unanswered after commandTimeoutMs (REDIS_COMMAND_TIMEOUT_MS, 500 ms) or a connection not made after connectTimeoutMs (REDIS_CONNECT_TIMEOUT_MS, 2 s) fails, and the rate limits count in process memory. */
+  redis: { commandTimeoutMs: number; connectTimeoutMs: number };
   secretKey: string | undefined;
   admin: { username?: string; password?: string; email?: string };
   baseDomain: string;
@@ -218,6 +253,7 @@ export function loadConfig(env: Env = process.env): Config {
   if (adminPassword !== undefined && adminPassword.length < 8) {
     throw new ConfigError('PLATFORM_ADMIN_PASSWORD must be at least 8 characters long');
   }
+  const poolSize = int(env, 'DATABASE_POOL_SIZE', DATABASE_LIMITS.poolSize, 1, 1000);
   return {
     port: int(env, 'PORT', 8000, 0, 65535),
     host: str(env, 'HOST') ?? '127.0.0.1',
@@ -225,9 +261,26 @@ export function loadConfig(env: Env = process.env): Config {
     statementTimeoutMs: int(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 30_000, 0, 2_147_483_647),
     longStatementTimeoutMs: int(env, 'DATABASE_LONG_STATEMENT_TIMEOUT_MS', 600_000, 0, 2_147_483_647),
     preparedStatements: bool(env, 'DATABASE_PREPARED_STATEMENTS', true),
+    db: {
+      poolSize,
+      acquireTimeoutMs: int(env, 'DATABASE_ACQUIRE_TIMEOUT_MS', DATABASE_LIMITS.acquireTimeoutMs, 100, 600_000),
+      queryTimeoutMarginMs: int(env, 'DATABASE_QUERY_TIMEOUT_MARGIN_MS', DATABASE_LIMITS.queryTimeoutMarginMs, 100, 600_000),
+      idleInTransactionTimeoutMs: int(env, 'DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS', DATABASE_LIMITS.idleInTransactionTimeoutMs, 0, 2_147_483_647),
+      readyTimeoutMs: int(env, 'DATABASE_READY_TIMEOUT_MS', DATABASE_LIMITS.readyTimeoutMs, 100, 60_000),
+    },
+    longOperations: {
+      perSite: int(env, 'LONG_OPERATIONS_PER_SITE', 2, 1, 1000),
+      total: int(env, 'LONG_OPERATIONS_TOTAL', Math.max(1, Math.floor(poolSize / 2)), 1, 1000),
+      waitMs: int(env, 'LONG_OPERATION_WAIT_MS', 5_000, 0, 600_000),
+      stallMs: int(env, 'LONG_OPERATION_STALL_MS', 60_000, 0, 2_147_483_647),
+    },
     dataDir: path.resolve(str(env, 'PLATFORM_DATA_DIR') ?? '.data'),
     embeddedPgPort: int(env, 'EMBEDDED_PG_PORT', 0, 0, 65535),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    redis: {
+      commandTimeoutMs: int(env, 'REDIS_COMMAND_TIMEOUT_MS', 500, 10, 60_000),
+      connectTimeoutMs: int(env, 'REDIS_CONNECT_TIMEOUT_MS', 2_000, 10, 60_000),
+    },
     secretKey,
     admin: { username: str(env, 'PLATFORM_ADMIN_USERNAME'), password: adminPassword, email: adminEmail },
     baseDomain,

@@ -4,6 +4,7 @@ import { DomainError } from './errors.ts';
 import type { Grants } from './permissions/grants.ts';
 import type { RequestCaches } from './common/request-caches.ts';
 import type { UserEvents } from './functions/events.service.ts';
+import type { LongOperations } from './db/long-operations.ts';
 
 /** What every service call receives: its unit of work, who acts, what they may do, and the tenant. */
 export interface ServiceContext {
@@ -16,8 +17,10 @@ export interface ServiceContext {
   grants?: Grants;
   /** A site user's permission codenames in its site, once loaded (the same abilityWithGrants). */
   sitePermissions?: ReadonlySet<string>;
-  /** A longer statement timeout for this call's long transaction (db/statement-timeout.ts); unset: the pool's. */
+  /** A longer statement timeout for this call's long transaction (db/long-operations.ts longTransaction); unset: the pool's. */
   statementTimeoutMs?: number;
+  /** The process's slots for long operations (db/long-operations.ts); none in the CLI's direct commands (no limit). */
+  longOperations?: LongOperations;
   /** The server process's caches (table definitions); none in the CLI's direct mode. */
   caches?: RequestCaches;
   /**
@@ -48,9 +51,9 @@ export function makeContext(
   em: EntityManager | LazyEntityManager,
   actor: Actor,
   tenant: string | null = null,
-  extra: { ability?: AppAbility; caches?: RequestCaches; events?: UserEvents } = {},
+  extra: { ability?: AppAbility; caches?: RequestCaches; events?: UserEvents; longOperations?: LongOperations } = {},
 ): ServiceContext {
-  const ctx = { actor, ability: extra.ability ?? defineAbility(actor), tenant, caches: extra.caches, events: extra.events } as ServiceContext;
+  const ctx = { actor, ability: extra.ability ?? defineAbility(actor), tenant, caches: extra.caches, events: extra.events, longOperations: extra.longOperations } as ServiceContext;
   if ('reads' in em) {
     Object.defineProperty(ctx, 'em', { get: em.get, enumerable: true });
     ctx.reads = em.reads;

@@ -21,6 +21,8 @@ export const ERROR_STATUS = {
   BAD_GATEWAY: 502,
   SERVICE_UNAVAILABLE: 503,
   GATEWAY_TIMEOUT: 504,
+  /** Not in the spec's table (which has no code for it): a full disk, ours (docs/operations.md "When a dependency fails"). */
+  INSUFFICIENT_STORAGE: 507,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -1,10 +1,33 @@
 // The one place where anything thrown becomes an HTTP response in the standard envelope.
+// Faults answer as faults: the database unreachable → 503 SERVICE_UNAVAILABLE with Retry-After,
+// a full disk → 507 INSUFFICIENT_STORAGE; both are logged once per burst (db/availability.ts
+// FaultLog), never a stack per request.
 import type { Next } from 'koa';
+import type { FaultLog } from '../../shared/db/availability.ts';
+import { isDatabaseUnavailable, isStorageFull } from '../../shared/db/errors.ts';
 import { isStatementTimeout } from '../../shared/db/statement-timeout.ts';
 import { DomainError, notFound } from '../../shared/errors.ts';
 import type { Logger } from '../../shared/common/logger.ts';
 import { redactPath } from './redact.ts';
 import type { AppContext } from './types.ts';
+
+/** What a client is told to wait before retrying after a 503 of the database (seconds). */
+export const UNAVAILABLE_RETRY_AFTER = 5;
+
+/** How the faults of a dependency are logged: one line per burst (db/availability.ts). */
+export interface FaultLogs {
+  database: FaultLog;
+  storage: FaultLog;
+}
+
+export const databaseUnavailable = (): DomainError =>
+  new DomainError('SERVICE_UNAVAILABLE', `The database is unavailable; retry in ${UNAVAILABLE_RETRY_AFTER} seconds.`, {
+    detail: 'Service temporarily unavailable.',
+    extra: { retry_after: UNAVAILABLE_RETRY_AFTER },
+  });
+
+export const storageFull = (): DomainError =>
+  new DomainError('INSUFFICIENT_STORAGE', 'Not enough storage space to complete the request; nothing was written.', { detail: 'Insufficient storage.' });
 
 function toDomainError(err: unknown): DomainError | undefined {
   if (err instanceof DomainError) return err;
@@ -26,7 +49,21 @@ function toDomainError(err: unknown): DomainError | undefined {
   return undefined;
 }
 
-export function errorMiddleware(log: Logger) {
+/** A fault of a dependency, logged through its burst log: the answer, or undefined for anything else. */
+function fault(err: unknown, faults: FaultLogs, context: Record<string, unknown>): DomainError | undefined {
+  if (err instanceof DomainError) return undefined;
+  if (isDatabaseUnavailable(err)) {
+    faults.database.failed(err, context);
+    return databaseUnavailable();
+  }
+  if (isStorageFull(err)) {
+    faults.storage.failed(err, context);
+    return storageFull();
+  }
+  return undefined;
+}
+
+export function errorMiddleware(log: Logger, faults: FaultLogs) {
   return async (ctx: AppContext, next: Next) => {
     try {
       await next();
@@ -40,7 +77,7 @@ export function errorMiddleware(log: Logger) {
         }
       }
     } catch (err) {
-      let domain = toDomainError(err);
+      let domain = fault(err, faults, { requestId: ctx.state.requestId, method: ctx.method, path: redactPath(ctx.path) }) ?? toDomainError(err);
       if (!domain) {
         // Unexpected: log it whole (with the request id), answer without internals.
         log.error({ err, requestId: ctx.state.requestId, method: ctx.method, path: redactPath(ctx.path) }, 'unhandled error');
@@ -52,6 +89,9 @@ export function errorMiddleware(log: Logger) {
       if (domain.code === 'GATEWAY_TIMEOUT') log.warn({ err, requestId: ctx.state.requestId, method: ctx.method, path: redactPath(ctx.path) }, 'database statement timeout');
       ctx.status = domain.status;
       ctx.body = domain.toBody();
+      // Every answer that says when to retry (429 of the rate limits and long operations, 503) says it in Retry-After too.
+      const retryAfter = domain.extra?.retry_after;
+      if (typeof retryAfter === 'number') ctx.set('Retry-After', String(retryAfter));
       const allow = (err as { headers?: Record<string, string> })?.headers?.Allow;
       if (allow) ctx.set('Allow', allow);
       if (domain.status === 401) ctx.set('WWW-Authenticate', 'Bearer realm="api"');

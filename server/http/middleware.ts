@@ -10,6 +10,7 @@ import type { UserEvents } from '../../shared/functions/events.service.ts';
 import { notAuthenticated } from '../../shared/errors.ts';
 import type { Config } from '../../shared/config.ts';
 import type { RequestCaches } from '../../shared/common/request-caches.ts';
+import type { LongOperations } from '../../shared/db/long-operations.ts';
 import { redactPath } from './redact.ts';
 import type { RouteStep } from './registry.ts';
 import type { AppContext } from './types.ts';
@@ -20,10 +21,16 @@ export const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
  * Request id (X-Request-Id in and out), request-scoped EntityManager, the service context (with
- * the longer statement timeout on routes marked `statementTimeout: 'long'`), one log line per
+ * the longer statement timeout on routes marked `statementTimeout: 'long'`, and the process's
+ * long-operation slots), one log line per
  * request; while shutting down, answers close their connection (no keep-alive to wait for).
  */
-export function requestContext(orm: Orm, log: Logger, caches: RequestCaches, options: { longStatementTimeoutMs: number; isShuttingDown: () => boolean; logRequests: boolean; events?: UserEvents }) {
+export function requestContext(
+  orm: Orm,
+  log: Logger,
+  caches: RequestCaches,
+  options: { longStatementTimeoutMs: number; isShuttingDown: () => boolean; logRequests: boolean; events?: UserEvents; longOperations: LongOperations },
+) {
   return async (ctx: AppContext, next: Next) => {
     const start = process.hrtime.bigint();
     const incoming = ctx.get('X-Request-Id');
@@ -35,7 +42,7 @@ export function requestContext(orm: Orm, log: Logger, caches: RequestCaches, opt
     ctx.state.tenant = null;
     ctx.state.service = () => {
       if (!ctx.state.actor) throw notAuthenticated();
-      const service = makeContext(unit, ctx.state.actor, ctx.state.tenant, { ability: ctx.state.ability, caches, events: options.events });
+      const service = makeContext(unit, ctx.state.actor, ctx.state.tenant, { ability: ctx.state.ability, caches, events: options.events, longOperations: options.longOperations });
       if (ctx.state.route?.statementTimeout === 'long') service.statementTimeoutMs = options.longStatementTimeoutMs;
       return service;
     };

@@ -10,6 +10,12 @@
 //                                         and caller (user, else client address); 0: none
 // Counters live in Redis when REDIS_URL is set (shared by every server process), else in
 // process memory. Headers report the tightest limit that applied.
+//
+// A Redis that fails (refuses, or answers nothing within REDIS_COMMAND_TIMEOUT_MS: main.ts sets
+// the client's timeouts) never fails a request: the limit counts in process memory instead
+// (rate-limiter-flexible's insuranceLimiter). After a command that took that long, Redis is left
+// alone for REDIS_PAUSE_MS (the limits count in memory at once), so a frozen Redis costs one
+// request one timeout, not every request one per limit.
 import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { AppRateLimits } from '../../shared/apps/app-limits.ts';
@@ -25,6 +31,16 @@ const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const APP_ROUTES = '/api/apps/:app_slug/';
 const APP_SETTINGS = '/api/apps/:app_slug/settings/';
 
+/** How long Redis is not asked after a command that took REDIS_COMMAND_TIMEOUT_MS. */
+export const REDIS_PAUSE_MS = 5_000;
+
+/** A limit's counters: in Redis (falling back to `memory`), and in memory. */
+interface Limiter {
+  points: number;
+  store: RateLimiterAbstract;
+  memory: RateLimiterMemory;
+}
+
 /** How one limit stands after this request. */
 interface Standing {
   limit: number;
@@ -33,16 +49,19 @@ interface Standing {
 }
 
 export class RateLimits {
-  private readonly limiters: Record<LimiterName, RateLimiterAbstract>;
+  private readonly limiters: Record<LimiterName, Limiter>;
   private readonly apps: AppRateLimits;
+  private readonly commandTimeoutMs: number;
+  /** Until when Redis is not asked (a command took commandTimeoutMs). */
+  private redisPausedUntil = 0;
 
-  constructor(config: RateLimitConfig, redis: Redis | undefined, apps: AppRateLimits) {
-    const make = (name: LimiterName, points: number, duration: number): RateLimiterAbstract => {
+  constructor(config: RateLimitConfig, redis: Redis | undefined, apps: AppRateLimits, options: { commandTimeoutMs: number }) {
+    const make = (name: LimiterName, points: number, duration: number): Limiter => {
       const keyPrefix = `${config.keyPrefix}:${name}`;
       const memory = new RateLimiterMemory({ keyPrefix, points, duration });
-      if (!redis) return memory;
+      if (!redis) return { points, store: memory, memory };
       // If Redis becomes unreachable, fall back to per-process counting rather than failing requests.
-      return new RateLimiterRedis({ storeClient: redis, keyPrefix, points, duration, rejectIfRedisNotReady: true, insuranceLimiter: memory });
+      return { points, memory, store: new RateLimiterRedis({ storeClient: redis, keyPrefix, points, duration, rejectIfRedisNotReady: true, insuranceLimiter: memory }) };
     };
     this.limiters = {
       auth: make('auth', config.authPerHour, 3600),
@@ -55,6 +74,18 @@ export class RateLimits {
       app: make('app', Number.MAX_SAFE_INTEGER, 3600),
     };
     this.apps = apps;
+    this.commandTimeoutMs = options.commandTimeoutMs;
+  }
+
+  /** Counts one request: in Redis (or memory when it fails), or straight in memory while Redis is paused. */
+  private async consume(limiter: Limiter, key: string): Promise<RateLimiterRes> {
+    if (limiter.store === limiter.memory || Date.now() < this.redisPausedUntil) return limiter.memory.consume(key);
+    const started = Date.now();
+    try {
+      return await limiter.store.consume(key);
+    } finally {
+      if (Date.now() - started >= this.commandTimeoutMs) this.redisPausedUntil = Date.now() + REDIS_PAUSE_MS;
+    }
   }
 
   /** Which limits apply is decided by the route the registry chose (`def`), never by the path's text. */
@@ -93,7 +124,7 @@ export class RateLimits {
       for (const [name, key] of this.applicable(ctx, def, who)) {
         const limiter = this.limiters[name];
         try {
-          const res = await limiter.consume(key);
+          const res = await this.consume(limiter, key);
           standings.push({ limit: limiter.points, remaining: res.remainingPoints, msBeforeNext: res.msBeforeNext });
         } catch (rej) {
           if (!(rej instanceof RateLimiterRes)) throw rej;
@@ -102,7 +133,7 @@ export class RateLimits {
       }
       const app = await this.appLimit(ctx, def, who ?? `ip:${ctx.ip}`);
       if (app) {
-        const res = await this.limiters.app.consume(app.key);
+        const res = await this.consume(this.limiters.app, app.key);
         if (res.consumedPoints > app.limit) this.refuse(ctx, app.limit, res.msBeforeNext);
         standings.push({ limit: app.limit, remaining: app.limit - res.consumedPoints, msBeforeNext: res.msBeforeNext });
       }

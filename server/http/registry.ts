@@ -42,7 +42,7 @@ export interface RouteDef {
   bodyLimit?: 'data' | 'stream';
   /**
    * `long`: the service's transaction may run statements up to DATABASE_LONG_STATEMENT_TIMEOUT_MS
-   * instead of DATABASE_STATEMENT_TIMEOUT_MS (the service calls allowLongStatements in it).
+   * instead of DATABASE_STATEMENT_TIMEOUT_MS (the service's longTransaction sets it).
    */
   statementTimeout?: 'long';
   /**

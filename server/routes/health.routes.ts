@@ -1,10 +1,13 @@
-// Operations probes, outside /api: /healthz (process up), /readyz (database reachable).
+// Operations probes, outside /api: /healthz (process up), /readyz (database reachable). /readyz
+// asks the database on a connection of its own, within DATABASE_READY_TIMEOUT_MS
+// (db/availability.ts): a pool whose connections are all taken, or a database that stopped
+// answering, never makes it hang.
 import Router from '@koa/router';
-import type { Orm } from '../../shared/db/orm.ts';
+import type { DatabaseProbe } from '../../shared/db/availability.ts';
 import { ROUTER_OPTIONS } from '../http/registry.ts';
 import type { AppContext } from '../http/types.ts';
 
-export function healthRouter(orm: Orm, isShuttingDown: () => boolean): Router {
+export function healthRouter(probe: DatabaseProbe, isShuttingDown: () => boolean): Router {
   const router = new Router(ROUTER_OPTIONS);
   router.get('/healthz', (ctx: AppContext) => {
     ctx.body = { status: 'ok' };
@@ -15,13 +18,12 @@ export function healthRouter(orm: Orm, isShuttingDown: () => boolean): Router {
       ctx.body = { status: 'error', code: 'SERVICE_UNAVAILABLE', message: 'Shutting down.' };
       return;
     }
-    try {
-      await orm.em.getConnection().execute('SELECT 1');
+    if (await probe.check()) {
       ctx.body = { status: 'ok', database: 'ok' };
-    } catch {
-      ctx.status = 503;
-      ctx.body = { status: 'error', code: 'SERVICE_UNAVAILABLE', message: 'Database unreachable.', database: 'unreachable' };
+      return;
     }
+    ctx.status = 503;
+    ctx.body = { status: 'error', code: 'SERVICE_UNAVAILABLE', message: 'Database unreachable.', database: 'unreachable' };
   });
   return router;
 }

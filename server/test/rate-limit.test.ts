@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import test from 'ava';
+import { Redis } from 'ioredis';
 import { createTestSite } from '../../shared/testing/sites.ts';
 import { startServer } from '../main.ts';
+import { ownRedis } from './dependencies.ts';
 import { ADMIN, REDIS_REQUIRED, request, startTestServer, testRedis, type TestServer } from './helpers.ts';
 
 const LIMITS = {
@@ -158,5 +160,55 @@ test('behind TRUST_PROXY_HOPS proxies, the client address is the entry the neare
   } finally {
     await s2.close();
     await s.close();
+  }
+});
+
+test('issue 29 #13: a frozen Redis (SIGSTOP) stalls no rate-limited request: they are answered within the command timeout, counted in process memory, and Redis counts again after SIGCONT', async (t) => {
+  const own = await ownRedis();
+  const s = await startTestServer({ ...LIMITS, RATE_LIMIT_STANDARD_PER_MINUTE: '1000', RATE_LIMIT_USER_PER_HOUR: '100000', REDIS_URL: own.url, REDIS_COMMAND_TIMEOUT_MS: '300', RATE_LIMIT_KEY_PREFIX: 'frozen' });
+  let frozen = false;
+  let guard: NodeJS.Timeout | undefined;
+  try {
+    const { access: token } = await s.login();
+    const users = () => s.api('GET', '/api/cloud/users/', { token });
+    t.is((await users()).status, 200);
+    own.freeze();
+    frozen = true;
+    // The freeze lasts 8 s at most: every answer must come before it ends.
+    guard = setTimeout(() => {
+      frozen = false;
+      own.thaw();
+    }, 8_000);
+    const answers = [];
+    for (let i = 0; i < 5; i++) answers.push(await users());
+    answers.push(...(await Promise.all(Array.from({ length: 5 }, users))));
+    t.true(frozen, 'answered only once the freeze ended');
+    for (const res of answers) {
+      t.is(res.status, 200, res.text);
+      t.is(res.headers.get('x-ratelimit-limit'), '1000');
+    }
+    // Counted meanwhile, in memory: the sequential answers count down.
+    const remaining = answers.slice(0, 5).map((r) => Number(r.headers.get('x-ratelimit-remaining')));
+    t.deepEqual(remaining, [...remaining].sort((a, b) => b - a));
+    t.is(new Set(remaining).size, 5);
+    clearTimeout(guard);
+    own.thaw();
+    frozen = false;
+    // Once the pause is over, the counters are Redis's again (its count went on from before the freeze).
+    await new Promise((r) => setTimeout(r, 5_500));
+    const again = await users();
+    t.is(again.status, 200);
+    const keys = new Redis(own.url);
+    try {
+      const [key] = await keys.keys('frozen:standard:*');
+      t.is(Number(await keys.get(key!)), 1000 - Number(again.headers.get('x-ratelimit-remaining')));
+    } finally {
+      keys.disconnect();
+    }
+  } finally {
+    clearTimeout(guard);
+    if (frozen) own.thaw();
+    await s.close();
+    await own.close();
   }
 });

@@ -1,6 +1,7 @@
 import http from 'node:http';
 import test from 'ava';
 import { defineRoute } from '../http/registry.ts';
+import { freshQuery } from './dependencies.ts';
 import { startTestServer } from './helpers.ts';
 
 const slow = (ms: number) =>
@@ -83,6 +84,60 @@ test('keep-alive connections do not hold shutdown: idle ones close at once, busy
   } finally {
     idle.destroy();
     agent.destroy();
+    await s.db.drop();
+  }
+});
+
+/**
+ * A slow transactional write: a row inserted, then a wait (in the database: a statement running;
+ * in the handler: the transaction idle meanwhile), then a second row, then the commit.
+ */
+const slowWrite = defineRoute({
+  method: 'post',
+  path: '/api/test/slow-write/:n/:where/',
+  operationId: 'test_slow_write',
+  summary: 'writes two rows in one slow transaction',
+  tags: ['test'],
+  auth: 'public',
+  responses: { 200: null },
+  async handler(ctx) {
+    const n = Number(ctx.params.n);
+    await ctx.state.em.transactional(async (tx) => {
+      await tx.execute('INSERT INTO shutdown_rows (n) VALUES (?)', [n]);
+      if (ctx.params.where === 'database') await tx.execute('SELECT pg_sleep(1.5)');
+      else await new Promise((r) => setTimeout(r, 1500));
+      await tx.execute('INSERT INTO shutdown_rows (n) VALUES (?)', [n]);
+    });
+    ctx.body = { written: n };
+  },
+});
+
+test('issue 29 #14: at SHUTDOWN_TIMEOUT_MS slow transactional writes in flight are cut off and rolled back: none of their rows exist afterwards', async (t) => {
+  const s = await startTestServer({ SHUTDOWN_TIMEOUT_MS: '300' }, { extraRoutes: [slowWrite] });
+  try {
+    await freshQuery(s.db.url, 'CREATE TABLE shutdown_rows (n int NOT NULL)');
+    const inflight = Array.from({ length: 20 }, (_, i) =>
+      s.api('POST', `/api/test/slow-write/${i}/${i % 2 ? 'database' : 'handler'}/`).then(
+        (res) => `answered ${res.status}`,
+        () => 'cut off',
+      ),
+    );
+    // Every request has written its first row (uncommitted) before the shutdown begins.
+    for (let i = 0; i < 100; i++) {
+      const [{ n }] = await freshQuery<{ n: string }>(s.db.url, "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND state IN ('active', 'idle in transaction') AND query NOT ILIKE '%pg_stat_activity%'");
+      if (Number(n) >= 20) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const started = Date.now();
+    await s.handle.close();
+    t.true(Date.now() - started < 3_000, `shutdown took ${Date.now() - started} ms`);
+    t.deepEqual(await Promise.all(inflight), Array(20).fill('cut off'));
+    // Past the moment their waits would have ended and their transactions committed.
+    await new Promise((r) => setTimeout(r, 2_000));
+    t.deepEqual(await freshQuery(s.db.url, 'SELECT n FROM shutdown_rows'), []);
+    const [{ n }] = await freshQuery<{ n: string }>(s.db.url, "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()");
+    t.is(Number(n), 0, 'no backend of the server left');
+  } finally {
     await s.db.drop();
   }
 });

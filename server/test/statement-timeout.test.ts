@@ -2,8 +2,7 @@
 // connection); a route marked `statementTimeout: 'long'` lets its service's transaction run up to
 // DATABASE_LONG_STATEMENT_TIMEOUT_MS instead.
 import test from 'ava';
-import type { EntityManager } from '@mikro-orm/postgresql';
-import { allowLongStatements } from '../../shared/db/statement-timeout.ts';
+import { longTransaction } from '../../shared/db/long-operations.ts';
 import { defineRoute, type RouteDef } from '../http/registry.ts';
 import { capturingLog, startTestServer, type TestServer } from './helpers.ts';
 
@@ -18,20 +17,12 @@ const routes = [
   }),
   // What a long operation's service does: its own transaction, the route's longer limit inside it.
   route('/api/test/sleep-long/', { statementTimeout: 'long' }, async (ctx) => {
-    const service = ctx.state.service();
-    await service.em.transactional(async (tx) => {
-      await allowLongStatements(service, tx as EntityManager);
-      await tx.execute(SLEEP);
-    });
+    await longTransaction(ctx.state.service(), (tx) => tx.execute(SLEEP));
     ctx.body = { slept: true };
   }),
   // The same call on an ordinary route: no longer limit.
   route('/api/test/sleep-tx/', {}, async (ctx) => {
-    const service = ctx.state.service();
-    await service.em.transactional(async (tx) => {
-      await allowLongStatements(service, tx as EntityManager);
-      await tx.execute(SLEEP);
-    });
+    await longTransaction(ctx.state.service(), (tx) => tx.execute(SLEEP));
     ctx.body = { slept: true };
   }),
   route('/api/test/timeout/', {}, async (ctx) => {

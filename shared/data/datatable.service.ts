@@ -7,7 +7,7 @@ import { pageOffset, parsePageRequest, resolvePage, type Page } from '../common/
 import { dropReadOnly } from '../common/read-only.ts';
 import { validate } from '../common/validation.ts';
 import { actorUuid, type ServiceContext } from '../context.ts';
-import { allowLongStatements } from '../db/statement-timeout.ts';
+import { longTransaction } from '../db/long-operations.ts';
 import { DomainError, fieldError, notFound } from '../errors.ts';
 import { countOf, executeNative, firstRow, pgCode, rows } from '../db/sql.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
@@ -223,10 +223,9 @@ export async function materializeDataTable(ctx: ServiceContext, scope: TableScop
     ddl.push(...edges.ddl);
   }
   try {
-    await ctx.em.transactional(async (tx) => {
-      await allowLongStatements(ctx, tx as EntityManager);
-      for (const statement of ddl) await executeNative(tx as EntityManager, statement);
-      await recordTableOperation(tx as EntityManager, schema, ctx, row, 'CREATE_TABLE', ddl);
+    await longTransaction(ctx, async (tx) => {
+      for (const statement of ddl) await executeNative(tx, statement);
+      await recordTableOperation(tx, schema, ctx, row, 'CREATE_TABLE', ddl);
       await tx.execute(`UPDATE ${q}.data_tables SET is_materialized = true, updated_at = now(), modified_by = ? WHERE id = ?`, [actorUuid(ctx), row.id]);
     });
   } catch (err) {

@@ -2,18 +2,22 @@
 // Export: the list's conditions, search and sort over every matching record, streamed from a
 // server-side cursor (MikroORM's connection stream: pg-cursor on a pooled connection of its
 // own) through fast-csv, one batch at a time and only as fast as the reader takes it.
-// Import: fast-csv rows mapped to fields by the header (and an optional mapping), coerced to the
-// schema's types, validated like the records API's bulk create, inserted in batches inside one
-// transaction; all or nothing, with a report of the failing rows. Identifiers come only from
-// the stored schema (target.ts); every value is bound.
+// Import: the body is spooled to a temporary file first (common/spool.ts: a slow client holds no
+// connection while it sends), then fast-csv rows mapped to fields by the header (and an optional
+// mapping), coerced to the schema's types, validated like the records API's bulk create, inserted
+// in batches inside one transaction; all or nothing, with a report of the failing rows.
+// Identifiers come only from the stored schema (target.ts); every value is bound. Both are long
+// operations (db/long-operations.ts): a slot of the site each, while they hold a connection.
 import { Readable, Transform } from 'node:stream';
 import { format, parse } from 'fast-csv';
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { spool } from '../common/spool.ts';
 import type { ServiceContext } from '../context.ts';
-import { allowLongStatements } from '../db/statement-timeout.ts';
+import { longOperation, longTransaction } from '../db/long-operations.ts';
 import { DomainError, fieldError, type FieldErrors } from '../errors.ts';
 import type { TableScope } from './datatable.service.ts';
 import { castCell, type Cast } from './field-types.ts';
+import type { SqlFragment } from './query/filter.ts';
 import { requireAllowed } from './records/access.ts';
 import { listQuery, plain } from './records/read.ts';
 import { openTarget, type RecordRow, type Target } from './records/target.ts';
@@ -65,6 +69,19 @@ export async function exportCsv(ctx: ServiceContext, scope: TableScope, name: st
   if (query._aggregate !== undefined || query._group_by !== undefined) throw fieldError('format', 'format=csv exports records; it does not apply to _aggregate/_group_by.');
   if (query.populate !== undefined) throw fieldError('populate', 'populate does not apply to format=csv.');
   const { where, orderBy } = await listQuery(ctx.em, t, query);
+  // The cursor's connection is held while the reader reads: a slot of the site, given back when the stream closes.
+  const release = await longOperation(ctx);
+  try {
+    const out = await cursorCsv(ctx, t, where, orderBy);
+    out.once('close', release);
+    return out;
+  } catch (err) {
+    release();
+    throw err;
+  }
+}
+
+async function cursorCsv(ctx: ServiceContext, t: Target, where: SqlFragment, orderBy: string): Promise<Readable> {
   const header = [...t.columns.keys()];
   const sql = `SELECT ${t.recordSql('t')} AS r FROM ${t.table} t WHERE ${where.sql} ORDER BY ${orderBy}`;
   const cursor = ctx.em.getConnection().stream<{ r: RecordRow }>(sql, where.params, ctx.em.getTransactionContext(), undefined, EXPORT_BATCH);
@@ -85,15 +102,24 @@ export async function exportCsv(ctx: ServiceContext, scope: TableScope, name: st
     closed = true;
     await cursor.return?.(undefined);
   };
+  // A reader that takes nothing for stallMs is cut off: its cursor's connection and its slot go back.
+  const stallMs = ctx.longOperations?.limits.stallMs ?? 0;
+  /** Since when the last row pushed waits for the reader to ask for more. */
+  let waitingSince: number | undefined;
+  const watch = stallMs ? setInterval(() => {
+    if (waitingSince !== undefined && Date.now() - waitingSince > stallMs) rowsOut.destroy(new Error(`The reader took nothing for ${stallMs} ms.`));
+  }, Math.min(stallMs, 1000)).unref() : undefined;
   const rowsOut = new Readable({
     objectMode: true,
     highWaterMark: 64,
     read() {
+      waitingSince = undefined;
       const step = pending ? Promise.resolve(pending) : cursor.next();
       pending = undefined;
       step.then(
         (res) => {
           if (this.destroyed) return;
+          waitingSince = Date.now();
           if (res.done) {
             closed = true;
             this.push(null);
@@ -103,6 +129,7 @@ export async function exportCsv(ctx: ServiceContext, scope: TableScope, name: st
       );
     },
     destroy(err, cb) {
+      clearInterval(watch);
       // Waits for a read in flight, then closes the cursor and releases its connection.
       close().then(() => cb(err), (e: unknown) => cb(err ?? (e as Error)));
     },
@@ -215,26 +242,16 @@ function reject(report: CsvImportReport, row: number, errors: FieldErrors): void
 }
 
 /**
- * The CSV's data rows, checked one at a time: the bytes counted (413 beyond maxBytes), parsed
- * by fast-csv, the header matched to the table's fields (400 before any row is read), each row
- * coerced to the field types and validated like a bulk create's records. `next()` gives a valid
- * row, null for a failing one (added to the report), undefined at the end of the CSV. `close()`
- * stops parsing; whatever the client still sends is read and dropped, so the answer gets through.
+ * The CSV's data rows (the spooled body), checked one at a time: parsed by fast-csv, the header
+ * matched to the table's fields (400 before any row is read), each row coerced to the field types
+ * and validated like a bulk create's records. `next()` gives a valid row, null for a failing one
+ * (added to the report), undefined at the end of the CSV. `close()` stops reading.
  */
-function csvRowSource(t: Target, input: Readable, limits: { maxRows: number; maxBytes: number }, report: CsvImportReport) {
-  let bytes = 0;
-  const counter = new Transform({
-    transform(chunk: Buffer, _enc, cb) {
-      bytes += chunk.length;
-      if (bytes > limits.maxBytes) cb(tooLarge(`more than ${limits.maxBytes} bytes`));
-      else cb(null, chunk);
-    },
-  });
+function csvRowSource(t: Target, input: Readable, limits: { maxRows: number }, report: CsvImportReport) {
   const parser = parse<string[], string[]>({ headers: false, ignoreEmpty: true });
   const fail = (err: Error) => parser.destroy(err);
   input.on('error', fail);
-  counter.on('error', fail);
-  input.pipe(counter).pipe(parser);
+  input.pipe(parser);
   const iterator = parser[Symbol.asyncIterator]() as AsyncIterator<string[]>;
   const read = async (): Promise<IteratorResult<string[]>> => {
     try {
@@ -288,10 +305,9 @@ function csvRowSource(t: Target, input: Readable, limits: { maxRows: number; max
     },
 
     close(): void {
-      input.unpipe(counter);
+      input.unpipe(parser);
       input.off('error', fail);
-      if (!input.readableEnded) input.resume();
-      counter.destroy();
+      input.destroy();
       parser.destroy();
     },
   };
@@ -315,18 +331,29 @@ async function writeBatch(tx: EntityManager, t: Target, items: CheckedRow[], rep
 }
 
 /**
- * Imports a CSV stream into a table: all or nothing. Rows are parsed, coerced and validated
- * one by one (csvRowSource); valid rows are inserted IMPORT_BATCH at a time in one transaction
- * (opened once the first batch is valid; writeBatch), which is committed only when every row
- * passed validation and the database constraints (dry run: always rolled back).
+ * Imports a CSV stream into a table: all or nothing. The body is spooled whole first (413 as soon
+ * as it passes the byte limit; the file is deleted afterwards), so that no connection waits on
+ * the client. Rows are then parsed, coerced and validated one by one (csvRowSource); valid rows
+ * are inserted IMPORT_BATCH at a time in one long transaction (opened once the first batch is
+ * valid; writeBatch), which is committed only when every row passed validation and the database
+ * constraints (dry run: always rolled back).
  */
 export async function importCsv(ctx: ServiceContext, scope: TableScope, name: string, input: Readable, options: CsvImportOptions = {}): Promise<CsvImportReport> {
   const t = await openTarget(ctx, scope, name, 'create');
   const maxRows = Math.min(options.maxRows ?? MAX_IMPORT_ROWS, MAX_IMPORT_ROWS);
   const maxBytes = Math.min(options.maxBytes ?? MAX_IMPORT_BYTES, MAX_IMPORT_BYTES);
   if ((options.declaredBytes ?? 0) > maxBytes) throw tooLarge(`more than ${maxBytes} bytes`);
+  const body = await spool(input, maxBytes, () => tooLarge(`more than ${maxBytes} bytes`));
+  try {
+    return await importRows(ctx, t, body.open(), maxRows, options);
+  } finally {
+    await body.remove();
+  }
+}
+
+async function importRows(ctx: ServiceContext, t: Target, input: Readable, maxRows: number, options: CsvImportOptions): Promise<CsvImportReport> {
   const report: CsvImportReport = { dry_run: options.dry_run === true, total_rows: 0, created: 0, failed: 0, errors: [] };
-  const source = csvRowSource(t, input, { maxRows, maxBytes }, report);
+  const source = csvRowSource(t, input, { maxRows }, report);
   let done = false;
   /** Reads until a batch is full, a row failed or the CSV ends. */
   const nextBatch = async (): Promise<CheckedRow[]> => {
@@ -343,23 +370,19 @@ export async function importCsv(ctx: ServiceContext, scope: TableScope, name: st
     await source.header(options.mapping);
     let batch = await nextBatch();
     if (!report.failed && batch.length) {
-      await ctx.em
-        .transactional(async (tx) => {
-          const em = tx as EntityManager;
-          await allowLongStatements(ctx, em);
-          while (!report.failed) {
-            if (batch.length) {
-              await requireAllowed(ctx, t, 'create', batch.map((b) => b.rec)); // one row the policies refuse refuses the import
-              await writeBatch(em, t, batch, report);
-            }
-            if (done || report.failed) break;
-            batch = await nextBatch();
+      await longTransaction(ctx, async (em) => {
+        while (!report.failed) {
+          if (batch.length) {
+            await requireAllowed(ctx, t, 'create', batch.map((b) => b.rec)); // one row the policies refuse refuses the import
+            await writeBatch(em, t, batch, report);
           }
-          if (report.failed || report.dry_run) throw ROLLBACK;
-        })
-        .catch((err: unknown) => {
-          if (err !== ROLLBACK) throw err;
-        });
+          if (done || report.failed) break;
+          batch = await nextBatch();
+        }
+        if (report.failed || report.dry_run) throw ROLLBACK;
+      }).catch((err: unknown) => {
+        if (err !== ROLLBACK) throw err;
+      });
     }
     // After a failure: read the rest to count and report the other failing rows.
     while (!done) done = (await source.next()) === undefined;

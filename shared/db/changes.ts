@@ -27,6 +27,8 @@ export async function notifyChanged(em: EntityManager, topic: ChangeTopic, key =
 type Handler = (key: string | null) => void;
 
 export class ChangeListener {
+  /** How long connecting may take (a database that accepts but never answers fails it; a retry follows). */
+  private readonly connectTimeoutMs: number;
   private readonly handlers: { topic: ChangeTopic; handle: Handler }[] = [];
   private client: pg.Client | undefined;
   private stopped = false;
@@ -39,6 +41,10 @@ export class ChangeListener {
   private sending: Promise<unknown> = Promise.resolve();
   /** The marker the callers of settled() wait for, sent once the one on the wire has gone. */
   private next: Promise<void> | undefined;
+
+  constructor(options: { connectTimeoutMs?: number } = {}) {
+    this.connectTimeoutMs = options.connectTimeoutMs ?? 5000;
+  }
 
   /** Whether notifications arrive now (caches serve only then: a gap may have missed some). */
   get listening(): boolean {
@@ -60,7 +66,8 @@ export class ChangeListener {
       if (!this.stopped) setTimeout(() => void connect().catch((err: Error) => (onError(err), retry())), 1000).unref();
     };
     const connect = async () => {
-      const client = new pg.Client({ connectionString: url });
+      // TCP keepalive: a database host gone without a word ends the connection (then a reconnection).
+      const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: this.connectTimeoutMs, keepAlive: true, keepAliveInitialDelayMillis: 10_000 });
       client.on('notification', (n) => {
         const payload = n.payload ?? '';
         const at = payload.indexOf(':');

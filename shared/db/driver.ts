@@ -3,11 +3,17 @@
 // statements with the values as protocol parameters instead (db/bind.ts), for the ORM's own
 // queries and for every `em.execute`/`rows()` of ours alike. Statements and their parameters are
 // logged apart (never a value in the SQL text).
+//
+// Its connections are TimedClients (db/timed-client.ts: every statement has a client-side limit,
+// a connection that failed says so); the pool knows which of them are checked out, so that a
+// shutdown past its timeout can cut them off (cutOff).
 import { isRaw, raw } from '@mikro-orm/core';
 import { PostgreSqlConnection, PostgreSqlDriver } from '@mikro-orm/postgresql';
 import { NativeQueryBuilder } from '@mikro-orm/sql';
 import type { Configuration } from '@mikro-orm/core';
+import pg from 'pg';
 import { bind, type BoundQuery } from './bind.ts';
+import { timedClientClass, type PoolState, type TimedClient } from './timed-client.ts';
 
 type Query = string | NativeQueryBuilder | { sql: string; params: unknown[] };
 type Method = 'all' | 'get' | 'run';
@@ -34,6 +40,59 @@ export class BoundConnection extends PostgreSqlConnection {
   preparedStatements = true;
   /** Statements sent (tests count the round trips of a request with it). */
   statements = 0;
+  #pool: pg.Pool | undefined;
+  #state: PoolState | undefined;
+  /** The connections checked out of the pool now. */
+  readonly #inUse = new Set<TimedClient>();
+
+  /**
+   * The pool, made of TimedClients. `queryTimeoutMarginMs` (driverOptions, ours): the client-side
+   * limit of a statement is the connection's statement_timeout plus this margin.
+   */
+  override createKyselyDialect(overrides: pg.PoolConfig & { queryTimeoutMarginMs?: number }) {
+    const { queryTimeoutMarginMs = 0, ...options } = overrides;
+    const timeout = Number(options.statement_timeout ?? 0);
+    const state: PoolState = { baseTimeoutMs: timeout ? timeout + queryTimeoutMarginMs : 0, marginMs: queryTimeoutMarginMs, cut: false };
+    this.#state = state;
+    const onPoolCreated = (pool: pg.Pool) => {
+      this.#pool = pool;
+      const timed = (c: pg.PoolClient | pg.Client) => c as unknown as TimedClient;
+      pool.on('acquire', (c) => void this.#inUse.add(timed(c)));
+      pool.on('release', (_err: Error | undefined, c: pg.PoolClient) => {
+        this.#inUse.delete(timed(c));
+        timed(c).limitMs = state.baseTimeoutMs; // a transaction's longer limit ends with it
+      });
+      pool.on('remove', (c) => void this.#inUse.delete(timed(c)));
+    };
+    return super.createKyselyDialect({ ...options, Client: timedClientClass(state), onPoolCreated } as pg.PoolConfig);
+  }
+
+  /**
+   * Cuts off every connection checked out now (shutdown past SHUTDOWN_TIMEOUT_MS): their sockets
+   * are closed, so no COMMIT can follow on them, and their backends are terminated through a
+   * connection of its own, so that a running statement stops at once and its transaction rolls
+   * back. Any later statement of this pool fails (503). Resolves with how many were cut.
+   */
+  async cutOff(): Promise<number> {
+    if (this.#state) this.#state.cut = true;
+    const clients = [...this.#inUse];
+    const pids = clients.map((c) => c.processID).filter((pid): pid is number => typeof pid === 'number');
+    for (const c of clients) c.cut();
+    if (pids.length && this.#pool) {
+      const options = this.#pool.options as pg.ClientConfig;
+      const control = new pg.Client({ ...options, password: options.password, connectionTimeoutMillis: 2000, query_timeout: 2000 });
+      control.on('error', () => undefined);
+      try {
+        await control.connect();
+        await control.query('SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid', [pids]);
+      } catch {
+        /* the database is gone: closed sockets are enough (nothing can commit on them) */
+      } finally {
+        await control.end().catch(() => undefined);
+      }
+    }
+    return clients.length;
+  }
 
   /**
    * A read outside any transaction, on a pooled connection, its SQL prepared once per

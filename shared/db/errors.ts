@@ -46,3 +46,49 @@ export function describeError(err: unknown): string {
   if (isDatabaseError(err)) return summarizeDatabaseError(err).message;
   return err instanceof Error ? err.message : String(err);
 }
+
+// --- faults: the database unreachable, a disk full -----------------------------------------
+
+/**
+ * Set (own, non-enumerable; MikroORM copies it when it wraps the error) on an error of a
+ * connection of ours that failed to connect or whose socket failed (db/driver.ts): a refused or
+ * reset connection says nothing of which service failed unless the database layer says so.
+ */
+export const UNAVAILABLE_MARK = 'databaseUnavailable';
+
+export function markUnavailable<E>(err: E): E {
+  if (err instanceof Error && !Object.hasOwn(err, UNAVAILABLE_MARK)) Object.defineProperty(err, UNAVAILABLE_MARK, { value: true });
+  return err;
+}
+
+/** SQLSTATEs of a server that is going away or cannot take the connection (class 08 is matched whole). */
+const UNAVAILABLE_STATES = new Set(['57P01', '57P02', '57P03', '53300']);
+/** Errors pg-pool makes itself, without a code: no connection within the acquire timeout; a pool ended (shutdown). */
+const POOL_MESSAGES = ['timeout exceeded when trying to connect', 'Connection terminated due to connection timeout', 'Cannot use a pool after calling end on the pool'];
+
+/** The error and its causes, innermost last. */
+function* chain(err: unknown): Generator<Error & { code?: unknown }> {
+  for (let e = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) yield e;
+}
+
+/**
+ * Whether the database could not be reached or stopped answering: a connection refused, reset,
+ * not made or not answered in time (driver.ts marks those), a pooled connection not acquired in
+ * time, SQLSTATE class 08 (connection exception), 57P01–57P03 (admin or crash shutdown, cannot
+ * connect now) or 53300 (too many connections). The request may succeed when retried: 503.
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  for (const e of chain(err)) {
+    if ((e as unknown as Record<string, unknown>)[UNAVAILABLE_MARK] === true) return true;
+    const code = typeof e.code === 'string' ? e.code : '';
+    if (/^08[0-9A-Z]{3}$/.test(code) || UNAVAILABLE_STATES.has(code)) return true;
+    if (POOL_MESSAGES.some((m) => e.message.startsWith(m))) return true;
+  }
+  return false;
+}
+
+/** Whether a write failed for want of space: ENOSPC or EDQUOT from a file (storage, spooled uploads), SQLSTATE 53100 (disk_full) from PostgreSQL. */
+export function isStorageFull(err: unknown): boolean {
+  for (const e of chain(err)) if (e.code === 'ENOSPC' || e.code === 'EDQUOT' || e.code === '53100') return true;
+  return false;
+}

@@ -9,19 +9,27 @@ import { BlacklistedToken, User } from '../users/user.entity.ts';
 import { platformMigrations } from './migrations/platform.ts';
 import { setLocalStatementTimeout } from './statement-timeout.ts';
 import { BoundDriver, type BoundConnection } from './driver.ts';
+import { DATABASE_LIMITS, type DatabaseLimits } from '../config.ts';
 
 export type Orm = MikroORM;
 export const platformEntities = [User, BlacklistedToken, Organization, Member, Permission, Group, ObjectPermission, Site, Domain, Invitation];
 
 export interface OrmOptions {
+  /** Connections of the pool (default DATABASE_LIMITS.poolSize). */
   poolMax?: number;
+  /** Acquire timeout, client-side query timeout margin, idle-in-transaction timeout (defaults: DATABASE_LIMITS). */
+  limits?: Partial<Pick<DatabaseLimits, 'acquireTimeoutMs' | 'queryTimeoutMarginMs' | 'idleInTransactionTimeoutMs'>>;
   /** statement_timeout of every pooled connection, sent when it connects (0 or unset: none). */
   statementTimeoutMs?: number;
   /** Hot statements named, so that each connection prepares them once (default true; db/driver.ts). */
   preparedStatements?: boolean;
 }
 
+/** TCP keepalive probes start after a connection has been idle this long (a peer gone without a word is noticed). */
+const KEEPALIVE_DELAY_MS = 10_000;
+
 export async function createOrm(clientUrl: string, options: OrmOptions = {}): Promise<Orm> {
+  const limits = { ...DATABASE_LIMITS, ...options.limits };
   const orm = await MikroORM.init({
     clientUrl,
     // Values as protocol parameters, never formatted into the SQL text (db/driver.ts).
@@ -30,13 +38,20 @@ export async function createOrm(clientUrl: string, options: OrmOptions = {}): Pr
     extensions: [Migrator],
     allowGlobalContext: false,
     debug: false,
-    pool: { min: 0, max: options.poolMax ?? 20 },
+    pool: { min: 0, max: options.poolMax ?? DATABASE_LIMITS.poolSize },
     // Startup parameters of each pooled connection (no SET, no round trip per request): intervals
-    // in ISO 8601 (`P1DT2H`, the form data tables' duration fields are written in) and the
-    // statement timeout of requests.
+    // in ISO 8601 (`P1DT2H`, the form data tables' duration fields are written in), the
+    // statement timeout of requests and the idle-in-transaction timeout. Client side: how long a
+    // request waits for a connection (or for a new one to connect), TCP keepalive, and the margin
+    // of each statement's client-side limit over its statement timeout (db/timed-client.ts).
     driverOptions: {
       options: '-c intervalstyle=iso_8601',
       ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}),
+      ...(limits.idleInTransactionTimeoutMs ? { idle_in_transaction_session_timeout: limits.idleInTransactionTimeoutMs } : {}),
+      connectionTimeoutMillis: limits.acquireTimeoutMs,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
+      queryTimeoutMarginMs: limits.queryTimeoutMarginMs,
     },
     migrations: {
       migrationsList: platformMigrations,

@@ -13,7 +13,7 @@ import { likeEscape } from '../common/filters.ts';
 import { nextSlug, pgError, slugify } from '../common/slug.ts';
 import { validate } from '../common/validation.ts';
 import { checkQuota, exemptFromQuotas } from '../common/quota.ts';
-import { allowLongStatements } from '../db/statement-timeout.ts';
+import { longTransaction } from '../db/long-operations.ts';
 import { fieldError, notFound } from '../errors.ts';
 import { organizationFor } from '../organizations/lookup.ts';
 import { notifyRoutingChanged } from '../tenancy/host-resolver.ts';
@@ -134,10 +134,8 @@ export async function createSite(
     };
     try {
       const quota = exemptFromQuotas(ctx.actor) ? 0 : settings.quotas.sitesPerOrganization;
-      const uuid = await ctx.em.transactional(async (tx) => {
-        await allowLongStatements(ctx, tx as EntityManager);
-        return createInTransaction(tx as EntityManager, plan, quota);
-      });
+      // One organization's site creations share its slots (the platform has no site to count them against).
+      const uuid = await longTransaction(ctx, (tx) => createInTransaction(tx, plan, quota), `organization:${org.uuid}`);
       return await siteView(ctx.em, uuid);
     } catch (err) {
       const { code, constraint } = pgError(err);

@@ -7,6 +7,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { pageOffset, parsePageRequest, resolvePage, type Page } from '../../common/pagination.ts';
 import { validate } from '../../common/validation.ts';
 import { actorUuid, type ServiceContext } from '../../context.ts';
+import { longTransaction } from '../../db/long-operations.ts';
 import { countOf, executeNative, firstRow, iso, pgCode, rows, type Timestamp } from '../../db/sql.ts';
 import { isStatementTimeout, setLocalStatementTimeout } from '../../db/statement-timeout.ts';
 import { DomainError, fieldError, notFound } from '../../errors.ts';
@@ -278,8 +279,7 @@ export async function migrateTable(ctx: ServiceContext, schema: string, tableId:
   let op: { id: string; revision: string } | undefined;
   let name = '';
   try {
-    await ctx.em.transactional(async (tx) => {
-      const em = tx as EntityManager;
+    await longTransaction(ctx, async (em) => {
       const row = await lockTable(em, schema, tableId);
       name = row.name;
       const plan = planMigration(await planInput(em, schema, row, doc));
@@ -405,8 +405,7 @@ export async function rollbackMigration(ctx: ServiceContext, scope: TableScope, 
   let record: { id: string; revision: string } | undefined;
   let target: OperationRow | undefined;
   try {
-    return await ctx.em.transactional(async (tx) => {
-      const em = tx as EntityManager;
+    return await longTransaction(ctx, async (em) => {
       const row = await lockTable(em, schema, table.id);
       target = await firstRow<OperationRow>(em, `${OPERATION_SELECT(q)} WHERE o.data_table_id = ? AND o.revision_id = ?`, [row.id, body.revision_id]);
       if (!target) throw notFound({ message: `Revision "${body.revision_id}" is not an operation of data table "${name}".` });
