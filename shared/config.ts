@@ -322,14 +322,23 @@ export function loadConfig(env: Env = process.env): Config {
     dnsServers: dnsServers(env),
     storageMaintenanceIntervalMs: int(env, 'STORAGE_MAINTENANCE_INTERVAL_MS', 3_600_000, 0, 2_147_483_647),
     storage: loadStorageConfig(env),
-    functions: {
-      workers: int(env, 'FUNCTION_WORKERS', 2, 1, 64),
-      workerConcurrency: int(env, 'FUNCTION_WORKER_CONCURRENCY', 8, 1, 256),
-      cpuLimitMs: int(env, 'FUNCTION_CPU_LIMIT_MS', 30_000, 10, 900_000),
-      memoryLimitMb: int(env, 'FUNCTION_MEMORY_LIMIT_MB', 64, 4, 4096),
-      queueEnabled: bool(env, 'FUNCTION_QUEUE_ENABLED', true),
-      prewarm: bool(env, 'FUNCTION_PREWARM', true),
-      apiUrl: url(env, 'FUNCTION_API_URL', ['http:']),
-    },
+    functions: functionsConfig(env),
+  };
+}
+
+function functionsConfig(env: Env): FunctionsConfig {
+  const workers = int(env, 'FUNCTION_WORKERS', 2, 1, 64);
+  return {
+    workers,
+    workerConcurrency: int(env, 'FUNCTION_WORKER_CONCURRENCY', 8, 1, 256),
+    cpuLimitMs: int(env, 'FUNCTION_CPU_LIMIT_MS', 30_000, 10, 900_000),
+    // A sandbox's memory is a 32-bit WebAssembly memory of its own: 2,000 MiB at most.
+    memoryLimitMb: int(env, 'FUNCTION_MEMORY_LIMIT_MB', 64, 4, 2000),
+    queueEnabled: bool(env, 'FUNCTION_QUEUE_ENABLED', true),
+    prewarm: bool(env, 'FUNCTION_PREWARM', true),
+    apiUrl: url(env, 'FUNCTION_API_URL', ['http:']),
+    siteThreads: int(env, 'FUNCTION_SITE_THREADS', Math.max(1, Math.floor(workers / 2)), 1, workers),
+    siteQueue: int(env, 'FUNCTION_SITE_QUEUE', 100, 1, 100_000),
+    siteBacklog: int(env, 'FUNCTION_SITE_BACKLOG', 10_000, 1, 10_000_000),
   };
 }

@@ -161,7 +161,13 @@ test.serial('the policy action `execute` decides invocation; inactive functions 
     },
   });
   t.true([200, 201].includes(policy.status), policy.text);
-  t.is((await onA('POST', `${F}hello-world/invoke/`, { payload: { name: 'p' } }, tok.pleb)).status, 403);
+  // issue 29 #9: pleb may neither execute it (the policies) nor read it (users never read code):
+  // it is missing to them, answered as a function that does not exist.
+  const hidden = await onA('POST', `${F}hello-world/invoke/`, { payload: { name: 'p' } }, tok.pleb);
+  const missing = await onA('POST', `${F}no-such-function/invoke/`, { payload: { name: 'p' } }, tok.pleb);
+  t.is(hidden.status, 404);
+  t.deepEqual(hidden.body, JSON.parse(JSON.stringify(missing.body).replaceAll('no-such-function', 'hello-world')));
+  t.is((await onA('GET', `${F}hello-world/invocations/`, undefined, tok.pleb)).status, 404, "a hidden function's invocations too");
   t.is((await onA('POST', `${F}hello-world/invoke/`, { payload: { name: 'p' } })).status, 200, 'staff hold the app role admin');
   const restored = await onA('PUT', '/api/apps/crm/policies/', {
     resourcePolicy: { resource: 'function:hello-world', version: 'default', rules: [{ actions: ['*'], effect: 'EFFECT_ALLOW', roles: ['*'] }] },
@@ -173,6 +179,79 @@ test.serial('the policy action `execute` decides invocation; inactive functions 
   t.is(inactive.status, 400);
   t.regex(inactive.body.message, /inactive/);
   await onA('PATCH', `${F}hello-world/`, { is_active: true });
+});
+
+test.serial('issue 29 #9: a function the policies hide from an administrator is left out of the list and is 403 where they may still act on it', async (t) => {
+  const policy = await onA('PUT', '/api/apps/crm/policies/', {
+    resourcePolicy: {
+      resource: 'function:whoami',
+      version: 'default',
+      rules: [
+        { actions: ['*'], effect: 'EFFECT_ALLOW', roles: ['*'] },
+        { actions: ['read'], effect: 'EFFECT_DENY', roles: ['*'] },
+      ],
+    },
+  });
+  t.true([200, 201].includes(policy.status), policy.text);
+  const list = await onA('GET', `${F}?page_size=100`);
+  t.false(list.body.results.some((f: { slug: string }) => f.slug === 'whoami'), 'not listed');
+  t.is(list.body.count, list.body.results.length);
+  t.is((await onA('GET', `${F}whoami/`)).status, 403, 'visible (it may be executed), not readable');
+  t.is((await onA('POST', `${F}whoami/invoke/`, {})).status, 200);
+  const restored = await onA('PUT', '/api/apps/crm/policies/', {
+    resourcePolicy: { resource: 'function:whoami', version: 'default', rules: [{ actions: ['*'], effect: 'EFFECT_ALLOW', roles: ['*'] }] },
+  });
+  t.true([200, 201].includes(restored.status), restored.text);
+  t.true((await onA('GET', `${F}?page_size=100`)).body.results.some((f: { slug: string }) => f.slug === 'whoami'));
+});
+
+test.serial('issue 29 #4: every string of a secret, in every form the sandbox writes it, is masked in logs, results and errors; what is read is who may', async (t) => {
+  const secret = { user: 'svc-account', password: 'tok"en-v@lue 42' };
+  const made = await onA('POST', '/api/secrets/', { key: 'DB_LOGIN', app: 'crm', value: secret });
+  t.is(made.status, 201, made.text);
+  const code = `export default (e, ctx) => {
+    const p = ctx.env.LOGIN.password;
+    console.log('raw', p, 'json', JSON.stringify(ctx.env.LOGIN), 'url', encodeURIComponent(p));
+    const b64 = e.b64;
+    if (e.fail) throw new Error('bad login ' + JSON.stringify({ p }));
+    return { raw: p, user: ctx.env.LOGIN.user, b64, nested: [{ [p]: p + '!' }], reversed: p.split('').reverse().join('') };
+  }`;
+  t.is((await onA('POST', F, { name: 'leaky', code, environment: { LOGIN: 'DB_LOGIN' } })).status, 201);
+  const b64 = Buffer.from(secret.password).toString('base64');
+  const ok = (await onA('POST', `${F}leaky/invoke/`, { payload: { b64 } }, tok.pleb)).body;
+  t.is(ok.status, 'succeeded', JSON.stringify(ok.error));
+  const text = JSON.stringify([ok.logs, ok.result, ok.error]);
+  for (const form of [secret.password, JSON.stringify(secret.password).slice(1, -1), encodeURIComponent(secret.password), b64, secret.user]) {
+    t.false(text.includes(form), `the form ${form} is masked`);
+  }
+  t.is(ok.logs[0].message, 'raw *** json {"user":"***","password":"***"} url ***');
+  t.deepEqual(ok.result, { raw: '***', user: '***', b64: '***', nested: [{ '***': '***!' }], reversed: [...secret.password].reverse().join('') });
+  const failed = (await onA('POST', `${F}leaky/invoke/`, { payload: { fail: true } }, tok.pleb)).body;
+  t.is(failed.error.message, 'bad login {"p":"***"}');
+  t.false(JSON.stringify(failed).includes('v@lue'));
+  // What a function can transform (reversed above) cannot be masked: the defence is who reads the
+  // record. Another user of the site sees none of pleb's invocations; another site reaches nothing.
+  await seedSiteUser(s, a, 'other-user');
+  const otherToken = await siteToken(s, a, 'other-user');
+  t.is((await onA('GET', `${F}leaky/invocations/${ok.id}/`, undefined, otherToken)).status, 404);
+  t.is((await onA('GET', `${F}leaky/invocations/`, undefined, otherToken)).body.count, 0);
+  t.is((await on(b, 'GET', `${F}leaky/invocations/${ok.id}/`, undefined, tok.adminB)).status, 404);
+});
+
+test.serial('issue 29 #6: the SDK cannot leave its site\'s API with encoded dot segments (%2e%2e reached any path)', async (t) => {
+  const code = `export default async (e) => {
+    const out = [];
+    for (const path of e.paths) {
+      try { const r = await platform.get(path); out.push(r.status) } catch (err) { out.push(err.message) }
+    }
+    return out;
+  }`;
+  t.is((await onA('POST', F, { name: 'wander', code })).status, 201);
+  const paths = [`/api/%2e%2e/%2e%2e/sites/${b.schema}/api/users/`, '/api/%2E%2E/%2E%2E/api/cloud/organizations/', '/api/..%2f..%2fapi%2fcloud%2forganizations/', '/api/../../sites/x/', '/api/profile/'];
+  const res = await onA('POST', `${F}wander/invoke/`, { payload: { paths } });
+  t.is(res.body.status, 'succeeded', JSON.stringify(res.body.error));
+  const refused = 'platform.request: the path must be an /api/… path of this site.';
+  t.deepEqual(res.body.result, [refused, refused, refused, refused, 200]);
 });
 
 test.serial('invocations: administrators see all, a user their own; by id or uuid', async (t) => {

@@ -14,8 +14,8 @@ import { insertWithUniqueSlug, isUuid, slugify, uniqueViolation } from '../commo
 import { validate } from '../common/validation.ts';
 import { actorUuid, readsOf, type ServiceContext } from '../context.ts';
 import { assignments, countOf, firstRow, iso, rows } from '../db/sql.ts';
-import { DomainError, fieldError, notFound, validationError } from '../errors.ts';
-import { authorize } from '../policies/hook.ts';
+import { DomainError, fieldError, notFound, permissionDenied, validationError } from '../errors.ts';
+import { decide } from '../policies/hook.ts';
 import { appSecrets } from '../secrets/secret.service.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { authorizeSiteSubject, siteAbility, siteSchemaFor, tenantSchema } from '../tenancy/site-access.ts';
@@ -106,13 +106,27 @@ async function findFunction(em: EntityManager, schema: string, app: Pick<ActiveA
 
 const functionResource = (f: FunctionRow) => ({ id: f.slug, attr: { name: f.name, slug: f.slug, runtime: f.runtime, is_active: f.is_active, created_by: f.created_by } });
 
-/** The function `slug` of the app, if the actor may `action` it (CASL on Function, then the app's policies on `function:{slug}`): 404 when absent, 403 when denied. */
-export async function functionFor(ctx: ServiceContext, appSlug: string, slug: string, action: 'read' | 'update' | 'delete' | 'execute'): Promise<FunctionTarget> {
+type FunctionAction = 'read' | 'update' | 'delete' | 'execute';
+
+/** Whether the actor may `action` the function: CASL on Function, then the app's policies on `function:{slug}`. */
+async function may(ctx: ServiceContext, schema: string, app: ActiveApp, fn: FunctionRow, action: FunctionAction): Promise<boolean> {
+  if (!allows(await siteAbility(ctx, 'Function'), action, 'Function', { schema, app: app.slug, slug: fn.slug })) return false;
+  return (await decide(ctx, schema, app, functionKind(fn.slug), action, [functionResource(fn)]))[0]!;
+}
+
+/**
+ * The function `slug` of the app, if the actor may `action` it. A function the actor may neither
+ * read nor execute is missing to them (404, as one that does not exist: issue 29 #9); one they
+ * may read or execute but not `action`, 403.
+ */
+export async function functionFor(ctx: ServiceContext, appSlug: string, slug: string, action: FunctionAction): Promise<FunctionTarget> {
   const schema = await siteSchemaFor(ctx, action, 'Function');
   const app = await activeApp(readsOf(ctx), schema, appSlug);
   const fn = await findFunction(readsOf(ctx), schema, app, slug);
-  await authorizeSiteSubject(ctx, action, 'Function', { schema, app: app.slug, slug: fn.slug });
-  await authorize(ctx, schema, app, functionKind(fn.slug), action, functionResource(fn));
+  if (!(await may(ctx, schema, app, fn, action))) {
+    const visible = (action !== 'read' && (await may(ctx, schema, app, fn, 'read'))) || (action !== 'execute' && (await may(ctx, schema, app, fn, 'execute')));
+    throw visible ? permissionDenied() : notFound(`Function "${slug}"`);
+  }
   return { schema, app, fn };
 }
 
@@ -144,11 +158,14 @@ export async function listFunctions(ctx: ServiceContext, appSlug: string, rawQue
     where.push('f.is_active = ?');
     params.push(query.is_active === 'true');
   }
-  const whereSql = where.join(' AND ');
-  const count = await countOf(readsOf(ctx), `SELECT count(*) AS n FROM ${q}.functions f WHERE ${whereSql}`, params);
-  const page = resolvePage(parsePageRequest(query), count);
-  const found = await rows<FunctionRow>(readsOf(ctx), `${select(q)} WHERE ${whereSql} ORDER BY f.created_at DESC, f.id DESC LIMIT ? OFFSET ?`, [...params, page.pageSize, pageOffset(page)]);
-  return { ...page, count, results: found.map(functionView) };
+  // The app's functions (at most max_functions) matching the query, then those the policies let the
+  // caller read: a function they hide is missing from the list too.
+  const matching = await rows<FunctionRow>(readsOf(ctx), `${select(q)} WHERE ${where.join(' AND ')} ORDER BY f.created_at DESC, f.id DESC`, params);
+  const readable = await Promise.all(matching.map(async (fn) => (await decide(ctx, schema, app, functionKind(fn.slug), 'read', [functionResource(fn)]))[0]));
+  const visible = matching.filter((_, i) => readable[i]);
+  const page = resolvePage(parsePageRequest(query), visible.length);
+  const offset = pageOffset(page);
+  return { ...page, count: visible.length, results: visible.slice(offset, offset + page.pageSize).map(functionView) };
 }
 
 export async function createFunction(ctx: ServiceContext, appSlug: string, raw: unknown): Promise<FunctionView> {
@@ -256,6 +273,7 @@ export async function invokeFunction(ctx: ServiceContext, runtime: FunctionRunti
   const input = validate(InvokeBody, raw ?? {});
   const { schema, fn } = await functionFor(ctx, appSlug, slug, 'execute');
   if (!fn.is_active) throw new DomainError('BAD_REQUEST', `Function "${fn.slug}" is inactive: set is_active to invoke it.`);
+  await runtime.admit(readsOf(ctx), schema, input.async === true);
   const job = { functionId: fn.id, payload: input.payload ?? null, invokedBy: actorUuid(ctx), claimedBy: input.async ? undefined : runtime.owner };
   const queued = await ctx.em.transactional((tx) => enqueueInvocation(tx as EntityManager, schema, job));
   if (input.async) runtime.poke();

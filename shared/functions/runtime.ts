@@ -16,13 +16,15 @@ import { signToken, type TokenSettings } from '../auth/tokens.ts';
 import type { Logger } from '../common/logger.ts';
 import type { ChangeListener } from '../db/changes.ts';
 import type { Orm } from '../db/orm.ts';
-import { firstRow, rows } from '../db/sql.ts';
+import { countOf, firstRow, rows } from '../db/sql.ts';
+import { DomainError } from '../errors.ts';
 import type { SecretKeyring } from '../secrets/crypto.ts';
 import { appSecrets } from '../secrets/secret.service.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { failedOutcome, type RunOutcome, type SandboxLimits } from './sandbox/engine.ts';
 import { SandboxPool, type ApiTarget } from './sandbox/pool.ts';
 import { UserEvents } from './events.service.ts';
+import { masker, maskDeep, secretForms } from './masking.ts';
 
 export interface FunctionsConfig {
   /** Sandbox threads of a process (FUNCTION_WORKERS). */
@@ -39,6 +41,12 @@ export interface FunctionsConfig {
   prewarm: boolean;
   /** The API base URL the SDK calls (FUNCTION_API_URL); default: the server's own address. */
   apiUrl: string | undefined;
+  /** Sandbox threads one site may hold at once (FUNCTION_SITE_THREADS; default half of them). */
+  siteThreads: number;
+  /** A site's invocations that may wait in a process for a thread (FUNCTION_SITE_QUEUE); past it, 429. */
+  siteQueue: number;
+  /** A site's queued (async) executions not yet claimed (FUNCTION_SITE_BACKLOG); past it, 429. */
+  siteBacklog: number;
 }
 
 export const LEASE_SECONDS = 60;
@@ -108,6 +116,8 @@ export class FunctionRuntime {
   private readonly id = randomUUID();
   private apiUrl: string | undefined;
   private readonly active = new Set<number>();
+  /** Claimed executions running here, by site (the claim's fair share). */
+  private readonly activeBySite = new Map<string, number>();
   private draining = false;
   private again = false;
   private started = false;
@@ -118,7 +128,8 @@ export class FunctionRuntime {
   constructor(options: RuntimeOptions) {
     this.options = options;
     this.apiUrl = options.config.apiUrl;
-    this.pool = new SandboxPool({ size: options.config.workers, concurrency: options.config.workerConcurrency });
+    const c = options.config;
+    this.pool = new SandboxPool({ size: c.workers, concurrency: c.workerConcurrency, siteThreads: c.siteThreads, siteQueue: c.siteQueue });
     this.timers.push(setInterval(() => void this.renewLeases(), (LEASE_SECONDS * 1000) / 3).unref());
   }
 
@@ -169,29 +180,65 @@ export class FunctionRuntime {
     return this.options.config.workers * this.options.config.workerConcurrency;
   }
 
+  /** How many executions of one site this process runs at once: its share of the threads, full. */
+  private get siteCapacity(): number {
+    return this.options.config.siteThreads * this.options.config.workerConcurrency;
+  }
+
+  /**
+   * Claims ready jobs up to the free capacity, fairly: the oldest of each site first, in turns
+   * (one site's backlog never goes ahead of another site's newer job), and none of a site that
+   * already runs its share here.
+   */
   private async drain(): Promise<void> {
     while (!this.stopped && this.active.size < this.capacity) {
+      const full = [...this.activeBySite].filter(([, n]) => n >= this.siteCapacity).map(([site]) => site);
       const jobs = await rows<{ id: string; site_schema: string; invocation_id: string; attempts: number }>(
         this.options.orm.em,
         `UPDATE public.function_jobs j SET locked_by = ?, locked_until = now() + make_interval(secs => ?), attempts = j.attempts + 1
-          WHERE j.id IN (SELECT id FROM public.function_jobs WHERE locked_until IS NULL OR locked_until < now() ORDER BY locked_until NULLS FIRST, id LIMIT ? FOR UPDATE SKIP LOCKED)
+          WHERE j.id IN (
+            SELECT id FROM public.function_jobs WHERE id IN (
+              SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY site_schema ORDER BY locked_until NULLS FIRST, id) AS turn
+                                FROM public.function_jobs
+                               WHERE (locked_until IS NULL OR locked_until < now()) AND NOT site_schema IN (SELECT jsonb_array_elements_text(?::jsonb))) ready
+               WHERE turn <= ? ORDER BY turn, id LIMIT ?)
+            FOR UPDATE SKIP LOCKED)
           RETURNING j.id, j.site_schema, j.invocation_id, j.attempts`,
-        [this.id, LEASE_SECONDS, this.capacity - this.active.size],
+        [this.id, LEASE_SECONDS, JSON.stringify(full), this.siteCapacity, this.capacity - this.active.size],
       );
       if (!jobs.length) return;
       for (const job of jobs) {
         const id = Number(job.id);
+        const site = job.site_schema;
         this.active.add(id);
-        const run = this.runJob(id, job.site_schema, Number(job.invocation_id), job.attempts)
-          .catch((err: Error) => this.options.log.error({ err: err.message, schema: job.site_schema, invocation: job.invocation_id }, 'function queue: job failed'))
+        this.activeBySite.set(site, (this.activeBySite.get(site) ?? 0) + 1);
+        const run = this.runJob(id, site, Number(job.invocation_id), job.attempts)
+          .catch((err: Error) => this.options.log.error({ err: err.message, schema: site, invocation: job.invocation_id }, 'function queue: job failed'))
           .finally(() => {
             this.active.delete(id);
+            const left = this.activeBySite.get(site)! - 1;
+            if (left) this.activeBySite.set(site, left);
+            else this.activeBySite.delete(site);
             this.running.delete(run);
             this.poke();
           });
         this.running.add(run);
       }
     }
+  }
+
+  /**
+   * 429 when `site` may not queue one more execution: a synchronous one when its invocations
+   * waiting for a thread here are at FUNCTION_SITE_QUEUE, an async one when its unclaimed jobs are
+   * at FUNCTION_SITE_BACKLOG. One site's flood waits behind its own work, never anyone else's.
+   */
+  async admit(em: EntityManager, site: string, async: boolean): Promise<void> {
+    const full = async
+      ? (await countOf(em, 'SELECT count(*) AS n FROM (SELECT 1 FROM public.function_jobs WHERE site_schema = ? AND locked_by IS NULL LIMIT ?) q', [site, this.options.config.siteBacklog])) >= this.options.config.siteBacklog
+      : this.pool.saturated(site);
+    if (!full) return;
+    const text = `This site has too many function executions waiting (${async ? `${this.options.config.siteBacklog} queued` : `${this.options.config.siteQueue} waiting for a sandbox`}): retry later.`;
+    throw new DomainError('RATE_LIMIT_EXCEEDED', text, { detail: text, extra: { retry_after: 1 } });
   }
 
   /** Runs an execution this runtime claimed when it was queued (enqueueInvocation's `claimedBy`); its outcome (undefined: it had ended, or this process is stopping). */
@@ -263,7 +310,7 @@ export class FunctionRuntime {
         user: row.invoked_by ? { id: row.invoked_by, username: row.username } : null,
         env: env.values,
       };
-      outcome = await this.pool.run({ code: row.code, event: row.payload, context, limits: this.limits(row.timeout) }, api);
+      outcome = await this.pool.run({ code: row.code, event: row.payload, context, limits: this.limits(row.timeout) }, api, schema);
       if (this.stopped && outcome.error?.type === 'SandboxError') {
         // Stopped by this process's shutdown: back to the queue, for the next process to run.
         await em.execute(
@@ -305,15 +352,11 @@ export class FunctionRuntime {
     const wanted = Object.entries(row.environment ?? {});
     const found = await appSecrets(em, schema, row.app_slug, wanted.map(([, key]) => key), this.options.keyring);
     const values: Record<string, unknown> = {};
-    const secrets: string[] = [];
     for (const [name, key] of wanted) {
       if (!found.has(key)) throw new Error(`The secret "${key}" (environment variable ${name}) does not exist.`);
-      const value = found.get(key);
-      values[name] = value;
-      const text = typeof value === 'string' ? value : JSON.stringify(value);
-      if (text.length >= 4) secrets.push(text);
+      values[name] = found.get(key);
     }
-    return { values, secrets };
+    return { values, secrets: secretForms(Object.values(values)) };
   }
 
   /** Stores the outcome and drops the job row, in one statement. */
@@ -335,13 +378,14 @@ export class FunctionRuntime {
   }
 }
 
-/** Secret values never reach the stored logs or error: each is replaced by `***`. */
+/** Secret values never reach the stored logs, result or error (masking.ts): each form of each is `***`. */
 function redact(o: RunOutcome, secrets: string[]): RunOutcome {
   if (!secrets.length) return o;
-  const clean = (text: string) => secrets.reduce((t, s) => t.split(s).join('***'), text);
+  const clean = masker(secrets);
   return {
     ...o,
     logs: o.logs.map((l) => ({ ...l, message: clean(l.message) })),
-    error: o.error ? { ...o.error, message: clean(o.error.message), stack: o.error.stack === undefined ? undefined : clean(o.error.stack) } : undefined,
+    result: maskDeep(o.result, clean),
+    error: o.error ? { ...o.error, type: clean(o.error.type), message: clean(o.error.message), stack: o.error.stack === undefined ? undefined : clean(o.error.stack) } : undefined,
   };
 }

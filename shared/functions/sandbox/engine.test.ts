@@ -6,6 +6,7 @@ import test from 'ava';
 import type { QuickJSWASMModule } from 'quickjs-emscripten-core';
 import { loadQuickJS, runFunction, type ApiCall, type SandboxLimits } from './engine.ts';
 import { SandboxPool } from './pool.ts';
+import { sdkUrl } from './sdk-url.ts';
 
 const LIMITS: SandboxLimits = { timeoutMs: 3000, cpuMs: 400, memoryBytes: 16 * 1024 * 1024, maxLogBytes: 2000, maxApiCalls: 3, maxResultBytes: 10_000 };
 let qjs: QuickJSWASMModule;
@@ -57,12 +58,32 @@ test('escape attempts: no require, process, filesystem module, network, timers o
   t.like((await run("export default async () => (await import('node:child_process')).execSync('id')")).error, { message: "could not load module 'node:child_process'" });
   const globals = await run('export default () => [typeof fetch, typeof XMLHttpRequest, typeof setTimeout, typeof __host_request, typeof __host_log, typeof std, typeof os]');
   t.deepEqual(globals.result, ['undefined', 'undefined', 'undefined', 'undefined', 'undefined', 'undefined', 'undefined']);
-  // The SDK reaches only /api/ paths of this platform.
-  calls.length = 0;
-  const out = await run("export default async () => { try { await platform.get('http://169.254.169.254/latest/meta-data/') } catch (e) { return e.message } }");
-  t.regex(String(out.result), /must be an \/api\/… path/);
-  t.regex(String((await run("export default async () => { try { await platform.get('/api/../../etc/passwd') } catch (e) { return e.message } }")).result), /must be an \/api\/… path/);
-  t.is(calls.length, 0, 'nothing left the sandbox');
+});
+
+test('issue 29 #6: the SDK reaches only the API it names: each path is checked as the URL parser that sends it resolves it', (t) => {
+  const target = { url: 'http://127.0.0.1:8000', prefix: '/sites/site_a' };
+  const sent = (path: string) => {
+    const url = sdkUrl(target, path);
+    return typeof url === 'string' ? url : url.href;
+  };
+  t.is(sent('/api/profile/'), 'http://127.0.0.1:8000/sites/site_a/api/profile/');
+  t.is(sent('/api/apps/crm/datatables/t/data/?status=lead'), 'http://127.0.0.1:8000/sites/site_a/api/apps/crm/datatables/t/data/?status=lead');
+  t.is(sent('/api/a/../profile/'), 'http://127.0.0.1:8000/sites/site_a/api/profile/', 'dot segments inside /api/ resolve there');
+  for (const path of [
+    '/api/%2e%2e/%2e%2e/sites/site_b/api/users/', // the reproduction: the parser reads %2e%2e as ..
+    '/api/%2E%2E/%2E%2E/api/cloud/organizations/',
+    '/api/..%2f..%2fsites%2fsite_b/api/users/',
+    '/api/\\..\\..\\sites/site_b/api/',
+    '/api/../../sites/site_b/api/users/',
+    '/api/../../etc/passwd',
+    'http://169.254.169.254/latest/meta-data/',
+    '//evil.example/api/',
+    '/api/x#/../../y',
+    '/api/ x',
+    '/apix/',
+  ]) {
+    t.is(sent(path), 'platform.request: the path must be an /api/… path of this site.', path);
+  }
 });
 
 test('the host is untouched by prototype pollution inside the sandbox, and results cannot carry a prototype', async (t) => {
@@ -123,15 +144,49 @@ test('the pool: threads start on demand, run invocations in parallel, and a runa
   const pool = new SandboxPool({ size: 2, concurrency: 4, graceMs: 200 });
   try {
     t.is(pool.threads, 0);
-    const results = await Promise.all(Array.from({ length: 40 }, (_, i) => pool.run({ code: 'export default (e) => e * 2', event: i, context: {}, limits: LIMITS }, null)));
+    const results = await Promise.all(Array.from({ length: 40 }, (_, i) => pool.run({ code: 'export default (e) => e * 2', event: i, context: {}, limits: LIMITS }, null, i % 2 ? 'site_a' : 'site_b')));
     t.deepEqual(results.map((r) => r.result), Array.from({ length: 40 }, (_, i) => i * 2));
-    t.is(pool.threads, 2);
+    t.is(pool.threads, 2, 'two sites, a thread each');
     // A native operation the interrupt handler cannot stop: the thread is terminated at timeout + grace.
-    const stuck = await pool.run({ code: 'export default () => { const a = []; for (;;) a.push("x".repeat(100000) + a.length) }', event: null, context: {}, limits: { ...LIMITS, timeoutMs: 300, cpuMs: 300, memoryBytes: 512 * 1024 * 1024 } }, null);
+    const stuck = await pool.run({ code: 'export default () => { const a = []; for (;;) a.push("x".repeat(100000) + a.length) }', event: null, context: {}, limits: { ...LIMITS, timeoutMs: 300, cpuMs: 300, memoryBytes: 512 * 1024 * 1024 } }, null, 'site_a');
     t.true(['timed_out', 'failed'].includes(stuck.status), JSON.stringify(stuck));
-    t.is((await pool.run({ code: 'export default () => "still here"', event: null, context: {}, limits: LIMITS }, null)).result, 'still here');
-    const noApi = await pool.run({ code: "export default async () => platform.get('/api/x/')", event: null, context: {}, limits: LIMITS }, null);
+    t.is((await pool.run({ code: 'export default () => "still here"', event: null, context: {}, limits: LIMITS }, null, 'site_a')).result, 'still here');
+    const noApi = await pool.run({ code: "export default async () => platform.get('/api/x/')", event: null, context: {}, limits: LIMITS }, null, 'site_a');
     t.regex(noApi.error!.message, /not reachable/);
+  } finally {
+    await pool.close();
+  }
+});
+
+test('issue 29 #3: the memory limit fires (a function filling strings ends with MemoryLimitExceeded long before its CPU limit), and the invocations beside it on its thread go on', async (t) => {
+  const pool = new SandboxPool({ size: 1, concurrency: 4 });
+  const limits = { ...LIMITS, timeoutMs: 60_000, cpuMs: 60_000, memoryBytes: 32 * 1024 * 1024 };
+  try {
+    const waiting = "export default async () => { await platform.get('/api/x/').catch(() => null); return 'fine' }";
+    const beside = pool.run({ code: waiting, event: null, context: {}, limits }, null, 'site_a');
+    const hog = await pool.run({ code: "export default () => { const a = []; for (;;) a.push('x'.repeat(1 << 20) + a.length) }", event: null, context: {}, limits }, null, 'site_a');
+    t.like(hog, { status: 'failed', error: { type: 'MemoryLimitExceeded', message: 'The function used more than 32 MiB of memory.' } });
+    t.true(hog.cpu_ms < 10_000, `${hog.cpu_ms} ms of CPU`);
+    t.like(await beside, { status: 'succeeded', result: 'fine' });
+    t.is((await pool.run({ code: "export default () => 'x'.repeat(1 << 24).length", event: null, context: {}, limits }, null, 'site_a')).result, 1 << 24, 'a large allocation within the limit still succeeds');
+    t.is(pool.threads, 1, 'the thread was not replaced');
+  } finally {
+    await pool.close();
+  }
+});
+
+test('issue 29 #3: a site holds at most its share of the threads; another site is served beside it', async (t) => {
+  const pool = new SandboxPool({ size: 2, concurrency: 2 });
+  try {
+    const spin = { code: 'export default () => { for (;;) {} }', event: null, context: {}, limits: { ...LIMITS, timeoutMs: 1500, cpuMs: 1000 } };
+    const hogs = Array.from({ length: 6 }, () => pool.run(spin, null, 'site_a'));
+    await new Promise((r) => setTimeout(r, 200));
+    const started = performance.now();
+    const other = await pool.run({ code: 'export default () => 42', event: null, context: {}, limits: LIMITS }, null, 'site_b');
+    const waited = performance.now() - started;
+    t.is(other.result, 42);
+    t.true(waited < 900, `site_b waited ${Math.round(waited)} ms behind site_a's spinners (each spins 1 s)`);
+    for (const hog of await Promise.all(hogs)) t.is(hog.error?.type, 'CpuLimitExceeded');
   } finally {
     await pool.close();
   }

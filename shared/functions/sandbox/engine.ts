@@ -62,7 +62,10 @@ export interface RunOutcome {
 /** An outcome that ends an invocation before or without its code running to the end. */
 export const failedOutcome = (type: string, message: string): RunOutcome => ({ status: 'failed', error: { type, message }, logs: [], cpu_ms: 0, duration_ms: 0 });
 
-/** An SDK request: the host answers with the status and the response body's text. */
+/** An SDK request the host refuses to send (its message is the guest's error as it is). */
+export class SdkRefusal extends Error {}
+
+/** An SDK request: the host answers with the status and the response body's text (or rejects: SdkRefusal when it will not send it). */
 export type ApiCall = (method: string, path: string, body: string | undefined) => Promise<{ status: number; body: string }>;
 
 const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
@@ -190,7 +193,6 @@ export async function runFunction(qjs: QuickJSWASMModule, req: RunRequest, api: 
     // Refusals settle after this returns (the handle must stay alive until the guest has it).
     const refuse = (message: string) => void Promise.resolve().then(() => settle(false, message));
     if (!METHODS.has(method)) refuse(`platform.request: unsupported method ${JSON.stringify(method)}.`);
-    else if (!path.startsWith('/api/') || path.includes('..') || /[\s#]/.test(path)) refuse('platform.request: the path must be an /api/… path of this platform.');
     else if (++apiCalls > limits.maxApiCalls) refuse(`platform.request: more than ${limits.maxApiCalls} requests in one invocation.`);
     else {
       api(method, path, body).then(
@@ -203,7 +205,7 @@ export async function runFunction(qjs: QuickJSWASMModule, req: RunRequest, api: 
           }
           settle(true, JSON.stringify({ status: r.status, ok: r.status >= 200 && r.status < 300, data }));
         },
-        (err: Error) => settle(false, `platform.request failed: ${err.message}`),
+        (err: Error) => settle(false, err instanceof SdkRefusal ? err.message : `platform.request failed: ${err.message}`),
       );
     }
     return deferred.handle;

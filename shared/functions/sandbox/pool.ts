@@ -1,9 +1,21 @@
 // The sandbox workers of a process: `size` worker threads, each running up to `concurrency`
 // invocations (their QuickJS instances are separate from the server's heap and event loop: an
 // invocation's CPU time is spent off the main thread). Threads start on first use (the cold
-// start: the WebAssembly module is compiled then), or all at once with warm(). A thread whose QuickJS instance failed, or
-// that overran an invocation's timeout by the grace period (the interrupt handler failed to stop
-// it), is terminated and replaced; its invocations end as failed.
+// start: the WebAssembly module is compiled then), or all at once with warm().
+//
+// Sites share the threads fairly (issue 29 #3):
+// - a thread runs one site's invocations at a time (it is the site's while it runs any), so a
+//   site's function that spins its CPU or fills its memory slows only that site's invocations;
+// - a site holds at most `siteThreads` threads at once (default: half of them), so a site that
+//   floods the pool leaves threads to the others;
+// - waiting invocations are queued per site and served round-robin across sites, never one
+//   site's backlog ahead of another's newer request; a site with `siteQueue` invocations waiting
+//   is full (`saturated`: the invoke route answers 429 rather than queue more);
+// - a thread is replaced only when it stops answering: an invocation that overran its timeout by
+//   the grace period (its interrupt handler could not stop it) or a thread that crashed. Memory
+//   limits and broken QuickJS instances are handled inside the thread (worker.ts), without
+//   touching the invocations beside them. The invocations still on a replaced thread are its
+//   site's only, and end as failed.
 import { Worker } from 'node:worker_threads';
 import { failedOutcome as failed, type RunOutcome, type RunRequest } from './engine.ts';
 
@@ -31,30 +43,48 @@ interface Slot {
   running: Map<number, { resolve: (o: RunOutcome) => void; timer: NodeJS.Timeout }>;
   /** Invocations given to it (running, or waiting for the thread to start). */
   load: number;
+  /** The site whose invocations it runs; null while it runs none. */
+  site: string | null;
   retired: boolean;
+}
+
+interface Waiting {
+  req: RunRequest;
+  api: ApiTarget | null;
+  resolve: (o: RunOutcome) => void;
 }
 
 export interface PoolOptions {
   size: number;
   concurrency: number;
+  /** Threads one site may hold at once (default: half of `size`, at least one). */
+  siteThreads?: number;
+  /** Invocations of one site that may wait for a thread (default 100). */
+  siteQueue?: number;
   /** How long past an invocation's timeout its thread is terminated (ms). */
   graceMs?: number;
 }
 
 export class SandboxPool {
   private readonly slots: Slot[] = [];
-  private readonly waiting: (() => void)[] = [];
+  /** Waiting invocations by site; the map's order is the round-robin order. */
+  private readonly queues = new Map<string, Waiting[]>();
   private nextId = 1;
   private closed = false;
   private readonly options: Required<PoolOptions>;
 
   constructor(options: PoolOptions) {
-    this.options = { graceMs: 5000, ...options };
+    this.options = { graceMs: 5000, siteThreads: Math.max(1, Math.floor(options.size / 2)), siteQueue: 100, ...options };
   }
 
   /** Threads running (a retired one leaves `slots` at once). */
   get threads(): number {
     return this.slots.length;
+  }
+
+  /** Whether `site` has as many invocations waiting as it may: a new one should be refused, not queued. */
+  saturated(site: string): boolean {
+    return (this.queues.get(site)?.length ?? 0) >= this.options.siteQueue;
   }
 
   /** Starts every thread now (a server does at start), so that no invocation pays for a thread's start. */
@@ -63,56 +93,82 @@ export class SandboxPool {
     await Promise.all(this.slots.map((s) => s.ready));
   }
 
-  async run(req: RunRequest, api: ApiTarget | null): Promise<RunOutcome> {
-    if (this.closed) return failed('SandboxError', 'The function runtime is shutting down.');
-    const slot = await this.acquire();
-    try {
-      await slot.ready;
-      if (slot.retired) return failed('SandboxError', 'The sandbox did not start.');
-      const id = this.nextId++;
-      return await new Promise<RunOutcome>((resolve) => {
-        const timer = setTimeout(() => {
-          slot.running.delete(id);
-          resolve({ status: 'timed_out', error: { type: 'TimeoutError', message: `The function did not finish within its timeout of ${Math.round(req.limits.timeoutMs / 1000)} s; its sandbox was stopped.` }, logs: [], cpu_ms: 0, duration_ms: req.limits.timeoutMs });
-          this.retire(slot);
-        }, req.limits.timeoutMs + this.options.graceMs);
-        slot.running.set(id, { resolve, timer });
-        slot.worker.postMessage({ id, req, api } satisfies ToWorker);
-      });
-    } finally {
-      slot.load--;
-      this.release();
+  /** Runs `req` for `site` when the site's share of the threads lets it. */
+  run(req: RunRequest, api: ApiTarget | null, site: string): Promise<RunOutcome> {
+    if (this.closed) return Promise.resolve(failed('SandboxError', 'The function runtime is shutting down.'));
+    return new Promise((resolve) => {
+      const queue = this.queues.get(site) ?? [];
+      queue.push({ req, api, resolve });
+      this.queues.set(site, queue);
+      this.dispatch();
+    });
+  }
+
+  /** Hands waiting invocations to threads, one site at a time in turn, while any fits. */
+  private dispatch(): void {
+    let progress = true;
+    while (progress && !this.closed) {
+      progress = false;
+      for (const [site, queue] of [...this.queues]) {
+        const slot = this.slotFor(site);
+        if (!slot) continue;
+        const job = queue.shift()!;
+        // The site goes to the back of the round: the next turn is another site's.
+        this.queues.delete(site);
+        if (queue.length) this.queues.set(site, queue);
+        this.start(slot, site, job);
+        progress = true;
+      }
     }
   }
 
-  /** A thread with room, started if none has; waits when every thread is full. */
-  private async acquire(): Promise<Slot> {
-    for (;;) {
-      const free = this.slots.filter((s) => s.load < this.options.concurrency).sort((a, b) => a.load - b.load)[0];
-      const full = this.slots.length >= this.options.size;
-      const slot = free && (free.load === 0 || full) ? free : !full ? this.spawn() : undefined;
-      if (slot) {
-        slot.load++;
-        return slot;
-      }
-      await new Promise<void>((resolve) => this.waiting.push(resolve));
+  /** A thread for one more invocation of `site`: one it holds with room, else a free one (started if need be) within its share. */
+  private slotFor(site: string): Slot | undefined {
+    const held = this.slots.filter((s) => s.site === site);
+    const roomy = held.filter((s) => s.load < this.options.concurrency).sort((a, b) => a.load - b.load)[0];
+    if (roomy && (roomy.load === 0 || held.length >= this.options.siteThreads)) return roomy;
+    if (held.length < this.options.siteThreads) {
+      const free = this.slots.find((s) => s.site === null);
+      if (free) return free;
+      if (this.slots.length < this.options.size) return this.spawn();
     }
+    return roomy;
+  }
+
+  private start(slot: Slot, site: string, job: Waiting): void {
+    slot.site = site;
+    slot.load++;
+    const id = this.nextId++;
+    const done = (outcome: RunOutcome) => {
+      job.resolve(outcome);
+      slot.load--;
+      if (slot.load === 0) slot.site = null;
+      this.dispatch();
+    };
+    void slot.ready.then(() => {
+      if (slot.retired) return done(failed('SandboxError', 'The sandbox did not start.'));
+      const timer = setTimeout(() => {
+        slot.running.delete(id);
+        done({ status: 'timed_out', error: { type: 'TimeoutError', message: `The function did not finish within its timeout of ${Math.round(job.req.limits.timeoutMs / 1000)} s; its sandbox was stopped.` }, logs: [], cpu_ms: 0, duration_ms: job.req.limits.timeoutMs });
+        this.retire(slot);
+      }, job.req.limits.timeoutMs + this.options.graceMs);
+      slot.running.set(id, { resolve: done, timer });
+      slot.worker.postMessage({ id, req: job.req, api: job.api } satisfies ToWorker);
+    });
   }
 
   private spawn(): Slot {
     const worker = new Worker(new URL('./worker.ts', import.meta.url));
     worker.unref();
     let onReady!: () => void;
-    const slot: Slot = { worker, ready: new Promise((r) => (onReady = r)), running: new Map(), load: 0, retired: false };
+    const slot: Slot = { worker, ready: new Promise((r) => (onReady = r)), running: new Map(), load: 0, site: null, retired: false };
     worker.on('message', (msg: { ready?: true; id?: number; outcome?: RunOutcome }) => {
       if (msg.ready) return onReady();
       const job = slot.running.get(msg.id!);
       if (!job) return;
       clearTimeout(job.timer);
       slot.running.delete(msg.id!);
-      const { broken, ...outcome } = msg.outcome!;
-      job.resolve(outcome);
-      if (broken) this.retire(slot);
+      job.resolve(msg.outcome!);
     });
     const fail = (message: string) => this.retire(slot, failed('SandboxError', message));
     worker.on('error', (err) => fail(`The sandbox failed: ${err.message}`));
@@ -124,8 +180,8 @@ export class SandboxPool {
     return slot;
   }
 
-  /** Ends a thread; what still runs on it ends with `outcome`. */
-  private retire(slot: Slot, outcome: RunOutcome = failed('SandboxError', 'The sandbox restarted; try again.')): void {
+  /** Ends a thread that stopped answering; what still runs on it (its site's only) ends with `outcome`. */
+  private retire(slot: Slot, outcome: RunOutcome = failed('SandboxError', 'The sandbox was stopped with a function that overran its timeout; try again.')): void {
     if (!slot.retired) {
       slot.retired = true;
       const at = this.slots.indexOf(slot);
@@ -137,17 +193,16 @@ export class SandboxPool {
       slot.running.delete(id);
       job.resolve(outcome);
     }
-    this.release();
-  }
-
-  private release(): void {
-    for (const resolve of this.waiting.splice(0)) resolve();
+    this.dispatch();
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    await Promise.all(this.slots.map((s) => s.worker.terminate()));
-    this.slots.length = 0;
-    this.release();
+    const slots = this.slots.splice(0);
+    for (const slot of slots) slot.retired = true;
+    await Promise.all(slots.map((s) => s.worker.terminate()));
+    for (const slot of slots) for (const job of slot.running.values()) job.resolve(failed('SandboxError', 'The function runtime is shutting down.'));
+    for (const queue of this.queues.values()) for (const job of queue) job.resolve(failed('SandboxError', 'The function runtime is shutting down.'));
+    this.queues.clear();
   }
 }

@@ -1,21 +1,66 @@
-// A sandbox worker thread: one QuickJS WebAssembly instance, several invocations at once
-// (they interleave only where a handler awaits the SDK; guest code runs one at a time). The
-// SDK's requests leave from here, over HTTP to the platform's own API, as the invoking user.
+// A sandbox worker thread: several invocations at once (they interleave only where a handler
+// awaits the SDK; guest code runs one at a time), each in a QuickJS WebAssembly instance of its
+// own — an "engine" — whose memory is a WebAssembly.Memory with a maximum. That maximum is the
+// memory limit that holds: QuickJS's own allocation limit cannot count sizes in this build
+// (malloc_usable_size is unavailable to it), so a guest filling strings grew the shared instance to
+// 2 GiB. Now an allocation past the maximum fails inside the instance (QuickJS: out of memory), no
+// other invocation shares the instance, and an instance that grew (or failed to free a runtime) is
+// dropped for a fresh one (≈ 1 ms: the module is compiled once per thread). The SDK's requests
+// leave from here, over HTTP to the platform's own API, as the invoking user.
+import fs from 'node:fs';
 import http from 'node:http';
+import { createRequire } from 'node:module';
 import { parentPort } from 'node:worker_threads';
-import { failedOutcome, loadQuickJS, runFunction, type ApiCall } from './engine.ts';
+import variant from '@jitl/quickjs-wasmfile-release-sync';
+import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSSyncVariant, type QuickJSWASMModule } from 'quickjs-emscripten-core';
+import { runFunction, SdkRefusal, type ApiCall } from './engine.ts';
 import type { ApiTarget, ToWorker } from './pool.ts';
+import { sdkUrl } from './sdk-url.ts';
+
+// WebAssembly's types come with TypeScript's DOM library, which this project does not load.
+interface WasmMemory {
+  readonly buffer: ArrayBuffer;
+}
+declare const WebAssembly: {
+  Memory: new (descriptor: { initial: number; maximum: number }) => WasmMemory;
+  compile(bytes: Uint8Array): Promise<unknown>;
+};
 
 const MAX_RESPONSE_BYTES = 5 * 1024 * 1024;
-const qjs = await loadQuickJS();
-let broken = false;
+const PAGE = 65536;
+/** An instance's own memory before any guest allocation (QuickJS's static data and stack). */
+const BASE_PAGES = 256;
+
+interface Engine {
+  qjs: QuickJSWASMModule;
+  memory: WasmMemory;
+  /** The guest memory it was made for (bytes). */
+  limit: number;
+}
+
+const wasmModule = await WebAssembly.compile(fs.readFileSync(createRequire(import.meta.url).resolve('@jitl/quickjs-wasmfile-release-sync/wasm')));
+const idle: Engine[] = [];
+
+async function engineFor(limit: number): Promise<Engine> {
+  const found = idle.findIndex((e) => e.limit === limit);
+  if (found >= 0) return idle.splice(found, 1)[0]!;
+  const memory = new WebAssembly.Memory({ initial: BASE_PAGES, maximum: BASE_PAGES + Math.ceil(limit / PAGE) });
+  const qjs = await newQuickJSWASMModuleFromVariant(newVariant(variant as unknown as QuickJSSyncVariant, { wasmModule, wasmMemory: memory }));
+  return { qjs, memory, limit };
+}
+
+/** Back to the idle list, unless it grew past its initial size (its memory goes back to the system with it) or is broken. */
+function release(engine: Engine, broken: boolean): void {
+  if (!broken && engine.memory.buffer.byteLength <= BASE_PAGES * PAGE * 2) idle.push(engine);
+}
 
 /** The SDK's requests of one invocation: to `target.url`, under the site's `/sites/{schema}` prefix, with the invoking user's token (none: anonymous). */
 function apiCaller(target: ApiTarget | null, deadline: number): ApiCall {
   return (method, path, body) =>
     new Promise((resolve, reject) => {
       if (!target) return reject(new Error('the platform API is not reachable from this process'));
-      const url = new URL(`${target.prefix}${path}`, target.url);
+      const url = sdkUrl(target, path);
+      if (typeof url === 'string') return reject(new SdkRefusal(url));
       const headers: Record<string, string> = { Host: target.host, Accept: 'application/json' };
       if (target.token) headers.Authorization = `Bearer ${target.token}`;
       if (body !== undefined) headers['Content-Type'] = 'application/json';
@@ -37,13 +82,12 @@ function apiCaller(target: ApiTarget | null, deadline: number): ApiCall {
 }
 
 parentPort!.on('message', (msg: ToWorker) => {
-  if (broken) {
-    parentPort!.postMessage({ id: msg.id, outcome: failedOutcome('SandboxError', 'The sandbox restarted; try again.') });
-    return;
-  }
-  void runFunction(qjs, msg.req, apiCaller(msg.api, Date.now() + msg.req.limits.timeoutMs)).then((outcome) => {
-    if (outcome.broken) broken = true;
+  void (async () => {
+    const engine = await engineFor(msg.req.limits.memoryBytes);
+    const outcome = await runFunction(engine.qjs, msg.req, apiCaller(msg.api, Date.now() + msg.req.limits.timeoutMs));
+    release(engine, outcome.broken === true);
+    delete outcome.broken;
     parentPort!.postMessage({ id: msg.id, outcome });
-  });
+  })();
 });
 parentPort!.postMessage({ ready: true });
