@@ -4,7 +4,7 @@ import tseslint from 'typescript-eslint';
 import literalPatterns from './scripts/lint/literal-patterns.js';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.data/**', 'dist/**', 'bench/results/**'] },
+  { ignores: ['node_modules/**', '.data/**', 'dist/**', 'bench/results/**', '.scratch/**'] },
   {
     files: ['**/*.ts'],
     languageOptions: {

@@ -16,6 +16,9 @@
 // 4. PRE_USER_CREATE: BENCH_USERS_RUNS (40) site users created one after another
 //    (POST /api/users/, argon2 hashing included) with 0, 1 and 5 subscribed functions; p50 and
 //    the added milliseconds over 0.
+// 5. Noisy neighbour (issue 29 #3): BENCH_NEIGHBOUR_RUNS (200) sequential invocations of `echo`
+//    alone, then while another site runs hostile functions over and over (4 clients: two a memory
+//    filler, two a CPU spinner, FUNCTION_CPU_LIMIT_MS 2000); p50 / p99 and the failures.
 //
 // Output: tables on stdout, the reproduce command, bench/results/functions-latest.json.
 import http from 'node:http';
@@ -71,6 +74,7 @@ async function benchMain(): Promise<void> {
   const DURATION = envNumber('BENCH_DURATION', 10);
   const ROUNDS = Math.max(1, Math.round(envNumber('BENCH_ROUNDS', 2)));
   const USERS_RUNS = Math.max(5, Math.round(envNumber('BENCH_USERS_RUNS', 40)));
+  const NEIGHBOUR_RUNS = Math.max(20, Math.round(envNumber('BENCH_NEIGHBOUR_RUNS', 200)));
   const CONCURRENCY = 20;
   const SECRET = randomBytes(32).toString('base64url');
 
@@ -128,7 +132,7 @@ async function benchMain(): Promise<void> {
     const command = reproduceCommand('bench:functions');
     log(`reproduce with: ${command}`);
     db = await openBenchDatabase(log);
-    const env = { ...serverEnv(db.url, SECRET), PGAPPNAME: 'bench-functions' };
+    const env = { ...serverEnv(db.url, SECRET), PGAPPNAME: 'bench-functions', FUNCTION_CPU_LIMIT_MS: '2000' };
     let platform = await start('platform', 'server.ts', env);
 
     // Site, app, function over the API.
@@ -203,6 +207,41 @@ async function benchMain(): Promise<void> {
       log(`users with ${subscribers} PRE subscribers: p50 ${pct(times, 50)} ms`);
     }
 
+    // 5. Noisy neighbour: another site's hostile functions beside this site's echo.
+    const other = ok(await api(`${platform.url}/api/cloud/organizations/${org.slug}/sites/`, 'POST', { token: admin.access, body: { name: 'Noisy Neighbour' } }), 201, 'site').schema_name as string;
+    const otherToken = await siteToken(platform.url, other);
+    ok(await api(`${platform.url}/sites/${other}/api/apps/`, 'POST', { token: otherToken, body: { name: 'Bench' } }), 201, 'app');
+    for (const [name, code] of [['fill', "export default () => { const a = []; for(;;) a.push('x'.repeat(1<<20)+a.length) }"], ['spin', 'export default () => { for (;;) {} }']]) {
+      ok(await api(`${platform.url}/sites/${other}${fns}`, 'POST', { token: otherToken, body: { name, code } }), 201, 'hostile function');
+    }
+    token = await siteToken(platform.url, site);
+    const neighbour = async () => {
+      const times: number[] = [];
+      let failures = 0;
+      for (let i = 0; i < NEIGHBOUR_RUNS; i++) {
+        const r = await invoke();
+        if (r.status !== 200 || r.body.status !== 'succeeded') failures++;
+        times.push(r.ms);
+      }
+      return { p50: pct(times, 50), p99: pct(times, 99), failures };
+    };
+    const alone = await neighbour();
+    let stopHostile = false;
+    const hostileOutcomes: Record<string, number> = {};
+    const hostile = (name: string) => (async () => {
+      while (!stopHostile) {
+        const r = await post(`${platform.url}/sites/${other}${fns}${name}/invoke/`, otherToken, {});
+        const key = `${name}: ${r.body.error?.type ?? r.body.status ?? r.status}`;
+        hostileOutcomes[key] = (hostileOutcomes[key] ?? 0) + 1;
+      }
+    })();
+    const attackers = [hostile('fill'), hostile('fill'), hostile('spin'), hostile('spin')];
+    await new Promise((r) => setTimeout(r, 1000));
+    const beside = await neighbour();
+    stopHostile = true;
+    await Promise.all(attackers);
+    log(`neighbour: alone p50/p99 ${alone.p50}/${alone.p99} ms, beside hostile ${beside.p50}/${beside.p99} ms, failures ${beside.failures}`);
+
     const mean = (xs: number[]) => Math.round((xs.reduce((a, b) => a + b, 0) / xs.length) * 10) / 10;
     const report = {
       timestamp,
@@ -212,6 +251,7 @@ async function benchMain(): Promise<void> {
       warm_ms: { platform: { p50: pct(warm.platform, 50), p99: pct(warm.platform, 99) }, bare: { p50: pct(warm.bare, 50), p99: pct(warm.bare, 99) } },
       throughput_per_s: { concurrency: CONCURRENCY, platform: mean(tput.platform), bare: mean(tput.bare), rounds: tput, ratio: Math.round((mean(tput.platform) / mean(tput.bare)) * 100) / 100 },
       pre_user_create_ms: Object.fromEntries(Object.entries(users).map(([k, v]) => [k, { p50: pct(v, 50), p99: pct(v, 99), added_p50: Math.round((pct(v, 50) - pct(users[0]!, 50)) * 100) / 100 }])),
+      noisy_neighbour_ms: { runs: NEIGHBOUR_RUNS, alone, beside_hostile: beside, p99_ratio: Math.round((beside.p99 / alone.p99) * 100) / 100, hostile: hostileOutcomes },
     };
     console.log('\nFunction invocation (echo), platform vs hand-written baseline');
     console.log(`  cold (first call after start) ms: platform ${report.cold_ms.platform.join(', ')}; bare ${report.cold_ms.bare.join(', ')}`);
@@ -219,9 +259,12 @@ async function benchMain(): Promise<void> {
     console.log(`  ${CONCURRENCY} concurrent: platform ${report.throughput_per_s.platform}/s, bare ${report.throughput_per_s.bare}/s (ratio ${report.throughput_per_s.ratio}; failures ${tput.failures})`);
     console.log('PRE_USER_CREATE on POST /api/users/ (argon2 included)');
     for (const [k, v] of Object.entries(report.pre_user_create_ms)) console.log(`  ${k} subscribers: p50 ${v.p50} ms, p99 ${v.p99} ms, +${v.added_p50} ms over none`);
+    const nn = report.noisy_neighbour_ms;
+    console.log("Noisy neighbour: echo's p50 / p99 while another site runs a memory filler and a CPU spinner");
+    console.log(`  alone ${nn.alone.p50} / ${nn.alone.p99} ms; beside ${nn.beside_hostile.p50} / ${nn.beside_hostile.p99} ms (p99 ratio ${nn.p99_ratio}; failures ${nn.beside_hostile.failures}); hostile outcomes ${JSON.stringify(nn.hostile)}`);
     console.log(`\nreproduce: ${command}`);
     writeResults('functions', report, timestamp, log);
-    return tput.failures ? 1 : 0;
+    return tput.failures || beside.failures ? 1 : 0;
   }
 
   await runBench(main, cleanup, log);
