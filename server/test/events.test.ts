@@ -152,3 +152,15 @@ test.serial("a site's subscriptions fire only for its own users; inactive functi
   t.is((await onA('GET', '/api/apps/crm/events/PRE_USER_CREATE/', undefined, tok.adminB)).status, 401);
   t.is((await on(b, 'GET', '/api/apps/crm/events/PRE_USER_CREATE/')).body.data.subscribers[0].function_id, fn.bBlocker);
 });
+
+test.serial("issue 29 #9: an app's event subscribers list only the functions the caller may read or execute", async (t) => {
+  const policy = (rules: unknown[]) => onA('PUT', '/api/apps/crm/policies/', { resourcePolicy: { resource: 'function:welcome', version: 'default', rules } });
+  t.is((await onA('POST', '/api/cloud/events/POST_USER_CREATE/subscribe/', { function_id: fn.welcome })).status, 200);
+  const listed = async (token: string) => (await onA('GET', '/api/apps/crm/events/POST_USER_CREATE/', undefined, token)).body.data.subscribers.map((x: { function_id: number }) => x.function_id);
+  t.true((await listed(tok.pleb)).includes(fn.welcome), 'pleb may execute it: listed');
+  t.true([200, 201].includes((await policy([{ actions: ['*'], effect: 'EFFECT_ALLOW', roles: ['admin'] }])).status));
+  t.false((await listed(tok.pleb)).includes(fn.welcome), 'hidden from pleb: not listed');
+  t.true((await listed(tok.adminA)).includes(fn.welcome), 'the administrator still sees it');
+  t.true([200, 201].includes((await policy([{ actions: ['*'], effect: 'EFFECT_ALLOW', roles: ['*'] }])).status));
+  t.is((await onA('POST', '/api/cloud/events/POST_USER_CREATE/unsubscribe/', { function_id: fn.welcome })).status, 200);
+});

@@ -14,6 +14,7 @@ import { activeApp } from '../apps/lookup.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { authorizeSiteSubject, siteSchemaFor } from '../tenancy/site-access.ts';
 import { EVENT_TYPES, SubscribeBody, type AppEventView, type EventType, type SubscriptionView } from './function.schemas.ts';
+import { visibleFunctionIds } from './function.service.ts';
 import { LEASE_SECONDS, MAX_ATTEMPTS, type FunctionRuntime } from './runtime.ts';
 import { failedOutcome } from './sandbox/engine.ts';
 
@@ -69,8 +70,8 @@ export async function subscribe(ctx: ServiceContext, event: string, raw: unknown
   const { schema, functionId } = await subscribable(ctx, 'create', raw);
   const type = eventType(event);
   const q = quotedSchema(schema);
-  const fn = await firstRow<{ id: number }>(ctx.em, `SELECT id FROM ${q}.functions WHERE id = ?`, [functionId]);
-  if (!fn) throw badRequest(`Function with id ${functionId} does not exist.`);
+  // A function the caller may neither read nor execute is missing to them.
+  if (!(await visibleFunctionIds(ctx, schema, [functionId])).has(functionId)) throw badRequest(`Function with id ${functionId} does not exist.`);
   const created = await firstRow<{ id: number }>(ctx.em, `INSERT INTO ${q}.event_subscriptions (event, function_id) VALUES (?, ?) ON CONFLICT (event, function_id) DO NOTHING RETURNING id`, [type, functionId]);
   if (!created) throw badRequest(`Function ${functionId} is already subscribed to ${type}.`);
   return subscriptionView((await firstRow<SubscriptionRow>(ctx.em, `${subscriptionSelect(q)} WHERE s.id = ?`, [created.id]))!);
@@ -79,8 +80,10 @@ export async function subscribe(ctx: ServiceContext, event: string, raw: unknown
 export async function unsubscribe(ctx: ServiceContext, event: string, raw: unknown): Promise<void> {
   const { schema, functionId } = await subscribable(ctx, 'delete', raw);
   const type = eventType(event);
+  const missing = () => notFound({ message: `Function ${functionId} is not subscribed to ${type}.` });
+  if (!(await visibleFunctionIds(ctx, schema, [functionId])).has(functionId)) throw missing();
   const gone = await firstRow(ctx.em, `DELETE FROM ${quotedSchema(schema)}.event_subscriptions WHERE event = ? AND function_id = ? RETURNING id`, [type, functionId]);
-  if (!gone) throw notFound({ message: `Function ${functionId} is not subscribed to ${type}.` });
+  if (!gone) throw missing();
 }
 
 /** The subscribers of one event among the app's functions (§6 `GET /api/apps/{app_slug}/events/{event_name}/`). */
@@ -89,7 +92,10 @@ export async function appEventSubscribers(ctx: ServiceContext, appSlug: string, 
   const type = eventType(event);
   const app = await activeApp(readsOf(ctx), schema, appSlug);
   await authorizeSiteSubject(ctx, 'read', 'App', { schema, slug: app.slug });
-  const found = await rows<SubscriptionRow>(readsOf(ctx), `${subscriptionSelect(quotedSchema(schema))} WHERE s.event = ? AND a.id = ? ORDER BY s.created_at, s.id`, [type, app.id]);
+  const all = await rows<SubscriptionRow>(readsOf(ctx), `${subscriptionSelect(quotedSchema(schema))} WHERE s.event = ? AND a.id = ? ORDER BY s.created_at, s.id`, [type, app.id]);
+  // Only the functions the caller may read or execute: the others are missing to them.
+  const visible = await visibleFunctionIds(ctx, schema, all.map((r) => Number(r.function_id)));
+  const found = all.filter((r) => visible.has(Number(r.function_id)));
   return {
     event: type,
     app: { id: Number(app.id), name: app.name, slug: app.slug },

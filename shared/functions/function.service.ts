@@ -15,7 +15,7 @@ import { validate } from '../common/validation.ts';
 import { actorUuid, readsOf, type ServiceContext } from '../context.ts';
 import { assignments, countOf, firstRow, iso, rows } from '../db/sql.ts';
 import { DomainError, fieldError, notFound, permissionDenied, validationError } from '../errors.ts';
-import { decide } from '../policies/hook.ts';
+import { decide, type PolicyApp } from '../policies/hook.ts';
 import { appSecrets } from '../secrets/secret.service.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { authorizeSiteSubject, siteAbility, siteSchemaFor, tenantSchema } from '../tenancy/site-access.ts';
@@ -109,7 +109,7 @@ const functionResource = (f: FunctionRow) => ({ id: f.slug, attr: { name: f.name
 type FunctionAction = 'read' | 'update' | 'delete' | 'execute';
 
 /** Whether the actor may `action` the function: CASL on Function, then the app's policies on `function:{slug}`. */
-async function may(ctx: ServiceContext, schema: string, app: ActiveApp, fn: FunctionRow, action: FunctionAction): Promise<boolean> {
+async function may(ctx: ServiceContext, schema: string, app: PolicyApp, fn: FunctionRow, action: FunctionAction): Promise<boolean> {
   if (!allows(await siteAbility(ctx, 'Function'), action, 'Function', { schema, app: app.slug, slug: fn.slug })) return false;
   return (await decide(ctx, schema, app, functionKind(fn.slug), action, [functionResource(fn)]))[0]!;
 }
@@ -128,6 +128,18 @@ export async function functionFor(ctx: ServiceContext, appSlug: string, slug: st
     throw visible ? permissionDenied() : notFound(`Function "${slug}"`);
   }
   return { schema, app, fn };
+}
+
+/** Of the functions `ids` of the site, those the actor may read or execute: the others are missing to them (events list them only so). */
+export async function visibleFunctionIds(ctx: ServiceContext, schema: string, ids: number[]): Promise<Set<number>> {
+  const visible = new Set<number>();
+  if (!ids.length) return visible;
+  const found = await rows<FunctionRow>(readsOf(ctx), `${select(quotedSchema(schema))} WHERE f.id IN (?)`, [ids]);
+  for (const fn of found) {
+    const app = { id: fn.app_id, slug: fn.app_slug };
+    if ((await may(ctx, schema, app, fn, 'read')) || (await may(ctx, schema, app, fn, 'execute'))) visible.add(Number(fn.id));
+  }
+  return visible;
 }
 
 /** Code size, and the environment's secrets exist (the app's own or tenant-wide): 400 naming the field. */
@@ -273,12 +285,23 @@ export async function invokeFunction(ctx: ServiceContext, runtime: FunctionRunti
   const input = validate(InvokeBody, raw ?? {});
   const { schema, fn } = await functionFor(ctx, appSlug, slug, 'execute');
   if (!fn.is_active) throw new DomainError('BAD_REQUEST', `Function "${fn.slug}" is inactive: set is_active to invoke it.`);
-  await runtime.admit(readsOf(ctx), schema, input.async === true);
   const job = { functionId: fn.id, payload: input.payload ?? null, invokedBy: actorUuid(ctx), claimedBy: input.async ? undefined : runtime.owner };
-  const queued = await ctx.em.transactional((tx) => enqueueInvocation(tx as EntityManager, schema, job));
-  if (input.async) runtime.poke();
-  else await runtime.runClaimed(schema, queued.id, queued.jobId);
-  const row = (await findInvocation(ctx.em, schema, 'i.id = ?', [queued.id]))!;
+  let id: number;
+  if (input.async) {
+    await runtime.admitAsync(readsOf(ctx), schema);
+    ({ id } = await ctx.em.transactional((tx) => enqueueInvocation(tx as EntityManager, schema, job)));
+    runtime.poke();
+  } else {
+    const done = runtime.admitSync(schema);
+    try {
+      const claimed = await ctx.em.transactional((tx) => enqueueInvocation(tx as EntityManager, schema, job));
+      id = claimed.id;
+      await runtime.runClaimed(schema, id, claimed.jobId);
+    } finally {
+      done();
+    }
+  }
+  const row = (await findInvocation(ctx.em, schema, 'i.id = ?', [id]))!;
   return { invocation: invocationView(row), done: ['succeeded', 'failed', 'timed_out'].includes(row.status) };
 }
 

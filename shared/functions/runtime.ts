@@ -116,6 +116,8 @@ export class FunctionRuntime {
   private readonly id = randomUUID();
   private apiUrl: string | undefined;
   private readonly active = new Set<number>();
+  /** Synchronous invocations admitted here and not ended, by site (admitSync). */
+  private readonly syncBySite = new Map<string, number>();
   /** Claimed executions running here, by site (the claim's fair share). */
   private readonly activeBySite = new Map<string, number>();
   private draining = false;
@@ -129,7 +131,7 @@ export class FunctionRuntime {
     this.options = options;
     this.apiUrl = options.config.apiUrl;
     const c = options.config;
-    this.pool = new SandboxPool({ size: c.workers, concurrency: c.workerConcurrency, siteThreads: c.siteThreads, siteQueue: c.siteQueue });
+    this.pool = new SandboxPool({ size: c.workers, concurrency: c.workerConcurrency, siteThreads: c.siteThreads });
     this.timers.push(setInterval(() => void this.renewLeases(), (LEASE_SECONDS * 1000) / 3).unref());
   }
 
@@ -228,17 +230,31 @@ export class FunctionRuntime {
   }
 
   /**
-   * 429 when `site` may not queue one more execution: a synchronous one when its invocations
-   * waiting for a thread here are at FUNCTION_SITE_QUEUE, an async one when its unclaimed jobs are
-   * at FUNCTION_SITE_BACKLOG. One site's flood waits behind its own work, never anyone else's.
+   * Admits one synchronous invocation of `site` in this process, counted from here to its end
+   * (call the returned function then): its share of the threads running, FUNCTION_SITE_QUEUE
+   * waiting, and 429 past that. Counted before anything awaits, so a burst of concurrent requests
+   * cannot all pass. One site's flood waits behind its own work, never anyone else's.
    */
-  async admit(em: EntityManager, site: string, async: boolean): Promise<void> {
-    const full = async
-      ? (await countOf(em, 'SELECT count(*) AS n FROM (SELECT 1 FROM public.function_jobs WHERE site_schema = ? AND locked_by IS NULL LIMIT ?) q', [site, this.options.config.siteBacklog])) >= this.options.config.siteBacklog
-      : this.pool.saturated(site);
-    if (!full) return;
-    const text = `This site has too many function executions waiting (${async ? `${this.options.config.siteBacklog} queued` : `${this.options.config.siteQueue} waiting for a sandbox`}): retry later.`;
-    throw new DomainError('RATE_LIMIT_EXCEEDED', text, { detail: text, extra: { retry_after: 1 } });
+  admitSync(site: string): () => void {
+    const c = this.options.config;
+    const admitted = this.syncBySite.get(site) ?? 0;
+    if (admitted >= this.siteCapacity + c.siteQueue) throw tooMany(`${c.siteQueue} waiting for a sandbox`);
+    this.syncBySite.set(site, admitted + 1);
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      const left = this.syncBySite.get(site)! - 1;
+      if (left) this.syncBySite.set(site, left);
+      else this.syncBySite.delete(site);
+    };
+  }
+
+  /** 429 when `site` has FUNCTION_SITE_BACKLOG queued executions nobody has claimed yet. */
+  async admitAsync(em: EntityManager, site: string): Promise<void> {
+    const limit = this.options.config.siteBacklog;
+    const queued = await countOf(em, 'SELECT count(*) AS n FROM (SELECT 1 FROM public.function_jobs WHERE site_schema = ? AND locked_by IS NULL LIMIT ?) q', [site, limit]);
+    if (queued >= limit) throw tooMany(`${limit} queued`);
   }
 
   /** Runs an execution this runtime claimed when it was queued (enqueueInvocation's `claimedBy`); its outcome (undefined: it had ended, or this process is stopping). */
@@ -376,6 +392,11 @@ export class FunctionRuntime {
     await Promise.race([Promise.allSettled([...this.running]), new Promise((r) => setTimeout(r, 5000).unref())]);
     await this.pool.close();
   }
+}
+
+function tooMany(what: string): DomainError {
+  const text = `This site has too many function executions waiting (${what}): retry later.`;
+  return new DomainError('RATE_LIMIT_EXCEEDED', text, { detail: text, extra: { retry_after: 1 } });
 }
 
 /** Secret values never reach the stored logs, result or error (masking.ts): each form of each is `***`. */

@@ -9,8 +9,8 @@
 // - a site holds at most `siteThreads` threads at once (default: half of them), so a site that
 //   floods the pool leaves threads to the others;
 // - waiting invocations are queued per site and served round-robin across sites, never one
-//   site's backlog ahead of another's newer request; a site with `siteQueue` invocations waiting
-//   is full (`saturated`: the invoke route answers 429 rather than queue more);
+//   site's backlog ahead of another's newer request (how many a site may have waiting is the
+//   runtime's admission: runtime.ts admitSync);
 // - a thread is replaced only when it stops answering: an invocation that overran its timeout by
 //   the grace period (its interrupt handler could not stop it) or a thread that crashed. Memory
 //   limits and broken QuickJS instances are handled inside the thread (worker.ts), without
@@ -59,8 +59,6 @@ export interface PoolOptions {
   concurrency: number;
   /** Threads one site may hold at once (default: half of `size`, at least one). */
   siteThreads?: number;
-  /** Invocations of one site that may wait for a thread (default 100). */
-  siteQueue?: number;
   /** How long past an invocation's timeout its thread is terminated (ms). */
   graceMs?: number;
 }
@@ -74,17 +72,12 @@ export class SandboxPool {
   private readonly options: Required<PoolOptions>;
 
   constructor(options: PoolOptions) {
-    this.options = { graceMs: 5000, siteThreads: Math.max(1, Math.floor(options.size / 2)), siteQueue: 100, ...options };
+    this.options = { graceMs: 5000, siteThreads: Math.max(1, Math.floor(options.size / 2)), ...options };
   }
 
   /** Threads running (a retired one leaves `slots` at once). */
   get threads(): number {
     return this.slots.length;
-  }
-
-  /** Whether `site` has as many invocations waiting as it may: a new one should be refused, not queued. */
-  saturated(site: string): boolean {
-    return (this.queues.get(site)?.length ?? 0) >= this.options.siteQueue;
   }
 
   /** Starts every thread now (a server does at start), so that no invocation pays for a thread's start. */
