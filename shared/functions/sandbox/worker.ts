@@ -43,6 +43,9 @@ interface Engine {
  * Guest code runs at a lower CPU priority than the server's own threads (Linux: nice 10 for this
  * thread, by its thread id), so a function spinning its CPU limit away never slows the event loop,
  * PostgreSQL or the HTTP answers of other sites: the scheduler gives the sandbox what they leave.
+ * Threads inherit the priority of the thread that creates them, and libuv's pool (fs, DNS,
+ * crypto, argon2: the whole process's) starts in whichever thread first queues work: it is made
+ * to start before the priority drops (an asynchronous read below), so it never starts niced here.
  */
 function lowerPriority(): void {
   try {
@@ -52,9 +55,9 @@ function lowerPriority(): void {
     // Not Linux, or not allowed: the thread keeps the process's priority.
   }
 }
+const wasmBytes = await fs.promises.readFile(createRequire(import.meta.url).resolve('@jitl/quickjs-wasmfile-release-sync/wasm'));
 lowerPriority();
-
-const wasmModule = await WebAssembly.compile(fs.readFileSync(createRequire(import.meta.url).resolve('@jitl/quickjs-wasmfile-release-sync/wasm')));
+const wasmModule = await WebAssembly.compile(wasmBytes);
 const idle: Engine[] = [];
 
 async function engineFor(limit: number): Promise<Engine> {
