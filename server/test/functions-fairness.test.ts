@@ -13,8 +13,8 @@ let a: TestSite;
 let b: TestSite;
 const tok: Record<string, string> = {};
 const F = '/api/apps/crm/functions/';
-const ROUNDS = 6;
-const PER_ROUND = 30;
+const ROUNDS = 8;
+const PER_ROUND = 40;
 
 const on = (site: TestSite, token: string, method: string, path: string, body?: unknown) => s.api(method, path, { host: site.domain, token, body });
 

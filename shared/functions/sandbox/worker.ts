@@ -68,9 +68,19 @@ async function engineFor(limit: number): Promise<Engine> {
   return { qjs, memory, limit };
 }
 
-/** Back to the idle list, unless it grew past its initial size (its memory goes back to the system with it) or is broken. */
+/** Instances that grew past twice their initial size kept for reuse (the others go, their memory back to the system). */
+const KEEP_GROWN = 2;
+const grown = (e: Engine) => e.memory.buffer.byteLength > BASE_PAGES * PAGE * 2;
+
+/**
+ * Back to the idle list unless broken. A few grown instances are kept too, so that a function
+ * that fills its memory on every invocation does not make the thread map, fault in and unmap tens
+ * of megabytes each time; a thread keeps KEEP_GROWN of them at most (their memory stays mapped).
+ */
 function release(engine: Engine, broken: boolean): void {
-  if (!broken && engine.memory.buffer.byteLength <= BASE_PAGES * PAGE * 2) idle.push(engine);
+  if (broken) return;
+  if (grown(engine) && idle.filter(grown).length >= KEEP_GROWN) return;
+  idle.push(engine);
 }
 
 /** The SDK's requests of one invocation: to `target.url`, under the site's `/sites/{schema}` prefix, with the invoking user's token (none: anonymous). */
