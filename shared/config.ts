@@ -339,6 +339,7 @@ function functionsConfig(env: Env): FunctionsConfig {
     apiUrl: url(env, 'FUNCTION_API_URL', ['http:']),
     siteThreads: int(env, 'FUNCTION_SITE_THREADS', Math.max(1, Math.floor(workers / 2)), 1, workers),
     siteQueue: int(env, 'FUNCTION_SITE_QUEUE', 100, 1, 100_000),
+    siteCpuPercent: int(env, 'FUNCTION_SITE_CPU_PERCENT', 25, 1, 100),
     siteBacklog: int(env, 'FUNCTION_SITE_BACKLOG', 10_000, 1, 10_000_000),
   };
 }

@@ -43,6 +43,8 @@ export interface FunctionsConfig {
   apiUrl: string | undefined;
   /** Sandbox threads one site may hold at once (FUNCTION_SITE_THREADS; default half of them). */
   siteThreads: number;
+  /** The share of one thread's time a site's functions may use while other sites invoke theirs (FUNCTION_SITE_CPU_PERCENT). */
+  siteCpuPercent: number;
   /** A site's invocations that may wait in a process for a thread (FUNCTION_SITE_QUEUE); past it, 429. */
   siteQueue: number;
   /** A site's queued (async) executions not yet claimed (FUNCTION_SITE_BACKLOG); past it, 429. */
@@ -131,7 +133,7 @@ export class FunctionRuntime {
     this.options = options;
     this.apiUrl = options.config.apiUrl;
     const c = options.config;
-    this.pool = new SandboxPool({ size: c.workers, concurrency: c.workerConcurrency, siteThreads: c.siteThreads });
+    this.pool = new SandboxPool({ size: c.workers, concurrency: c.workerConcurrency, siteThreads: c.siteThreads, siteCpuShare: c.siteCpuPercent / 100 });
     this.timers.push(setInterval(() => void this.renewLeases(), (LEASE_SECONDS * 1000) / 3).unref());
   }
 

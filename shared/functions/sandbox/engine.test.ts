@@ -191,3 +191,29 @@ test('issue 29 #3: a site holds at most its share of the threads; another site i
     await pool.close();
   }
 });
+
+test("issue 29 #3: while another site is served, a site's CPU-heavy invocations wait until their CPU debt is repaid at its share", async (t) => {
+  const pool = new SandboxPool({ size: 2, concurrency: 1, siteCpuShare: 0.1, burstMs: 100 });
+  const busy = { code: 'export default () => { const end = Date.now() + 150; while (Date.now() < end) {} return 1 }', event: null, context: {}, limits: LIMITS };
+  try {
+    let served = true;
+    const other = (async () => {
+      let n = 0;
+      while (served) {
+        await pool.run({ code: 'export default () => 1', event: null, context: {}, limits: LIMITS }, null, 'site_b');
+        n++;
+      }
+      return n;
+    })();
+    const finished: number[] = [];
+    await Promise.all(Array.from({ length: 3 }, () => pool.run(busy, null, 'site_a').then(() => finished.push(performance.now()))));
+    served = false;
+    t.true((await other) > 0);
+    finished.sort((x, y) => x - y);
+    // Each run leaves ≈ 150 ms of debt; past the 100 ms burst the next waits until it is back under
+    // it, at 0.1 ms per ms: ≥ 500 ms apart (a lower bound: a loaded machine only makes it longer).
+    for (let i = 1; i < finished.length; i++) t.true(finished[i]! - finished[i - 1]! >= 400, `${Math.round(finished[i]! - finished[i - 1]!)} ms between A's runs`);
+  } finally {
+    await pool.close();
+  }
+});

@@ -11,6 +11,11 @@
 // - waiting invocations are queued per site and served round-robin across sites, never one
 //   site's backlog ahead of another's newer request (how many a site may have waiting is the
 //   runtime's admission: runtime.ts admitSync);
+// - while other sites invoke theirs, a site's functions use at most `siteCpuShare` of one
+//   thread's time (a debt of CPU milliseconds, repaid at that rate; past `burstMs` of debt the
+//   site's next invocation waits until it is repaid). Memory and caches are shared by every core:
+//   a function copying memory flat out slows the whole machine however low its priority, so a
+//   site's heavy work is spread out while anyone else is served, and runs flat out when no one is;
 // - a thread is replaced only when it stops answering: an invocation that overran its timeout by
 //   the grace period (its interrupt handler could not stop it) or a thread that crashed. Memory
 //   limits and broken QuickJS instances are handled inside the thread (worker.ts), without
@@ -48,6 +53,17 @@ interface Slot {
   retired: boolean;
 }
 
+/** A site's use of the threads' time: CPU ms owed (repaid at `siteCpuShare` per ms), as of `at`. */
+interface Usage {
+  debt: number;
+  at: number;
+  /** When it last started an invocation (other sites see contention for a while after). */
+  active: number;
+}
+
+/** How long after a site's last invocation it counts as being served (ms). */
+const CONTENTION_MS = 2000;
+
 interface Waiting {
   req: RunRequest;
   api: ApiTarget | null;
@@ -59,6 +75,10 @@ export interface PoolOptions {
   concurrency: number;
   /** Threads one site may hold at once (default: half of `size`, at least one). */
   siteThreads?: number;
+  /** The share of one thread's time a site's functions may use while other sites invoke theirs (default 0.25). */
+  siteCpuShare?: number;
+  /** CPU milliseconds a site may run ahead of its share before it waits (default 500). */
+  burstMs?: number;
   /** How long past an invocation's timeout its thread is terminated (ms). */
   graceMs?: number;
 }
@@ -67,12 +87,14 @@ export class SandboxPool {
   private readonly slots: Slot[] = [];
   /** Waiting invocations by site; the map's order is the round-robin order. */
   private readonly queues = new Map<string, Waiting[]>();
+  private readonly usage = new Map<string, Usage>();
+  private wakeTimer: NodeJS.Timeout | undefined;
   private nextId = 1;
   private closed = false;
   private readonly options: Required<PoolOptions>;
 
   constructor(options: PoolOptions) {
-    this.options = { graceMs: 5000, siteThreads: Math.max(1, Math.floor(options.size / 2)), ...options };
+    this.options = { graceMs: 5000, siteThreads: Math.max(1, Math.floor(options.size / 2)), siteCpuShare: 0.25, burstMs: 500, ...options };
   }
 
   /** Threads running (a retired one leaves `slots` at once). */
@@ -99,10 +121,13 @@ export class SandboxPool {
 
   /** Hands waiting invocations to threads, one site at a time in turn, while any fits. */
   private dispatch(): void {
+    const now = performance.now();
+    for (const [site, u] of this.usage) if (now - u.active > CONTENTION_MS && this.usageOf(site, now).debt === 0) this.usage.delete(site);
     let progress = true;
     while (progress && !this.closed) {
       progress = false;
       for (const [site, queue] of [...this.queues]) {
+        if (this.overShare(site)) continue;
         const slot = this.slotFor(site);
         if (!slot) continue;
         const job = queue.shift()!;
@@ -113,6 +138,27 @@ export class SandboxPool {
         progress = true;
       }
     }
+  }
+
+  /** The site's usage with its debt repaid up to now. */
+  private usageOf(site: string, now: number): Usage {
+    const u = this.usage.get(site) ?? { debt: 0, at: now, active: 0 };
+    u.debt = Math.max(0, u.debt - (now - u.at) * this.options.siteCpuShare);
+    u.at = now;
+    this.usage.set(site, u);
+    return u;
+  }
+
+  /** Whether `site` owes more than its burst while another site is being served (then a timer dispatches again once it is repaid). */
+  private overShare(site: string): boolean {
+    const now = performance.now();
+    const u = this.usageOf(site, now);
+    if (u.debt <= this.options.burstMs) return false;
+    const contended = [...this.usage].some(([other, o]) => other !== site && now - o.active < CONTENTION_MS);
+    if (!contended) return false;
+    const repaidIn = (u.debt - this.options.burstMs) / this.options.siteCpuShare;
+    if (!this.wakeTimer) this.wakeTimer = setTimeout(() => ((this.wakeTimer = undefined), this.dispatch()), Math.min(repaidIn, CONTENTION_MS) + 1).unref();
+    return true;
   }
 
   /** A thread for one more invocation of `site`: one it holds with room, else a free one (started if need be) within its share. */
@@ -131,8 +177,10 @@ export class SandboxPool {
   private start(slot: Slot, site: string, job: Waiting): void {
     slot.site = site;
     slot.load++;
+    this.usageOf(site, performance.now()).active = performance.now();
     const id = this.nextId++;
     const done = (outcome: RunOutcome) => {
+      this.usageOf(site, performance.now()).debt += outcome.cpu_ms;
       job.resolve(outcome);
       slot.load--;
       if (slot.load === 0) slot.site = null;
