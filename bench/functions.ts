@@ -17,8 +17,10 @@
 //    (POST /api/users/, argon2 hashing included) with 0, 1 and 5 subscribed functions; p50 and
 //    the added milliseconds over 0.
 // 5. Noisy neighbour (issue 29 #3): BENCH_NEIGHBOUR_RUNS (200) sequential invocations of `echo`
-//    alone, then while another site runs hostile functions over and over (4 clients: two a memory
-//    filler, two a CPU spinner, FUNCTION_CPU_LIMIT_MS 2000); p50 / p99 and the failures.
+//    alone and as many while another site runs hostile functions over and over (4 clients: two a
+//    memory filler, two a CPU spinner, FUNCTION_CPU_LIMIT_MS 2000), in 5 rounds that alternate
+//    (alone, beside) so that whatever else the machine does weighs on both sides alike; p50 / p99
+//    and the failures.
 //
 // Output: tables on stdout, the reproduce command, bench/results/functions-latest.json.
 import http from 'node:http';
@@ -215,31 +217,39 @@ async function benchMain(): Promise<void> {
       ok(await api(`${platform.url}/sites/${other}${fns}`, 'POST', { token: otherToken, body: { name, code } }), 201, 'hostile function');
     }
     token = await siteToken(platform.url, site);
-    const neighbour = async () => {
-      const times: number[] = [];
+    const neighbourRounds = 5;
+    const perRound = Math.ceil(NEIGHBOUR_RUNS / neighbourRounds);
+    const echoes = async (times: number[]) => {
       let failures = 0;
-      for (let i = 0; i < NEIGHBOUR_RUNS; i++) {
+      for (let i = 0; i < perRound; i++) {
         const r = await invoke();
         if (r.status !== 200 || r.body.status !== 'succeeded') failures++;
         times.push(r.ms);
       }
-      return { p50: pct(times, 50), p99: pct(times, 99), failures };
+      return failures;
     };
-    const alone = await neighbour();
-    let stopHostile = false;
+    const aloneTimes: number[] = [];
+    const besideTimes: number[] = [];
+    let besideFailures = 0;
     const hostileOutcomes: Record<string, number> = {};
-    const hostile = (name: string) => (async () => {
-      while (!stopHostile) {
-        const r = await post(`${platform.url}/sites/${other}${fns}${name}/invoke/`, otherToken, {});
-        const key = `${name}: ${r.body.error?.type ?? r.body.status ?? r.status}`;
-        hostileOutcomes[key] = (hostileOutcomes[key] ?? 0) + 1;
-      }
-    })();
-    const attackers = [hostile('fill'), hostile('fill'), hostile('spin'), hostile('spin')];
-    await new Promise((r) => setTimeout(r, 1000));
-    const beside = await neighbour();
-    stopHostile = true;
-    await Promise.all(attackers);
+    for (let round = 0; round < neighbourRounds; round++) {
+      await echoes(aloneTimes);
+      let stopHostile = false;
+      const hostile = async (name: string) => {
+        while (!stopHostile) {
+          const r = await post(`${platform.url}/sites/${other}${fns}${name}/invoke/`, otherToken, {});
+          const key = `${name}: ${r.body.error?.type ?? r.body.status ?? r.status}`;
+          hostileOutcomes[key] = (hostileOutcomes[key] ?? 0) + 1;
+        }
+      };
+      const attackers = [hostile('fill'), hostile('fill'), hostile('spin'), hostile('spin')];
+      await new Promise((r) => setTimeout(r, 300));
+      besideFailures += await echoes(besideTimes);
+      stopHostile = true;
+      await Promise.all(attackers);
+    }
+    const alone = { p50: pct(aloneTimes, 50), p99: pct(aloneTimes, 99) };
+    const beside = { p50: pct(besideTimes, 50), p99: pct(besideTimes, 99), failures: besideFailures };
     log(`neighbour: alone p50/p99 ${alone.p50}/${alone.p99} ms, beside hostile ${beside.p50}/${beside.p99} ms, failures ${beside.failures}`);
 
     const mean = (xs: number[]) => Math.round((xs.reduce((a, b) => a + b, 0) / xs.length) * 10) / 10;
