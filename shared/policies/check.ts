@@ -22,6 +22,8 @@ export class ResourceEval {
   readonly principal: Principal;
   /** The outputs of the rules evaluated, once per rule and action. */
   readonly outputs: RuleOutput[] = [];
+  /** The policies that apply to this principal and resource, whatever the action (found once per resource). */
+  route: Route | undefined;
 
   constructor(principal: Principal, resource: Resource) {
     this.principal = principal;
@@ -38,6 +40,7 @@ export class ResourceEval {
     act = { ...this.base, C: locals.constants, constants: locals.constants, V, variables: V };
     if (effectiveDerivedRoles) act.runtime = { effectiveDerivedRoles: effectiveDerivedRoles() };
     for (const v of locals.variables) {
+      if (!locals.used.has(v.name)) continue;
       const value = valueOf(v.program, act);
       if (value !== undefined) V[v.name] = value;
     }
@@ -163,6 +166,44 @@ export function principalChain(compiled: Compiled, principal: Principal): CPrinc
     .filter((p): p is CPrincipalPolicy => p !== undefined);
 }
 
+/** What decide() finds for a principal and a resource before any action: the same for each of its actions. */
+interface Route {
+  principals: CPrincipalPolicy[];
+  /** The resource chain (null: the scope holds no policy, NO_MATCH). */
+  chain: CResourcePolicy[] | null;
+  first: ActionMeta;
+  reportAll: boolean;
+  /** Each distinct role of the principal: its family and the role policies that narrow it. */
+  roles: { family: ReadonlySet<string>; narrowing: CRolePolicy[] }[];
+}
+
+function routeOf(compiled: Compiled, principal: Principal, resource: Resource): Route {
+  const principals = principalChain(compiled, principal);
+  const version = resource.policyVersion ?? 'default';
+  const scope = resource.scope ?? '';
+  const chain = resourceChain(compiled, resource.kind, version, scope);
+  if (chain === null || chain.length === 0) return { principals, chain, first: { matchedPolicy: NO_MATCH }, reportAll: false, roles: [] };
+  const scopes = scopeChain(scope);
+  const roles = [...new Set(principal.roles)].map((role) => {
+    // The role policies of the role and of every role it inherits from narrow it.
+    const family = roleFamily(compiled, role, scopes, version);
+    const narrowing: CRolePolicy[] = [];
+    for (const member of family) {
+      const rp = rolePolicyOf(compiled, member, version, scopes);
+      if (rp) narrowing.push(rp);
+    }
+    return { family, narrowing };
+  });
+  return {
+    principals,
+    chain,
+    first: { matchedPolicy: chain[0].id, ...(chain[0].scope ? { matchedScope: chain[0].scope } : {}) },
+    // With rule outputs, every role's rules are evaluated (their outputs reported); the first ALLOW decides.
+    reportAll: chain.some((p) => p.outputs),
+    roles,
+  };
+}
+
 interface Decision {
   effect: Effect;
   meta: ActionMeta;
@@ -172,10 +213,10 @@ interface Decision {
 
 /** One action on one resource. */
 export function decide(compiled: Compiled, ev: ResourceEval, resource: Resource, action: string): Decision {
-  const principal = ev.principal;
+  const route = (ev.route ??= routeOf(compiled, ev.principal, resource));
   // 1. Principal policies: a decision there is final.
   // A principal ALLOW set aside by a parental-consent scope falls through to the resource policies.
-  for (const p of principalChain(compiled, principal)) {
+  for (const p of route.principals) {
     const act = ev.activation(p.locals, p);
     let allowed = false;
     let allowMatched = false;
@@ -196,22 +237,13 @@ export function decide(compiled: Compiled, ev: ResourceEval, resource: Resource,
   }
 
   // 2. Resource policies, per role.
-  const version = resource.policyVersion ?? 'default';
-  const scope = resource.scope ?? '';
-  const chain = resourceChain(compiled, resource.kind, version, scope);
-  if (chain === null || chain.length === 0) return { effect: 'EFFECT_DENY', meta: { matchedPolicy: NO_MATCH }, resources: true };
-  const scopes = scopeChain(scope);
-  const first = { matchedPolicy: chain[0].id, ...(chain[0].scope ? { matchedScope: chain[0].scope } : {}) };
-  // With rule outputs, every role's rules are evaluated (their outputs reported); the first ALLOW decides.
-  const reportAll = chain.some((p) => p.outputs);
+  const { chain, first, reportAll } = route;
+  if (chain === null || chain.length === 0) return { effect: 'EFFECT_DENY', meta: first, resources: true };
   let allow: Decision | undefined;
   let denyMeta: ActionMeta | undefined;
-  roles: for (const role of new Set(principal.roles)) {
-    // The role policies of the role and of every role it inherits from narrow it.
-    const family = roleFamily(compiled, role, scopes, version);
-    for (const member of family) {
-      const rp = rolePolicyOf(compiled, member, version, scopes);
-      if (rp && !rolePolicyAllows(ev, rp, resource.kind, action)) {
+  roles: for (const { family, narrowing } of route.roles) {
+    for (const rp of narrowing) {
+      if (!rolePolicyAllows(ev, rp, resource.kind, action)) {
         denyMeta ??= { matchedPolicy: rp.id, ...(rp.scope ? { matchedScope: rp.scope } : {}) };
         continue roles;
       }
@@ -296,7 +328,7 @@ export function checkResources(compiled: Compiled, req: CheckRequest): CheckResp
     if (ev.outputs.length) result.outputs = ev.outputs;
     if (req.includeMeta) {
       // Only the resource policies evaluated count (none when principal policies decided every action).
-      const edr = resourcesEvaluated ? effectiveDerivedRoles(ev, resourceChain(compiled, resource.kind, resource.policyVersion ?? 'default', resource.scope ?? '')) : [];
+      const edr = resourcesEvaluated ? effectiveDerivedRoles(ev, ev.route?.chain ?? null) : [];
       result.meta = { actions: metaActions, ...(edr.length ? { effectiveDerivedRoles: edr } : {}) };
     }
     return result;

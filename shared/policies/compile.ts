@@ -35,6 +35,17 @@ export interface Locals {
   /** Each variable's growth (growth.ts): how many times the attributes' size its value may be. */
   growth: Map<string, number>;
   constantSources: Record<string, { source: string; kind: 'KIND_LOCAL' | 'KIND_IMPORTED' }>;
+  /** The variables each variable reads. */
+  deps: Map<string, Set<string>>;
+  /** The variables the policy's conditions and outputs read, with theirs: the only ones a check evaluates (variables have no effects; an unread one would only cost). */
+  used: Set<string>;
+}
+
+/** Marks a variable, and those it reads, as read by the policy. */
+function markUsed(locals: Locals, name: string): void {
+  if (locals.used.has(name)) return;
+  locals.used.add(name);
+  for (const d of locals.deps.get(name) ?? []) markUsed(locals, d);
 }
 
 export interface CDerivedRole {
@@ -233,7 +244,7 @@ export function compile(input: PolicyDocument[]): Compiled {
   };
 
   const localsOf = (policy: string, base: string, variables: Variables | undefined, topLevel: Record<string, string> | undefined, constants: Constants | undefined): Locals => {
-    const locals: Locals = { constants: {}, variables: [], growth: new Map(), constantSources: {} };
+    const locals: Locals = { constants: {}, variables: [], growth: new Map(), constantSources: {}, deps: new Map(), used: new Set() };
     for (const name of constants?.import ?? []) {
       const defs = exportedConstants.get(name);
       if (!defs) problems.add(policy, `${base}constants.import`, `Unknown constants set "${name}".`);
@@ -263,7 +274,7 @@ export function compile(input: PolicyDocument[]): Compiled {
     }
     // Dependency order: a variable may use others defined in any order; a cycle is an error.
     const programs = new Map<string, CelProgram>();
-    const deps = new Map<string, Set<string>>();
+    const deps = locals.deps;
     for (const [k, v] of sources) {
       const program = compileExpr(policy, v.path, v.expr);
       if (!program) continue;
@@ -298,7 +309,10 @@ export function compile(input: PolicyDocument[]): Compiled {
     if (!program) return undefined;
     const refs = { variables: new Set<string>(), constants: new Set<string>() };
     references(program.run.ast, refs);
-    for (const v of refs.variables) if (!locals.variables.some((x) => x.name === v)) problems.add(policy, path, `Unknown variable "${v}".`);
+    for (const v of refs.variables) {
+      if (!locals.variables.some((x) => x.name === v)) problems.add(policy, path, `Unknown variable "${v}".`);
+      else markUsed(locals, v);
+    }
     for (const c of refs.constants) if (!(c in locals.constants)) problems.add(policy, path, `Unknown constant "${c}".`);
     checkCost(policy, path, program, locals);
     return program;

@@ -112,3 +112,35 @@ test('CEL that could loop or explode is bounded: size limits and no nested compr
   t.is(res.results[0].actions.read, 'EFFECT_DENY');
   t.log(`200,000-element list: ${Number(process.hrtime.bigint() - started) / 1e6} ms`);
 });
+
+test("an action's decision does not depend on the other actions asked: a rule action without '*' is literal (Cerbos' rule index), with one a glob", (t) => {
+  const doc: PolicyDocument = {
+    resourcePolicy: { resource: 'doc', version: 'default', rules: [{ actions: ['x?', '[a]', '{edit,delete}:own', 'view:*', 'p?*'], effect: 'EFFECT_ALLOW', roles: ['member'] }] },
+  };
+  const set = compilePolicies([doc]);
+  const ask = (actions: string[]) => set.check({ principal: alice, resources: [{ resource: { kind: 'doc', id: '1', attr: {} }, actions }] }).results[0].actions;
+  const all = ['x?', 'xy', '[a]', 'a', '{edit,delete}:own', 'edit:own', 'view:all', 'view:a:b', 'p?', 'pq', 'pqr', 'p'];
+  const together = ask(all);
+  for (const action of all) t.is(ask([action])[action], together[action], action);
+  t.like(together, { 'x?': 'EFFECT_ALLOW', xy: 'EFFECT_DENY', '[a]': 'EFFECT_ALLOW', a: 'EFFECT_DENY', '{edit,delete}:own': 'EFFECT_ALLOW', 'edit:own': 'EFFECT_DENY' });
+  t.like(together, { 'view:all': 'EFFECT_ALLOW', 'view:a:b': 'EFFECT_DENY', 'p?': 'EFFECT_ALLOW', pq: 'EFFECT_ALLOW', pqr: 'EFFECT_ALLOW', p: 'EFFECT_DENY' });
+});
+
+test('only the variables a policy reads are evaluated: an unread one costs nothing (here one over the value budget)', (t) => {
+  const doc: PolicyDocument = {
+    resourcePolicy: {
+      resource: 'doc',
+      version: 'default',
+      variables: { local: { open: 'R.attr.status == "open"', ok: 'V.open && R.attr.n > 0', unread: 'R.attr.s + R.attr.s + R.attr.s + R.attr.s' } },
+      rules: [{ actions: ['read'], effect: 'EFFECT_ALLOW', roles: ['member'], condition: { match: { expr: 'V.ok' } } }],
+    },
+  };
+  const set = compilePolicies([doc]);
+  const ask = (attr: Record<string, unknown>) => set.check({ principal: alice, resources: [{ resource: { kind: 'doc', id: '1', attr }, actions: ['read'] }] }).results[0].actions.read;
+  t.is(ask({ status: 'open', n: 1 }), 'EFFECT_ALLOW', 'ok reads open: both evaluated');
+  t.is(ask({ status: 'closed', n: 1 }), 'EFFECT_DENY');
+  t.is(ask({ status: 'open' }), 'EFFECT_DENY', 'a failing variable is absent');
+  t.is(ask({ status: 'open', n: 1, s: 'x'.repeat(300_000) }), 'EFFECT_ALLOW', 'unread: never built (1.2 M characters would exceed maxValueSize)');
+  const reads: PolicyDocument = { resourcePolicy: { ...doc.resourcePolicy!, rules: [{ actions: ['read'], effect: 'EFFECT_ALLOW', roles: ['member'], condition: { match: { expr: 'V.ok && size(V.unread) > 0' } } }] } };
+  t.throws(() => compilePolicies([reads]).check({ principal: alice, resources: [{ resource: { kind: 'doc', id: '1', attr: { status: 'open', n: 1, s: 'x'.repeat(300_000) } }, actions: ['read'] }] }), { message: /maxValueSize|at most/ }, 'read: over the budget');
+});

@@ -1,9 +1,11 @@
-// Cerbos' action and resource patterns: globs with `:` as the separator (Cerbos 0.51,
-// internal/util/globs_common.go; docs/policies-differential.md). `*` matches a run without `:`,
-// `**` any run, `?` one character other than `:`, `[abc]`/`[a-z]`/`[!abc]` one character of a
-// class, `{a,b}` either alternative, `\` escapes; a lone `*` matches everything. Matching is a
-// dynamic programme over the text (time O(pattern × text)), never a backtracking regular
-// expression; alternatives expand to at most MAX_ALTERNATIVES plain patterns.
+// Cerbos' action and resource patterns (Cerbos 0.51; docs/policies-differential.md). A pattern
+// is a glob only when it holds a `*`, as in Cerbos' rule index (internal/ruletable/index
+// glob_dimension.go): `x?` or `[a]` without one is literal text and matches only itself. A glob
+// has `:` as the separator (internal/util/globs_common.go): `*` matches a run without `:`, `**`
+// any run, `?` one character other than `:`, `[abc]`/`[a-z]`/`[!abc]` one character of a class,
+// `{a,b}` either alternative, `\` escapes; a lone `*` matches everything. Matching is a dynamic
+// programme over the text (time O(pattern × text)), never a backtracking regular expression;
+// alternatives expand to at most MAX_ALTERNATIVES plain patterns.
 
 export type Matcher = (text: string) => boolean;
 
@@ -125,10 +127,13 @@ function plainMatcher(toks: Token[]): Matcher {
 
 const SPECIAL = /[*?[{\\]/;
 
-/** A matcher of one pattern; throws GlobError for a malformed one. */
+/** Whether Cerbos treats the pattern as a glob (else it is literal text). */
+const isGlob = (pattern: string) => pattern.includes('*');
+
+/** A matcher of one pattern; throws GlobError for a malformed glob. */
 export function globMatcher(pattern: string): Matcher {
   if (pattern === '*') return () => true;
-  if (!SPECIAL.test(pattern)) return (text) => text === pattern;
+  if (!isGlob(pattern)) return (text) => text === pattern;
   const alternatives = expand(pattern).map((p) => (SPECIAL.test(p) ? plainMatcher(tokens(p)) : (text: string) => text === p));
   return memoised((text) => text === pattern || alternatives.some((m) => m(text)));
 }
@@ -152,11 +157,11 @@ function memoised(match: Matcher): Matcher {
   };
 }
 
-/** One matcher for a list of patterns (any of them; a pattern also matches its own text, as Cerbos' does: `[a]` matches "[a]"). */
+/** One matcher for a list of patterns (any of them; a glob also matches its own text, as Cerbos' does: `a*` matches "a*"). */
 export function anyMatcher(patterns: string[]): Matcher {
   if (patterns.includes('*')) return () => true;
   const literal = new Set(patterns);
-  const globs = patterns.filter((p) => SPECIAL.test(p)).map(globMatcher);
+  const globs = patterns.filter(isGlob).map(globMatcher);
   if (globs.length === 0) return (text) => literal.has(text);
   return (text) => literal.has(text) || globs.some((g) => g(text));
 }
