@@ -6,9 +6,9 @@
 // and how; the guest only names a method, an `/api/…` path and a JSON body).
 //
 // Limits: a memory limit on the runtime (QuickJS counts its allocations; an allocation past it
-// throws "out of memory"), a stack limit, CPU time (the time spent executing guest code, counted
-// around every entry into the VM; the interrupt handler stops the guest past it) and the
-// wall-clock timeout (the function's `timeout`: awaiting the SDK counts, CPU limit or not).
+// throws "out of memory"), a stack limit, CPU time (the thread's CPU time while it executes guest
+// code, counted around every entry into the VM; the interrupt handler stops the guest past it) and
+// the wall-clock timeout (the function's `timeout`: awaiting the SDK counts, CPU limit or not).
 // Values cross the boundary as JSON text only, so no host object (and no host prototype) is
 // ever reachable from the guest. docs/functions.md.
 import variant from '@jitl/quickjs-wasmfile-release-sync';
@@ -106,6 +106,16 @@ class Stop extends Error {
   }
 }
 
+/**
+ * The calling thread's CPU time (ms). Guest time is counted with it, not with the wall clock: on a
+ * busy machine a sandbox thread (at a lower priority) waits for a core, and that wait is no CPU
+ * the function used. The kernel accounts it in scheduler ticks, so one reading may lag by a few ms.
+ */
+const threadCpuMs = (): number => {
+  const { user, system } = process.threadCpuUsage();
+  return (user + system) / 1000;
+};
+
 /** Runs `req.code`'s exported handler once; never throws (a failure is the outcome's `error`). */
 export async function runFunction(qjs: QuickJSWASMModule, req: RunRequest, api: ApiCall): Promise<RunOutcome> {
   const started = performance.now();
@@ -115,6 +125,7 @@ export async function runFunction(qjs: QuickJSWASMModule, req: RunRequest, api: 
   let truncated = false;
   let cpu = 0;
   let enteredAt = 0;
+  let enteredCpu = 0;
   let stopReason: 'cpu' | 'timeout' | undefined;
   const deadline = started + limits.timeoutMs;
 
@@ -123,18 +134,21 @@ export async function runFunction(qjs: QuickJSWASMModule, req: RunRequest, api: 
   runtime.setMaxStackSize(256 * 1024);
   runtime.setInterruptHandler(() => {
     const now = performance.now();
-    if (cpu + (now - enteredAt) > limits.cpuMs) stopReason ??= 'cpu';
+    // The wall clock inside the guest bounds its CPU time from above: the thread's own CPU time is
+    // read only once that bound passes the limit.
+    if (cpu + (now - enteredAt) > limits.cpuMs && cpu + (threadCpuMs() - enteredCpu) > limits.cpuMs) stopReason ??= 'cpu';
     else if (now > deadline) stopReason ??= 'timeout';
     return stopReason !== undefined;
   });
   const vm = runtime.newContext();
-  /** Guest code runs only inside enter(): its time is counted. */
+  /** Guest code runs only inside enter(): its CPU time is counted. */
   const enter = <T>(fn: () => T): T => {
     enteredAt = performance.now();
+    enteredCpu = threadCpuMs();
     try {
       return fn();
     } finally {
-      cpu += performance.now() - enteredAt;
+      cpu += Math.max(0, Math.min(performance.now() - enteredAt, threadCpuMs() - enteredCpu));
     }
   };
   const pending = new Set<QuickJSDeferredPromise>();
