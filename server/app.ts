@@ -100,8 +100,8 @@ export function faultLogs(log: Logger, probe?: DatabaseProbe): FaultLogs {
 export const API_VERSION = '1.0.0';
 
 /** The function runtime of an app made without one: sandboxes on demand, no queue claims (its `start` is never called). */
-export function functionRuntime(deps: Pick<AppDeps, 'config' | 'orm' | 'tokens' | 'log'>, keyring: SecretKeyring): FunctionRuntime {
-  return new FunctionRuntime({ orm: deps.orm, keyring, tokens: deps.tokens, config: deps.config.functions, log: deps.log, platformHost: deps.config.platformHosts[0] ?? 'localhost' });
+export function functionRuntime(deps: Pick<AppDeps, 'config' | 'orm' | 'tokens' | 'log' | 'faults'>, keyring: SecretKeyring): FunctionRuntime {
+  return new FunctionRuntime({ orm: deps.orm, keyring, tokens: deps.tokens, config: deps.config.functions, log: deps.log, platformHost: deps.config.platformHosts[0] ?? 'localhost', databaseFaults: deps.faults?.database });
 }
 
 export function buildRegistry(deps: Pick<AppDeps, 'config' | 'tokens' | 'mailer' | 'log' | 'store'> & { secrets: SecretKeyring; functions: FunctionRuntime }): RouteRegistry {

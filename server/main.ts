@@ -205,7 +205,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const secrets = new SecretKeyring(tokens.secretKey, config.secretsKeyVersion);
     const objects = storeFromConfig(config.storage, config.dataDir);
     store = objects;
-    functions = functionRuntime({ config, orm: db.orm, tokens, log }, secrets);
+    functions = functionRuntime({ config, orm: db.orm, tokens, log, faults }, secrets);
     const app = createApp({ config, orm: db.orm, log, tokens, redis, hosts, appLimits, caches, mailer, secrets, store: objects, functions, probe, faults, isShuttingDown: () => shuttingDown, extraRoutes: options.extraRoutes });
     const srv = http.createServer(app.callback());
     server = srv;

@@ -149,3 +149,27 @@ test.serial('issue 29 #14: transactions in flight when the database goes away gi
   t.deepEqual(after.map((r) => r.status), Array(12).fill(200));
   t.deepEqual((await s.api('POST', '/api/test/slow-transaction/')).body, { done: true });
 });
+
+test.serial("issue 29 #14: the function queue's polls of a lost database count in the outage's one line, not a line every 2 s", async (t) => {
+  const queueLog = capturingLog();
+  const q = await startTestServer({ ...LIMITS, FUNCTION_QUEUE_ENABLED: 'true', DATABASE_URL: pgOwn.url('platform') }, { log: queueLog.log });
+  try {
+    const from = queueLog.lines.length;
+    await pgOwn.crash();
+    await new Promise((r) => setTimeout(r, 7_000)); // the queue polls every 2 s: three polls or more
+    await pgOwn.restart();
+    let ended: string | undefined;
+    for (let i = 0; i < 100 && !ended; i++) {
+      ended = queueLog.lines.slice(from).find((l) => l.includes('"database available again"'));
+      if (!ended) await new Promise((r) => setTimeout(r, 100));
+    }
+    const lines = queueLog.lines.slice(from);
+    const started = lines.filter((l) => l.includes('database unavailable'));
+    t.is(started.length, 1, lines.join('\n'));
+    t.like(JSON.parse(started[0]!), { level: 40, component: 'function queue: claim failed' });
+    t.true(ended !== undefined && (JSON.parse(ended) as { failed: number }).failed >= 3, ended);
+    t.false(lines.some((l) => l.includes('"msg":"function queue:')), 'no line of its own per failed poll');
+  } finally {
+    await q.close();
+  }
+});

@@ -14,7 +14,9 @@ import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { signToken, type TokenSettings } from '../auth/tokens.ts';
 import type { Logger } from '../common/logger.ts';
+import type { FaultLog } from '../db/availability.ts';
 import type { ChangeListener } from '../db/changes.ts';
+import { isDatabaseUnavailable } from '../db/errors.ts';
 import type { Orm } from '../db/orm.ts';
 import { countOf, firstRow, rows } from '../db/sql.ts';
 import { DomainError } from '../errors.ts';
@@ -108,6 +110,8 @@ export interface RuntimeOptions {
   log: Logger;
   /** The Host header of the SDK's requests: a platform host. */
   platformHost: string;
+  /** Where a lost database is logged, once per burst (db/availability.ts); without it, each failure is a line. */
+  databaseFaults?: FaultLog;
 }
 
 export class FunctionRuntime {
@@ -161,6 +165,13 @@ export class FunctionRuntime {
     this.poke();
   }
 
+  /** A background failure of the queue: a lost database counts in its burst (one line for the outage, not one per poll), anything else is logged. */
+  private failed(err: Error, message: string, context: Record<string, unknown> = {}, level: 'warn' | 'error' = 'warn'): void {
+    const faults = this.options.databaseFaults;
+    if (faults && isDatabaseUnavailable(err)) faults.failed(err, { ...context, component: message });
+    else this.options.log[level]({ ...context, err: err.message }, message);
+  }
+
   /** Claims what is ready, up to this process's capacity (one claim loop at a time). */
   poke(): void {
     if (!this.started || this.stopped) return;
@@ -170,7 +181,7 @@ export class FunctionRuntime {
     }
     this.draining = true;
     void this.drain()
-      .catch((err: Error) => this.options.log.warn({ err: err.message }, 'function queue: claim failed'))
+      .catch((err: Error) => this.failed(err, 'function queue: claim failed'))
       .finally(() => {
         this.draining = false;
         if (this.again) {
@@ -217,7 +228,7 @@ export class FunctionRuntime {
         this.active.add(id);
         this.activeBySite.set(site, (this.activeBySite.get(site) ?? 0) + 1);
         const run = this.runJob(id, site, Number(job.invocation_id), job.attempts)
-          .catch((err: Error) => this.options.log.error({ err: err.message, schema: site, invocation: job.invocation_id }, 'function queue: job failed'))
+          .catch((err: Error) => this.failed(err, 'function queue: job failed', { schema: site, invocation: job.invocation_id }, 'error'))
           .finally(() => {
             this.active.delete(id);
             const left = this.activeBySite.get(site)! - 1;
@@ -275,7 +286,7 @@ export class FunctionRuntime {
     if (!this.active.size) return;
     await this.options.orm.em
       .execute(`UPDATE public.function_jobs SET locked_until = now() + make_interval(secs => ?) WHERE locked_by = ? AND id IN (?)`, [LEASE_SECONDS, this.id, [...this.active]])
-      .catch((err: Error) => this.options.log.warn({ err: err.message }, 'function queue: lease renewal failed'));
+      .catch((err: Error) => this.failed(err, 'function queue: lease renewal failed'));
   }
 
   private async runJob(jobId: number, schema: string, invocationId: number, attempts: number): Promise<void> {
