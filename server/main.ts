@@ -1,5 +1,6 @@
-// Starts the platform: database (embedded or DATABASE_URL), migrations, first superuser,
-// HTTP server. `close()` shuts down in order: stop accepting → finish in-flight requests
+// Starts the platform: the port first (taken: PortInUseError, before anything else is made), then
+// database (embedded or DATABASE_URL), migrations, first superuser; requests are answered 503
+// (starting) until the HTTP application is ready. `close()` shuts down in order: stop accepting → finish in-flight requests
 // (up to SHUTDOWN_TIMEOUT_MS; then what they run in the database is cut off and rolled back, and
 // their connections closed) → close Redis and the pool → stop the embedded PostgreSQL.
 import http from 'node:http';
@@ -113,7 +114,7 @@ async function bootstrap(db: Database, config: Config, log: Logger, announce: (t
   if (boot.generatedPassword) {
     // Shown once, on the terminal only: never through the structured log.
     announce(
-      `\n  First superuser created.\n    username: ${boot.username}\n    password: ${boot.generatedPassword}\n  Store it now: it is not shown again (change it with \`platform login\` then the profile API).\n\n`,
+      `\n  First superuser created.\n    username: ${boot.username}\n    password: ${boot.generatedPassword}\n  Store it now: it is not shown again. Lost, set another on this machine:\n    platform user update ${boot.username} --password … --direct\n\n`,
     );
   }
 }
@@ -144,10 +145,17 @@ function processCaches(db: Database, config: Config): { hosts: HostResolver; app
   return { hosts, appLimits, caches: requestCaches(changes), changes };
 }
 
+/** The port is taken: said before anything else is done (no database made, no password shown and lost). */
+export class PortInUseError extends Error {
+  override name = 'PortInUseError';
+}
+
 /** Listens on HOST:PORT; the URL to reach it (0.0.0.0 is reached at 127.0.0.1). */
 async function listen(srv: http.Server, config: Config): Promise<{ url: string; port: number }> {
   await new Promise<void>((resolve, reject) => {
-    srv.once('error', reject);
+    srv.once('error', (err: NodeJS.ErrnoException) =>
+      reject(err.code === 'EADDRINUSE' ? new PortInUseError(`port ${config.port} is in use: set PORT=… (or \`platform serve --port …\`) to a free port, or stop what listens on it`) : err),
+    );
     srv.listen(config.port, config.host, () => resolve());
   });
   const { port } = srv.address() as AddressInfo;
@@ -179,13 +187,27 @@ function stopAccepting(srv: http.Server, db: Database, timeoutMs: number, log: L
   });
 }
 
+/** What a request gets while the server starts (migrations, first-run work): 503, try again in a second. */
+function starting(res: http.ServerResponse): void {
+  res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1', connection: 'close' });
+  res.end(JSON.stringify({ status: 'error', code: 'SERVICE_UNAVAILABLE', message: 'The platform is starting; retry in a moment.', detail: 'Service temporarily unavailable.', retry_after: 1 }));
+}
+
 export async function startServer(config: Config, options: StartOptions = {}): Promise<ServerHandle> {
   tuneHeap();
   const log = options.log ?? createLogger(config.logLevel);
-  const db = await openDatabase(config, { info: (m) => log.info(m), error: (m) => log.error(m) });
+  // The port first: a taken one is said before any first-run work (a database made, a password
+  // shown once). Until the platform is ready, requests are answered 503 (starting).
+  let handler: http.RequestListener | undefined;
+  const srv = http.createServer((req, res) => (handler ? handler(req, res) : starting(res)));
+  srv.keepAliveTimeout = 65_000;
+  const { url, port } = await listen(srv, config);
+  const db = await openDatabase(config, { info: (m) => log.info(m), error: (m) => log.error(m) }).catch((err: unknown) => {
+    srv.close();
+    throw err;
+  });
   let redis: Redis | undefined;
   let redisFaults: FaultLog | undefined;
-  let server: http.Server | undefined;
   let changes: ChangeListener | undefined;
   let store: ObjectStore | undefined;
   let functions: FunctionRuntime | undefined;
@@ -207,10 +229,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     store = objects;
     functions = functionRuntime({ config, orm: db.orm, tokens, log, faults }, secrets);
     const app = createApp({ config, orm: db.orm, log, tokens, redis, hosts, appLimits, caches, mailer, secrets, store: objects, functions, probe, faults, isShuttingDown: () => shuttingDown, extraRoutes: options.extraRoutes });
-    const srv = http.createServer(app.callback());
-    server = srv;
-    srv.keepAliveTimeout = 65_000;
-    const { url, port } = await listen(srv, config);
+    handler = app.callback();
     log.info({ url, database: db.embedded ? 'embedded' : 'external', environment: config.environment }, 'platform listening');
     functions.start(changes, url);
     const jobs = [
@@ -242,7 +261,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       },
     };
   } catch (err) {
-    server?.close();
+    srv.close();
     redisFaults?.close();
     redis?.disconnect();
     await store?.close().catch(() => undefined);

@@ -17,8 +17,14 @@ export default class ServeCommand extends BaseCommand<typeof ServeCommand> {
     const config = loadConfig();
     if (this.flags.port !== undefined) config.port = this.flags.port;
     if (this.flags.host !== undefined) config.host = this.flags.host;
-    const { startServer } = await import('../../server/main.ts');
-    const handle = await startServer(config, { migrate: this.flags.migrate });
+    const { PortInUseError, startServer } = await import('../../server/main.ts');
+    const handle = await startServer(config, { migrate: this.flags.migrate }).catch((err: unknown) => {
+      if (!(err instanceof PortInUseError)) throw err;
+      process.stderr.write(`${err.message}\n`);
+      process.exit(1);
+    });
+    // A person at a terminal gets one line; the JSON log is for machines.
+    if (process.stderr.isTTY) process.stderr.write(`Platform ready at ${handle.url} — API docs at /api/docs/\n`);
     const code = await new Promise<number>((resolve) => {
       let stopping = false;
       const onSignal = (signal: NodeJS.Signals) => {

@@ -1,7 +1,8 @@
 // Smoke test of the default path a new user takes: `platform serve` without DATABASE_URL
 // starts the embedded PostgreSQL, survives restarts, stops it on SIGTERM, does not leave it
 // running after a SIGKILL, and recovers from an orphaned cluster.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import net from 'node:net';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -17,12 +18,20 @@ interface Served {
   stdout: () => string;
   stderr: () => string;
   exited: Promise<number | null>;
+  /** The bodies /readyz answered before it was ready (the port is bound before the database starts). */
+  early: { code?: string; message?: string }[];
+}
+
+/** The environment without what would take the server off its defaults (an external database, a given key or admin). */
+function cleanEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of ['DATABASE_URL', 'PLATFORM_SECRET_KEY', 'PLATFORM_ADMIN_PASSWORD', 'PLATFORM_ADMIN_USERNAME', 'REDIS_URL']) delete env[name];
+  return env;
 }
 
 async function serve(dataDir: string): Promise<Served> {
   const port = await freePort();
-  const env: NodeJS.ProcessEnv = { ...process.env, PLATFORM_DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'info' };
-  for (const name of ['DATABASE_URL', 'PLATFORM_SECRET_KEY', 'PLATFORM_ADMIN_PASSWORD', 'PLATFORM_ADMIN_USERNAME', 'REDIS_URL']) delete env[name];
+  const env: NodeJS.ProcessEnv = { ...cleanEnv(), PLATFORM_DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'info' };
   const child = spawn(process.execPath, [path.join(root, 'bin/run.js'), 'serve'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
@@ -30,14 +39,17 @@ async function serve(dataDir: string): Promise<Served> {
   child.stderr!.on('data', (d) => (err += d));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 120; i++) {
+  const early: Served['early'] = [];
+  for (let i = 0; i < 300; i++) {
     if (child.exitCode !== null) throw new Error(`serve exited early:\n${out}\n${err}`);
     try {
-      if ((await fetch(`${url}/readyz`)).ok) return { child, url, stdout: () => out, stderr: () => err, exited };
+      const res = await fetch(`${url}/readyz`);
+      if (res.ok) return { child, url, stdout: () => out, stderr: () => err, exited, early };
+      early.push((await res.json()) as Served['early'][number]);
     } catch {
       /* not up yet */
     }
-    await new Promise((r) => setTimeout(r, 250));
+    await new Promise((r) => setTimeout(r, 100));
   }
   child.kill('SIGKILL');
   throw new Error(`serve did not become ready:\n${out}\n${err}`);
@@ -75,7 +87,21 @@ test('embedded default: first start, restart with data kept, clean stop, orphan 
     t.truthy(match, first.stderr());
     const password = match![1];
     t.false(first.stdout().includes(password));
-    const login = await request(first.url, 'POST', '/api/auth/jwt/token/', { body: { username: 'admin', password } });
+    // issue 30 #4: the banner names the recovery; the port answered 503 (starting) before the
+    // platform was ready; no "ready" line without a terminal (the JSON log says it).
+    t.true(first.stderr().includes('platform user update admin --password … --direct'), first.stderr());
+    t.true(first.early.some((b) => b.code === 'SERVICE_UNAVAILABLE' && /starting/.test(b.message ?? '')), JSON.stringify(first.early));
+    t.false(first.stderr().includes('Platform ready'));
+    t.is((await request(first.url, 'POST', '/api/auth/jwt/token/', { body: { username: 'admin', password } })).status, 200);
+    // The recovery the banner names, while the server runs: direct mode attaches to its embedded PostgreSQL.
+    const recover = spawnSync(process.execPath, [path.join(root, 'bin/run.js'), 'user', 'update', 'admin', '--password', 'Recovered-pass-1', '--direct', '--json'], {
+      cwd: root,
+      env: { ...cleanEnv(), PLATFORM_DATA_DIR: dataDir },
+      encoding: 'utf8',
+    });
+    t.is(recover.status, 0, recover.stderr);
+    t.is((await request(first.url, 'POST', '/api/auth/jwt/token/', { body: { username: 'admin', password } })).status, 401, 'the lost password no longer works');
+    const login = await request(first.url, 'POST', '/api/auth/jwt/token/', { body: { username: 'admin', password: 'Recovered-pass-1' } });
     t.is(login.status, 200);
     const created = await request(first.url, 'POST', '/api/cloud/users/', {
       token: login.body.access,
@@ -126,6 +152,45 @@ test('embedded default: first start, restart with data kept, clean stop, orphan 
     for (const child of running) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     const pid = postmasterPid(dataDir);
     if (pid && alive(pid)) process.kill(pid, 'SIGQUIT');
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('issue 30 #4: a taken port at first start is said before anything else: the message, exit 1, nothing created', async (t) => {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'platform-port-'));
+  const taken = net.createServer();
+  await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+  const port = (taken.address() as net.AddressInfo).port;
+  try {
+    const run = spawnSync(process.execPath, [path.join(root, 'bin/run.js'), 'serve'], { cwd: root, env: { ...cleanEnv(), PLATFORM_DATA_DIR: dataDir, PORT: String(port) }, encoding: 'utf8', timeout: 60_000 });
+    t.is(run.status, 1, run.stderr);
+    t.is(run.stderr.trim(), `port ${port} is in use: set PORT=… (or \`platform serve --port …\`) to a free port, or stop what listens on it`);
+    t.deepEqual(fs.readdirSync(dataDir), [], 'no database, no key, no password made');
+  } finally {
+    taken.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('issue 30 #4: on a terminal, one line when ready names the URL and the API docs', async (t) => {
+  const script = ['/usr/bin/script', '/bin/script'].find((f) => fs.existsSync(f));
+  if (!script) return t.pass('no `script` (util-linux) to give the server a terminal');
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'platform-tty-'));
+  const port = await freePort();
+  // script(1) runs the server on a pseudo-terminal and copies what it writes there to our pipe.
+  const command = `exec ${JSON.stringify(process.execPath)} ${JSON.stringify(path.join(root, 'bin/run.js'))} serve`;
+  const child = spawn(script, ['-qfec', command, '/dev/null'], { cwd: root, env: { ...cleanEnv(), PLATFORM_DATA_DIR: dataDir, PORT: String(port), PLATFORM_ADMIN_PASSWORD: 'Terminal-pass-1' }, stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  try {
+    const line = `Platform ready at http://127.0.0.1:${port} — API docs at /api/docs/`;
+    for (let i = 0; i < 300 && !out.includes(line); i++) await new Promise((r) => setTimeout(r, 100));
+    t.true(out.includes(line), out);
+  } finally {
+    child.kill('SIGTERM');
+    await new Promise((r) => child.once('exit', r));
+    const pid = postmasterPid(dataDir);
+    if (pid) await gone(pid, 10_000);
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
 });
