@@ -61,6 +61,11 @@ test.serial('create: slug from the name, -2 on collision, settings with defaults
   const second = await onA('POST', '/api/apps/', { name: 'sales tracker', settings: { category: 'storage', primary_color: '#ABCDEF', display_name: 'Second' } });
   t.is(second.status, 201, second.text);
   t.is(second.body.data.slug, 'sales-tracker-2');
+  // issue 30 #9: `imports` names the package import route (POST /api/apps/imports/), never an app.
+  const imports = await onA('POST', '/api/apps/', { name: 'Imports' });
+  t.is(imports.status, 201, imports.text);
+  t.is(imports.body.data.slug, 'imports-2');
+  t.true((await onA('DELETE', '/api/apps/imports-2/')).status < 300);
   t.like(second.body.data.settings, { category: 'storage', primary_color: '#ABCDEF', display_name: 'Second' });
   // invalid settings: nothing created
   const bad = await onA('POST', '/api/apps/', { name: 'Bad one', settings: { primary_color: 'red' } });

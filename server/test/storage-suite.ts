@@ -63,6 +63,11 @@ export function storageSuite(test: TestFn, env: () => Promise<Record<string, str
     t.deepEqual(made.allowed_mime_types, ['image/*', 'application/pdf']);
     t.like(made.usage, { total_size: 0, total_objects: 0 });
     t.is((await bucket({ name: 'Team Photos' })).slug, 'team-photos-2');
+    // Part 3 §2: special characters are removed, not turned into hyphens (issue 30 #9).
+    for (const [name, slug] of [["Team's Files", 'teams-files'], ['Café v1.2 — assets_old', 'cafe-v12-assets-old']]) {
+      t.is((await bucket({ name })).slug, slug);
+      t.is((await on('DELETE', `${B}${slug}/`)).status, 200);
+    }
 
     const noCategory = await on('POST', B, { body: { name: 'x' } });
     t.is(noCategory.status, 400);

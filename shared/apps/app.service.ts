@@ -63,6 +63,9 @@ export async function listApps(ctx: ServiceContext, rawQuery: unknown = {}, base
   return { data: found.map((r) => ({ ...base(r), settings: settingsLight(r, r.slug, baseUrl) })), total: found.length };
 }
 
+/** Slugs no app gets: they name routes beside `/api/apps/{app_slug}/` (`POST /api/apps/imports/`, Part 2 §8). An app named so gets `-2`. */
+const RESERVED_APP_SLUGS = ['imports'];
+
 export async function createApp(ctx: ServiceContext, rawInput: unknown, baseUrl = ''): Promise<AppDetail> {
   const schema = await siteSchemaFor(ctx, 'create', 'App');
   const input = validate(AppCreate, rawInput);
@@ -72,7 +75,7 @@ export async function createApp(ctx: ServiceContext, rawInput: unknown, baseUrl 
   const slug = await insertWithUniqueSlug(
     slugify(input.name, 90) || 'app',
     'apps_slug_key',
-    async (b) => (await rows<{ slug: string }>(ctx.em, `SELECT slug FROM ${q}.apps WHERE slug = ? OR slug LIKE ?`, [b, `${b}-%`])).map((r) => r.slug),
+    async (b) => [...RESERVED_APP_SLUGS.filter((r) => r === b), ...(await rows<{ slug: string }>(ctx.em, `SELECT slug FROM ${q}.apps WHERE slug = ? OR slug LIKE ?`, [b, `${b}-%`])).map((r) => r.slug)],
     (candidate) =>
       ctx.em.transactional(async (tx) => {
         const [row] = await tx.execute(

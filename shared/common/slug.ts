@@ -16,6 +16,14 @@ export function slugify(text: string, maxLength = 50): string {
   return slug;
 }
 
+/**
+ * Part 3's slugs (buckets): lowercase, spaces to hyphens, special characters removed rather than
+ * turned into a hyphen (`Team's Files` → `teams-files`, `v1.2 assets` → `v12-assets`); `_` is a
+ * space, as in slugify.
+ */
+export const slugifyRemovingSpecials = (text: string, maxLength = 50): string =>
+  slugify(text.normalize('NFKD').replace(/[\u0300-\u036f]/g, '').replace(/[^A-Za-z0-9\s_-]+/g, ''), maxLength);
+
 /** The first free candidate: `base`, else `base-N` with N one above the highest taken. */
 export function nextSlug(base: string, taken: Iterable<string>): string {
   const set = new Set([...taken].map((s) => s.toLowerCase()));

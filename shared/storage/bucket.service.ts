@@ -8,7 +8,7 @@ import { activeApp, type ActiveApp } from '../apps/lookup.ts';
 import type { Action } from '../auth/actor.ts';
 import { pageOffset, parsePageRequest, resolvePage, type Page } from '../common/pagination.ts';
 import { dropReadOnly } from '../common/read-only.ts';
-import { insertWithUniqueSlug, slugify } from '../common/slug.ts';
+import { insertWithUniqueSlug, slugifyRemovingSpecials } from '../common/slug.ts';
 import { validate } from '../common/validation.ts';
 import { actorUuid, readsOf, type ServiceContext } from '../context.ts';
 import { assignments, countOf, firstRow, iso, rows } from '../db/sql.ts';
@@ -220,7 +220,7 @@ export async function createBucket(ctx: ServiceContext, appSlug: string, raw: un
       return String(row.slug);
     });
   const taken = async (base: string) => (await rows<{ slug: string }>(readsOf(ctx), `SELECT slug FROM ${q}.storage_buckets WHERE app_id = ? AND (slug = ? OR slug LIKE ?)`, [app.id, base, `${base}-%`])).map((r) => r.slug);
-  const slug = await insertWithUniqueSlug(slugify(input.name, 100) || 'bucket', SLUG_KEY, taken, insert);
+  const slug = await insertWithUniqueSlug(slugifyRemovingSpecials(input.name, 100) || 'bucket', SLUG_KEY, taken, insert);
   return bucketView(await findBucket(ctx.em, schema, app, slug, true));
 }
 
