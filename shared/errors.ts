@@ -109,8 +109,9 @@ export const fieldError = (field: string, text: string): DomainError => validati
 export const notFound = (what: string | { message: string } = 'Resource'): DomainError =>
   new DomainError('NOT_FOUND', typeof what === 'string' ? `${what} not found.` : what.message, { detail: 'Not found.' });
 
+/** 401: no credentials (`detail` is Part 1 §7's text), or credentials refused (`detail` says the same as `message`: a wrong password is not "not provided"). */
 export const notAuthenticated = (message: string = NOT_AUTHENTICATED_DETAIL): DomainError =>
-  new DomainError('AUTHENTICATION_FAILED', message, { detail: NOT_AUTHENTICATED_DETAIL });
+  new DomainError('AUTHENTICATION_FAILED', message, { detail: message });
 
 export const invalidToken = (message: string): DomainError =>
   new DomainError('INVALID_TOKEN', message, { detail: NOT_AUTHENTICATED_DETAIL });

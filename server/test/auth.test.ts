@@ -28,16 +28,17 @@ test('token issue accepts the e-mail and any case of the username', async (t) =>
   t.is((await s.api('POST', '/api/auth/jwt/token/', { body: { username: ADMIN.username.toUpperCase(), password: ADMIN.password } })).status, 200);
 });
 
-test('wrong password and unknown user give the same 401', async (t) => {
+test('wrong password and unknown user give the same 401, whose detail names the cause (issue 30 #7)', async (t) => {
   const wrong = await s.api('POST', '/api/auth/jwt/token/', { body: { username: ADMIN.username, password: 'nope-nope-nope' } });
   const unknown = await s.api('POST', '/api/auth/jwt/token/', { body: { username: 'ghost', password: 'nope-nope-nope' } });
   for (const res of [wrong, unknown]) {
     t.is(res.status, 401);
     t.is(res.body.status, 'error');
     t.is(res.body.code, 'AUTHENTICATION_FAILED');
-    t.is(res.body.detail, NOT_PROVIDED);
+    t.not(res.body.detail, NOT_PROVIDED);
+    t.is(res.body.detail, res.body.message);
   }
-  t.is(wrong.body.message, unknown.body.message);
+  t.deepEqual(wrong.body, unknown.body);
 });
 
 test('token issue with SQL and wildcard fragments in the username finds nobody', async (t) => {
