@@ -110,6 +110,9 @@ export const notFound = (what: string | { message: string } = 'Resource'): Domai
   new DomainError('NOT_FOUND', typeof what === 'string' ? `${what} not found.` : what.message, { detail: 'Not found.' });
 
 /** 401: no credentials (`detail` is Part 1 §7's text), or credentials refused (`detail` says the same as `message`: a wrong password is not "not provided"). */
+/** 404 for a site, named as the caller named it (`Site "shop_prod" not found.`): one the caller may not view looks the same. */
+export const siteNotFound = (ref: string): DomainError => notFound({ message: `Site "${ref.slice(0, 100)}" not found.` });
+
 export const notAuthenticated = (message: string = NOT_AUTHENTICATED_DETAIL): DomainError =>
   new DomainError('AUTHENTICATION_FAILED', message, { detail: message });
 

@@ -179,7 +179,7 @@ test('one login serves every site the user administers: site commands exchange t
   t.is((await runCli(['login', '--username', 'rita', '--password', PASSWORD], otherEnv)).code, 0);
   const refused = await runCli(['app', 'list', '--site', 'sam_shop'], otherEnv);
   t.is(refused.code, 1);
-  t.is(refused.stderr, `Error: Site not found.\n`, 'a site rita may not even view does not exist for her');
+  t.is(refused.stderr, `Error: Site "sam_shop" not found.\n`, 'a site rita may not even view does not exist for her (named as she named it, never by its UUID)');
 });
 
 test('--direct --as: the command runs as that user, with that user\'s rights (in process, no token)', async (t) => {

@@ -183,8 +183,8 @@ test('errors are the same in both modes: unknown secret, unknown site, a value i
   }
   const typed = await runCli(['secret', 'set', 'TYPED', '{"nope":1}', '--json-value', '--type', 'listed-type', '--site', site.schema], cliEnv(s, configDir));
   t.is(typed.stderr, `Error: The value does not match the secret type "listed-type". (value: must have required property 'user')\n`);
-  // An unknown site: directly, "Site not found."; remotely there is no login for it to begin with.
-  t.is((await runCli(['secret', 'list', '--site', 'no_such_site', '--direct'], cliEnv(s, configDir))).stderr, 'Error: Site not found.\n');
+  // An unknown site, named: directly, 'Site "no_such_site" not found.'; remotely there is no login for it to begin with.
+  t.is((await runCli(['secret', 'list', '--site', 'no_such_site', '--direct'], cliEnv(s, configDir))).stderr, 'Error: Site "no_such_site" not found.\n');
   t.regex((await runCli(['secret', 'list', '--site', 'no_such_site'], cliEnv(s, configDir))).stderr, /^Error: Not logged in to \S+\/sites\/no_such_site: /);
 });
 
@@ -210,5 +210,5 @@ test('secret rotate re-encrypts with a new key version, and after replacing PLAT
   t.is(r3.code, 0, r3.stderr);
   t.deepEqual(await versions(), [3]);
   t.is(json(await runCli(['secret', 'get', 'ROTATED', '--site', rotating.schema, '--direct', '--json'], env3)).value, 'rotate-me');
-  t.is((await runCli(['secret', 'rotate', '--site', 'no_such_site'], env3)).stderr, 'Error: Site not found.\n');
+  t.is((await runCli(['secret', 'rotate', '--site', 'no_such_site'], env3)).stderr, 'Error: Site "no_such_site" not found.\n');
 });

@@ -3,7 +3,7 @@
 // that site's API too. Unknown hosts get 404 in the standard envelope.
 import type { Next } from 'koa';
 import type { Config } from '../../shared/config.ts';
-import { notFound } from '../../shared/errors.ts';
+import { notFound, siteNotFound } from '../../shared/errors.ts';
 import type { HostResolver } from '../../shared/tenancy/host-resolver.ts';
 import type { AppContext } from './types.ts';
 
@@ -17,12 +17,12 @@ export function hostRouting(config: Config, resolver: HostResolver) {
       const m = SITE_PREFIX.exec(ctx.path);
       if (m) {
         const site = await resolver.resolveSchema(m[1]);
-        if (!site) throw notFound('Site');
+        if (!site) throw siteNotFound(m[1]);
         ctx.state.tenant = site.schema;
         ctx.state.site = site;
         ctx.path = m[2];
       } else if (ctx.path.startsWith('/sites/')) {
-        throw notFound('Site');
+        throw siteNotFound(ctx.path.split('/')[2] ?? '');
       }
       return next();
     }

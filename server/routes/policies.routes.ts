@@ -5,7 +5,7 @@
 // the host routing's, whose token binding (tenancy/tenant-auth.ts) refuses another site's token.
 import type { TSchema } from '@sinclair/typebox';
 import type { ServiceContext } from '../../shared/context.ts';
-import { notFound } from '../../shared/errors.ts';
+import { siteNotFound } from '../../shared/errors.ts';
 import { POLICY_LIMITS } from '../../shared/policies/budget.ts';
 import * as decisions from '../../shared/policies/decision.service.ts';
 import {
@@ -36,7 +36,7 @@ interface Spec {
 
 /** The `/sites/{schema_name}/…` form on a site's host names that site, or nothing (404). */
 function sameSite(ctx: AppContext, params: Record<string, string>): void {
-  if (params.schema_name !== undefined && params.schema_name !== ctx.state.tenant) throw notFound('Site');
+  if (params.schema_name !== undefined && params.schema_name !== ctx.state.tenant) throw siteNotFound(params.schema_name);
 }
 
 function route(spec: Spec): RouteDef {

@@ -429,7 +429,7 @@ test('tenant isolation: another site\'s token reaches nothing; /sites/{schema}/ 
   t.is((await onA('GET', `/sites/${a.schema}${pol()}`)).status, 200);
   const other = await onA('GET', `/sites/${b.schema}${pol()}`);
   t.is(other.status, 404);
-  t.is(other.body.message, 'Site not found.');
+  t.is(other.body.message, `Site "${b.schema}" not found.`);
   t.is((await onA('POST', `/sites/${b.schema}/api/apps/shop/check/resources`, checkBody())).status, 404);
   t.is((await onA('PUT', `/sites/${b.schema}${pol()}`, resource('iso:b', []))).status, 404);
   t.is(await row(rid('iso:b')), undefined);

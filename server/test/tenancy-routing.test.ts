@@ -27,7 +27,10 @@ test('platform routes do not exist on a site host, nor through /sites/', async (
   t.is((await s.api('GET', '/api/cloud/users/', { token })).status, 200);
   t.is((await s.api('GET', '/api/cloud/users/', { token, host: site.domain })).status, 404);
   t.is((await s.api('GET', `/sites/${site.schema}/api/cloud/users/`, { token })).status, 404);
-  t.is((await s.api('GET', '/sites/no_such_schema/api/profile/')).status, 404);
+  const unknown = await s.api('GET', '/sites/no_such_schema/api/profile/');
+  t.is(unknown.status, 404);
+  t.is(unknown.body.message, 'Site "no_such_schema" not found.', 'the site named as the caller named it (issue 30 #7)');
+  t.is((await s.api('GET', '/sites/Not-A-Schema/x')).body.message, 'Site "Not-A-Schema" not found.');
 });
 
 test('the port of the host is ignored, and probes answer on every host', async (t) => {

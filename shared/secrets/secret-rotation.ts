@@ -4,7 +4,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { systemActor } from '../auth/actor.ts';
 import { makeContext, type ServiceContext } from '../context.ts';
-import { notFound } from '../errors.ts';
+import { siteNotFound } from '../errors.ts';
 import { quotedSchema, tenantEm } from '../tenancy/schema.ts';
 import { siteSchemaFor } from '../tenancy/site-access.ts';
 import { secretAad, type SecretKeyring } from './crypto.ts';
@@ -57,7 +57,7 @@ export async function rotateAllSites(
   options: { site?: string; onProgress?: (step: RotationProgress) => void } = {},
 ): Promise<RotationReport> {
   const schemas = ((await em.fork().execute('SELECT schema_name FROM public.sites ORDER BY schema_name')) as { schema_name: string }[]).map((r) => r.schema_name);
-  if (options.site !== undefined && !schemas.includes(options.site)) throw notFound('Site');
+  if (options.site !== undefined && !schemas.includes(options.site)) throw siteNotFound(options.site);
   const report: RotationReport = { key_version: keyring.currentVersion, rotated: 0, sites: [], failed: [] };
   for (const schema of options.site !== undefined ? [options.site] : schemas) {
     try {

@@ -9,7 +9,7 @@
 import type { TokenPair } from '../auth/auth.service.ts';
 import { signToken, type TokenSettings } from '../auth/tokens.ts';
 import type { ServiceContext } from '../context.ts';
-import { notFound, permissionDenied } from '../errors.ts';
+import { permissionDenied, siteNotFound } from '../errors.ts';
 import { LINKED_STANDING_SQL } from '../tenancy/linked-users.ts';
 import { isValidSchemaName, quotedSchema } from '../tenancy/schema.ts';
 import { siteFor } from './lookup.ts';
@@ -26,8 +26,8 @@ export async function exchangeSiteToken(ctx: ServiceContext, settings: TokenSett
   if (actor.kind !== 'user' || actor.tenant) throw permissionDenied('Only a signed-in platform user exchanges a token for a site.');
   // The CLI names sites by schema; the cloud routes by slug or UUID: all three are accepted.
   const bySchema = isValidSchemaName(ref) ? await ctx.em.findOne(Site, { schema_name: ref }) : null;
-  const site = await siteFor(ctx, bySchema?.uuid ?? ref, 'admin_site');
-  if (!site.is_active) throw notFound('Site');
+  const site = await siteFor(ctx, bySchema?.uuid ?? ref, 'admin_site', ref);
+  if (!site.is_active) throw siteNotFound(ref);
   const q = quotedSchema(site.schema_name);
   const conn = ctx.em.getConnection();
   const user = (await conn.execute(
