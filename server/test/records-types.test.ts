@@ -102,6 +102,10 @@ test.serial('flat records written as JSON by PostgreSQL (get, list, create) equa
   const slow = await onA('GET', `${D}?page_size=10&_sort=-i&populate=*`);
   t.is(fast.status, 200, fast.text);
   t.regex(fast.headers.get('content-type') ?? '', /^application\/json/);
+  // Compact, like every other body (issue 30 #7: json_build_object wrote `{"id" : 1, …}`); an
+  // object field's value as PostgreSQL writes jsonb.
+  t.false(fast.text.includes('" : '), fast.text.slice(0, 200));
+  t.regex(fast.text, /"data":\[\{"[a-z_]+":/);
   t.deepEqual(fast.body, slow.body);
   // The create answers the same JSON (RETURNING written by PostgreSQL).
   t.deepEqual([...created.body.data].sort((x, y) => y.i - x.i), fast.body.data);
@@ -118,4 +122,21 @@ test.serial('flat records written as JSON by PostgreSQL (get, list, create) equa
     t.deepEqual(populated.body, one.body, `record ${i}, populated`);
   }
   t.is((await onA('GET', `${D}00000000-0000-0000-0000-000000000000/`)).status, 404);
+});
+
+test.serial('issue 30 #7: sums and averages of decimal values come without binary noise (0.3, not 0.30000000000000004), every provider', async (t) => {
+  const schema = { fields: [{ name: 'k', type: 'string' }, { name: 'price', type: 'number' }] } as TableSchema;
+  await createTables(onA, PROVIDERS.map((p) => [p, `sums_${p}`, schema] as [string, string, TableSchema]));
+  for (const p of PROVIDERS) {
+    const D = `/api/apps/crm/datatables/sums_${p}/data/`;
+    const made = await onA('POST', D, [{ k: 'a', price: 0.1 }, { k: 'a', price: 0.2 }, { k: 'b', price: 0.7 }, { k: 'b', price: 0.1 }, { k: 'b', price: 0.2 }, { k: 'c', price: 'INF' }]);
+    t.is(made.status, 201, made.text);
+    const agg = await onA('GET', `${D}?_aggregate=sum(price),avg(price),max(price)&_group_by=k&_sort=k`);
+    t.is(agg.status, 200, agg.text);
+    t.deepEqual(agg.body.data, [
+      { k: 'a', sum_price: 0.3, avg_price: 0.15, max_price: 0.2 },
+      { k: 'b', sum_price: 1, avg_price: 0.333333333333333, max_price: 0.7 },
+      { k: 'c', sum_price: 'Infinity', avg_price: 'Infinity', max_price: 'Infinity' },
+    ], p);
+  }
 });

@@ -215,6 +215,8 @@ export async function aggregate(em: EntityManager, t: Target, query: Record<stri
       outputs.push([name, info.sql!]);
     }
   }
+  /** Outputs that are sums or averages of floating-point fields (written without binary noise, below). */
+  const floats = new Set<number>();
   /** An aggregate's output; its name must not be a group field's (a field may be named `count`). */
   const output = (name: string, sql: string) => {
     if (outputs.some(([n]) => n === name)) throw fieldError('_aggregate', `The output "${name}" would also be the group field "${name}": group by another field or aggregate another way.`);
@@ -235,6 +237,7 @@ export async function aggregate(em: EntityManager, t: Target, query: Record<stri
     if ((fn === 'sum' || fn === 'avg') && !NUMERIC.has(use.pgType) && use.pgType !== 'interval') throw fieldError('_aggregate', `"${fn}" needs a numeric field ("${arg}" is ${use.pgType}).`);
     if ((fn === 'min' || fn === 'max') && !ORDERED.has(use.pgType)) throw fieldError('_aggregate', `"${fn}" does not apply to "${arg}" (${use.pgType}).`);
     const sql = fn === 'count_distinct' ? `count(DISTINCT ${use.sql})` : `${fn}(${use.sql})`;
+    if ((fn === 'sum' || fn === 'avg') && use.pgType === 'double precision') floats.add(outputs.length);
     output(`${fn}_${arg.replace(/\./g, '_')}`, sql);
   }
   const names = new Map(outputs.map(([n], i) => [n, i]));
@@ -253,7 +256,11 @@ export async function aggregate(em: EntityManager, t: Target, query: Record<stri
   const groupBy = groups.length ? ` GROUP BY ${groups.map((_, i) => i + 1).join(', ')}` : '';
   const inner = `SELECT ${outputs.map(([, sql], i) => `${sql} AS c${i}`).join(', ')} FROM ${t.table} t WHERE ${where.sql}${groupBy}`;
   const total = groups.length ? await countOf(em, `SELECT count(*) AS n FROM (${inner}) g`, where.params) : 1;
-  const object = `jsonb_build_object(${outputs.map(([n], i) => `${quoteName(n)}, g.c${i}`).join(', ')})`;
+  // A sum of decimal values in floating point carries binary noise (12350139.470000004): it is
+  // written with 15 significant digits, as PostgreSQL converts a double to numeric (12350139.47);
+  // infinities and NaN as they are.
+  const value = (i: number) => (floats.has(i) ? `CASE WHEN g.c${i} IN ('Infinity', '-Infinity', 'NaN') THEN to_jsonb(g.c${i}) ELSE to_jsonb(g.c${i}::numeric) END` : `g.c${i}`);
+  const object = `jsonb_build_object(${outputs.map(([n], i) => `${quoteName(n)}, ${value(i)}`).join(', ')})`;
   const sorted = order.length ? ` ORDER BY ${order.join(', ')}` : '';
   const data = (await rows<{ r: RecordRow }>(em, `SELECT ${object} AS r FROM (${inner}) g${sorted} LIMIT ? OFFSET ?`, [...where.params, p.limit, p.offset])).map((x) => x.r);
   return { data, total, page: p.page, page_size: p.pageSize };

@@ -33,9 +33,10 @@ export interface TableView {
   /** The SQL expression of a whole record (jsonb) over an alias. */
   recordSql(alias: string): string;
   /**
-   * The record over alias `t` as JSON text, written by PostgreSQL exactly as plain() shows a record
-   * (fields in schema order, timestamps in UTC with milliseconds, infinite numbers as INF/-INF):
-   * flat tables of at most 50 fields (json_build_object's limit) and no duration; else undefined.
+   * The record over alias `t` as compact JSON text (as JSON.stringify writes it; the value of an
+   * object or array field as PostgreSQL writes jsonb, `{"a": 1}`), written by PostgreSQL exactly
+   * as plain() shows a record (fields in schema order, timestamps in UTC with milliseconds,
+   * infinite numbers as INF/-INF): flat tables of at most 50 fields and no duration; else undefined.
    */
   jsonSql?: string;
 }
@@ -128,19 +129,19 @@ function tableView(name: string, provider: ProviderType, site: string, physical:
 const MAX_JSON_FIELDS = 50;
 const JS_ISO = `'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'`;
 
-/** See TableView.jsonSql. */
+/** See TableView.jsonSql: `'{"a":' || <a as JSON> || ',"b":' || … || '}'` (json_build_object would write `{"a" : 1, …}`). */
 function jsonRecordSql(columns: Map<string, ColumnInfo>): string | undefined {
   if (columns.size > MAX_JSON_FIELDS) return undefined;
-  const pairs: string[] = [];
+  const parts: string[] = [];
   for (const [name, { pgType, sql }] of columns) {
     if (pgType === 'interval') return undefined; // XSD durations are written by field-types.ts
     const value =
-      pgType === 'timestamptz' ? `to_char(${sql} AT TIME ZONE 'UTC', ${JS_ISO})`
-      : pgType === 'double precision' ? `CASE ${sql} WHEN 'Infinity' THEN to_json('INF'::text) WHEN '-Infinity' THEN to_json('-INF'::text) ELSE to_json(${sql}) END`
-      : sql;
-    pairs.push(`${quoteLiteral(name)}, ${value}`);
+      pgType === 'timestamptz' ? `to_json(to_char(${sql} AT TIME ZONE 'UTC', ${JS_ISO}))::text`
+      : pgType === 'double precision' ? `CASE ${sql} WHEN 'Infinity' THEN '"INF"' WHEN '-Infinity' THEN '"-INF"' ELSE to_json(${sql})::text END`
+      : `to_json(${sql})::text`;
+    parts.push(`${quoteLiteral(`${parts.length ? ',' : ''}${JSON.stringify(name)}:`)} || coalesce(${value}, 'null')`);
   }
-  return `json_build_object(${pairs.join(', ')})::text`;
+  return parts.length ? `('{' || ${parts.join(' || ')} || '}')` : `'{}'`;
 }
 
 /**
