@@ -340,3 +340,16 @@ test.serial('import: a body declared larger than the limit → 413 before it is 
   });
   t.is(status, 413);
 });
+
+test.serial('issue 30 #7: an import into a table not materialized names the command that materializes it; nothing is made', async (t) => {
+  const made = await onA('POST', '/api/apps/crm/datasources/flat_table/datatables/', { name: 'later_import', json_schema: { fields: [{ name: 'n', type: 'integer' }] } });
+  t.is(made.status, 201, made.text);
+  const res = await importCsv('/api/apps/crm/datatables/later_import/data/', 'n\n1\n');
+  t.is(res.status, 400, res.text);
+  t.is(
+    res.body.message,
+    `Data table "later_import" is not materialized: it has no records until it is (\`platform table materialize later_import --app crm --site ${a.schema}\`, or POST /api/apps/crm/datatables/later_import/materialize/).`,
+  );
+  const table = await onA('GET', '/api/apps/crm/datatables/later_import/');
+  t.is(table.body.is_materialized, false, table.text);
+});

@@ -184,7 +184,12 @@ export async function openTarget(ctx: ServiceContext, scope: TableScope, name: s
   let site = '';
   for (const action of actions) site = await siteSchemaFor(ctx, action, 'Record');
   const { row, view, statements } = await cachedTable(ctx, site, scope, name);
-  if (!view) throw new DomainError('BAD_REQUEST', `Data table "${name}" is not materialized.`);
+  if (!view) {
+    throw new DomainError(
+      'BAD_REQUEST',
+      `Data table "${name}" is not materialized: it has no records until it is (\`platform table materialize ${name} --app ${row.app_slug} --site ${site}\`, or POST /api/apps/${row.app_slug}/datatables/${name}/materialize/).`,
+    );
+  }
   const policy = { site, app: { id: row.app_id, slug: row.app_slug }, kind: tableKind(row.name), columns: view.columns, pk: view.pk };
   for (const action of actions) if (action !== 'read' && (await rowsAllowed(ctx, policy, action)) === NO_ROWS) throw permissionDenied();
   const readableOf = (v: TableView, alias: string) =>
