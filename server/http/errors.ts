@@ -63,6 +63,12 @@ function fault(err: unknown, faults: FaultLogs, context: Record<string, unknown>
   return undefined;
 }
 
+/** nginx's status for a request its client abandoned: only ever in the log. */
+const CLIENT_CLOSED_REQUEST = 499;
+
+/** Whether the client is gone before sending all of its body (what then failed is of no interest to anyone). */
+const clientGone = (ctx: AppContext): boolean => !ctx.req.complete && (ctx.req.destroyed || ctx.req.socket?.destroyed === true);
+
 export function errorMiddleware(log: Logger, faults: FaultLogs) {
   return async (ctx: AppContext, next: Next) => {
     try {
@@ -77,6 +83,13 @@ export function errorMiddleware(log: Logger, faults: FaultLogs) {
         }
       }
     } catch (err) {
+      if (clientGone(ctx)) {
+        // The client went away before its request's body ended (an upload cut off): nobody reads an
+        // answer; the request's log line says 499 (nginx's "client closed request"), no error.
+        ctx.status = CLIENT_CLOSED_REQUEST;
+        ctx.body = new DomainError('BAD_REQUEST', 'The client closed the request before its body ended.').toBody();
+        return;
+      }
       let domain = fault(err, faults, { requestId: ctx.state.requestId, method: ctx.method, path: redactPath(ctx.path) }) ?? toDomainError(err);
       if (!domain) {
         // Unexpected: log it whole (with the request id), answer without internals.

@@ -8,7 +8,7 @@ import { storeFromConfig } from '../../shared/storage/objstore/index.ts';
 import type { ObjectStore } from '../../shared/storage/objstore/types.ts';
 import type { TestSite } from '../../shared/testing/sites.ts';
 import { seedCrm } from './crm.ts';
-import { startTestServer, type ApiResponse, type TestServer } from './helpers.ts';
+import { capturingLog, startTestServer, type ApiResponse, type TestServer } from './helpers.ts';
 import { twoSitesWithUsers } from './site-users.ts';
 import { issue29StorageSuite } from './storage-suite-29.ts';
 
@@ -21,6 +21,7 @@ export function storageSuite(test: TestFn, env: () => Promise<Record<string, str
   let b: TestSite;
   let store: ObjectStore;
   const tok: Record<string, string> = {};
+  const logged = capturingLog();
   const sql = (text: string, params: unknown[] = []) => s.handle.db.orm.em.fork().getConnection().execute(text, params);
   const on = (method: string, path: string, options: { body?: unknown; raw?: Buffer | string; headers?: Record<string, string>; who?: string | null; site?: TestSite } = {}): Promise<ApiResponse> =>
     s.api(method, path, { host: (options.site ?? a).domain, token: options.who === null ? undefined : tok[options.who ?? 'adminA'], body: options.body, raw: options.raw, headers: options.headers });
@@ -46,7 +47,7 @@ export function storageSuite(test: TestFn, env: () => Promise<Record<string, str
   };
 
   test.before(async () => {
-    s = await startTestServer(await env());
+    s = await startTestServer(await env(), { log: logged.log });
     ({ a, b } = await twoSitesWithUsers(s, tok));
     await seedCrm(s, [a, b]);
     store = storeFromConfig(s.config.storage, s.config.dataDir);
@@ -434,9 +435,10 @@ export function storageSuite(test: TestFn, env: () => Promise<Record<string, str
     t.like(usage.quota, { max_size_bytes: 10, max_objects: 1 });
   });
 
-  test.serial('an aborted upload leaves neither a record nor a blob', async (t) => {
+  test.serial('an aborted upload leaves neither a record nor a blob, and is logged as the client closing it (499, info), not as an error', async (t) => {
     await bucket({ name: 'abort' });
     const before = await blobs();
+    const from = logged.lines.length;
     await new Promise<void>((resolve) => {
       const url = new URL(s.url);
       const req = http.request({ host: url.hostname, port: url.port, method: 'PUT', path: `${B}abort/objects/half.bin`, headers: { Host: a.domain, Authorization: `Bearer ${tok.adminA}`, 'Content-Type': 'application/octet-stream', 'Content-Length': String(4 * 1024 * 1024) } });
@@ -451,6 +453,13 @@ export function storageSuite(test: TestFn, env: () => Promise<Record<string, str
     t.is(await objectRows('abort'), 0);
     t.is(await journal(), 0);
     t.deepEqual(await blobs(), before);
+    let line: string | undefined;
+    for (let i = 0; i < 40 && !line; i++) {
+      line = logged.lines.slice(from).find((l) => l.includes('"msg":"request"') && l.includes('/abort/objects/'));
+      if (!line) await new Promise((r) => setTimeout(r, 50));
+    }
+    t.like(JSON.parse(line ?? '{}'), { level: 30, msg: 'request', method: 'PUT', status: 499 }, logged.lines.slice(from).join('\n'));
+    t.false(logged.lines.slice(from).some((l) => JSON.parse(l).level >= 50), 'no error logged');
   });
 
   test.serial('deleting a bucket removes its objects and their files; other buckets keep theirs', async (t) => {
