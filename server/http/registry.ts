@@ -129,7 +129,7 @@ export class RouteRegistry {
     for (const [index, def] of this.routes.entries()) for (const path of [def.path, ...(def.aliases ?? [])]) table.add(path, def, index);
     return async (ctx, next) => {
       const found = table.match(ctx.path);
-      if (!found.length) return next();
+      if (!found.length) return slashless(ctx, table) ? undefined : next();
       const method = ctx.method === 'HEAD' ? 'GET' : ctx.method;
       let best: { defs: RouteDef[]; index: number; params: Record<string, string> } | undefined;
       for (const { node, params } of found) {
@@ -312,6 +312,24 @@ class RouteTable {
     };
     walk(this.root, 0, {});
   }
+}
+
+/**
+ * A path asked without the trailing slash its route has (`/api/apps`): GET and HEAD are redirected
+ * (308) to the slash form, query kept; other methods answer 404 naming it (a client fixes the URL
+ * rather than have a write sent again). Whether it answered.
+ */
+function slashless(ctx: AppContext, table: RouteTable): boolean {
+  if (ctx.path.endsWith('/') || !table.match(`${ctx.path}/`).length) return false;
+  const q = ctx.originalUrl.indexOf('?');
+  const path = q < 0 ? ctx.originalUrl : ctx.originalUrl.slice(0, q);
+  if (!path.startsWith('/') || path.startsWith('//') || path.endsWith('/')) return false;
+  if (ctx.method === 'GET' || ctx.method === 'HEAD') {
+    ctx.redirect(`${path}/${q < 0 ? '' : ctx.originalUrl.slice(q)}`);
+    ctx.status = 308;
+    return true;
+  }
+  throw notFound({ message: `No route matches ${ctx.method} ${ctx.path}: its path ends with a slash, ${ctx.path}/.` });
 }
 
 /** A JSON copy of a schema in which nested named schemas (`$id`) become component references. */

@@ -1,5 +1,6 @@
 // Host routing: platform hosts, site hosts, /sites/{schema}/ paths, unknown hosts, and the
 // routing cache with its cross-process invalidation.
+import http from 'node:http';
 import test from 'ava';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { notifyRoutingChanged } from '../../shared/tenancy/host-resolver.ts';
@@ -67,4 +68,33 @@ test('host resolution is cached and invalidated when a domain changes, across pr
   } finally {
     await other.close();
   }
+});
+
+test.serial('issue 30 #9: GET and HEAD of a path without its trailing slash are redirected (308) to the slash form, query kept; other methods get 404 naming it', async (t) => {
+  const token = (await s.login()).access;
+  const get = await s.api('GET', '/api/cloud/organizations?page_size=5&search=a%20b', { token });
+  t.is(get.status, 308);
+  t.is(get.headers.get('location'), '/api/cloud/organizations/?page_size=5&search=a%20b');
+  const head = await s.api('HEAD', '/api/profile', { token });
+  t.is(head.status, 308);
+  t.is(head.headers.get('location'), '/api/profile/');
+  // Through a site prefix, and on a site host: the Location keeps what the client asked for.
+  t.is((await s.api('GET', `/sites/${site.schema}/api/apps`)).headers.get('location'), `/sites/${site.schema}/api/apps/`);
+  t.is((await s.api('GET', '/api/apps', { host: site.domain })).headers.get('location'), '/api/apps/');
+  const post = await s.api('POST', '/api/cloud/organizations', { token, body: { name: 'Never made' } });
+  t.is(post.status, 404);
+  t.is(post.body.message, 'No route matches POST /api/cloud/organizations: its path ends with a slash, /api/cloud/organizations/.');
+  t.false((await s.api('GET', '/api/cloud/organizations/?search=Never', { token })).text.includes('Never made'));
+  // A path that is no route with or without the slash stays a plain 404; an object key (no slash) is its own route.
+  t.is((await s.api('GET', '/api/nothing', { token })).status, 404);
+  // A path beginning with two slashes is never answered with a Location another host would read as its own.
+  const url = new URL(s.url);
+  const twoSlashes = await new Promise<{ status?: number; location?: string }>((resolve, reject) =>
+    http.get({ host: url.hostname, port: url.port, path: '//evil.example/api/profile', headers: { Authorization: `Bearer ${token}` } }, (res) => {
+      res.resume();
+      resolve({ status: res.statusCode, location: res.headers.location });
+    }).on('error', reject),
+  );
+  t.is(twoSlashes.status, 404);
+  t.is(twoSlashes.location, undefined);
 });
