@@ -36,7 +36,7 @@ export const HistoryQuery = Type.Object({
   offset: Type.Optional(Type.String({ pattern: '^[0-9]+$' })),
   page: Type.Optional(Type.String({ description: 'Page number, or "last" (default 1)' })),
   page_size: Type.Optional(Type.String({ description: 'Operations per page (default 10, at most 100)' })),
-  status: Type.Optional(Type.Union(OPERATION_STATUSES.map((s) => Type.Literal(s.toLowerCase())))),
+  status: Type.Optional(Type.Union(OPERATION_STATUSES.flatMap((s) => [Type.Literal(s.toLowerCase()), Type.Literal(s)]), { description: 'An operation status, in lower or upper case (`failed`, `FAILED`)' })),
 });
 
 const Statement = Type.Object({ sql: Type.String(), params: Type.Optional(Type.Array(Type.Unknown())) });

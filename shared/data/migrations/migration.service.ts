@@ -365,7 +365,7 @@ export async function validateSchema(ctx: ServiceContext, scope: TableScope, nam
   };
 }
 
-/** GET operation-history/: newest first; `limit`/`offset` (default 10) or `page`/`page_size`; `status` in lower case. */
+/** GET operation-history/: newest first; `limit`/`offset` (default 10) or `page`/`page_size`; `status` in lower or upper case. */
 export async function operationHistory(ctx: ServiceContext, scope: TableScope, name: string, rawQuery: unknown): Promise<Page<SchemaOperation>> {
   const schema = await siteSchemaFor(ctx, 'read', 'DataTable');
   const query = validate(HistoryQuery, rawQuery, 'query');
