@@ -24,7 +24,7 @@ import { migrateAllTenants } from '../shared/tenancy/migrations.ts';
 import { bootstrapAdmin } from '../shared/users/user.service.ts';
 import { createMailer } from '../shared/mail/mailer.ts';
 import { SecretKeyring } from '../shared/secrets/crypto.ts';
-import { refreshUsage } from '../shared/storage/bucket.service.ts';
+import { refreshUsage, storageSites } from '../shared/storage/bucket.service.ts';
 import { sweepBlobs } from '../shared/storage/blobs.ts';
 import { storeFromConfig } from '../shared/storage/objstore/index.ts';
 import type { ObjectStore } from '../shared/storage/objstore/types.ts';
@@ -88,10 +88,10 @@ const pruneJob = (db: Database) => async () => {
 /** Storage upkeep of every site: usage counters and quota state (`check_storage_quotas`), then blobs no record holds (shared/storage/). */
 const storageJob = (db: Database, store: ObjectStore) => async () => {
   const em = db.orm.em.fork();
-  const sites = await em.getConnection().execute('SELECT schema_name FROM public.tenant_schemas WHERE version >= 8 ORDER BY schema_name');
+  const sites = await storageSites(em);
   let buckets = 0;
   let swept = 0;
-  for (const { schema_name: schema } of sites) {
+  for (const schema of sites) {
     buckets += (await refreshUsage(em, schema)).buckets;
     swept += await sweepBlobs(em, store, schema);
   }

@@ -367,3 +367,19 @@ test.serial('storage check-quotas (and its alias check_storage_quotas): refreshe
   t.is(noSite.code, 1);
   t.deepEqual(out.direct.map(volatile), out.remote.map(volatile));
 });
+
+test.serial('issue 30 #10: storage check-quotas without --site checks every site with --direct, a progress line each; remote mode asks for --site', async (t) => {
+  const all = await runCli(['storage', 'check-quotas', '--direct', '--json'], env());
+  t.is(all.code, 0, all.stderr);
+  const body = json(all);
+  t.like(body, { success: true, status_code: 200 });
+  t.true(body.data.sites >= 1);
+  t.is(body.data.exceeded.filter((x: { site: string; slug: string }) => x.site === site.schema && x.slug === 'tight').length, 2);
+  t.regex(all.stderr, new RegExp(`^\\[\\d+/${body.data.sites}\\] ${site.schema}: \\d+ bucket\\(s\\), 2 over quota$`, 'm'));
+  const text = await runCli(['storage', 'check-quotas', '--direct'], env());
+  t.is(text.code, 0, text.stderr);
+  t.regex(text.stdout, /^Usage refreshed for \d+ buckets in \d+ sites\.\n\d+ over quota:\nSITE +APP +BUCKET\n/);
+  const remote = await runCli(['storage', 'check-quotas'], env());
+  t.is(remote.code, 1);
+  t.is(remote.stderr, 'Error: Name a site with --site, or check every site with --direct (on the database).\n');
+});

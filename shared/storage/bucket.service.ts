@@ -330,6 +330,11 @@ export async function refreshUsage(em: EntityManager, schema: string, appId?: nu
   };
 }
 
+/** The site schemas that hold storage (schema version 8 brought it), in name order. */
+export async function storageSites(em: EntityManager): Promise<string[]> {
+  return (await rows<{ schema_name: string }>(em, 'SELECT schema_name FROM public.tenant_schemas WHERE version >= 8 ORDER BY schema_name')).map((r) => r.schema_name);
+}
+
 /** `check_storage_quotas` for the caller's site: its administrators (and operators). */
 export async function checkQuotas(ctx: ServiceContext): Promise<{ buckets: number; exceeded: QuotaExceeded[] }> {
   const schema = await siteSchemaFor(ctx, 'update', 'Bucket');
