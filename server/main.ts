@@ -16,6 +16,7 @@ import { makeContext } from '../shared/context.ts';
 import { DatabaseProbe, FaultLog } from '../shared/db/availability.ts';
 import { openDatabase, type Database } from '../shared/db/database.ts';
 import { describeError, isDatabaseUnavailable } from '../shared/db/errors.ts';
+import { DomainError } from '../shared/errors.ts';
 import { migratePlatform } from '../shared/db/orm.ts';
 import { ChangeListener } from '../shared/db/changes.ts';
 import { requestCaches, type RequestCaches } from '../shared/common/request-caches.ts';
@@ -189,8 +190,9 @@ function stopAccepting(srv: http.Server, db: Database, timeoutMs: number, log: L
 
 /** What a request gets while the server starts (migrations, first-run work): 503, try again in a second. */
 function starting(res: http.ServerResponse): void {
+  const body = new DomainError('SERVICE_UNAVAILABLE', 'The platform is starting; retry in a moment.', { detail: 'Service temporarily unavailable.', extra: { retry_after: 1 } }).toBody();
   res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1', connection: 'close' });
-  res.end(JSON.stringify({ status: 'error', code: 'SERVICE_UNAVAILABLE', message: 'The platform is starting; retry in a moment.', detail: 'Service temporarily unavailable.', retry_after: 1 }));
+  res.end(JSON.stringify(body));
 }
 
 export async function startServer(config: Config, options: StartOptions = {}): Promise<ServerHandle> {

@@ -24,23 +24,17 @@ class StorageCheckQuotasCommand extends api('storage_check_quotas', {
     const flags = this.flags as { site?: string; direct?: boolean };
     if (flags.site !== undefined) return super.run();
     if (!flags.direct) throw new DomainError('BAD_REQUEST', 'Name a site with --site, or check every site with --direct (on the database).');
-    const { refreshUsage, storageSites } = await import('../../shared/storage/bucket.service.ts');
+    const { checkQuotasEverySite } = await import('../../shared/storage/bucket.service.ts');
     return this.withDatabase(async (db) => {
-      const em = db.orm.em.fork();
-      const sites = await storageSites(em);
-      let buckets = 0;
-      const exceeded: { site: string; app: string; slug: string }[] = [];
-      for (const [i, site] of sites.entries()) {
-        const r = await refreshUsage(em, site);
-        buckets += r.buckets;
-        exceeded.push(...r.exceeded.map((x) => ({ site, app: x.app, slug: x.slug })));
-        this.info(`[${i + 1}/${sites.length}] ${site}: ${r.buckets} bucket(s), ${r.exceeded.length} over quota`);
-      }
-      const message = `Usage refreshed for ${buckets} buckets in ${sites.length} sites.`;
+      const { sites, buckets, exceeded: all } = await checkQuotasEverySite(db.orm.em.fork(), (site, i, total, r) =>
+        this.info(`[${i + 1}/${total}] ${site}: ${r.buckets} bucket(s), ${r.exceeded.length} over quota`),
+      );
+      const exceeded = all.map(({ site, app, slug }) => ({ site, app, slug }));
+      const message = `Usage refreshed for ${buckets} buckets in ${sites} sites.`;
       this.log(message);
       this.log(exceeded.length ? [`${exceeded.length} over quota:`, table(exceeded, columns('site app slug:bucket'))].join('\n') : 'No bucket is over its quota.');
       // The API's body, for every site: each bucket over quota names its site.
-      return { success: true, message, status_code: 200, data: { sites: sites.length, buckets, exceeded } };
+      return { success: true, message, status_code: 200, data: { sites, buckets, exceeded } };
     });
   }
 }

@@ -22,7 +22,7 @@ export function slugify(text: string, maxLength = 50): string {
  * space, as in slugify.
  */
 export const slugifyRemovingSpecials = (text: string, maxLength = 50): string =>
-  slugify(text.normalize('NFKD').replace(/[\u0300-\u036f]/g, '').replace(/[^A-Za-z0-9\s_-]+/g, ''), maxLength);
+  slugify(text.normalize('NFKD').replace(/[^A-Za-z0-9\s_-]+/g, ''), maxLength);
 
 /** The first free candidate: `base`, else `base-N` with N one above the highest taken. */
 export function nextSlug(base: string, taken: Iterable<string>): string {

@@ -335,6 +335,23 @@ export async function storageSites(em: EntityManager): Promise<string[]> {
   return (await rows<{ schema_name: string }>(em, 'SELECT schema_name FROM public.tenant_schemas WHERE version >= 8 ORDER BY schema_name')).map((r) => r.schema_name);
 }
 
+/** `check_storage_quotas` for every site (operators, on the database): `onSite` after each, for progress. */
+export async function checkQuotasEverySite(
+  em: EntityManager,
+  onSite: (site: string, index: number, total: number, result: { buckets: number; exceeded: QuotaExceeded[] }) => void,
+): Promise<{ sites: number; buckets: number; exceeded: (QuotaExceeded & { site: string })[] }> {
+  const sites = await storageSites(em);
+  let buckets = 0;
+  const exceeded: (QuotaExceeded & { site: string })[] = [];
+  for (const [i, site] of sites.entries()) {
+    const r = await refreshUsage(em, site);
+    buckets += r.buckets;
+    exceeded.push(...r.exceeded.map((x) => ({ ...x, site })));
+    onSite(site, i, sites.length, r);
+  }
+  return { sites: sites.length, buckets, exceeded };
+}
+
 /** `check_storage_quotas` for the caller's site: its administrators (and operators). */
 export async function checkQuotas(ctx: ServiceContext): Promise<{ buckets: number; exceeded: QuotaExceeded[] }> {
   const schema = await siteSchemaFor(ctx, 'update', 'Bucket');

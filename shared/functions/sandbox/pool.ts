@@ -177,7 +177,8 @@ export class SandboxPool {
   private start(slot: Slot, site: string, job: Waiting): void {
     slot.site = site;
     slot.load++;
-    this.usageOf(site, performance.now()).active = performance.now();
+    const now = performance.now();
+    this.usageOf(site, now).active = now;
     const id = this.nextId++;
     const done = (outcome: RunOutcome) => {
       this.usageOf(site, performance.now()).debt += outcome.cpu_ms;
