@@ -105,8 +105,14 @@ test('permissions: view_site reads, manage_site changes; no grant is 404', async
   t.is((await add(site, { domain: 'nope.example.com' }, viewer.token)).status, 403);
   t.is((await s.api('PATCH', `${base(site)}${site.primary_domain}/`, { token: viewer.token, body: { is_active: false } })).status, 403);
   t.is((await s.api('DELETE', `${base(site)}${site.primary_domain}/`, { token: viewer.token })).status, 403);
+  const verifyAs = () => s.api('POST', `${base(site)}${site.primary_domain}/verify/`, { token: viewer.token });
+  t.is((await verifyAs()).status, 403, 'verify is a change: view_site is not enough');
   await grantSite(s, viewer.uuid, site.uuid, ['manage_site']);
   t.is((await add(site, { domain: 'yes.example.com' }, viewer.token)).status, 201);
+  t.is((await verifyAs()).status, 200, 'the platform name needs no record');
+  // Demoted: manage_site taken back; the next verify is refused at once.
+  await sql(s, `DELETE FROM public.object_permissions WHERE user_uuid = ? AND object_uuid = ? AND permission_id = (SELECT id FROM public.permissions WHERE codename = 'manage_site')`, [viewer.uuid, site.uuid]);
+  t.is((await verifyAs()).status, 403);
 });
 
 test('is_primary: create, PUT and PATCH move the primary (verified domains); unsetting the primary or deleting it is a 400', async (t) => {
