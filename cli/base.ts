@@ -193,6 +193,36 @@ export function operation<F extends Interfaces.FlagInput = {}, A extends Interfa
   };
 }
 
+/**
+ * One command for a pair of operations, the platform's and a site's (`user list` and `user list
+ * --site S`): `--site` picks the site's. Each keeps its own request and rendering; the flags are
+ * the union, and a flag that only the other operation has is refused by name.
+ */
+export function bySite(platform: ReturnType<typeof operation>, site: ReturnType<typeof operation>, noun: string) {
+  const { site: _site, ...siteFlags } = site.flags as Interfaces.FlagInput;
+  const help = `With --site, a site's own ${noun}.`;
+  const siteHelp = `The site whose own ${noun} to work on (its schema name); without it, the platform's.`;
+  return class extends ApiCommand<typeof Command> {
+    static override summary = `${platform.summary!.replace(/\.?$/, '.')} ${help}`;
+    static override description = platform.description;
+    static override examples = [...(platform.examples as string[]), ...(site.examples as string[])];
+    static override flags = { ...siteFlags, ...platform.flags, site: Flags.string({ summary: `${siteHelp} ${siteFlag.summary!.replace(/^The site \(its schema name\)\. /, '')}` }) };
+    static override args = platform.args;
+
+    async run(): Promise<unknown> {
+      const flags = this.flags as Record<string, unknown>;
+      const chosen = flags.site === undefined ? platform : site;
+      const other = chosen === platform ? `a site's ${noun} (--site)` : `the platform's ${noun} (without --site)`;
+      for (const name of Object.keys(flags)) {
+        if (flags[name] !== undefined && !(name in chosen.flags) && !(name in ApiCommand.baseFlags) && name !== 'json') {
+          throw new DomainError('BAD_REQUEST', `--${name} applies to ${other} only.`);
+        }
+      }
+      return chosen.prototype.run.call(this);
+    }
+  };
+}
+
 // ---- commands generated from the route registry ------------------------------------------
 
 /** How a field is written on the command line (scripts/manifest.ts derives it from the route's schema). */

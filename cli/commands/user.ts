@@ -1,8 +1,10 @@
-// `platform user …`: the platform's users (/api/cloud/users/), and a site user's policy attributes.
+// `platform user …`: the platform's users (/api/cloud/users/), a site's own users (--site), and a
+// site user's policy attributes.
 import { Args, Flags } from '@oclif/core';
+import type { SiteUserView } from '../../shared/tenancy/tenant-users.schemas.ts';
 import type { UserView } from '../../shared/users/user.schemas.ts';
 import { path } from '../api.ts';
-import { api, operation } from '../base.ts';
+import { api, bySite, operation } from '../base.ts';
 import { parseJson, siteFlag } from '../flags.ts';
 import { pageOf } from '../output.ts';
 import { askHidden, canPrompt } from '../prompt.ts';
@@ -10,33 +12,62 @@ import { askHidden, canPrompt } from '../prompt.ts';
 /** First and last name, as one column. */
 export const fullName = (u: { first_name: string; last_name: string }) => [u.first_name, u.last_name].filter(Boolean).join(' ');
 
+const passwordFlag = Flags.string({
+  summary: 'Prompted for (hidden) when left out on a terminal.',
+  default: async () => (canPrompt() ? askHidden('Password: ') : undefined),
+  defaultHelp: async () => undefined, // the manifest and the help show no default (and so never prompt)
+});
+const listColumns = 'username email:e-mail name is_active:active is_staff:staff is_superuser:superuser is_deleted:deleted date_joined:joined last_login';
+
+// Each command serves the platform's users (/api/cloud/users/) and, with --site, a site's own
+// users (/api/users/ on the site): two operations of the route registry, one command.
 export const USER_COMMANDS = {
-  'user:list': api('users_list', {
-    examples: ['user list --search alice', 'user list --ordering -date_joined --page-size 50 --json'],
-    render: pageOf<UserView>(['user', 'users'], 'username email:e-mail name is_active:active is_staff:staff is_superuser:superuser is_deleted:deleted date_joined:joined last_login', {
-      name: fullName,
+  'user:list': bySite(
+    api('users_list', {
+      examples: ['user list --search alice', 'user list --ordering -date_joined --page-size 50 --json'],
+      render: pageOf<UserView>(['user', 'users'], listColumns, { name: fullName }),
     }),
-  }),
-  'user:create': api('users_create', {
-    examples: ['user create --username alice --email alice@example.com --first-name Alice', 'user create --email ops@example.com --staff --json'],
-    flags: {
-      // defaultHelp: the manifest and the help show no default (and so never prompt)
-      password: Flags.string({
-        summary: 'Prompted for (hidden) when left out on a terminal.',
-        default: async () => (canPrompt() ? askHidden('Password: ') : undefined),
-        defaultHelp: async () => undefined,
-      }),
-    },
-  }),
-  'user:get': api('users_retrieve', { args: ['user'], examples: ['user get alice', 'user get 5f0c…-uuid --json'] }),
-  'user:update': api('users_update', {
-    args: ['user'],
-    examples: ['user update alice --first-name Alicia --no-staff', 'user update alice --no-active'],
-    rename: { is_deleted: false },
-    flags: { restore: Flags.boolean({ summary: 'Restore a deleted user (superusers).' }) },
-    body: ({ flags: f }) => ({ is_deleted: f.restore ? false : undefined }),
-  }),
-  'user:delete': api('users_destroy', { args: ['user'], examples: ['user delete alice'] }),
+    api('site_users_list', {
+      examples: ['user list --site shop_prod', 'user list --site shop_prod --direct --as alice'],
+      render: pageOf<SiteUserView>(['user', 'users'], listColumns, { name: fullName }),
+    }),
+    'users',
+  ),
+  'user:create': bySite(
+    api('users_create', {
+      examples: ['user create --username alice --email alice@example.com --first-name Alice', 'user create --email ops@example.com --staff --json'],
+      flags: { password: passwordFlag },
+    }),
+    api('site_users_create', {
+      examples: ['user create --site shop_prod --username bob --email bob@example.com --password …'],
+      flags: { password: passwordFlag },
+    }),
+    'users',
+  ),
+  'user:get': bySite(
+    api('users_retrieve', { args: ['user'], examples: ['user get alice', 'user get 5f0c…-uuid --json'] }),
+    api('site_users_retrieve', { args: ['user'], examples: ['user get bob --site shop_prod'] }),
+    'users',
+  ),
+  'user:update': bySite(
+    api('users_update', {
+      args: ['user'],
+      examples: ['user update alice --first-name Alicia --no-staff', 'user update alice --no-active', 'user update admin --password … --direct'],
+      rename: { is_deleted: false },
+      flags: { restore: Flags.boolean({ summary: 'Restore a deleted user (superusers).' }) },
+      body: ({ flags: f }) => ({ is_deleted: f.restore ? false : undefined }),
+    }),
+    api('site_users_update', {
+      args: ['user'],
+      examples: ['user update bob --site shop_prod --no-active', 'user update bob --site shop_prod --attributes \'{"country": "FR"}\''],
+    }),
+    'users',
+  ),
+  'user:delete': bySite(
+    api('users_destroy', { args: ['user'], examples: ['user delete alice'] }),
+    api('site_users_destroy', { args: ['user'], examples: ['user delete bob --site shop_prod'] }),
+    'users',
+  ),
   // Two operations (GET, or PUT with --set): a hand-written request.
   'user:attributes': operation({
     summary: "Show or replace a site user's attributes (the P.attr of app policies).",
