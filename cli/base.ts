@@ -15,7 +15,6 @@ import { ConfigError, loadConfig, type Config } from '../shared/config.ts';
 import type { Database } from '../shared/db/database.ts';
 import { DomainError } from '../shared/errors.ts';
 import { Api, defined, segment, type ApiRequest, type QueryValue } from './api.ts';
-import { CredentialStore } from './credentials.ts';
 import { jsonObject, parseJson, siteFlag } from './flags.ts';
 import { errorLine, keyValues } from './output.ts';
 
@@ -36,6 +35,20 @@ export const apiUrlFlag = Flags.string({
   env: 'PLATFORM_API_URL',
   helpGroup: 'GLOBAL',
 });
+
+export const profileFlag = Flags.string({
+  summary: 'The stored connection to use: its API URL and logins (`platform login --profile`). Default: "default".',
+  env: 'PLATFORM_PROFILE',
+  helpGroup: 'GLOBAL',
+});
+
+/** The remote connection of a command: the profile's logins, and the API URL given, else the one the profile remembers. */
+export async function connection(flags: { 'api-url'?: string; profile?: string }, hint?: string) {
+  const { CredentialStore } = await import('./credentials.ts');
+  const { RemoteTransport } = await import('./remote.ts');
+  const store = new CredentialStore(flags.profile);
+  return { store, remote: new RemoteTransport(flags['api-url'] ?? store.apiUrl(), store, hint) };
+}
 
 export abstract class BaseCommand<T extends typeof Command> extends Command {
   static override enableJsonFlag = true;
@@ -101,6 +114,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
 export abstract class ApiCommand<T extends typeof Command> extends BaseCommand<T> {
   static override baseFlags = {
     'api-url': apiUrlFlag,
+    profile: profileFlag,
     direct: Flags.boolean({
       summary: 'Work on the database directly (DATABASE_URL or the embedded PostgreSQL), as the system actor "cli"; no server needed.',
       helpGroup: 'GLOBAL',
@@ -117,13 +131,12 @@ export abstract class ApiCommand<T extends typeof Command> extends BaseCommand<T
   /** The API of this invocation; commands never ask which transport carries it. */
   protected async api(): Promise<Api> {
     if (this.client) return this.client;
-    const flags = this.flags as { direct?: boolean; as?: string; 'api-url'?: string };
+    const flags = this.flags as { direct?: boolean; as?: string; 'api-url'?: string; profile?: string };
     if (flags.direct) {
       const { DirectTransport } = await import('./direct.ts');
       this.client = new Api(new DirectTransport(loadConfig(), flags.as, (line) => this.info(line)));
     } else {
-      const { RemoteTransport } = await import('./remote.ts');
-      this.client = new Api(new RemoteTransport(flags['api-url'], new CredentialStore()));
+      this.client = new Api((await connection(flags)).remote);
     }
     return this.client;
   }

@@ -11,6 +11,7 @@ import { createLogger } from '../shared/common/logger.ts';
 import type { Config } from '../shared/config.ts';
 import { openCommandDatabase, type Database } from '../shared/db/database.ts';
 import { migrationStatus } from '../shared/db/orm.ts';
+import { recordedPublicUrl } from '../shared/db/platform-settings.ts';
 import { DomainError } from '../shared/errors.ts';
 import { createMailer } from '../shared/mail/mailer.ts';
 import { HostResolver } from '../shared/tenancy/host-resolver.ts';
@@ -24,9 +25,12 @@ const CLI_ACTOR = systemActor('cli');
 
 type Dispatch = (req: DirectRequest, res: import('node:http').ServerResponse) => void;
 
-/** The Host of injected requests: the public URL's, else HOST:PORT as the server would be reached (a platform host). */
+/**
+ * The Host of injected requests: HOST:PORT as the server would be reached (a platform host).
+ * Never the public URL's host, which a proxy may rewrite and need not be in PLATFORM_HOSTS;
+ * links name the public URL anyway (the app's config).
+ */
 function directHost(config: Config): string {
-  if (config.publicUrl) return new URL(config.publicUrl).host;
   const host = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
   const name = config.platformHosts.includes(host) ? host : (config.platformHosts[0] ?? 'localhost');
   return `${name.includes(':') ? `[${name}]` : name}:${config.port}`;
@@ -59,9 +63,11 @@ export class DirectTransport implements Transport {
         await db.close().catch(() => undefined);
         throw err;
       }
+      // Links name the server's public URL: this process's PLATFORM_PUBLIC_URL, else the one the server recorded.
+      const publicUrl = this.config.publicUrl ?? (await recordedPublicUrl(db.orm.em.fork()));
       // Logs go to stderr (stdout is the command's output), at LOG_LEVEL, without a line per request.
       const log = createLogger(this.config.logLevel, { service: 'platform-cli', destination: pino.destination({ dest: 2, sync: true }) });
-      const config = { ...this.config, rateLimit: { ...this.config.rateLimit, enabled: false } }; // an operator's commands are not throttled
+      const config = { ...this.config, publicUrl, rateLimit: { ...this.config.rateLimit, enabled: false } }; // an operator's commands are not throttled
       const tokens = tokenSettings(config);
       // Functions invoked here run here (their SDK reaches the API only through FUNCTION_API_URL); nothing else is claimed from the queue.
       const secrets = new SecretKeyring(tokens.secretKey, config.secretsKeyVersion);

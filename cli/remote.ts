@@ -1,4 +1,4 @@
-// The remote transport: HTTP to the API URL (--api-url / PLATFORM_API_URL) with the login that
+// The remote transport: HTTP to the API URL (--api-url / PLATFORM_API_URL, else the profile's) with the login that
 // `platform login` stored for it. Site requests use the site's own login (`platform login
 // --site`), or else a site token exchanged on demand for the platform login
 // (POST /api/cloud/sites/<site>/token/: for the organization owners and admins who administer
@@ -14,7 +14,7 @@ const TIMEOUT_MS = 60_000;
 
 /** The API URL to use, checked: a clear error when there is none or it is malformed. */
 function requireApiUrl(apiUrl: string | undefined, hint: string): string {
-  if (!apiUrl) throw new DomainError('BAD_REQUEST', `No API URL: pass --api-url or set PLATFORM_API_URL${hint}.`);
+  if (!apiUrl) throw new DomainError('BAD_REQUEST', `No API URL: pass --api-url, set PLATFORM_API_URL, or run \`platform login --api-url URL\` once (the profile remembers it)${hint}.`);
   let url: URL | undefined;
   try {
     url = new URL(apiUrl);

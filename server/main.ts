@@ -18,6 +18,7 @@ import { openDatabase, type Database } from '../shared/db/database.ts';
 import { describeError, isDatabaseUnavailable } from '../shared/db/errors.ts';
 import { DomainError } from '../shared/errors.ts';
 import { migratePlatform } from '../shared/db/orm.ts';
+import { recordPublicUrl } from '../shared/db/platform-settings.ts';
 import { ChangeListener } from '../shared/db/changes.ts';
 import { requestCaches, type RequestCaches } from '../shared/common/request-caches.ts';
 import { HostResolver } from '../shared/tenancy/host-resolver.ts';
@@ -215,6 +216,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   let functions: FunctionRuntime | undefined;
   try {
     if (options.migrate !== false) await migrate(db, log);
+    await recordPublicUrl(db.orm.em.fork(), config.publicUrl).catch((err: unknown) => log.warn({ err }, 'the public URL was not recorded for the CLI\'s direct mode'));
     const tokens = tokenSettings(config);
     await bootstrap(db, config, log, options.announce ?? ((t: string) => process.stderr.write(t)));
     if (config.redisUrl) ({ redis, faults: redisFaults } = await connectRedis(config, log));

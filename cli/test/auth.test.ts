@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
 import { startTestServer, type TestServer } from '../../server/test/helpers.ts';
-import { cliEnv, json, runCli, tempConfigDir } from './helpers.ts';
+import { cliEnv, json, runCli, storedLogins, tempConfigDir } from './helpers.ts';
 
 let s: TestServer;
 const dirs: string[] = [];
@@ -31,7 +31,7 @@ function configDir(): string {
 }
 
 const credentialsFile = (dir: string) => path.join(dir, 'credentials.json');
-const stored = (dir: string) => JSON.parse(fs.readFileSync(credentialsFile(dir), 'utf8')).apis[s.url];
+const stored = (dir: string) => storedLogins(dir)[s.url];
 
 /** Writes a credentials file directly (tokens from the API), as `login` would. */
 function storeCredentials(dir: string, creds: { access: string; refresh: string; username: string }): void {
@@ -126,7 +126,7 @@ test('logout blacklists the refresh token (the API then refuses it) and forgets 
   const r = await runCli(['logout'], env);
   t.is(r.code, 0, r.stderr);
   t.is(r.stdout, `Logged out of ${s.url}.\n`);
-  t.is(stored(dir), undefined);
+  t.false(fs.existsSync(credentialsFile(dir)), 'nothing remembered');
   const refused = await s.api('POST', '/api/auth/jwt/token/refresh/', { body: { refresh } });
   t.is(refused.status, 401);
   t.is(refused.body.message, 'Token is blacklisted.');
@@ -148,7 +148,7 @@ test('remote mode without login: exit 1 with a clear message (and the error body
 test('remote mode without an API URL: exit 1, told to pass --api-url or use --direct', async (t) => {
   const r = await runCli(['user', 'get', 'alice'], cliEnv(s, configDir(), { PLATFORM_API_URL: undefined }));
   t.is(r.code, 1);
-  t.is(r.stderr, 'Error: No API URL: pass --api-url or set PLATFORM_API_URL, or use --direct to work on the database.\n');
+  t.is(r.stderr, 'Error: No API URL: pass --api-url, set PLATFORM_API_URL, or run `platform login --api-url URL` once (the profile remembers it), or use --direct to work on the database.\n');
 });
 
 test('one login serves every site the user administers: site commands exchange the platform login for a site token', async (t) => {
@@ -163,7 +163,7 @@ test('one login serves every site the user administers: site commands exchange t
   const apps = await runCli(['app', 'list', '--site', 'sam_shop', '--json'], env);
   t.is(apps.code, 0, apps.stderr);
   t.is(json(apps).status, 'success');
-  const apis = JSON.parse(fs.readFileSync(credentialsFile(dir), 'utf8')).apis;
+  const apis = storedLogins(dir);
   t.deepEqual(Object.keys(apis).sort(), [s.url, `${s.url}/sites/sam_shop`]);
   t.is(apis[`${s.url}/sites/sam_shop`].username, 'sam');
   const created = await runCli(['app', 'create', 'Sam app', '--site', 'sam_shop', '--json'], env);
@@ -180,6 +180,48 @@ test('one login serves every site the user administers: site commands exchange t
   const refused = await runCli(['app', 'list', '--site', 'sam_shop'], otherEnv);
   t.is(refused.code, 1);
   t.is(refused.stderr, `Error: Site "sam_shop" not found.\n`, 'a site rita may not even view does not exist for her (named as she named it, never by its UUID)');
+  // Logging out ends the exchanged site session too: its refresh token is blacklisted, then forgotten.
+  const siteRefresh = apis[`${s.url}/sites/sam_shop`].refresh;
+  const out = await runCli(['logout'], env);
+  t.is(out.code, 0, out.stderr);
+  t.false(fs.existsSync(path.join(dir, 'credentials.json')), 'nothing remembered');
+  t.is((await s.api('POST', '/sites/sam_shop/api/auth/jwt/token/refresh/', { body: { refresh: siteRefresh } })).status, 401);
+});
+
+test('login --api-url is remembered: the README sequence (login, then whoami) needs no URL again; profiles keep connections apart', async (t) => {
+  const dir = configDir();
+  const env = cliEnv(s, dir, { PLATFORM_API_URL: undefined });
+  const login = await runCli(['login', '--api-url', s.url, '--username', 'lou', '--password', PASSWORD], env);
+  t.is(login.code, 0, login.stderr);
+  t.is(login.stdout, `Logged in to ${s.url} as lou.\n`);
+  const who = await runCli(['whoami', '--json'], env);
+  t.is(who.code, 0, who.stderr);
+  t.is(json(who).username, 'lou');
+
+  // A second, named profile on the same API as another user: --profile or PLATFORM_PROFILE.
+  const staging = await runCli(['login', '--api-url', `${s.url}/`, '--profile', 'staging', '--username', 'wendy', '--password', PASSWORD, '--json'], env);
+  t.is(staging.code, 0, staging.stderr);
+  t.like(json(staging), { status: 'success', message: `Logged in to ${s.url} as wendy (profile staging).`, profile: 'staging', username: 'wendy' });
+  t.is(json(await runCli(['whoami', '--json', '--profile', 'staging'], env)).username, 'wendy');
+  t.is(json(await runCli(['whoami', '--json'], { ...env, PLATFORM_PROFILE: 'staging' })).username, 'wendy');
+  t.is(json(await runCli(['whoami', '--json'], env)).username, 'lou', 'the default profile is untouched');
+  t.is(storedLogins(dir, 'staging')[s.url].username, 'wendy');
+  t.is(fs.statSync(path.join(dir, 'credentials.json')).mode & 0o777, 0o600);
+
+  // logout clears the default profile (its URL too); the other one stays.
+  const refresh = storedLogins(dir)[s.url].refresh;
+  const out = await runCli(['logout'], env);
+  t.is(out.code, 0, out.stderr);
+  t.is(out.stdout, `Logged out of ${s.url}.\n`);
+  t.is((await s.api('POST', '/api/auth/jwt/token/refresh/', { body: { refresh } })).status, 401, 'blacklisted');
+  const gone = await runCli(['whoami'], env);
+  t.is(gone.code, 1);
+  t.regex(gone.stderr, /^Error: No API URL: pass --api-url/);
+  t.is(json(await runCli(['whoami', '--json', '--profile', 'staging'], env)).username, 'wendy');
+
+  const bad = await runCli(['whoami', '--profile', '../etc'], env);
+  t.is(bad.code, 1);
+  t.is(bad.stderr, 'Error: Invalid profile "../etc": letters, digits, ".", "_" and "-", at most 64.\n');
 });
 
 test('--direct --as: the command runs as that user, with that user\'s rights (in process, no token)', async (t) => {

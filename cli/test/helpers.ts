@@ -39,6 +39,12 @@ export async function storeLogin(s: TestServer, configDir: string, username = AD
   fs.writeFileSync(file, JSON.stringify({ version: 1, apis: { [s.url]: { ...tokens, username } } }), { mode: 0o600 });
 }
 
+/** The logins stored in `configDir` (a profile's: credentials.json version 2, or a version 1 file's). */
+export function storedLogins(configDir: string, profile = 'default'): Record<string, { access: string; refresh: string; username: string }> {
+  const data = JSON.parse(fs.readFileSync(path.join(configDir, 'credentials.json'), 'utf8'));
+  return data.version === 1 ? data.apis : (data.profiles[profile]?.apis ?? {});
+}
+
 /** The environment of a CLI process talking to `s`: remote through its URL, direct through its database. */
 export function cliEnv(s: TestServer, configDir: string, extra: Record<string, string | undefined> = {}): Record<string, string> {
   const env: Record<string, string | undefined> = {

@@ -7,7 +7,7 @@ import test from 'ava';
 import { hashPassword } from '../../shared/auth/passwords.ts';
 import { createTestSite, type TestSite } from '../../shared/testing/sites.ts';
 import { startTestServer, TEST_SECRET, type TestServer } from '../../server/test/helpers.ts';
-import { bothModesMacro, cliEnv, json, runCli, tempConfigDir, volatile } from './helpers.ts';
+import { bothModesMacro, cliEnv, json, runCli, storedLogins, tempConfigDir, volatile } from './helpers.ts';
 
 let s: TestServer;
 let site: TestSite;
@@ -66,7 +66,7 @@ test('login --site stores the site login beside the platform one; site commands 
   const r = await runCli(['login', '--site', site.schema, '--username', 'boss', '--password', PASSWORD], env);
   t.is(r.code, 0, r.stderr);
   t.is(r.stdout, `Logged in to site ${site.schema} at ${s.url} as boss.\n`);
-  const stored = JSON.parse(fs.readFileSync(path.join(dir, 'credentials.json'), 'utf8')).apis;
+  const stored = storedLogins(dir);
   t.deepEqual(Object.keys(stored), [`${s.url}/sites/${site.schema}`]);
   const list = await runCli(['secret', 'list', '--site', site.schema, '--search', 'LISTED', '--json'], env);
   t.is(list.code, 0, list.stderr);

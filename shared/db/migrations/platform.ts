@@ -374,6 +374,20 @@ export class Migration0008DomainVerification extends Migration {
   }
 }
 
+/**
+ * What a server tells the processes that share its database without serving requests (the
+ * CLI's direct mode): its configured public URL, for the absolute links they build.
+ */
+export class Migration0009PlatformSettings extends Migration {
+  override name = '0009_platform_settings';
+  override async up(): Promise<void> {
+    this.addSql('CREATE TABLE platform_settings (key varchar(100) PRIMARY KEY, value text NOT NULL, updated_at timestamptz NOT NULL DEFAULT now())');
+  }
+  override async down(): Promise<void> {
+    this.addSql('DROP TABLE platform_settings');
+  }
+}
+
 export const platformMigrations = [
   Migration0001Users,
   Migration0002Tenancy,
@@ -383,4 +397,5 @@ export const platformMigrations = [
   Migration0006Sessions,
   Migration0007IdempotencyKeys,
   Migration0008DomainVerification,
+  Migration0009PlatformSettings,
 ];
