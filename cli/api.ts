@@ -133,14 +133,32 @@ export class Api {
     return this.transport.mode;
   }
 
+  /** What a Ctrl-C leaves behind: the writes the API accepted, and the one still waiting for its answer. */
+  readonly applied: string[] = [];
+  inFlight: string | undefined;
+
+  /** One exchange; a write (not a sign-in exchange) is tracked until its answer says whether it was applied. */
+  private async send(req: ApiRequest, accept: string): Promise<ApiResponse> {
+    if (req.method === 'GET' || req.anonymous) return this.transport.send(req, accept);
+    const what = `${req.method} ${target(req).split('?')[0]}`;
+    this.inFlight = what;
+    try {
+      const res = await this.transport.send(req, accept);
+      if (res.status < 300) this.applied.push(what);
+      return res;
+    } finally {
+      this.inFlight = undefined;
+    }
+  }
+
   /** A request answered with JSON (or nothing: 204). */
   async call<T>(req: ApiRequest): Promise<T> {
-    return decode<T>(await this.transport.send(req, 'application/json'), req);
+    return decode<T>(await this.send(req, 'application/json'), req);
   }
 
   /** A request whose answer is a stream of `accept` (a CSV export, an object's bytes) with its headers; an error answer throws. */
   async receive(req: ApiRequest, accept: string): Promise<ApiResponse> {
-    const res = await this.transport.send(req, `${accept}, application/json`);
+    const res = await this.send(req, `${accept}, application/json`);
     if (res.status >= 200 && res.status < 300) return res;
     return decode<never>(res, req);
   }

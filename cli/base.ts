@@ -68,6 +68,27 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     });
     this.flags = flags as FlagsOf<T>;
     this.args = args as ArgsOf<T>;
+    if (this.interruption() !== undefined) process.once('SIGINT', this.onInterrupt);
+  }
+
+  /**
+   * What a Ctrl-C leaves behind, for the line `interrupted: …` (exit 130); undefined: the command
+   * handles SIGINT itself (serve). Commands that change things in steps say which steps stay.
+   */
+  protected interruption(): string | undefined {
+    return 'nothing was changed';
+  }
+
+  private readonly onInterrupt = () => {
+    const message = `interrupted: ${this.interruption()}`;
+    if (this.jsonEnabled()) this.logJson({ status: 'error', code: 'INTERRUPTED', message });
+    else process.stderr.write(`\n${message}\n`);
+    process.exit(130);
+  };
+
+  protected override async finally(err: Error | undefined): Promise<void> {
+    process.off('SIGINT', this.onInterrupt);
+    await super.finally(err);
   }
 
   /** `work` on the configuration's database (DATABASE_URL, else the embedded PostgreSQL, stopped afterwards if this process started it): the operator commands that need no API. */
@@ -144,6 +165,15 @@ export abstract class ApiCommand<T extends typeof Command> extends BaseCommand<T
   /** One request answered with JSON. */
   protected async call<B>(req: ApiRequest): Promise<B> {
     return (await this.api()).call<B>(req);
+  }
+
+  protected override interruption(): string {
+    const applied = this.client?.applied ?? [];
+    const listed = applied.length > 3 ? `${applied.slice(0, 3).join(', ')} and ${applied.length - 3} more` : applied.join(', ');
+    const before = applied.length ? `${applied.length} change${applied.length === 1 ? ' was' : 's were'} made before (${listed})` : '';
+    const inFlight = this.client?.inFlight;
+    if (inFlight) return `${inFlight} had no answer yet: it may have been applied, check before retrying${before ? `; ${before}` : ''}`;
+    return before ? `${before}; nothing after` : 'nothing was changed';
   }
 
   protected override async finally(err: Error | undefined): Promise<void> {

@@ -11,6 +11,10 @@ export default class MigrateCommand extends BaseCommand<typeof MigrateCommand> {
     status: Flags.boolean({ summary: 'List executed and pending migrations; apply nothing.' }),
   };
 
+  protected override interruption(): string {
+    return this.flags?.status ? 'nothing was changed' : 'each migration is applied whole or not at all: those that finished stay applied, the one running was rolled back; run `platform migrate` again to resume';
+  }
+
   async run() {
     // Loaded here, not at the top: oclif imports every command module to list them, and the
     // ORM should only cost the commands that use it.

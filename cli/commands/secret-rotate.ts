@@ -15,6 +15,10 @@ export default class SecretRotateCommand extends BaseCommand<typeof SecretRotate
     'previous-key-env': Flags.string({ summary: 'The environment variable holding the previous PLATFORM_SECRET_KEY (for older key versions).' }),
   };
 
+  protected override interruption(): string {
+    return 'the secrets re-encrypted so far keep their new key version (each one whole or not at all); run `platform secret rotate` again to finish, the others are still read with the previous key';
+  }
+
   async run() {
     const envName = this.flags['previous-key-env'];
     const previous = envName === undefined ? undefined : process.env[envName];

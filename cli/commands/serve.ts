@@ -13,6 +13,11 @@ export default class ServeCommand extends BaseCommand<typeof ServeCommand> {
     migrate: Flags.boolean({ summary: 'Apply pending platform migrations at start.', default: true, allowNo: true }),
   };
 
+  /** serve drains on SIGINT itself (below). */
+  protected override interruption(): undefined {
+    return undefined;
+  }
+
   async run() {
     const config = loadConfig();
     if (this.flags.port !== undefined) config.port = this.flags.port;
