@@ -6,6 +6,10 @@ import { StringEnum } from '../common/validation.ts';
 import { SITE_ENVIRONMENTS } from './site.entity.ts';
 
 const Environment = StringEnum(SITE_ENVIRONMENTS);
+/** On create: what the server's ENVIRONMENT gives when left out. */
+const CreateEnvironment = StringEnum(SITE_ENVIRONMENTS, {
+  description: "The site's environment. Left out: from the server's ENVIRONMENT (production → production, staging → staging, dev → development, test → testing).",
+});
 const Settings = Type.Record(Type.String(), Type.Unknown(), { description: 'Free-form JSON configuration' });
 
 /** `/api/cloud/sites/:site/`: a site slug or UUID. */
@@ -37,7 +41,7 @@ export const SiteCreate = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 200 }),
     description: Type.Optional(Type.String({ maxLength: 10_000 })),
-    environment: Type.Optional(Environment),
+    environment: Type.Optional(CreateEnvironment),
     schema_name: Type.Optional(Type.String({ minLength: 1, maxLength: 63, description: 'Start with a letter or underscore; lowercase letters, digits, underscores' })),
     site_settings: Type.Optional(Settings),
     domain: Type.Optional(Type.String({ minLength: 1, maxLength: 253, description: 'A customer domain to add, unverified until its DNS TXT record proves it (docs/domains.md); the primary domain is always `{slug}.{PLATFORM_BASE_DOMAIN}`' })),
