@@ -46,12 +46,12 @@ export interface Field {
   example?: unknown;
   rdfType?: string;
   'x-rename-from'?: string;
-  /** number: lexical options of CSV cells (docs/data-tables.md "Field types"). */
+  /** number: how a number written as text (a CSV cell, a JSON string) reads (docs/data-tables.md "Field types"); one character each. */
   decimalChar?: string;
   groupChar?: string;
-  /** number, integer: false strips non-numeric characters around a CSV cell's number. */
+  /** number, integer: false strips non-numeric characters around a number written as text. */
   bareNumber?: boolean;
-  /** boolean: the CSV cells that read as true / false. */
+  /** boolean: the texts that read as true / false (defaults TRUE_VALUES / FALSE_VALUES). */
   trueValues?: string[];
   falseValues?: string[];
 }
@@ -78,12 +78,14 @@ export interface TableSchema {
   description?: string;
   hierarchy?: boolean;
   graph?: Record<string, unknown>;
+  /** The texts that stand for a missing value (null) in every field (Frictionless default `[""]`). */
+  missingValues?: string[];
 }
 
 const TYPED_KEYS = [...new Set(Object.values(TYPE_PROPERTIES).flat())];
 const FIELD_KEYS = ['name', 'type', 'format', 'title', 'description', 'constraints', 'default', 'example', 'rdfType', 'x-rename-from', ...TYPED_KEYS];
 const CONSTRAINT_KEYS = ['required', 'unique', 'minimum', 'maximum', 'minLength', 'maxLength', 'pattern', 'enum'];
-const TOP_KEYS = ['fields', 'primaryKey', 'foreignKeys', 'indexes', 'title', 'description', 'hierarchy', 'graph'];
+const TOP_KEYS = ['fields', 'primaryKey', 'foreignKeys', 'indexes', 'title', 'description', 'hierarchy', 'graph', 'missingValues'];
 const INDEX_KEYS = ['name', 'fields', 'expression', 'unique', 'method', 'where', 'comment'];
 
 /** Field names that would shadow members of every JavaScript object (`__proto__`, `constructor`). */
@@ -94,6 +96,17 @@ const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object
 const isStrArray = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string');
 const asList = (v: unknown): unknown => (typeof v === 'string' ? [v] : v);
 const show = (v: unknown) => JSON.stringify(v);
+/** One character (a code point: `’` and a narrow no-break space are one), never NUL. */
+const isChar = (v: unknown) => typeof v === 'string' && v !== '\0' && [...v].length === 1;
+const isTextList = (v: unknown) => isStrArray(v) && v.length > 0 && !v.some((x) => x.includes('\0'));
+/** The type properties' values (TYPE_PROPERTIES). */
+const PROPERTY_CHECKS: Record<string, { ok: (v: unknown) => boolean; what: string }> = {
+  decimalChar: { ok: isChar, what: 'a single character' },
+  groupChar: { ok: isChar, what: 'a single character' },
+  bareNumber: { ok: (v) => typeof v === 'boolean', what: 'a boolean' },
+  trueValues: { ok: isTextList, what: 'a non-empty array of strings' },
+  falseValues: { ok: isTextList, what: 'a non-empty array of strings' },
+};
 
 function checkField(raw: unknown, i: number, errors: string[]): void {
   if (!isObj(raw)) { errors.push(`fields[${i}]: must be an object.`); return; }
@@ -119,9 +132,7 @@ function checkField(raw: unknown, i: number, errors: string[]): void {
   for (const k of TYPED_KEYS) {
     if (raw[k] === undefined) continue;
     if (!TYPE_PROPERTIES[type as string]?.includes(k)) errors.push(`${label}: property '${k}' applies to ${Object.keys(TYPE_PROPERTIES).filter((t) => TYPE_PROPERTIES[t]!.includes(k)).join(' and ')} fields only.`);
-    else if (k === 'bareNumber' ? typeof raw[k] !== 'boolean' : k.endsWith('Values') ? !isStrArray(raw[k]) || !(raw[k] as string[]).length : typeof raw[k] !== 'string' || !(raw[k] as string).length || (raw[k] as string).length > 10) {
-      errors.push(`${label}: ${k} must be ${k === 'bareNumber' ? 'a boolean' : k.endsWith('Values') ? 'a non-empty array of strings' : 'a string of 1 to 10 characters'}.`);
-    }
+    else if (!PROPERTY_CHECKS[k]!.ok(raw[k])) errors.push(`${label}: ${k} must be ${PROPERTY_CHECKS[k]!.what}.`);
   }
   if (isStrArray(raw.trueValues) && isStrArray(raw.falseValues) && raw.trueValues.some((v) => (raw.falseValues as string[]).includes(v))) errors.push(`${label}: trueValues and falseValues overlap.`);
   if (raw.groupChar !== undefined && (raw.decimalChar ?? '.') === raw.groupChar) errors.push(`${label}: decimalChar and groupChar must differ.`);
@@ -252,6 +263,7 @@ export function validateTableSchema(doc: unknown, tables: ReadonlyMap<string, re
   const errors: string[] = [];
   if (!isObj(doc)) return ['The schema must be an object.'];
   for (const k of Object.keys(doc)) if (!TOP_KEYS.includes(k)) errors.push(`Unknown top-level property '${k}'.`);
+  if (doc.missingValues !== undefined && !isStrArray(doc.missingValues)) errors.push('missingValues must be an array of strings.');
   if (!Array.isArray(doc.fields) || doc.fields.length === 0) return [...errors, "'fields' is required and must be a non-empty array."];
   doc.fields.forEach((f, i) => checkField(f, i, errors));
   const list = doc.fields.map((f) => (isObj(f) && typeof f.name === 'string' ? f.name : ''));
