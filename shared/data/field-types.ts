@@ -6,6 +6,7 @@
 // that every write path applies, and the stored form of values PostgreSQL reads otherwise (time
 // offsets, negative durations). Every pattern here is our own, anchored and linear: no nested
 // quantifiers over user input.
+import { Ajv, type ValidateFunction } from 'ajv';
 import { fullFormats } from 'ajv-formats/dist/formats.js';
 import type { Field, TableSchema } from './table-schema.ts';
 
@@ -107,6 +108,22 @@ export function typeSchema(f: Pick<Field, 'type' | 'format'>): Record<string, un
     case 'geojson': return f.format === 'topojson' ? TOPOJSON : GEOJSON;
     default: return {}; // any
   }
+}
+
+// A field's values in a schema itself (`default`, `enum`, `minimum`…): checked against the type's
+// JSON Schema, compiled once per type and format (the table's DDL writes them as typed literals).
+const values = new Ajv({ strict: false, formats: FORMATS });
+const valueChecks = new Map<string, ValidateFunction>();
+
+/** Why a value written in a schema is not a value of the field's type, or undefined (null is no value: always fine). */
+export function valueProblem(f: Pick<Field, 'type' | 'format'>, value: unknown): string | undefined {
+  if (value === null) return undefined;
+  const key = `${f.type}/${f.format ?? ''}`;
+  let check = valueChecks.get(key);
+  if (!check) valueChecks.set(key, (check = values.compile(typeSchema(f))));
+  if (check(value)) return undefined;
+  const kind = f.format && f.format !== 'default' ? `${f.type} (${f.format})` : f.type;
+  return `${JSON.stringify(value).slice(0, 40)} is not a valid ${kind} value (${check.errors?.[0]?.message ?? 'invalid'})`;
 }
 
 /** Leading and trailing characters that cannot be part of a number, stripped (bareNumber: false). */
