@@ -96,7 +96,7 @@ const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object
 const isStrArray = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string');
 const asList = (v: unknown): unknown => (typeof v === 'string' ? [v] : v);
 const show = (v: unknown) => JSON.stringify(v);
-/** One character (a code point: `’` and a narrow no-break space are one), never NUL. */
+/** One character (a code point: `’` and a narrow no-break space are one). */
 const isChar = (v: unknown) => typeof v === 'string' && [...v].length === 1;
 const isTextList = (v: unknown) => isStrArray(v) && v.length > 0;
 /** The type properties' values (TYPE_PROPERTIES). */
@@ -119,6 +119,7 @@ function checkField(raw: unknown, i: number, errors: string[]): void {
   // Only a known type is looked up (`constructor` would find a member of every object).
   const type = (FIELD_TYPES as readonly unknown[]).includes(raw.type) ? (raw.type as FieldType) : undefined;
   if (!type) errors.push(`${label}: invalid type ${show(raw.type)}; valid types are ${FIELD_TYPES.join(', ')}.`);
+  const errorCount = errors.length;
   if (raw.format !== undefined && type) {
     const formats = type === 'string' ? STRING_FORMATS : TYPE_FORMATS[type];
     if (formats) {
@@ -128,6 +129,10 @@ function checkField(raw: unknown, i: number, errors: string[]): void {
       errors.push(`${label}: type ${show(type)} takes no format other than 'default'${dates}.`);
     }
   }
+  // Values written in the schema (default, enum, minimum…) are values of the field: the DDL writes
+  // them as typed literals. Checked once the type and format are known good.
+  const valueType = type && errors.length === errorCount ? { type, format: raw.format as string | undefined } : undefined;
+  const problem = (v: unknown) => (valueType ? valueProblem(valueType, v) : undefined);
   for (const k of TYPED_KEYS) {
     if (raw[k] === undefined) continue;
     if (!(type && TYPE_PROPERTIES[type]?.includes(k))) errors.push(`${label}: property '${k}' applies to ${Object.keys(TYPE_PROPERTIES).filter((t) => TYPE_PROPERTIES[t]!.includes(k)).join(' and ')} fields only.`);
@@ -139,11 +144,8 @@ function checkField(raw: unknown, i: number, errors: string[]): void {
   if (raw['x-rename-from'] !== undefined && (typeof raw['x-rename-from'] !== 'string' || !IDENT_RE.test(raw['x-rename-from']))) {
     errors.push(`${label}: x-rename-from must be a field name.`);
   }
-  // Values written in the schema are values of the field (the DDL writes them as typed literals); a bad format was named above.
-  const valueType = type && !(raw.format !== undefined && raw.format !== 'default' && !(type === 'string' ? STRING_FORMATS : TYPE_FORMATS[type] ?? []).includes(raw.format as never))
-    ? { type, format: raw.format as string | undefined } : undefined;
-  const problem = (v: unknown) => (valueType ? valueProblem(valueType, v) : undefined);
-  if (raw.default !== undefined && problem(raw.default)) errors.push(`${label}: default ${problem(raw.default)}.`);
+  const badDefault = raw.default === undefined ? undefined : problem(raw.default);
+  if (badDefault) errors.push(`${label}: default ${badDefault}.`);
   if (raw.constraints === undefined) return;
   const c = raw.constraints;
   if (!isObj(c)) { errors.push(`${label}: constraints must be an object.`); return; }
@@ -162,7 +164,10 @@ function checkField(raw: unknown, i: number, errors: string[]): void {
       if (numeric ? typeof v !== 'number' || !Number.isFinite(v) : typeof v !== 'string' && typeof v !== 'number') {
         errors.push(`${label}: constraint ${k} must be a ${numeric ? 'number' : 'number or string'}.`);
       }
-    } else if (problem(v)) errors.push(`${label}: constraint ${k} ${problem(v)}.`);
+    } else {
+      const bad = problem(v);
+      if (bad) errors.push(`${label}: constraint ${k} ${bad}.`);
+    }
   }
   if (c.pattern !== undefined) {
     if (typeof c.pattern !== 'string') errors.push(`${label}: constraint pattern must be a string.`);
@@ -174,8 +179,8 @@ function checkField(raw: unknown, i: number, errors: string[]): void {
   if (c.enum !== undefined) {
     if (!Array.isArray(c.enum) || c.enum.length === 0) errors.push(`${label}: constraint enum must be a non-empty array.`);
     else {
-      const bad = c.enum.find((v) => problem(v));
-      if (bad !== undefined) errors.push(`${label}: constraint enum value ${problem(bad)}.`);
+      const bad = c.enum.map(problem).find(Boolean);
+      if (bad) errors.push(`${label}: constraint enum value ${bad}.`);
     }
   }
 }
