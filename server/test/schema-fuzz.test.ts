@@ -12,7 +12,7 @@ import { createTables, seedCrm } from './crm.ts';
 import { startTestServer, type TestServer } from './helpers.ts';
 import { twoSitesWithUsers } from './site-users.ts';
 
-const SEED = Number(process.env.FUZZ_SEED ?? 30_9);
+const SEED = Number(process.env.FUZZ_SEED ?? 309);
 const CASES = Number(process.env.FUZZ_CASES ?? 400);
 
 let s: TestServer;
