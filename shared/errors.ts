@@ -26,7 +26,15 @@ export const ERROR_STATUS = {
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
+/** Field → its messages; a field is a body member's name, a dotted path into it (`settings.display_name`, `0.email`), or `non_field_errors`. */
 export type FieldErrors = Record<string, string[]>;
+
+/** The members of the error envelopes (standard, flag, legacy; Part 1 §7): never a field's top-level copy. */
+export const ENVELOPE_MEMBERS: ReadonlySet<string> = new Set(['status', 'code', 'message', 'detail', 'errors', 'data', 'success', 'status_code', 'error', 'details', 'retry_after']);
+
+/** An own, enumerable member, whatever its name (`__proto__` included). */
+const define = (target: Record<string, unknown>, key: string, value: unknown) =>
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
 
 /** The exact texts of spec Part 1 §5 item 7. */
 export const NOT_AUTHENTICATED_DETAIL = 'Authentication credentials were not provided.';
@@ -61,12 +69,20 @@ export class DomainError extends Error {
     return ERROR_STATUS[this.code];
   }
 
-  /** The standard error body of spec Part 1 §7. */
+  /**
+   * The error body: the standard form of spec Part 1 §7, and, for an error naming fields, the
+   * field form too — each field's messages also at the top level, as the spec writes field-keyed
+   * 400s (`{json_schema: [...]}`, `{paths: [...]}`) — but for a field named like a member of the
+   * envelope, which stays in `errors` only (docs/api-conventions.md "Field errors").
+   */
   toBody(): Record<string, unknown> {
     const body: Record<string, unknown> = { status: 'error', code: this.code, message: this.message };
     if (this.detail !== undefined) body.detail = this.detail;
     if (this.errors !== undefined) body.errors = this.errors;
     if (this.data !== undefined) body.data = this.data;
+    for (const [field, messages] of Object.entries(this.errors ?? {})) {
+      if (!ENVELOPE_MEMBERS.has(field) && !Object.hasOwn(this.extra ?? {}, field)) define(body, field, messages);
+    }
     return { ...body, ...this.extra };
   }
 
@@ -75,12 +91,15 @@ export class DomainError extends Error {
     const b = (body && typeof body === 'object' ? body : {}) as Record<string, unknown>;
     const code = typeof b.code === 'string' && b.code in ERROR_STATUS ? (b.code as ErrorCode) : codeForStatus(status);
     const message = typeof b.message === 'string' ? b.message : typeof b.detail === 'string' ? b.detail : `HTTP ${status}`;
-    const { status: _s, code: _c, message: _m, detail, errors, data, ...extra } = b;
+    const { status: _s, code: _c, message: _m, detail, errors, data, ...rest } = b;
+    const fields = errors && typeof errors === 'object' ? (errors as FieldErrors) : undefined;
+    // Further top-level fields (`retry_after`, …) survive the round trip (toBody() gives the body
+    // back); the field form's copies of `errors` are toBody()'s own.
+    const extra = Object.fromEntries(Object.entries(rest).filter(([k]) => !(fields && Object.hasOwn(fields, k))));
     return new DomainError(code, message, {
       detail: typeof detail === 'string' ? detail : undefined,
-      errors: errors && typeof errors === 'object' ? (errors as FieldErrors) : undefined,
+      errors: fields,
       data: data && typeof data === 'object' ? (data as Record<string, unknown>) : undefined,
-      // Further top-level fields (`retry_after`, …) survive the round trip: toBody() gives the body back.
       extra: Object.keys(extra).length ? extra : undefined,
     });
   }
@@ -96,7 +115,7 @@ function codeForStatus(status: number): ErrorCode {
  * named `constructor` or `__proto__`, which a plain object would otherwise resolve or swallow.
  */
 export function addFieldError(errors: FieldErrors, field: string, text: string): void {
-  if (!Object.hasOwn(errors, field)) Object.defineProperty(errors, field, { value: [], enumerable: true, writable: true, configurable: true });
+  if (!Object.hasOwn(errors, field)) define(errors, field, []);
   if (!errors[field]!.includes(text)) errors[field]!.push(text);
 }
 

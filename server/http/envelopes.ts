@@ -11,10 +11,13 @@ export const ErrorBody = Type.Object(
     code: Type.String({ description: 'VALIDATION_ERROR, BAD_REQUEST, AUTHENTICATION_FAILED, INVALID_TOKEN, PERMISSION_DENIED, NOT_FOUND, …' }),
     message: Type.String(),
     detail: Type.Optional(Type.String()),
-    errors: Type.Optional(Type.Record(Type.String(), Type.Array(Type.String()))),
+    errors: Type.Optional(Type.Record(Type.String(), Type.Array(Type.String()), { description: 'Field (a body member, a dotted path, or non_field_errors) → its messages' })),
     data: Type.Optional(Type.Object({})),
   },
-  { $id: 'Error' },
+  {
+    $id: 'Error',
+    description: 'The standard error form (Part 1 §7). Each field of `errors` is also a member of the body with the same messages (the field form), unless named like a member of the envelope; flag-form routes add `success: false` and `status_code`.',
+  },
 );
 
 export const MessageBody = Type.Object({ status: Type.Literal('success'), message: Type.String() }, { $id: 'Message' });
@@ -51,16 +54,8 @@ export function sendMessage(ctx: AppContext, message: string): void {
 }
 
 /**
- * Errors of routes answering in the flag form carry its fields as well ({success: false, message,
- * status_code}) beside the standard ones (§7); `extra`: further fields for some errors.
+ * An error of a route answering in the flag form (RouteDef.errorForm): its members as well
+ * ({success: false, message, status_code}) beside the standard ones (§7).
  */
-export async function flagFormErrors(run: () => Promise<void>, extra: (err: DomainError) => Record<string, unknown> = () => ({})): Promise<void> {
-  try {
-    await run();
-  } catch (err) {
-    if (err instanceof DomainError) {
-      throw new DomainError(err.code, err.message, { detail: err.detail, errors: err.errors, data: err.data, extra: { ...err.extra, ...extra(err), success: false, status_code: err.status } });
-    }
-    throw err;
-  }
-}
+export const flagForm = (err: DomainError): DomainError =>
+  new DomainError(err.code, err.message, { detail: err.detail, errors: err.errors, data: err.data, extra: { ...err.extra, success: false, status_code: err.status } });

@@ -5,6 +5,7 @@ import type Koa from 'koa';
 import type { TSchema } from '@sinclair/typebox';
 import { validate } from '../../shared/common/validation.ts';
 import { DomainError, notAuthenticated, notFound } from '../../shared/errors.ts';
+import { flagForm } from './envelopes.ts';
 import { IDEMPOTENCY_HEADER, idempotent } from './idempotency.ts';
 import type { AppContext, AppState } from './types.ts';
 
@@ -58,6 +59,12 @@ export interface RouteDef {
    * body is left unparsed for the handler to stream (`ctx.req`), and OpenAPI documents it.
    */
   rawBody?: { mediaType: string; description: string };
+  /**
+   * `flag`: every error of the route (input validation, authentication, the handler's) carries the
+   * flag form's members too, `{success: false, status_code}`, beside the standard ones (spec
+   * Part 1 §7): the routes whose successes answer in the flag form (storage objects, events).
+   */
+  errorForm?: 'flag';
   /** Status → response body schema (null for no body). */
   responses: Record<number, TSchema | null>;
   /** Status → another media type a response may take besides JSON (`{200: 'text/csv'}`), for OpenAPI. */
@@ -103,6 +110,14 @@ export class RouteRegistry {
    */
   router(steps: RouteStep[]): Koa.Middleware<AppState, AppContext> {
     const run = async (ctx: AppContext, def: RouteDef) => {
+      if (!def.errorForm) return serve(ctx, def);
+      try {
+        await serve(ctx, def);
+      } catch (err) {
+        throw err instanceof DomainError ? flagForm(err) : err;
+      }
+    };
+    const serve = async (ctx: AppContext, def: RouteDef) => {
       ctx.state.route = def;
       for (const step of steps) await step(ctx, def);
       if (def.auth !== 'public' && !ctx.state.actor) throw notAuthenticated();

@@ -7,7 +7,7 @@ import * as events from '../../shared/functions/events.service.ts';
 import * as functions from '../../shared/functions/function.service.ts';
 import { AppEventView, FunctionCreate, FunctionListQuery, FunctionRef, FunctionUpdate, FunctionView, InvocationListQuery, InvocationView, InvokeBody, SubscribeBody, SubscriptionView } from '../../shared/functions/function.schemas.ts';
 import type { FunctionRuntime } from '../../shared/functions/runtime.ts';
-import { flagFormErrors, flagged, paginated, sendPage } from '../http/envelopes.ts';
+import { flagged, paginated, sendPage } from '../http/envelopes.ts';
 import { defineRoute, type RouteDef } from '../http/registry.ts';
 import type { AppContext } from '../http/types.ts';
 
@@ -17,15 +17,14 @@ const ADMIN = "Site administrators (superusers and staff), and the app's policie
 const AppRef = Type.Object({ app_slug: Type.String({ description: 'The app slug.' }) });
 const EventRef = Type.Object({ event_name: Type.String({ description: 'The event type (PRE_USER_CREATE, POST_USER_CREATE).' }) });
 
-/** An events answer of §6: {success, message, data}, its errors in the flag form as well. */
-const flagAnswer = (ctx: AppContext, message: string, load: () => Promise<unknown>) =>
-  flagFormErrors(async () => {
-    ctx.body = { success: true, message, data: await load() };
-  });
+/** An events answer of §6: {success, message, data} (its errors in the flag form as well: `errorForm`). */
+const flagAnswer = async (ctx: AppContext, message: string, load: () => Promise<unknown>) => {
+  ctx.body = { success: true, message, data: await load() };
+};
 
 export function functionRoutes(options: { runtime: FunctionRuntime; publicUrl?: string }): RouteDef[] {
   const base = { scope: 'tenant' as const, auth: 'user' as const, tags: ['functions'] };
-  const eventBase = { scope: 'tenant' as const, auth: 'user' as const, tags: ['events'] };
+  const eventBase = { scope: 'tenant' as const, auth: 'user' as const, tags: ['events'], errorForm: 'flag' as const };
   return [
     defineRoute({
       ...base,

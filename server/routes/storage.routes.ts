@@ -10,12 +10,11 @@ import { BucketCreate, BucketListQuery, BucketPatch, BucketRef, BucketUsageBody,
 import * as buckets from '../../shared/storage/bucket.service.ts';
 import * as objects from '../../shared/storage/object.service.ts';
 import { listObjects, searchObjects, OBJECT_LIST_PARAMETERS } from '../../shared/storage/object.list.ts';
-import { UploadRejected } from '../../shared/storage/inspect.ts';
 import { normalizeKey } from '../../shared/storage/keys.ts';
 import type { ObjectRow } from '../../shared/storage/access.ts';
 import type { ObjectStore } from '../../shared/storage/objstore/types.ts';
 import { DomainError, notFound } from '../../shared/errors.ts';
-import { flagFormErrors, paginated, sendPage } from '../http/envelopes.ts';
+import { paginated, sendPage } from '../http/envelopes.ts';
 import { defineRoute, type RouteDef } from '../http/registry.ts';
 import type { AppContext } from '../http/types.ts';
 import { isMultipart } from '../http/uploads.ts';
@@ -42,10 +41,6 @@ function reply(ctx: AppContext, status: number, message: string, data?: unknown)
   ctx.status = status;
   ctx.body = data === undefined ? { success: true, message, status_code: status } : { success: true, message, status_code: status, data };
 }
-
-/** Errors of the object and bucket routes: the flag form; an empty file answers {error} too (spec §4). */
-const storageErrors = (run: () => Promise<void>): Promise<void> =>
-  flagFormErrors(run, (err) => (err instanceof UploadRejected && err.reason === 'empty' ? { error: err.message } : {}));
 
 const keyOf = (params: Record<string, string>) => normalizeKey(params.key, 'path');
 
@@ -176,6 +171,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
     }),
     defineRoute({
       ...base,
+      errorForm: 'flag',
       method: 'delete',
       path: `${BASE}:bucket/`,
       operationId: 'storage_buckets_destroy',
@@ -184,10 +180,8 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       params: BucketRef,
       responses: { 200: StorageEnvelope() },
       async handler(ctx, { params }) {
-        await storageErrors(async () => {
-          await buckets.deleteBucket(ctx.state.service(), store, params.app_slug!, params.bucket!);
-          reply(ctx, 200, `Bucket "${params.bucket}" deleted.`);
-        });
+        await buckets.deleteBucket(ctx.state.service(), store, params.app_slug!, params.bucket!);
+        reply(ctx, 200, `Bucket "${params.bucket}" deleted.`);
       },
     }),
     defineRoute({
@@ -240,6 +234,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
     }),
     defineRoute({
       ...base,
+      errorForm: 'flag',
       method: 'post',
       path: OBJECTS,
       bodyLimit: 'stream',
@@ -250,16 +245,15 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       params: BucketRef,
       responses: { 201: StorageEnvelope(), 200: StorageEnvelope() },
       async handler(ctx, { params }) {
-        await storageErrors(async () => {
-          const b = await bucketTarget(ctx, params, 'create');
-          if (!isMultipart(ctx)) throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'Send multipart/form-data with a "file" field.');
-          const { created, object } = await uploadAt(ctx, store, b, undefined);
-          reply(ctx, created ? 201 : 200, created ? 'File uploaded successfully.' : 'File updated successfully.', object);
-        });
+        const b = await bucketTarget(ctx, params, 'create');
+        if (!isMultipart(ctx)) throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'Send multipart/form-data with a "file" field.');
+        const { created, object } = await uploadAt(ctx, store, b, undefined);
+        reply(ctx, created ? 201 : 200, created ? 'File uploaded successfully.' : 'File updated successfully.', object);
       },
     }),
     defineRoute({
       ...base,
+      errorForm: 'flag',
       method: 'post',
       path: `${OBJECTS}batch-upload/`,
       bodyLimit: 'stream',
@@ -270,15 +264,14 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       params: BucketRef,
       responses: { 201: StorageEnvelope(), 207: StorageEnvelope(), 400: StorageEnvelope() },
       async handler(ctx, { params }) {
-        await storageErrors(async () => {
-          const { status, uploaded, failed } = await batchUpload(ctx, store, await bucketTarget(ctx, params, 'create'));
-          reply(ctx, status, `${uploaded.length} uploaded, ${failed.length} failed.`, { uploaded, failed });
-          if (status === 400) (ctx.body as Record<string, unknown>).success = false;
-        });
+        const { status, uploaded, failed } = await batchUpload(ctx, store, await bucketTarget(ctx, params, 'create'));
+        reply(ctx, status, `${uploaded.length} uploaded, ${failed.length} failed.`, { uploaded, failed });
+        if (status === 400) (ctx.body as Record<string, unknown>).success = false;
       },
     }),
     defineRoute({
       ...base,
+      errorForm: 'flag',
       method: 'post',
       path: `${OBJECTS}batch-delete/`,
       operationId: 'storage_objects_batch_delete',
@@ -288,16 +281,15 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       body: Type.Object({ paths: Type.Array(Type.String()) }),
       responses: { 200: StorageEnvelope(), 207: StorageEnvelope() },
       async handler(ctx, { params, body }) {
-        await storageErrors(async () => {
-          const b = await bucketTarget(ctx, params, 'delete');
-          const data = await objects.batchDelete(ctx.state.service(), store, b, (body as { paths: string[] }).paths);
-          const status = data.failed.length ? 207 : 200;
-          reply(ctx, status, data.failed.length ? `${data.deleted_count} deleted, ${data.failed.length} failed.` : `${data.deleted_count} objects deleted.`, data);
-        });
+        const b = await bucketTarget(ctx, params, 'delete');
+        const data = await objects.batchDelete(ctx.state.service(), store, b, (body as { paths: string[] }).paths);
+        const status = data.failed.length ? 207 : 200;
+        reply(ctx, status, data.failed.length ? `${data.deleted_count} deleted, ${data.failed.length} failed.` : `${data.deleted_count} objects deleted.`, data);
       },
     }),
     defineRoute({
       ...base,
+      errorForm: 'flag',
       method: 'post',
       path: `${OBJECTS}search/`,
       operationId: 'storage_objects_search',
@@ -313,14 +305,13 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       }, { additionalProperties: false }),
       responses: { 200: StorageEnvelope() },
       async handler(ctx, { params, body }) {
-        await storageErrors(async () => {
-          const b = await bucketTarget(ctx, params, 'read');
-          reply(ctx, 200, 'Objects found.', await searchObjects(ctx.state.service(), b, body as never));
-        });
+        const b = await bucketTarget(ctx, params, 'read');
+        reply(ctx, 200, 'Objects found.', await searchObjects(ctx.state.service(), b, body as never));
       },
     }),
     defineRoute({
       ...base,
+      errorForm: 'flag',
       method: 'post',
       path: `${OBJECTS}copy/`,
       operationId: 'storage_objects_copy',
@@ -330,18 +321,17 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       body: Type.Object({ source_path: SourcePath, destination_bucket: Type.Optional(Type.String({ description: 'A bucket of the same app (default: this one).' })), destination_path: DestinationPath }, { additionalProperties: false }),
       responses: { 201: StorageEnvelope() },
       async handler(ctx, { params, body }) {
-        await storageErrors(async () => {
-          const input = body as { source_path: string; destination_bucket?: string; destination_path: string };
-          const source = normalizeKey(input.source_path, 'source_path');
-          const dest = normalizeKey(input.destination_path, 'destination_path');
-          const src = await bucketTarget(ctx, params, 'read');
-          const dst = input.destination_bucket && input.destination_bucket !== params.bucket ? await bucketTarget(ctx, { ...params, bucket: input.destination_bucket }, 'create') : src;
-          reply(ctx, 201, 'Object copied.', await objects.copyObject(ctx.state.service(), store, src, source, dst, dest));
-        });
+        const input = body as { source_path: string; destination_bucket?: string; destination_path: string };
+        const source = normalizeKey(input.source_path, 'source_path');
+        const dest = normalizeKey(input.destination_path, 'destination_path');
+        const src = await bucketTarget(ctx, params, 'read');
+        const dst = input.destination_bucket && input.destination_bucket !== params.bucket ? await bucketTarget(ctx, { ...params, bucket: input.destination_bucket }, 'create') : src;
+        reply(ctx, 201, 'Object copied.', await objects.copyObject(ctx.state.service(), store, src, source, dst, dest));
       },
     }),
     defineRoute({
       ...base,
+      errorForm: 'flag',
       method: 'post',
       path: `${OBJECTS}move/`,
       operationId: 'storage_objects_move',
@@ -351,11 +341,9 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       body: Type.Object({ source_path: SourcePath, destination_path: DestinationPath }, { additionalProperties: false }),
       responses: { 200: StorageEnvelope() },
       async handler(ctx, { params, body }) {
-        await storageErrors(async () => {
-          const input = body as { source_path: string; destination_path: string };
-          const b = await bucketTarget(ctx, params, 'update');
-          reply(ctx, 200, 'Object moved.', await objects.moveObject(ctx.state.service(), store, b, normalizeKey(input.source_path, 'source_path'), normalizeKey(input.destination_path, 'destination_path')));
-        });
+        const input = body as { source_path: string; destination_path: string };
+        const b = await bucketTarget(ctx, params, 'update');
+        reply(ctx, 200, 'Object moved.', await objects.moveObject(ctx.state.service(), store, b, normalizeKey(input.source_path, 'source_path'), normalizeKey(input.destination_path, 'destination_path')));
       },
     }),
     ...(['view', 'edit'] as const).map((mode) =>
@@ -378,6 +366,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
     // ---- objects at a key ----
     defineRoute({
       ...base,
+      errorForm: 'flag',
       auth: 'public',
       method: 'get',
       path: `${OBJECTS}*key`,
@@ -390,27 +379,26 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       responses: { 200: StorageEnvelope(), 206: null },
       produces: { 200: 'application/octet-stream' },
       async handler(ctx, { params, query }) {
-        await storageErrors(async () => {
-          const key = keyOf(params);
-          const asJson = query.metadata === 'true' || query.metadata === '1';
-          if (!ctx.state.actor) {
-            // Anonymous: public objects only (a private one is not found, whoever asks without a token).
-            if (ctx.state.tenant === null) throw notFound();
-            const { b, o } = await objects.publicObject(ctx.state.reads(), ctx.state.tenant, params.app_slug!, params.bucket!, key);
-            if (asJson) return reply(ctx, 200, 'Object retrieved.', objects.objectView(b, o));
-            return sendObject(ctx, store, b, o, ctx.state.reads());
-          }
-          const service = ctx.state.service();
-          const b = await bucketTarget(ctx, params, 'read');
-          const o = await objects.objectFor(service, b, key, asJson ? 'read' : 'download');
+        const key = keyOf(params);
+        const asJson = query.metadata === 'true' || query.metadata === '1';
+        if (!ctx.state.actor) {
+          // Anonymous: public objects only (a private one is not found, whoever asks without a token).
+          if (ctx.state.tenant === null) throw notFound();
+          const { b, o } = await objects.publicObject(ctx.state.reads(), ctx.state.tenant, params.app_slug!, params.bucket!, key);
           if (asJson) return reply(ctx, 200, 'Object retrieved.', objects.objectView(b, o));
-          await sendObject(ctx, store, b, o, ctx.state.reads());
-        });
+          return sendObject(ctx, store, b, o, ctx.state.reads());
+        }
+        const service = ctx.state.service();
+        const b = await bucketTarget(ctx, params, 'read');
+        const o = await objects.objectFor(service, b, key, asJson ? 'read' : 'download');
+        if (asJson) return reply(ctx, 200, 'Object retrieved.', objects.objectView(b, o));
+        await sendObject(ctx, store, b, o, ctx.state.reads());
       },
     }),
     ...(['put', 'post'] as const).map((method) =>
       defineRoute({
         ...base,
+        errorForm: 'flag',
         method,
         path: `${OBJECTS}*key`,
         bodyLimit: 'stream',
@@ -421,17 +409,16 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
         params: ObjectKeyRef,
         responses: { 201: StorageEnvelope(), 200: StorageEnvelope() },
         async handler(ctx, { params }) {
-          await storageErrors(async () => {
-            const key = keyOf(params);
-            const b = await bucketTarget(ctx, params, 'create');
-            const { created, object } = await uploadAt(ctx, store, b, key);
-            reply(ctx, created ? 201 : 200, created ? 'File uploaded successfully.' : 'File updated successfully.', object);
-          });
+          const key = keyOf(params);
+          const b = await bucketTarget(ctx, params, 'create');
+          const { created, object } = await uploadAt(ctx, store, b, key);
+          reply(ctx, created ? 201 : 200, created ? 'File uploaded successfully.' : 'File updated successfully.', object);
         },
       }),
     ),
     defineRoute({
       ...base,
+      errorForm: 'flag',
       method: 'patch',
       path: `${OBJECTS}*key/`,
       aliases: [`${OBJECTS}*key`],
@@ -442,14 +429,13 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       body: Type.Object({}, { additionalProperties: true }),
       responses: { 200: StorageEnvelope() },
       async handler(ctx, { params, body }) {
-        await storageErrors(async () => {
-          const b = await bucketTarget(ctx, params, 'update');
-          reply(ctx, 200, 'Object updated.', await objects.patchObject(ctx.state.service(), b, keyOf(params), body as Record<string, unknown>));
-        });
+        const b = await bucketTarget(ctx, params, 'update');
+        reply(ctx, 200, 'Object updated.', await objects.patchObject(ctx.state.service(), b, keyOf(params), body as Record<string, unknown>));
       },
     }),
     defineRoute({
       ...base,
+      errorForm: 'flag',
       method: 'delete',
       path: `${OBJECTS}*key`,
       aliases: [`${OBJECTS}*key/`],
@@ -459,11 +445,9 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       params: ObjectKeyRef,
       responses: { 200: StorageEnvelope() },
       async handler(ctx, { params }) {
-        await storageErrors(async () => {
-          const b = await bucketTarget(ctx, params, 'delete');
-          await objects.deleteObject(ctx.state.service(), store, b, keyOf(params));
-          reply(ctx, 200, 'Object deleted.');
-        });
+        const b = await bucketTarget(ctx, params, 'delete');
+        await objects.deleteObject(ctx.state.service(), store, b, keyOf(params));
+        reply(ctx, 200, 'Object deleted.');
       },
     }),
   ];

@@ -71,7 +71,7 @@ for (const p of PROVIDERS) {
     t.is(back.status, 200, back.text);
     t.like(back.body.data, expected);
     t.deepEqual((await onA('GET', `${D}?d__lt=PT0S`)).body.data.map((r: { id: unknown }) => r.id), [res.body.data.id]);
-    const bad = await onA('POST', D, { clock: '24:00:00', d: 'P1.5D', n: '1,000', i: 1.5, b: 'yes', g: [90, 45], ga: '90, 45', y: '2026', dt: '2026-02-27 09:15' });
+    const bad = await onA('POST', D, { clock: '24:00:00', d: 'P1.5D', n: '1,000.5.5', i: 1.5, b: 'maybe', g: [90, 45], ga: '90, 45', y: '26', dt: '2026-02-27 09:15' });
     t.is(bad.status, 400);
     t.deepEqual(Object.keys(bad.body.errors).sort(), ['b', 'clock', 'd', 'dt', 'g', 'ga', 'i', 'n', 'y']);
   });

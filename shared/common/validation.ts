@@ -96,6 +96,27 @@ export function toFieldErrors(errors: ErrorObject[], root = 'non_field_errors'):
 export const StringEnum = <const T extends readonly string[]>(values: T, options: { description?: string } = {}) =>
   Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
 
+/**
+ * How deep a JSON body may nest (objects and arrays): hashing, storing (JSON.stringify) and
+ * checking a document walk it recursively, and a body of a few hundred thousand brackets would
+ * overflow the stack of any of them.
+ */
+export const MAX_BODY_DEPTH = 100;
+
+/** The top-level member (its key, an index in an array) holding a value nested deeper than MAX_BODY_DEPTH, if any. */
+function tooDeep(data: object): string | undefined {
+  const stack: [object, number, string][] = [[data, 1, '']];
+  while (stack.length) {
+    const [v, depth, top] = stack.pop()!;
+    if (depth > MAX_BODY_DEPTH) return top;
+    for (const k in v) {
+      const x = (v as Record<string, unknown>)[k];
+      if (typeof x === 'object' && x !== null) stack.push([x, depth + 1, depth > 1 ? top : k]);
+    }
+  }
+  return undefined;
+}
+
 /** Validates (and, for query strings, coerces) `data` in place; returns it typed or throws 400. */
 export function validate<S extends TSchema>(schema: S, data: unknown, mode: 'body' | 'query' = 'body'): Static<S> {
   const fn = compiled(schema, mode);
@@ -104,6 +125,11 @@ export function validate<S extends TSchema>(schema: S, data: unknown, mode: 'bod
       throw validationError({ non_field_errors: ['Invalid data. Expected a JSON object.'] });
     }
     throw validationError(toFieldErrors(fn.errors ?? []));
+  }
+  // The schema's own checks walk only as deep as it declares; what it leaves open (a json_schema, a record) is bounded here.
+  if (mode === 'body' && typeof data === 'object' && data !== null) {
+    const deep = tooDeep(data);
+    if (deep !== undefined) throw validationError({ [deep]: [`Nested more than ${MAX_BODY_DEPTH} levels deep.`] });
   }
   return data as Static<S>;
 }

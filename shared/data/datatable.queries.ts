@@ -7,7 +7,7 @@ import { checkAppCount } from '../apps/app-settings.service.ts';
 import { uniqueViolation } from '../common/slug.ts';
 import { actorUuid, type ServiceContext } from '../context.ts';
 import { firstRow, iso, rows } from '../db/sql.ts';
-import { DomainError, fieldError, notFound } from '../errors.ts';
+import { DomainError, fieldError, notFound, validationError } from '../errors.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { physicalTableName, type ProviderType } from './ddl.ts';
 import type { DataTableListItem, DataTableView } from './datatable.schemas.ts';
@@ -188,11 +188,10 @@ export async function insertTable(
 }
 
 /**
- * An invalid table schema: the spec's body `{json_schema: [messages]}` (Part 2 §7 item 1) as a
- * top-level field beside the standard envelope, whose `errors.json_schema` holds the same list.
+ * An invalid table schema: `errors.json_schema`, every message; the error body carries it at the
+ * top level too, the spec's `{json_schema: [messages]}` (Part 2 §7 item 1; DomainError.toBody).
  */
-export const schemaError = (messages: string[], message = 'Invalid table schema.') =>
-  new DomainError('VALIDATION_ERROR', message, { errors: { json_schema: messages }, extra: { json_schema: messages } });
+export const schemaError = (messages: string[], message = 'Invalid table schema.') => validationError({ json_schema: messages }, message);
 
 /** The document if it is a valid table schema for this app (`except`: the table itself), else the 400 of schemaError. */
 export async function checkedSchema(em: EntityManager, schema: string, appId: number, name: string, doc: unknown, except?: number): Promise<TableSchema> {

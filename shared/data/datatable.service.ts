@@ -32,7 +32,7 @@ import {
 import { migrateTable, recordTableOperation } from './migrations/migration.service.ts';
 import { stripRenames } from './migrations/plan.ts';
 import { validateRecords, type RecordCheck } from './record-validator.ts';
-import { foreignKeysOf, schemaHash, type TableSchema } from './table-schema.ts';
+import { foreignKeysOf, hasSchemaHash, schemaHash, type TableSchema } from './table-schema.ts';
 
 export type { TableScope } from './datatable.queries.ts';
 
@@ -142,7 +142,7 @@ export async function updateDataTable(ctx: ServiceContext, scope: TableScope, na
   const row = await tableFor(ctx, schema, scope, name, 'update');
   dropReadOnly(DataTableUpdate, input, view(row));
   let doc: TableSchema | undefined;
-  if (input.json_schema !== undefined && schemaHash(stripRenames(input.json_schema as TableSchema)) !== row.schema_hash.trim()) {
+  if (input.json_schema !== undefined && !hasSchemaHash(input.json_schema, row.schema_hash.trim())) {
     if (row.is_reference) throw new DomainError('CONFLICT', 'A reference table takes its schema from the source table.');
     const checked = await checkedSchema(ctx.em, schema, row.app_id, row.name, input.json_schema, row.id);
     if (row.is_materialized) {

@@ -1,15 +1,19 @@
 // Frictionless Table Schema types and formats as the specification defines them
 // (specs.frictionlessdata.io/table-schema, v1; docs/data-tables.md "Field types"): the JSON
-// Schema of a field's logical value (records API, validate_data, CSV rows once cast), the cast
-// of a CSV cell's physical text to that value (decimalChar, groupChar, bareNumber, trueValues,
-// falseValues, geopoint and JSON forms), and the stored form of values PostgreSQL reads
-// otherwise (time offsets, negative durations). Every pattern here is our own, anchored and
-// linear: no nested quantifiers over user input.
+// Schema of a field's logical value (records API, validate_data, CSV rows once cast), the one
+// cast of a value to that logical value (castValue: missingValues, then text read with the
+// field's decimalChar, groupChar, bareNumber, trueValues, falseValues, geopoint and JSON forms)
+// that every write path applies, and the stored form of values PostgreSQL reads otherwise (time
+// offsets, negative durations). Every pattern here is our own, anchored and linear: no nested
+// quantifiers over user input.
+import { Ajv, type ValidateFunction } from 'ajv';
 import { fullFormats } from 'ajv-formats/dist/formats.js';
-import type { Field } from './table-schema.ts';
+import type { Field, TableSchema } from './table-schema.ts';
 
 export const TRUE_VALUES = ['true', 'True', 'TRUE', '1'];
 export const FALSE_VALUES = ['false', 'False', 'FALSE', '0'];
+/** The schema-level missingValues when a schema declares none (Frictionless: `[""]`). */
+export const MISSING_VALUES = [''];
 /** Formats each non-string type accepts besides `default` (date/time/datetime: `any` and strptime patterns are not offered). */
 export const TYPE_FORMATS: Record<string, readonly string[]> = { geopoint: ['default', 'array', 'object'], geojson: ['default', 'topojson'] };
 /** Field properties of some types (Frictionless: number and integer lexical options, boolean values). */
@@ -106,6 +110,22 @@ export function typeSchema(f: Pick<Field, 'type' | 'format'>): Record<string, un
   }
 }
 
+// A field's values in a schema itself (`default`, `enum`, `minimum`…): checked against the type's
+// JSON Schema, compiled once per type and format (the table's DDL writes them as typed literals).
+const values = new Ajv({ strict: false, formats: FORMATS });
+const valueChecks = new Map<string, ValidateFunction>();
+
+/** Why a value written in a schema is not a value of the field's type, or undefined (null is no value: always fine). */
+export function valueProblem(f: Pick<Field, 'type' | 'format'>, value: unknown): string | undefined {
+  if (value === null) return undefined;
+  const key = `${f.type}/${f.format ?? ''}`;
+  let check = valueChecks.get(key);
+  if (!check) valueChecks.set(key, (check = values.compile(typeSchema(f))));
+  if (check(value)) return undefined;
+  const kind = f.format && f.format !== 'default' ? `${f.type} (${f.format})` : f.type;
+  return `${JSON.stringify(value).slice(0, 40)} is not a valid ${kind} value (${check.errors?.[0]?.message ?? 'invalid'})`;
+}
+
 /** Leading and trailing characters that cannot be part of a number, stripped (bareNumber: false). */
 function stripNonNumeric(s: string): string {
   const numeric = (c: string) => (c >= '0' && c <= '9') || c === '.' || c === '+' || c === '-';
@@ -117,7 +137,6 @@ function stripNonNumeric(s: string): string {
 }
 
 export type Cast = { value: unknown } | { error: string };
-type FieldOptions = Field & { decimalChar?: string; groupChar?: string; bareNumber?: boolean; trueValues?: string[]; falseValues?: string[] };
 
 function json(text: string, what: string): Cast {
   try {
@@ -127,10 +146,11 @@ function json(text: string, what: string): Cast {
   }
 }
 
-/** A CSV cell's text (physical form) as the field's logical value, or why it is not one. */
-export function castCell(field: Field, text: string): Cast {
-  const f = field as FieldOptions;
-  if (text.includes('\0')) return { error: 'Invalid value: NUL characters are not allowed.' };
+const NUL: Cast = { error: 'Invalid value: NUL characters are not allowed.' };
+
+/** A text (physical form: a CSV cell, a JSON string) as the field's logical value, or why it is not one. */
+export function castCell(f: Field, text: string): Cast {
+  if (text.includes('\0')) return NUL;
   switch (f.type) {
     case 'integer': {
       const s = f.bareNumber === false ? stripNonNumeric(text) : text.trim();
@@ -163,6 +183,62 @@ export function castCell(field: Field, text: string): Cast {
     default: // string, date, time, datetime, yearmonth, duration: text, checked by the record's JSON Schema
       return { value: text };
   }
+}
+
+/** Whether a string is the field's logical value as it stands (text types, `any`, a `default` geopoint): no text form to read. */
+const textValued = (f: Field): boolean =>
+  f.type === 'string' || f.type === 'date' || f.type === 'time' || f.type === 'datetime' || f.type === 'yearmonth' || f.type === 'duration' || f.type === 'any' ||
+  (f.type === 'geopoint' && f.format !== 'array' && f.format !== 'object');
+
+/**
+ * The one cast of a field's value, whatever wrote it (JSON records of every write path, CSV
+ * cells, validate_data): a value that is not a string is the logical value already (a JSON
+ * number, boolean, object…); a string equal to one of the schema's missingValues is null; a
+ * string where the logical value is not text (number, integer, year, boolean, object, array,
+ * geojson, array/object geopoints) is its physical form, read with the field's properties.
+ */
+export function castValue(f: Field, value: unknown, missing: ReadonlySet<string>): Cast {
+  if (typeof value !== 'string') return { value };
+  if (missing.has(value)) return { value: null };
+  if (!textValued(f)) return castCell(f, value);
+  return value.includes('\0') ? NUL : { value };
+}
+
+/** The schema's missingValues as a set (the Frictionless default `[""]` when it declares none). */
+export const missingValuesOf = (schema: Pick<TableSchema, 'missingValues'>): ReadonlySet<string> => new Set(schema.missingValues ?? MISSING_VALUES);
+
+/**
+ * Casts the schema's fields of a record in place (castValue); `also` receives the cast values
+ * too (a patch's merged record). Returns field → message for the values that do not cast.
+ */
+export type RecordCast = (rec: Record<string, unknown>, also?: Record<string, unknown>) => Record<string, string> | undefined;
+
+export function recordCaster(schema: TableSchema): RecordCast {
+  const missing = missingValuesOf(schema);
+  const { fields } = schema;
+  return (rec, also) => {
+    let errors: Record<string, string> | undefined;
+    for (const f of fields) {
+      const v = rec[f.name];
+      if (typeof v !== 'string' || !Object.hasOwn(rec, f.name)) continue;
+      const out = castValue(f, v, missing);
+      if ('error' in out) (errors ??= {})[f.name] = out.error;
+      else if (out.value !== v) {
+        rec[f.name] = out.value;
+        if (also) also[f.name] = out.value;
+      }
+    }
+    return errors;
+  };
+}
+
+/**
+ * A CSV cell before the record's cast (castValue, as a JSON string would be): a missing value
+ * leaves the field out, as an empty cell does (its default applies; `required` reports it); an
+ * `any` cell is JSON when it parses, else the text. Every other cell goes on as text.
+ */
+export function cellReader(f: Field, missing: ReadonlySet<string>): (text: string) => Cast {
+  return (text) => (missing.has(text) ? { value: undefined } : f.type === 'any' ? castCell(f, text) : { value: text });
 }
 
 /** `13:45:00+02:00` → `11:45:00`: a time with an offset is stored as the UTC time of day (as datetimes are stored in UTC). */

@@ -3,7 +3,7 @@
 // null or absence; the generated `id` is not part of a record.
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { linearRegExp } from '../common/linear-regexp.ts';
-import { FORMATS, typeSchema } from './field-types.ts';
+import { FORMATS, recordCaster, typeSchema } from './field-types.ts';
 import { anchored, schemaHash, type Field, type TableSchema } from './table-schema.ts';
 
 // Patterns come from users: RE2 (linear time), never the backtracking engine. Formats are the
@@ -60,10 +60,33 @@ export function recordValidator(schema: TableSchema, hash = schemaHash(schema)):
 /** Schemas held by the validator's Ajv instance (tests: it stays bounded by CACHE_LIMIT). */
 export const compiledSchemaCount = (): number => (ajv as unknown as { _cache: Map<unknown, unknown> })._cache.size;
 
-function describe(e: ErrorObject): string {
-  const field = e.instancePath.split('/')[1] ?? (e.keyword === 'required' ? String((e.params as { missingProperty: string }).missingProperty) : '');
-  const text = e.keyword === 'required' ? 'is required' : (e.message ?? 'is invalid');
-  return field ? `field '${field}': ${text}` : text;
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** One problem the validator found in a record: its field ('' for the record itself); `missing`: no value where one is required. */
+export interface RecordProblem {
+  field: string;
+  missing: boolean;
+  message: string;
+}
+
+/**
+ * The problems of the record `fn` just refused: anyOf(null, …)'s noise dropped; a null in a
+ * required field (a missing value included) is missing, as an absent one is; fields in `uncast`
+ * (values that did not cast) are left to their cast's message.
+ */
+export function recordProblems(fn: ValidateFunction, record: unknown, uncast?: Record<string, string>): RecordProblem[] {
+  const out: RecordProblem[] = [];
+  for (const e of fn.errors ?? []) {
+    if (e.keyword === 'anyOf' || (e.keyword === 'type' && (e.params as { type: string }).type === 'null')) continue;
+    // `/lat` of a geopoint object is its field's problem; a top-level `required` names the field.
+    const path = e.instancePath.split('/');
+    const top = e.keyword === 'required' && !e.instancePath;
+    const field = top ? String((e.params as { missingProperty: string }).missingProperty) : (path[1] ?? '');
+    if (uncast && Object.hasOwn(uncast, field)) continue;
+    const missing = top || (e.keyword === 'type' && path.length === 2 && isRecord(record) && record[field] === null);
+    out.push({ field, missing, message: e.message ?? 'is invalid' });
+  }
+  return out;
 }
 
 export interface RecordCheck {
@@ -72,15 +95,23 @@ export interface RecordCheck {
   validated_rows: number;
 }
 
-/** Checks records: messages like `row 0: field 'email': must match format "email"`. */
+/**
+ * Checks records as the records API would write them (the values cast first, castValue):
+ * messages like `row 0: field 'email': must match format "email"`.
+ */
 export function validateRecords(schema: TableSchema, records: unknown[], hash?: string): RecordCheck {
   const fn = recordValidator(schema, hash);
+  const cast = recordCaster(schema);
   const errors: string[] = [];
   records.forEach((r, i) => {
-    if (fn(r)) return;
-    // anyOf(null, …) adds a noise error per branch; keep the distinct, informative ones.
-    const msgs = [...new Set((fn.errors ?? []).filter((e) => e.keyword !== 'anyOf' && !(e.keyword === 'type' && (e.params as { type: string }).type === 'null')).map(describe))];
-    for (const m of msgs.length ? msgs : ['is invalid']) errors.push(`row ${i}: ${m}`);
+    const rec = isRecord(r) ? { ...r } : r;
+    const uncast = isRecord(rec) ? cast(rec) : undefined;
+    const msgs = Object.entries(uncast ?? {}).map(([field, text]) => `field '${field}': ${text}`);
+    if (!fn(rec)) {
+      for (const x of recordProblems(fn, rec, uncast)) msgs.push(`${x.field ? `field '${x.field}': ` : ''}${x.missing ? 'is required' : x.message}`);
+      if (!msgs.length) msgs.push('is invalid');
+    }
+    for (const m of new Set(msgs)) errors.push(`row ${i}: ${m}`);
   });
   return { is_valid: errors.length === 0, errors, validated_rows: records.length };
 }

@@ -16,7 +16,7 @@ import type { ServiceContext } from '../context.ts';
 import { longOperation, longTransaction } from '../db/long-operations.ts';
 import { DomainError, fieldError, type FieldErrors } from '../errors.ts';
 import type { TableScope } from './datatable.service.ts';
-import { castCell, type Cast } from './field-types.ts';
+import { cellReader, missingValuesOf, type Cast } from './field-types.ts';
 import type { SqlFragment } from './query/filter.ts';
 import { requireAllowed } from './records/access.ts';
 import { listQuery, plain } from './records/read.ts';
@@ -196,8 +196,9 @@ export function csvImportOptions(query: Record<string, unknown>): CsvImportOptio
 /** CSV text → the field's logical value (field-types.ts: Frictionless lexical forms and options). */
 function coercerFor(t: Target, field: string): (text: string) => Cast {
   const f = t.schema.fields.find((x) => x.name === field);
-  // The generated key (not a schema field): a UUID, checked by the validation.
-  return f ? (text) => castCell(f, text) : (text) => ({ value: text });
+  // The cell as text, cast with the record (recordErrors) as a JSON string is; the generated key
+  // (not a schema field): a UUID, checked by the validation.
+  return f ? cellReader(f, missingValuesOf(t.schema)) : (text) => ({ value: text });
 }
 
 /** Column index → field, checked before anything is read further: unknown headers or mapping entries → 400. */

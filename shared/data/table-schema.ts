@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import { patternProblem } from '../common/linear-regexp.ts';
 import { compileFragment } from './index-expression.ts';
-import { TYPE_FORMATS, TYPE_PROPERTIES } from './field-types.ts';
+import { TYPE_FORMATS, TYPE_PROPERTIES, valueProblem } from './field-types.ts';
 import { checkGraph } from './graph/schema.ts';
 
 export const IDENT_RE = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -46,12 +46,12 @@ export interface Field {
   example?: unknown;
   rdfType?: string;
   'x-rename-from'?: string;
-  /** number: lexical options of CSV cells (docs/data-tables.md "Field types"). */
+  /** number: how a number written as text (a CSV cell, a JSON string) reads (docs/data-tables.md "Field types"); one character each. */
   decimalChar?: string;
   groupChar?: string;
-  /** number, integer: false strips non-numeric characters around a CSV cell's number. */
+  /** number, integer: false strips non-numeric characters around a number written as text. */
   bareNumber?: boolean;
-  /** boolean: the CSV cells that read as true / false. */
+  /** boolean: the texts that read as true / false (defaults TRUE_VALUES / FALSE_VALUES). */
   trueValues?: string[];
   falseValues?: string[];
 }
@@ -78,12 +78,14 @@ export interface TableSchema {
   description?: string;
   hierarchy?: boolean;
   graph?: Record<string, unknown>;
+  /** The texts that stand for a missing value (null) in every field (Frictionless default `[""]`). */
+  missingValues?: string[];
 }
 
 const TYPED_KEYS = [...new Set(Object.values(TYPE_PROPERTIES).flat())];
 const FIELD_KEYS = ['name', 'type', 'format', 'title', 'description', 'constraints', 'default', 'example', 'rdfType', 'x-rename-from', ...TYPED_KEYS];
 const CONSTRAINT_KEYS = ['required', 'unique', 'minimum', 'maximum', 'minLength', 'maxLength', 'pattern', 'enum'];
-const TOP_KEYS = ['fields', 'primaryKey', 'foreignKeys', 'indexes', 'title', 'description', 'hierarchy', 'graph'];
+const TOP_KEYS = ['fields', 'primaryKey', 'foreignKeys', 'indexes', 'title', 'description', 'hierarchy', 'graph', 'missingValues'];
 const INDEX_KEYS = ['name', 'fields', 'expression', 'unique', 'method', 'where', 'comment'];
 
 /** Field names that would shadow members of every JavaScript object (`__proto__`, `constructor`). */
@@ -94,6 +96,17 @@ const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object
 const isStrArray = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string');
 const asList = (v: unknown): unknown => (typeof v === 'string' ? [v] : v);
 const show = (v: unknown) => JSON.stringify(v);
+/** One character (a code point: `’` and a narrow no-break space are one). */
+const isChar = (v: unknown) => typeof v === 'string' && [...v].length === 1;
+const isTextList = (v: unknown) => isStrArray(v) && v.length > 0;
+/** The type properties' values (TYPE_PROPERTIES). */
+const PROPERTY_CHECKS: Record<string, { ok: (v: unknown) => boolean; what: string }> = {
+  decimalChar: { ok: isChar, what: 'a single character' },
+  groupChar: { ok: isChar, what: 'a single character' },
+  bareNumber: { ok: (v) => typeof v === 'boolean', what: 'a boolean' },
+  trueValues: { ok: isTextList, what: 'a non-empty array of strings' },
+  falseValues: { ok: isTextList, what: 'a non-empty array of strings' },
+};
 
 function checkField(raw: unknown, i: number, errors: string[]): void {
   if (!isObj(raw)) { errors.push(`fields[${i}]: must be an object.`); return; }
@@ -103,12 +116,12 @@ function checkField(raw: unknown, i: number, errors: string[]): void {
   }
   if (typeof raw.name === 'string' && OBJECT_MEMBERS.has(raw.name)) errors.push(`${label}: the name is reserved (a member of every JavaScript object).`);
   for (const k of Object.keys(raw)) if (!FIELD_KEYS.includes(k)) errors.push(`${label}: unknown property '${k}'.`);
-  const type = raw.type;
-  if (typeof type !== 'string' || !(FIELD_TYPES as readonly string[]).includes(type)) {
-    errors.push(`${label}: invalid type ${show(type)}; valid types are ${FIELD_TYPES.join(', ')}.`);
-  }
-  if (raw.format !== undefined) {
-    const formats = type === 'string' ? STRING_FORMATS : TYPE_FORMATS[type as string];
+  // Only a known type is looked up (`constructor` would find a member of every object).
+  const type = (FIELD_TYPES as readonly unknown[]).includes(raw.type) ? (raw.type as FieldType) : undefined;
+  if (!type) errors.push(`${label}: invalid type ${show(raw.type)}; valid types are ${FIELD_TYPES.join(', ')}.`);
+  const errorCount = errors.length;
+  if (raw.format !== undefined && type) {
+    const formats = type === 'string' ? STRING_FORMATS : TYPE_FORMATS[type];
     if (formats) {
       if (!formats.includes(raw.format as string)) errors.push(`${label}: invalid format ${show(raw.format)} for type ${type}; valid formats are ${formats.join(', ')}.`);
     } else if (raw.format !== 'default') {
@@ -116,12 +129,14 @@ function checkField(raw: unknown, i: number, errors: string[]): void {
       errors.push(`${label}: type ${show(type)} takes no format other than 'default'${dates}.`);
     }
   }
+  // Values written in the schema (default, enum, minimum…) are values of the field: the DDL writes
+  // them as typed literals. Checked once the type and format are known good.
+  const valueType = type && errors.length === errorCount ? { type, format: raw.format as string | undefined } : undefined;
+  const problem = (v: unknown) => (valueType ? valueProblem(valueType, v) : undefined);
   for (const k of TYPED_KEYS) {
     if (raw[k] === undefined) continue;
-    if (!TYPE_PROPERTIES[type as string]?.includes(k)) errors.push(`${label}: property '${k}' applies to ${Object.keys(TYPE_PROPERTIES).filter((t) => TYPE_PROPERTIES[t]!.includes(k)).join(' and ')} fields only.`);
-    else if (k === 'bareNumber' ? typeof raw[k] !== 'boolean' : k.endsWith('Values') ? !isStrArray(raw[k]) || !(raw[k] as string[]).length : typeof raw[k] !== 'string' || !(raw[k] as string).length || (raw[k] as string).length > 10) {
-      errors.push(`${label}: ${k} must be ${k === 'bareNumber' ? 'a boolean' : k.endsWith('Values') ? 'a non-empty array of strings' : 'a string of 1 to 10 characters'}.`);
-    }
+    if (!(type && TYPE_PROPERTIES[type]?.includes(k))) errors.push(`${label}: property '${k}' applies to ${Object.keys(TYPE_PROPERTIES).filter((t) => TYPE_PROPERTIES[t]!.includes(k)).join(' and ')} fields only.`);
+    else if (!PROPERTY_CHECKS[k]!.ok(raw[k])) errors.push(`${label}: ${k} must be ${PROPERTY_CHECKS[k]!.what}.`);
   }
   if (isStrArray(raw.trueValues) && isStrArray(raw.falseValues) && raw.trueValues.some((v) => (raw.falseValues as string[]).includes(v))) errors.push(`${label}: trueValues and falseValues overlap.`);
   if (raw.groupChar !== undefined && (raw.decimalChar ?? '.') === raw.groupChar) errors.push(`${label}: decimalChar and groupChar must differ.`);
@@ -129,7 +144,8 @@ function checkField(raw: unknown, i: number, errors: string[]): void {
   if (raw['x-rename-from'] !== undefined && (typeof raw['x-rename-from'] !== 'string' || !IDENT_RE.test(raw['x-rename-from']))) {
     errors.push(`${label}: x-rename-from must be a field name.`);
   }
-  if (typeof raw.default === 'string' && raw.default.includes('\0')) errors.push(`${label}: default must not contain NUL characters.`);
+  const badDefault = raw.default === undefined ? undefined : problem(raw.default);
+  if (badDefault) errors.push(`${label}: default ${badDefault}.`);
   if (raw.constraints === undefined) return;
   const c = raw.constraints;
   if (!isObj(c)) { errors.push(`${label}: constraints must be an object.`); return; }
@@ -138,16 +154,23 @@ function checkField(raw: unknown, i: number, errors: string[]): void {
   for (const k of ['minLength', 'maxLength'] as const) {
     if (c[k] !== undefined && !(Number.isInteger(c[k]) && (c[k] as number) >= 0)) errors.push(`${label}: constraint ${k} must be a non-negative integer.`);
   }
+  // Text and JSON columns compare with any number or string; the others (dates, times, booleans, uuids) with a value of their type.
+  const numeric = type === 'integer' || type === 'number' || type === 'year';
+  const loose = (type === 'string' && raw.format !== 'uuid') || type === 'object' || type === 'array' || type === 'geopoint' || type === 'geojson' || type === 'any';
   for (const k of ['minimum', 'maximum'] as const) {
     const v = c[k];
     if (v === undefined) continue;
-    const numeric = type === 'integer' || type === 'number' || type === 'year';
-    if (numeric ? typeof v !== 'number' || !Number.isFinite(v) : typeof v !== 'string' && typeof v !== 'number') {
-      errors.push(`${label}: constraint ${k} must be a ${numeric ? 'number' : 'number or string'}.`);
-    } else if (typeof v === 'string' && v.includes('\0')) errors.push(`${label}: constraint ${k} must not contain NUL characters.`);
+    if (numeric || loose || !type) {
+      if (numeric ? typeof v !== 'number' || !Number.isFinite(v) : typeof v !== 'string' && typeof v !== 'number') {
+        errors.push(`${label}: constraint ${k} must be a ${numeric ? 'number' : 'number or string'}.`);
+      }
+    } else {
+      const bad = problem(v);
+      if (bad) errors.push(`${label}: constraint ${k} ${bad}.`);
+    }
   }
   if (c.pattern !== undefined) {
-    if (typeof c.pattern !== 'string' || c.pattern.includes('\0')) errors.push(`${label}: constraint pattern must be a string.`);
+    if (typeof c.pattern !== 'string') errors.push(`${label}: constraint pattern must be a string.`);
     else {
       const problem = patternProblem(c.pattern);
       if (problem) errors.push(`${label}: constraint pattern ${problem}.`);
@@ -155,7 +178,36 @@ function checkField(raw: unknown, i: number, errors: string[]): void {
   }
   if (c.enum !== undefined) {
     if (!Array.isArray(c.enum) || c.enum.length === 0) errors.push(`${label}: constraint enum must be a non-empty array.`);
-    else if (c.enum.some((v) => typeof v === 'string' && v.includes('\0'))) errors.push(`${label}: constraint enum values must not contain NUL characters.`);
+    else {
+      const bad = c.enum.map(problem).find(Boolean);
+      if (bad) errors.push(`${label}: constraint enum value ${bad}.`);
+    }
+  }
+}
+
+/** Where a value holds a NUL character: paths like `fields[2].constraints.enum[0]` (`…{key}` for a key). */
+function nulPaths(v: unknown, path: string, out: string[]): void {
+  if (typeof v === 'string') {
+    if (v.includes('\0')) out.push(path);
+  } else if (Array.isArray(v)) v.forEach((x, i) => nulPaths(x, `${path}[${i}]`, out));
+  else if (isObj(v)) {
+    for (const [k, x] of Object.entries(v)) {
+      const at = path ? `${path}.${k}` : k;
+      if (k.includes('\0')) out.push(`${path || 'the schema'}: the key ${show(k)}`);
+      nulPaths(x, at, out);
+    }
+  }
+}
+
+/** NUL characters anywhere (PostgreSQL stores none, in jsonb or text): each place, named by its field when in one. */
+function checkNul(doc: Record<string, unknown>, errors: string[]): void {
+  const found: string[] = [];
+  nulPaths(doc, '', found);
+  for (const at of found) {
+    const m = /^fields\[(\d+)\]\.?(.*)$/.exec(at);
+    const field = m && Array.isArray(doc.fields) ? (doc.fields[Number(m[1])] as Record<string, unknown> | undefined) : undefined;
+    const where = m && typeof field?.name === 'string' && !field.name.includes('\0') ? `Field '${field.name}': ${m[2] || 'the field'}` : at;
+    errors.push(`${where} must not contain NUL characters.`);
   }
 }
 
@@ -252,6 +304,8 @@ export function validateTableSchema(doc: unknown, tables: ReadonlyMap<string, re
   const errors: string[] = [];
   if (!isObj(doc)) return ['The schema must be an object.'];
   for (const k of Object.keys(doc)) if (!TOP_KEYS.includes(k)) errors.push(`Unknown top-level property '${k}'.`);
+  checkNul(doc, errors);
+  if (doc.missingValues !== undefined && !isStrArray(doc.missingValues)) errors.push('missingValues must be an array of strings.');
   if (!Array.isArray(doc.fields) || doc.fields.length === 0) return [...errors, "'fields' is required and must be a non-empty array."];
   doc.fields.forEach((f, i) => checkField(f, i, errors));
   const list = doc.fields.map((f) => (isObj(f) && typeof f.name === 'string' ? f.name : ''));
@@ -290,6 +344,15 @@ export function canonicalSchema<T>(value: T): T {
 
 /** SHA-256 hex of the canonical JSON: key order does not change it. */
 export const schemaHash = (doc: unknown): string => createHash('sha256').update(JSON.stringify(canonicalSchema(doc))).digest('hex');
+
+/**
+ * Whether a document — any JSON, not validated yet (the json_schema of a PUT or PATCH) — is the
+ * schema with this hash, its fields' `x-rename-from` (meaningful only in a change) set aside.
+ */
+export function hasSchemaHash(doc: unknown, hash: string): boolean {
+  const fields = isObj(doc) && Array.isArray(doc.fields) ? doc.fields.map((f) => (isObj(f) ? { ...f, 'x-rename-from': undefined } : f)) : undefined;
+  return schemaHash(fields ? { ...(doc as object), fields } : doc) === hash;
+}
 
 /** primaryKey as a list (a string is a one-field key); undefined when none is declared. */
 export const declaredKey = (s: TableSchema): string[] | undefined => (s.primaryKey === undefined ? undefined : (asList(s.primaryKey) as string[]));

@@ -9,7 +9,7 @@ import { likeEscape } from '../common/filters.ts';
 import { uniqueViolation } from '../common/slug.ts';
 import { countOf, firstRow, rows } from '../db/sql.ts';
 import type { ServiceContext } from '../context.ts';
-import { DomainError, notFound, validationError, type FieldErrors } from '../errors.ts';
+import { DomainError, addFieldError, notFound, validationError, type FieldErrors } from '../errors.ts';
 import { OutboundError, type OutboundGuard } from '../net/outbound.ts';
 import type { SecretKeyring } from '../secrets/crypto.ts';
 import { MASKS } from '../secrets/secret.schemas.ts';
@@ -114,8 +114,8 @@ type Input = Partial<Record<(typeof FIELDS)[number], unknown>>;
  */
 function checkInput(raw: unknown, current?: SocialAppRow): { merged: Omit<SocialAppRow, 'id' | 'uuid' | 'secret_ciphertext' | 'secret_key_version'>; secret?: string } {
   const errors: FieldErrors = {};
-  const add = (field: string, message: string) => (errors[field] ??= []).push(message);
-  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw new DomainError('BAD_REQUEST', 'The body must be a JSON object.');
+  const add = (field: string, message: string) => addFieldError(errors, field, message);
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) throw validationError({ non_field_errors: ['Invalid data. Expected a JSON object.'] });
   const input = raw as Input & Record<string, unknown>;
   for (const field of Object.keys(input)) {
     if (!(FIELDS as readonly string[]).includes(field) && !['id', 'provider_display', 'is_configured'].includes(field)) add(field, 'Unknown field.');

@@ -46,7 +46,8 @@ export class UploadRejected extends DomainError {
   readonly details: { size?: number | null; limit?: number; mimetype?: string; allowed?: string[] };
 
   constructor(reason: UploadRejection, message: string, details: UploadRejected['details'] = {}) {
-    super('BAD_REQUEST', message);
+    // Spec Part 3 §4: an empty file answers {error} as well.
+    super('BAD_REQUEST', message, reason === 'empty' ? { extra: { error: message } } : {});
     this.reason = reason;
     this.details = details;
   }

@@ -10,7 +10,7 @@ import { activeApp } from '../apps/lookup.ts';
 import type { Action } from '../auth/actor.ts';
 import { actorUuid, readsOf, type ServiceContext } from '../context.ts';
 import { firstRow, iso, rows } from '../db/sql.ts';
-import { DomainError, permissionDenied, validationError, type FieldErrors } from '../errors.ts';
+import { DomainError, addFieldError, permissionDenied, validationError, type FieldErrors } from '../errors.ts';
 import { READ_ONLY_MESSAGE, sameValue } from '../common/read-only.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { authorizeSiteSubject, siteSchemaFor } from '../tenancy/site-access.ts';
@@ -175,8 +175,8 @@ export async function patchObject(ctx: ServiceContext, b: BucketTarget, key: str
   const errors: FieldErrors = {};
   for (const [field, value] of Object.entries(input)) {
     if (field === 'metadata' || field === 'visibility') continue;
-    if (!(field in current)) errors[field] = ['Unknown field: metadata and visibility can change.'];
-    else if (!sameValue(value, current[field])) errors[field] = [READ_ONLY_MESSAGE];
+    if (!Object.hasOwn(current, field)) addFieldError(errors, field, 'Unknown field: metadata and visibility can change.');
+    else if (!sameValue(value, current[field])) addFieldError(errors, field, READ_ONLY_MESSAGE);
   }
   const metadata = input.metadata === undefined ? undefined : metadataValue(input.metadata);
   let visibility: 'private' | 'public' | null | undefined;

@@ -6,9 +6,9 @@ import type { ValidateFunction } from 'ajv';
 import { quoteIdent, rows } from '../../db/sql.ts';
 import { DomainError, addFieldError, fieldError, notFound, validationError, type FieldErrors } from '../../errors.ts';
 import { quoteLiteral } from '../ddl.ts';
-import { toStored } from '../field-types.ts';
+import { recordCaster, toStored, type RecordCast } from '../field-types.ts';
 import { coerceValue, type Filter } from '../query/filter.ts';
-import { recordValidator } from '../record-validator.ts';
+import { recordProblems, recordValidator } from '../record-validator.ts';
 import { declaredKey } from '../table-schema.ts';
 import { selectRecords } from './read.ts';
 import type { RecordRow, TableView } from './target.ts';
@@ -49,15 +49,20 @@ export function keyFilter(t: TableView, id: string | unknown[]): Filter | undefi
   return args.length === 1 ? args[0]! : { op: 'and', args };
 }
 
-/** The table's compiled record validator, kept beside its (cached) view: one lookup per view, not per record. */
-const validators = new WeakMap<TableView, ValidateFunction>();
-function validatorOf(t: TableView): ValidateFunction {
-  let fn = validators.get(t);
-  if (!fn) validators.set(t, (fn = recordValidator(t.schema, t.hash)));
-  return fn;
+/** The table's cast and compiled record validator, kept beside its (cached) view: one lookup per view, not per record. */
+const checks = new WeakMap<TableView, { cast: RecordCast; fn: ValidateFunction }>();
+function checksOf(t: TableView): { cast: RecordCast; fn: ValidateFunction } {
+  let found = checks.get(t);
+  if (!found) checks.set(t, (found = { cast: recordCaster(t.schema), fn: recordValidator(t.schema, t.hash) }));
+  return found;
 }
 
-/** Every problem of a record, keyed `{prefix}{field}`; the record when it has none. */
+/**
+ * Every problem of a record, keyed `{prefix}{field}`; the record when it has none. Every write
+ * path (create one or many, upsert, patch one or many, CSV import) comes here: the given values
+ * are cast to their logical values first (field-types.ts castValue, in place: `12,5` with
+ * decimalChar `,` becomes 12.5, `yes` in trueValues true, a missing value null), then validated.
+ */
 export function recordErrors(t: TableView, record: unknown, prefix: string, out: FieldErrors, patched?: RecordRow): RecordRow | undefined {
   if (!isObject(record)) {
     out[prefix ? prefix.slice(0, -1) : 'non_field_errors'] = ['Expected an object of field values.'];
@@ -74,15 +79,12 @@ export function recordErrors(t: TableView, record: unknown, prefix: string, out:
       add('id', 'Must be a UUID.');
     }
   }
+  const { cast, fn } = checksOf(t);
+  // A patch casts its own values (into the merged record too); stored values are logical already.
+  const uncast = cast(own, patched ? record : undefined);
+  if (uncast) for (const [field, text] of Object.entries(uncast)) add(field, text);
   if (t.provider === 'jsonb') for (const k of declaredKey(t.schema) ?? []) if (record[k] === undefined || record[k] === null) add(k, 'This field is required.');
-  const fn = validatorOf(t);
-  if (!fn(record)) {
-    for (const e of fn.errors ?? []) {
-      if (e.keyword === 'anyOf' || (e.keyword === 'type' && (e.params as { type: string }).type === 'null')) continue;
-      const field = e.keyword === 'required' ? String((e.params as { missingProperty: string }).missingProperty) : (e.instancePath.split('/')[1] ?? 'non_field_errors');
-      add(field, e.keyword === 'required' ? 'This field is required.' : (e.message ?? 'is invalid'));
-    }
-  }
+  if (!fn(record)) for (const x of recordProblems(fn, record, uncast)) add(x.field || 'non_field_errors', x.missing ? 'This field is required.' : x.message);
   if (errors) {
     // A patch is validated as the record it produces; only the patched fields can be at fault
     // (stored values such as intervals come back in PostgreSQL's text form, not the schema's).
