@@ -178,7 +178,7 @@ test('validate_data casts as the writes do: the same values pass and fail, a val
   t.deepEqual(validateRecords(schema, [{ amount: '1,234.5', active: 'yes' }, { amount: 5, active: false }]).errors, []);
   t.deepEqual(validateRecords(schema, [{ amount: '1.2.3', active: '' }, { amount: '3,000', active: 'maybe' }]).errors, [
     'row 0: field \'amount\': Invalid number "1.2.3".',
-    'row 0: field \'active\': is required',
+    'row 0: field \'active\': Invalid boolean "": expected one of yes, no.', // no missingValues declared: "" is not missing in JSON
     'row 1: field \'active\': Invalid boolean "maybe": expected one of yes, no.',
     'row 1: field \'amount\': must be <= 2000',
   ]);

@@ -214,7 +214,10 @@ export const missingValuesOf = (schema: Pick<TableSchema, 'missingValues'>): Rea
 export type RecordCast = (rec: Record<string, unknown>, also?: Record<string, unknown>) => Record<string, string> | undefined;
 
 export function recordCaster(schema: TableSchema): RecordCast {
-  const missing = missingValuesOf(schema);
+  // JSON has null for a missing value: only the schema's own missingValues apply to its strings
+  // (the Frictionless default `[""]` is for text files). A stored "" read, edited and sent back
+  // stays "", and the tables written before keep their meaning.
+  const missing: ReadonlySet<string> = new Set(schema.missingValues ?? []);
   const { fields } = schema;
   return (rec, also) => {
     let errors: Record<string, string> | undefined;
