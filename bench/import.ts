@@ -91,7 +91,7 @@ async function writeCsv(file: string, rows: number): Promise<number> {
     const joined = new Date(start + (i % 1500) * day).toISOString().slice(0, 10);
     chunk += `${i},Customer ${i},customer${i}@example.com,${18 + (i % 63)},${(i % 100_000) / 100},${joined},${1 + (i % CITIES)}\n`;
     if (chunk.length > 1 << 16 || i === rows) {
-      if (!out.write(chunk)) await new Promise((r) => out.once('drain', r));
+      if (!out.write(chunk)) await new Promise<void>((r) => out.once('drain', () => r()));
       chunk = '';
     }
   }
@@ -129,7 +129,7 @@ async function bareImport(client: pg.Client, table: string, file: string): Promi
   try {
     let batch: unknown[][] = [];
     let header = true;
-    for await (const cells of fs.createReadStream(file).pipe(parse<string[], string[]>({ headers: false }))) {
+    for await (const cells of fs.createReadStream(file).pipe(parse<string[], string[]>({ headers: false })) as AsyncIterable<string[]>) {
       if (header) {
         header = false;
         continue;
