@@ -14,6 +14,10 @@
 //   service   importCsv (shared/data/records-csv.ts) in this process: spooling, parsing, casting,
 //             validation, the policies, inserts in one transaction (MikroORM, pool of 4).
 //   http      POST …/data/import/ with the file as a text/csv body to the platform child.
+//   failing   (not in the ratio) importCsv of the same file with two bad rows at its start (a bad
+//             number in row 2, a missing city in row 3): nothing is inserted, every other row is
+//             still read, validated and checked against the database set-based — the price of a
+//             report of every problem in one run. The 400's report must list exactly those two rows.
 //   baseline  what a skilled engineer writes by hand with `pg` alone: the same file parsed by
 //             fast-csv, cells converted to numbers where the column is numeric, 5,000 rows per
 //             INSERT … SELECT FROM unnest($1::bigint[], $2::text[], …) (one array parameter per
@@ -23,7 +27,7 @@
 // figures: seconds and rows/s per run, the median per scenario, and baseline ÷ platform.
 //
 // Environment: BENCH_DATABASE_URL | TEST_DATABASE_URL (else an embedded PostgreSQL), BENCH_ROWS
-// (400000), BENCH_ROUNDS (2), BENCH_ONLY=service,http,baseline.
+// (400000), BENCH_ROUNDS (2), BENCH_ONLY=service,http,baseline,failing.
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -42,7 +46,7 @@ import { machineInfo, reproduceCommand, writeResults } from './report.ts';
 
 const ROWS = Math.max(1, Math.round(envNumber('BENCH_ROWS', 400_000)));
 const ROUNDS = Math.max(1, Math.round(envNumber('BENCH_ROUNDS', 2)));
-const SCENARIOS = ['service', 'http', 'baseline'] as const;
+const SCENARIOS = ['service', 'http', 'baseline', 'failing'] as const;
 type Scenario = (typeof SCENARIOS)[number];
 const ONLY = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
 const unknown = ONLY?.filter((s) => !(SCENARIOS as readonly string[]).includes(s));
@@ -97,6 +101,18 @@ async function writeCsv(file: string, rows: number): Promise<number> {
   }
   await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
   return fs.statSync(file).size;
+}
+
+/** The same file with a bad number in row 2 and a city that does not exist in row 3. */
+async function writeFailingCsv(from: string, to: string): Promise<void> {
+  const text = fs.readFileSync(from, 'utf8');
+  const lines = text.split('\n', 4);
+  const bad2 = lines[2]!.split(',');
+  bad2[4] = 'lots';
+  const bad3 = lines[3]!.split(',');
+  bad3[6] = '999';
+  const head = lines.join('\n').length;
+  fs.writeFileSync(to, [lines[0], lines[1], bad2.join(','), bad3.join(',')].join('\n') + text.slice(head));
 }
 
 /** Site, app, data source, the tables `cities` (seeded) and `customers`, materialized; over the platform's HTTP API. */
@@ -200,11 +216,13 @@ async function main(): Promise<number> {
     tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'platform-bench-import-'));
     const file = path.join(tmp, 'customers.csv');
     const bytes = await writeCsv(file, ROWS);
+    const failingFile = path.join(tmp, 'customers-failing.csv');
+    await writeFailingCsv(file, failingFile);
     log(`site ${site}, table ${table}; CSV of ${ROWS.toLocaleString('en')} rows, ${r2(bytes / 2 ** 20)} MiB`);
 
     const problems: string[] = [];
     const scenarios = SCENARIOS.filter((s) => !ONLY || ONLY.includes(s));
-    const work: Record<Scenario, { table: string; run: () => Promise<void> }> = {
+    const work: Record<Scenario, { table: string; stores?: 0; run: () => Promise<void> }> = {
       service: {
         table,
         run: async () => {
@@ -222,18 +240,31 @@ async function main(): Promise<number> {
         },
       },
       baseline: { table: bare, run: () => bareImport(client, bare, file) },
+      failing: {
+        table,
+        stores: 0,
+        run: async () => {
+          const ctx = makeContext(orm.em.fork(), systemActor('bench'), site);
+          const failed = await importCsv(ctx, { app_slug: APP }, 'customers', fs.createReadStream(failingFile)).then(
+            (report) => report,
+            (err: { data?: { errors: { row: number }[] } }) => err.data,
+          );
+          const rows = failed?.errors.map((e) => e.row);
+          if (JSON.stringify(rows) !== '[2,3]') problems.push(`failing: reported rows ${JSON.stringify(rows)}, expected [2,3]`);
+        },
+      },
     };
     const runs: Run[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
       for (const scenario of round % 2 ? scenarios : [...scenarios].reverse()) {
-        const { table: into, run } = work[scenario];
+        const { table: into, stores = ROWS, run } = work[scenario];
         await client.query(`TRUNCATE ${into}`);
         await client.query('CHECKPOINT'); // the previous run's writes flushed, not this run's to pay
         const t0 = performance.now();
         await run();
         const seconds = (performance.now() - t0) / 1000;
         const stored = (await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${into}`)).rows[0]!.n;
-        if (stored !== ROWS) problems.push(`${scenario} round ${round}: ${stored} rows stored, ${ROWS} expected`);
+        if (stored !== stores) problems.push(`${scenario} round ${round}: ${stored} rows stored, ${stores} expected`);
         runs.push({ scenario, round, seconds: r2(seconds), rowsPerSec: Math.round(ROWS / seconds) });
         log(`${scenario} (round ${round}): ${r2(seconds)} s, ${Math.round(ROWS / seconds).toLocaleString('en')} rows/s`);
       }

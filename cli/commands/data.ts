@@ -4,6 +4,7 @@ import path from 'node:path';
 import { pipeline as pipe, type Readable } from 'node:stream';
 import { Args, Flags } from '@oclif/core';
 import { messageBody, type MessageBody } from '../../shared/common/envelopes.ts';
+import { delimiterName } from '../../shared/data/csv-text.ts';
 import type { CsvImportReport } from '../../shared/data/records.schemas.ts';
 import { DomainError, fieldError } from '../../shared/errors.ts';
 import { path as apiPath, type Api, type ApiRequest } from '../api.ts';
@@ -19,9 +20,6 @@ const populate = Flags.string({ summary: 'Related records to include: a,b or *.'
 const jsonFlags = (data: string, file: string) => ({ ...tableFlags, data: Flags.string({ summary: data, exclusive: ['file'] }), file: Flags.string({ summary: file }) });
 type Written = { data: RecordRow | RecordRow[] };
 
-/** A delimiter as a person reads it. */
-const shownDelimiter = (d: string) => (d === '\t' ? 'tab' : JSON.stringify(d));
-
 /** The failing rows of a report, one line per row and field; a last line when more failed than are listed. */
 function rowLines(r: CsvImportReport): string[] {
   const lines = r.errors.flatMap((e) => Object.entries(e.errors ?? {}).map(([field, messages]) => `  row ${e.row}: ${field}: ${(messages ?? []).join(' ')}`));
@@ -36,7 +34,7 @@ export function reportLines(r: CsvImportReport): string[] {
     : r.failed
       ? `${r.failed} of ${plural(r.total_rows, 'row')} failed; nothing was imported.`
       : `Imported ${plural(r.created, 'record')} of ${plural(r.total_rows, 'row')}; ${r.failed} failed.`;
-  const read = r.delimiter !== ',' || r.encoding !== 'utf-8' ? ` Read as ${r.encoding}, delimiter ${shownDelimiter(r.delimiter)}.` : '';
+  const read = r.delimiter !== ',' || r.encoding !== 'utf-8' ? ` Read as ${r.encoding}, delimiter ${delimiterName(r.delimiter)}.` : '';
   return [head + read, ...rowLines(r)];
 }
 

@@ -32,21 +32,25 @@ const clients: TableSchema = {
   foreignKeys: [{ fields: ['region'], reference: { resource: 'regions', fields: ['code'] } }],
   indexes: [{ name: 'vat_lower', expression: 'lower(vat)', unique: true }],
 };
+const visits: TableSchema = {
+  fields: [{ name: 'code', type: 'string' }, { name: 'email', type: 'string', constraints: { unique: true } }, { name: 'n', type: 'integer' }],
+  primaryKey: 'code',
+};
 const HEADER = 'id,name,email,vat,score,region,joined';
 const C = '/api/apps/crm/datatables/clients/data/';
 
 const sql = (text: string, params: unknown[] = []) => s.handle.db.orm.em.fork().getConnection().execute(text, params);
 const onA = (method: string, path: string, body?: unknown) => s.api(method, path, { host: a.domain, token: tok.adminA, body });
-const importCsv = (csv: string | Buffer, query = '', who = 'adminA', host = () => a.domain) =>
-  s.api('POST', `${C}import/${query}`, { host: host(), token: tok[who], raw: csv, headers: { 'Content-Type': 'text/csv' } });
+const importCsv = (csv: string | Buffer, query = '', who = 'adminA', host = () => a.domain, path = C) =>
+  s.api('POST', `${path}import/${query}`, { host: host(), token: tok[who], raw: csv, headers: { 'Content-Type': 'text/csv' } });
 const count = async () => Number((await sql(`SELECT count(*) AS n FROM "${a.schema}"."a${appId}_clients"`))[0].n);
 const row = (id: number, extra = '') => `${id},Client ${id},c${id}@x.example,V${id},1,EU,2024-01-02${extra}`;
 
 test.before(async () => {
   s = await startTestServer();
   ({ a, b } = await twoSitesWithUsers(s, tok));
-  [appId] = await seedCrm(s, [a, b]);
-  await createTables(onA, [['main', 'regions', regions], ['main', 'clients', clients]]);
+  [appId] = await seedCrm(s, [a, b], ['flat_table', 'jsonb', 'docstore']);
+  await createTables(onA, [['flat_table', 'regions', regions], ['flat_table', 'clients', clients], ['jsonb', 'visits', visits], ['docstore', 'memos', { fields: [{ name: 'title', type: 'string' }] }]]);
   const seeded = await onA('POST', '/api/apps/crm/datatables/regions/data/', [{ code: 'EU', name: 'Europe' }, { code: 'US', name: 'United States' }]);
   if (seeded.status !== 201) throw new Error(seeded.text);
   const existing = await onA('POST', C, { id: 1, name: 'Existing', email: 'existing@x.example', vat: 'FR1', region: 'EU' });
@@ -190,4 +194,42 @@ test.serial('the fields of a failing row are still checked against the table: a 
   const res = await importCsv(`${HEADER}\n501,,c501@x.example,V501,x,XX,2024-01-02\n`);
   t.is(res.status, 400);
   t.deepEqual((res.body.data.errors as Row[])[0]!.errors, { name: ['This field is required.'], score: ['Invalid number "x".'], region: ['The referenced record does not exist.'] });
+});
+
+test.serial('jsonb and docstore tables: keys within the file and in the table, in one run', async (t) => {
+  const V = '/api/apps/crm/datatables/visits/data/';
+  const M = '/api/apps/crm/datatables/memos/data/';
+  t.is((await onA('POST', V, { code: 'A', email: 'a@x.example', n: 1 })).status, 201);
+  const visits = await importCsv('code,email,n\nB,b@x.example,1\nC,b@x.example,2\nA,c@x.example,3\nD,a@x.example,x\n', '', 'adminA', () => a.domain, V);
+  t.is(visits.status, 400, visits.text);
+  t.deepEqual(visits.body.data.errors, [
+    { row: 2, errors: { email: ['Duplicate: row 1 has the same value.'] } },
+    { row: 3, errors: { code: ['A record with this value already exists.'] } },
+    { row: 4, errors: { n: ['Invalid integer "x".'], email: ['A record with this value already exists.'] } },
+  ]);
+  t.is((await onA('GET', V)).body.total, 1);
+  const memo = await onA('POST', M, { title: 'Kept' });
+  t.is(memo.status, 201, memo.text);
+  const id = memo.body.data.id as string;
+  const other = '2b0c6f0e-8f5d-4a43-9d7e-3f1c2a4b5c6d';
+  const memos = await importCsv(`id,title\n${id},Again\n${other},New\n${other},Twice\n,No id\n`, '', 'adminA', () => a.domain, M);
+  t.is(memos.status, 400, memos.text);
+  t.deepEqual(memos.body.data.errors, [
+    { row: 1, errors: { id: ['A record with this value already exists.'] } },
+    { row: 3, errors: { id: ['Duplicate: row 2 has the same value.'] } },
+  ]);
+  t.is((await onA('GET', M)).body.total, 1);
+});
+
+test.serial('a constraint the checks do not know (added to the physical table by hand): the rejected batch is replayed to name its row', async (t) => {
+  const table = `"${a.schema}"."a${appId}_clients"`;
+  await sql(`ALTER TABLE ${table} ADD CONSTRAINT by_hand CHECK (score <> 13)`);
+  try {
+    const res = await importCsv(`${HEADER}\n${row(601)}\n${row(602).replace(',1,EU,', ',13,EU,')}\n`);
+    t.is(res.status, 400, res.text);
+    t.deepEqual(res.body.data.errors, [{ row: 2, errors: { non_field_errors: ['The value violates a constraint of the table.'] } }]);
+    t.is((await onA('GET', `${C}601/`)).status, 404);
+  } finally {
+    await sql(`ALTER TABLE ${table} DROP CONSTRAINT by_hand`);
+  }
 });

@@ -15,6 +15,9 @@ export const SNIFFED_DELIMITERS = [',', ';', '\t'] as const;
 const HEAD_BYTES = 64 * 1024;
 const LF = 0x0a;
 
+/** A delimiter as messages show it: `tab`, else quoted. */
+export const delimiterName = (d: string): string => (d === '\t' ? 'tab' : JSON.stringify(d));
+
 /** `delimiter` as given: one character other than a quote or a line break; `tab` (or `\t`) for a tab. */
 export function delimiterOption(value: string): string {
   const d = value === 'tab' || value === '\\t' ? '\t' : value;

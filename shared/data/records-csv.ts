@@ -18,7 +18,7 @@ import { spool } from '../common/spool.ts';
 import type { ServiceContext } from '../context.ts';
 import { longOperation, longTransaction } from '../db/long-operations.ts';
 import { DomainError, fieldError, type FieldErrors } from '../errors.ts';
-import { csvText, delimiterOption, encodingOption } from './csv-text.ts';
+import { csvText, delimiterName, delimiterOption, encodingOption } from './csv-text.ts';
 import type { TableScope } from './datatable.service.ts';
 import { castCell, toStored, type Cast } from './field-types.ts';
 import type { SqlFragment } from './query/filter.ts';
@@ -184,7 +184,7 @@ export function csvImportOptions(query: Record<string, unknown>): CsvImportOptio
   const given = (name: string): string | undefined => {
     const v = query[name];
     if (v === undefined || v === '') return undefined;
-    if (typeof v !== 'string') throw fieldError(name, 'Give it once.');
+    if (typeof v !== 'string') throw fieldError(name, 'Expected one value.');
     return v;
   };
   const dry = given('dry_run');
@@ -221,7 +221,7 @@ function coercerFor(t: Target, field: string): (text: string) => Cast {
 }
 
 /** Column index → field, checked before anything is read further: unknown headers or mapping entries → 400. */
-function headerFields(t: Target, header: string[], mapping: Record<string, string> = {}, delimiter = ','): string[] {
+function headerFields(t: Target, header: string[], mapping: Record<string, string>, delimiter: string): string[] {
   const fields = new Set(t.columns.keys());
   const errors: FieldErrors = {};
   const present = new Set(header);
@@ -236,8 +236,10 @@ function headerFields(t: Target, header: string[], mapping: Record<string, strin
   const out = header.map((h) => (Object.hasOwn(mapping, h) ? mapping[h]! : fields.has(h) ? h : ''));
   const unknown = header.filter((_, i) => out[i] === '');
   if (unknown.length) {
+    // A column that holds another delimiter: the file likely uses that one.
+    const split = unknown.some((h) => /[,;\t|]/.test(h)) ? ` The header was read with the delimiter ${delimiterName(delimiter)}; give delimiter= if the file uses another.` : '';
     errors.header = [
-      `Unknown column${unknown.length > 1 ? 's' : ''} ${unknown.map((h) => JSON.stringify(h)).join(', ')}: not fields of "${t.name}" (fields: ${[...fields].join(', ')}); map them with mapping={"column":"field"}. The header was read with the delimiter ${shown(delimiter)}; give delimiter= if the file uses another.`,
+      `Unknown column${unknown.length > 1 ? 's' : ''} ${unknown.map((h) => JSON.stringify(h)).join(', ')}: not fields of "${t.name}" (fields: ${[...fields].join(', ')}); map them with mapping={"column":"field"}.${split}`,
     ];
   }
   const seen = new Map<string, number>();
@@ -250,8 +252,6 @@ function headerFields(t: Target, header: string[], mapping: Record<string, strin
 
 const tooLarge = (what: string) => new DomainError('PAYLOAD_TOO_LARGE', `CSV import too large: ${what}.`, { detail: 'Request body is too large.' });
 const ROLLBACK = Symbol('rollback');
-/** A delimiter as the report and messages show it. */
-const shown = (d: string) => (d === '\t' ? 'tab' : JSON.stringify(d));
 
 /** A failing row: counted, and listed while the report has room. */
 function reject(report: CsvImportReport, row: number, errors: FieldErrors): void {
@@ -289,7 +289,7 @@ function csvRowSource(t: Target, input: Readable, delimiter: string, limits: { m
       const head = await read();
       if (head.done) throw fieldError('header', 'The CSV is empty: expected a header row of field names.');
       const names = head.value.map((h, i) => (i === 0 ? h.replace(/^\uFEFF/, '') : h).trim());
-      fields = headerFields(t, names, mapping, delimiter);
+      fields = headerFields(t, names, mapping ?? {}, delimiter);
       coerce = fields.map((f) => coercerFor(t, f));
     },
 
@@ -371,10 +371,9 @@ export async function importCsv(ctx: ServiceContext, scope: TableScope, name: st
  * transaction. While every row is valid, each batch is inserted (writeBatch): the database checks
  * its keys and references. From the first failing row or rejected batch on, nothing more is
  * inserted: each batch left (the rejected one included) is checked set-based against the table
- * (importChecks' check: keys it holds, references to records it lacks), so that one run reports
- * every problem. A batch the database rejected for a reason those checks do not see (a unique
- * index on an expression…) is replayed row by row to name the row. Any failure, or a dry run:
- * the transaction is rolled back.
+ * (importChecks' check: keys it holds, references to records it lacks, duplicates of unique
+ * indexes on expressions), so that one run reports every problem. Any failure, or a dry run: the
+ * transaction is rolled back.
  */
 async function importRows(ctx: ServiceContext, t: Target, input: Readable, maxRows: number, options: CsvImportOptions): Promise<CsvImportReport> {
   const { text, encoding, delimiter } = await csvText(input, options);
@@ -397,13 +396,24 @@ async function importRows(ctx: ServiceContext, t: Target, input: Readable, maxRo
       }
       return batch;
     };
-    /** The batch's problems in the database, then its failing rows into the report. */
+    /**
+     * The batch's problems in the database, then its failing rows into the report. When the
+     * database refused the batch (`rejected`) for nothing the checks see, or refused a check's
+     * values, the rows without an error yet are replayed one by one to name the one at fault.
+     */
     const settle = async (em: EntityManager, batch: ImportRow[], rejected: boolean) => {
-      await checks.check(em, batch);
-      if (rejected && batch.every((x) => !x.errors)) {
-        const found = await failingRecord(em, t, batch.map((x) => x.rec!));
-        const item = batch[found?.index ?? 0]!;
-        item.errors = (found && violation(t, found.error)?.errors) || { non_field_errors: ['The row violates a constraint of the table.'] };
+      let checked = true;
+      try {
+        await em.transactional((sp) => checks.check(sp as EntityManager, batch));
+      } catch (err) {
+        if (!violation(t, err)) throw err;
+        checked = false;
+      }
+      const valid = batch.filter((x) => x.rec && !x.errors);
+      if (!checked || (rejected && valid.length === batch.length)) {
+        const found = await failingRecord(em, t, valid.map((x) => x.rec!));
+        const item = found ? valid[found.index] : rejected ? valid[0] : undefined;
+        if (item) item.errors = (found && violation(t, found.error)?.errors) || { non_field_errors: ['The row violates a constraint of the table.'] };
       }
       for (const item of batch) if (item.errors) reject(report, item.row, item.errors);
     };
