@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { pipeline as pipe, type Readable } from 'node:stream';
-import { Args, Flags } from '@oclif/core';
+import { Args, Errors, Flags } from '@oclif/core';
 import { messageBody, type MessageBody } from '../../shared/common/envelopes.ts';
 import { delimiterName } from '../../shared/data/csv-text.ts';
 import type { CsvImportReport } from '../../shared/data/records.schemas.ts';
@@ -153,7 +153,7 @@ class DataImportCommand extends ApiCommand<typeof DataImportCommand> {
   }
 
   /** A failing import: the error line, then its failing rows (stderr); --json prints the body as it is. */
-  protected override async catch(err: Parameters<ApiCommand<typeof DataImportCommand>['catch']>[0]): Promise<unknown> {
+  protected override async catch(err: Errors.CLIError & { oclif?: { exit?: number } }): Promise<unknown> {
     const out = await super.catch(err);
     const report = failedReport(err);
     if (report && !this.jsonEnabled()) for (const line of rowLines(report)) this.info(line);
