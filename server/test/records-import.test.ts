@@ -1,9 +1,10 @@
 // CSV import, issue 30 #5: one run reports every problem of a file — invalid values, references
 // to missing records, duplicate keys within the file (primary key, unique field, unique index on
 // an expression) and keys the table already holds — with row numbers, in one 400, nothing
-// stored; across batches too (after a first batch was inserted). The delimiter sniffed from the
-// header (`;`, tab) or given; the encoding: UTF-8 checked (the first bad byte named), latin1 and
-// UTF-16 decoded. Another site's token reaches nothing.
+// stored; across batches too (after a first batch was inserted); jsonb and docstore keys; a
+// reference to the same table; a constraint the checks do not know (the batch replayed). The
+// delimiter sniffed from the header (`;`, tab) or given; the encoding: UTF-8 checked (the first bad
+// byte named), latin1 and UTF-16 decoded. Another site's token reaches nothing.
 import test from 'ava';
 import type { TableSchema } from '../../shared/data/table-schema.ts';
 import type { TestSite } from '../../shared/testing/sites.ts';
@@ -36,6 +37,11 @@ const visits: TableSchema = {
   fields: [{ name: 'code', type: 'string' }, { name: 'email', type: 'string', constraints: { unique: true } }, { name: 'n', type: 'integer' }],
   primaryKey: 'code',
 };
+const staff: TableSchema = {
+  fields: [{ name: 'id', type: 'integer' }, { name: 'manager', type: 'integer' }, { name: 'age', type: 'integer' }],
+  primaryKey: 'id',
+  foreignKeys: [{ fields: ['manager'], reference: { resource: '', fields: ['id'] } }],
+};
 const HEADER = 'id,name,email,vat,score,region,joined';
 const C = '/api/apps/crm/datatables/clients/data/';
 
@@ -50,7 +56,7 @@ test.before(async () => {
   s = await startTestServer();
   ({ a, b } = await twoSitesWithUsers(s, tok));
   [appId] = await seedCrm(s, [a, b], ['flat_table', 'jsonb', 'docstore']);
-  await createTables(onA, [['flat_table', 'regions', regions], ['flat_table', 'clients', clients], ['jsonb', 'visits', visits], ['docstore', 'memos', { fields: [{ name: 'title', type: 'string' }] }]]);
+  await createTables(onA, [['flat_table', 'regions', regions], ['flat_table', 'clients', clients], ['jsonb', 'visits', visits], ['docstore', 'memos', { fields: [{ name: 'title', type: 'string' }] }], ['flat_table', 'staff', staff]]);
   const seeded = await onA('POST', '/api/apps/crm/datatables/regions/data/', [{ code: 'EU', name: 'Europe' }, { code: 'US', name: 'United States' }]);
   if (seeded.status !== 201) throw new Error(seeded.text);
   const existing = await onA('POST', C, { id: 1, name: 'Existing', email: 'existing@x.example', vat: 'FR1', region: 'EU' });
@@ -232,4 +238,18 @@ test.serial('a constraint the checks do not know (added to the physical table by
   } finally {
     await sql(`ALTER TABLE ${table} DROP CONSTRAINT by_hand`);
   }
+});
+
+test.serial('a reference to the same table: satisfied by a stored record or a row of the file (later in the same batch too)', async (t) => {
+  const S = '/api/apps/crm/datatables/staff/data/';
+  t.is((await onA('POST', S, { id: 1 })).status, 201);
+  const res = await importCsv('id,manager,age\n10,11,30\n11,1,40\n12,99,50\n13,10,old\n', '', 'adminA', () => a.domain, S);
+  t.is(res.status, 400, res.text);
+  t.deepEqual(res.body.data.errors, [
+    { row: 3, errors: { manager: ['The referenced record does not exist.'] } },
+    { row: 4, errors: { age: ['Invalid integer "old".'] } },
+  ]);
+  const fixed = await importCsv('id,manager,age\n10,11,30\n11,1,40\n13,10,60\n', '', 'adminA', () => a.domain, S);
+  t.is(fixed.status, 200, fixed.text);
+  t.like(fixed.body, { created: 3, failed: 0 });
 });

@@ -57,7 +57,7 @@ const named = (k: Key) => (k.index ? ` (unique index ${k.index})` : '');
 
 /** The keys of a table, one per distinct set of values (its primary key first). */
 function keysOf(t: TableView): Key[] {
-  const jsonb = t.provider !== 'flat_table';
+  const json = t.provider !== 'flat_table'; // jsonb, docstore: the record is a JSON body
   const plain = (fields: string[], index?: string): Key => ({
     fields,
     reads: fields,
@@ -65,7 +65,7 @@ function keysOf(t: TableView): Key[] {
     plain: true,
     seen: new Map(),
     inner: fields.map((f) => {
-      if (!jsonb) return quoteIdent(f);
+      if (!json) return quoteIdent(f);
       const type = t.columns.get(f)!.pgType;
       return type === 'text' ? `(e.v ->> ${quoteLiteral(f)})` : `(e.v ->> ${quoteLiteral(f)})::${type}`;
     }),
@@ -75,12 +75,12 @@ function keysOf(t: TableView): Key[] {
   if (t.provider === 'docstore') return out;
   const text = (k: Key): Key => ({ ...k, inner: k.fields.map((f) => `(e.v ->> ${quoteLiteral(f)})`), outer: k.fields.map((f) => `(t."data" ->> ${quoteLiteral(f)})`) });
   // jsonb: a composite key and unique fields are unique indexes on `data ->> 'field'` (text).
-  if (jsonb && t.pk.length > 1) out[0] = text(out[0]!);
+  if (json && t.pk.length > 1) out[0] = text(out[0]!);
   const same = (a: string[], b: string[]) => a.length === b.length && a.every((f) => b.includes(f));
   for (const f of t.schema.fields) {
-    if (f.constraints?.unique && !same([f.name], t.pk)) out.push(jsonb ? text(plain([f.name])) : plain([f.name]));
+    if (f.constraints?.unique && !same([f.name], t.pk)) out.push(json ? text(plain([f.name])) : plain([f.name]));
   }
-  if (jsonb) return out;
+  if (json) return out;
   const all = new Set(fieldNamesOf(t.schema));
   for (const ix of t.schema.indexes ?? []) {
     if (!ix.unique) continue;
