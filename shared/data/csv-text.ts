@@ -10,7 +10,7 @@ import { Readable } from 'node:stream';
 import { DomainError, fieldError } from '../errors.ts';
 
 /** The delimiters sniffed from the header line, in the order that breaks ties. */
-export const SNIFFED_DELIMITERS = [',', ';', '\t'] as const;
+const SNIFFED_DELIMITERS = [',', ';', '\t'] as const;
 /** At most this much of the file is read to find the header line. */
 const HEAD_BYTES = 64 * 1024;
 const LF = 0x0a;
@@ -35,7 +35,7 @@ export function encodingOption(value: string): string {
 }
 
 /** The delimiter of a header line: the one of SNIFFED_DELIMITERS it holds most outside quotes; `,` when none. */
-export function sniffDelimiter(line: string): string {
+function sniffDelimiter(line: string): string {
   const counts = new Map<string, number>(SNIFFED_DELIMITERS.map((d) => [d, 0]));
   let quoted = false;
   for (const ch of line) {
@@ -47,15 +47,15 @@ export function sniffDelimiter(line: string): string {
   return best;
 }
 
+/** The line breaks in `b` before `end`. */
 function countLines(b: Buffer | string, end = b.length): number {
   let n = 0;
-  const nl = typeof b === 'string' ? '\n' : LF;
-  for (let i = b.indexOf(nl as never); i !== -1 && i < end; i = b.indexOf(nl as never, i + 1)) n++;
+  for (let i = b.indexOf('\n'); i !== -1 && i < end; i = b.indexOf('\n', i + 1)) n++;
   return n;
 }
 
 /** The index of the first byte of `b` that does not start a valid UTF-8 sequence (RFC 3629), or -1. */
-export function firstInvalidUtf8(b: Uint8Array): number {
+function firstInvalidUtf8(b: Uint8Array): number {
   for (let i = 0; i < b.length; ) {
     const c = b[i]!;
     if (c < 0x80) {
@@ -84,12 +84,11 @@ function wholeLength(b: Buffer): number {
   return b.length;
 }
 
-const badText = (encoding: string, where: string) =>
-  `The file is not valid ${encoding === 'utf-8' ? 'UTF-8' : encoding} (${where}): save it as UTF-8, or give its encoding (encoding=latin1 for Latin-1/Windows-1252; CLI --encoding latin1).`;
-const badEncoding = (encoding: string, where: string) => {
-  const text = badText(encoding, where);
+/** A 400 naming the encoding, where the file breaks it, and what to do. */
+function badEncoding(encoding: string, where: string): DomainError {
+  const text = `The file is not valid ${encoding === 'utf-8' ? 'UTF-8' : encoding} (${where}): save it as UTF-8, or give its encoding (encoding=latin1 for Latin-1/Windows-1252; CLI --encoding latin1).`;
   return new DomainError('VALIDATION_ERROR', text, { errors: { encoding: [text] } });
-};
+}
 
 /** What happens to each chunk of the file: checked or decoded (a DomainError at the first invalid sequence). */
 interface Reading {

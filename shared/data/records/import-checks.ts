@@ -54,6 +54,7 @@ interface Reference extends Match {
 
 const MISSING = 'The referenced record does not exist.';
 const named = (k: Key) => (k.index ? ` (unique index ${k.index})` : '');
+const duplicate = (k: Key, first: number) => `Duplicate: row ${first} has the same ${k.fields.length > 1 ? `values of ${k.fields.join(', ')}` : 'value'}${named(k)}.`;
 
 /** The keys of a table, one per distinct set of values (its primary key first). */
 function keysOf(t: TableView): Key[] {
@@ -162,8 +163,9 @@ export async function importChecks(em: EntityManager, t: Target): Promise<Import
 
   /**
    * One statement over the batch's rows that can be compared (a record, no error on the fields
-   * `m` reads): `select` over `r` (columns _n, _k0…, with the rows whose values are all non-null
-   * and that meet the condition), `exists` the SQL of a matching row of `table` (alias t).
+   * `m` reads), as `build` writes it from two pieces: `FROM (…) AS r WHERE …` — the rows (columns
+   * _n, _k0…) whose values are all non-null and that meet the index's condition — and the
+   * `EXISTS (…)` of a row of `table` (alias t) that matches. Its rows come back with their items.
    */
   const query = async <R extends { _n: number }>(batch: ImportRow[], m: Match, table: string, build: (r: string, exists: string) => string): Promise<(R & { item: ImportRow })[]> => {
     const items = batch.filter((x) => x.rec && !m.reads.some((f) => x.errors?.[f]));
@@ -195,7 +197,7 @@ export async function importChecks(em: EntityManager, t: Target): Promise<Import
         if (v === undefined) continue;
         const first = k.seen.get(v);
         if (first === undefined) k.seen.set(v, item.row);
-        else flag(item, k.fields, `Duplicate: row ${first} has the same ${k.fields.length > 1 ? `values of ${k.fields.join(', ')}` : 'value'}${named(k)}.`);
+        else flag(item, k.fields, duplicate(k, first));
       }
     },
 
@@ -213,7 +215,7 @@ export async function importChecks(em: EntityManager, t: Target): Promise<Import
         });
         for (const { item, v, hit } of found) {
           const first = k.seen.get(v);
-          if (first !== undefined) flag(item, k.fields, `Duplicate: row ${first} has the same value${named(k)}.`);
+          if (first !== undefined) flag(item, k.fields, duplicate(k, first));
           else {
             k.seen.set(v, item.row);
             if (hit) flag(item, k.fields, exists);
