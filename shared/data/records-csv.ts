@@ -372,8 +372,8 @@ export async function importCsv(ctx: ServiceContext, scope: TableScope, name: st
  * its keys and references. From the first failing row or rejected batch on, nothing more is
  * inserted: each batch left (the rejected one included) is checked set-based against the table
  * (importChecks' check: keys it holds, references to records it lacks, duplicates of unique
- * indexes on expressions), so that one run reports every problem. Any failure, or a dry run: the
- * transaction is rolled back.
+ * indexes on expressions or with conditions), so that one run reports every problem. Any
+ * failure, or a dry run: the transaction is rolled back.
  */
 async function importRows(ctx: ServiceContext, t: Target, input: Readable, maxRows: number, options: CsvImportOptions): Promise<CsvImportReport> {
   const { text, encoding, delimiter } = await csvText(input, options);
