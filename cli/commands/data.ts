@@ -2,8 +2,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { pipeline as pipe, type Readable } from 'node:stream';
-import { Args, Flags } from '@oclif/core';
+import { Args, Errors, Flags } from '@oclif/core';
 import { messageBody, type MessageBody } from '../../shared/common/envelopes.ts';
+import { delimiterName } from '../../shared/data/csv-text.ts';
 import type { CsvImportReport } from '../../shared/data/records.schemas.ts';
 import { DomainError, fieldError } from '../../shared/errors.ts';
 import { path as apiPath, type Api, type ApiRequest } from '../api.ts';
@@ -19,16 +20,34 @@ const populate = Flags.string({ summary: 'Related records to include: a,b or *.'
 const jsonFlags = (data: string, file: string) => ({ ...tableFlags, data: Flags.string({ summary: data, exclusive: ['file'] }), file: Flags.string({ summary: file }) });
 type Written = { data: RecordRow | RecordRow[] };
 
-/** The report as lines: the counts, then one line per failed row. */
+/** The failing rows of a report, one line per row and field; a last line when more failed than are listed. */
+function rowLines(r: CsvImportReport): string[] {
+  const lines = r.errors.flatMap((e) => Object.entries(e.errors ?? {}).map(([field, messages]) => `  row ${e.row}: ${field}: ${(messages ?? []).join(' ')}`));
+  const more = r.failed - r.errors.length;
+  return more > 0 ? [...lines, `  … and ${plural(more, 'more failing row')} (the first ${r.errors.length} are listed).`] : lines;
+}
+
+/** The report as lines: the counts (and how the file was read, when not UTF-8 with commas), then one line per failing row and field. */
 export function reportLines(r: CsvImportReport): string[] {
   const head = r.dry_run
     ? `Dry run: ${plural(r.total_rows, 'row')} checked, ${r.total_rows - r.failed} valid, ${r.failed} invalid; nothing was stored.`
-    : `Imported ${plural(r.created, 'record')} of ${plural(r.total_rows, 'row')}; ${r.failed} failed.`;
-  return [head, ...r.errors.map((e) => `  row ${e.row}: ${Object.entries(e.errors ?? {}).map(([field, messages]) => `${field}: ${(messages ?? []).join(' ')}`).join('; ')}`)];
+    : r.failed
+      ? `${r.failed} of ${plural(r.total_rows, 'row')} failed; nothing was imported.`
+      : `Imported ${plural(r.created, 'record')} of ${plural(r.total_rows, 'row')}; ${r.failed} failed.`;
+  const read = r.delimiter !== ',' || r.encoding !== 'utf-8' ? ` Read as ${r.encoding}, delimiter ${delimiterName(r.delimiter)}.` : '';
+  return [head + read, ...rowLines(r)];
 }
 
+/** The report a failing import answers with (400, the report as `data`), if `err` is that answer. */
+function failedReport(err: unknown): CsvImportReport | undefined {
+  const data = err instanceof DomainError ? (err.data as Partial<CsvImportReport> | undefined) : undefined;
+  return data && typeof data.failed === 'number' && Array.isArray(data.errors) ? (data as CsvImportReport) : undefined;
+}
+
+type ImportQuery = { dry_run?: string; mapping?: string; delimiter?: string; encoding?: string };
+
 /** The request streaming `file` to the table's CSV import (POST …/data/import/), reporting how much of it was sent. */
-const upload = (f: TableFlags, file: string, onSent: (n: number) => void, query: { dry_run?: string; mapping?: string }): ApiRequest => {
+const upload = (f: TableFlags, file: string, onSent: (n: number) => void, query: ImportQuery): ApiRequest => {
   const open = (): Readable => {
     let sent = 0;
     const tap = watch((chunk) => onSent((sent += chunk.length)));
@@ -37,7 +56,17 @@ const upload = (f: TableFlags, file: string, onSent: (n: number) => void, query:
   };
   return { method: 'POST', site: f.site, path: records(f, 'import/'), query, upload: { open, contentType: 'text/csv' } };
 };
-export const importCsv = (api: Api, f: TableFlags, file: string, onSent: (n: number) => void, query: { dry_run?: string; mapping?: string } = {}) => api.call<CsvImportReport>(upload(f, file, onSent, query));
+
+/** Imports `file`: the report, also when rows failed (the API's 400 carries it). */
+export async function importCsv(api: Api, f: TableFlags, file: string, onSent: (n: number) => void, query: ImportQuery = {}): Promise<CsvImportReport> {
+  try {
+    return await api.call<CsvImportReport>(upload(f, file, onSent, query));
+  } catch (err) {
+    const report = failedReport(err);
+    if (report) return report;
+    throw err;
+  }
+}
 
 class DataDeleteCommand extends ApiCommand<typeof DataDeleteCommand> {
   static override summary = 'Delete a record by key, records by --ids, or the records matching --filter-json.';
@@ -88,6 +117,47 @@ class DataExportCommand extends ApiCommand<typeof DataExportCommand> {
     if (f.output === undefined) this.info(done);
     else this.log(done);
     return { table: f.table, output: f.output ?? null, records: counter.records, bytes: counter.bytes };
+  }
+}
+
+class DataImportCommand extends ApiCommand<typeof DataImportCommand> {
+  static override summary = 'Import records from a CSV file (header row: field names).';
+  static override description =
+    'The file is streamed to the API; progress goes to stderr. All or nothing: when a row fails, nothing is stored and every failing row is listed (one line per row and field, on stderr after the error), exit code 1 (--json: the error body, the report under `data`). A dry run prints the report, exit code 1 when a row failed. Without --delimiter, the header line decides among `,` `;` and tab; without --encoding the file is read as UTF-8.';
+  static override examples = [
+    `<%= config.bin %> data import --table contacts --file people.csv --mapping '{"E-mail":"email"}' --dry-run --site shop_prod --app crm`,
+    '<%= config.bin %> data import --table contacts --file export.csv --delimiter ";" --encoding latin1 --site shop_prod --app crm',
+  ];
+  static override flags = {
+    ...tableFlags,
+    file: Flags.string({ summary: 'The CSV file.', required: true }),
+    mapping: Flags.string({ summary: 'CSV header → field, as a JSON object ({"E-mail":"email"}).' }),
+    'dry-run': Flags.boolean({ summary: 'Check every row, store nothing.' }),
+    delimiter: Flags.string({ summary: 'The cells\' separator: one character, or "tab" (default: sniffed from the header line among , ; and tab).' }),
+    encoding: Flags.string({ summary: 'The file\'s encoding: utf-8 (default), latin1 (windows-1252), utf-16le or another WHATWG label.' }),
+  };
+
+  async run(): Promise<CsvImportReport> {
+    const f = this.flags;
+    const size = fileSize(f.file, 'file');
+    const mapping = f.mapping === undefined ? undefined : jsonObject(f.mapping, 'mapping');
+    for (const [header, field] of Object.entries(mapping ?? {})) if (typeof field !== 'string') throw fieldError('mapping', `The field for "${header}" must be a string.`);
+    const tick = progress((line) => this.info(line));
+    this.info(`${f['dry-run'] ? 'Checking' : 'Importing'} ${path.basename(f.file)} (${bytes(size)}) into ${f.table}…`);
+    const onSent = (n: number) => tick(() => `  ${bytes(n)} of ${bytes(size)} sent (${size ? Math.floor((n / size) * 100) : 100}%)…`);
+    const query = { dry_run: f['dry-run'] ? 'true' : 'false', mapping: mapping && JSON.stringify(mapping), delimiter: f.delimiter, encoding: f.encoding };
+    const report = await this.call<CsvImportReport>(upload(f, f.file, onSent, query));
+    if (report.failed > 0) process.exitCode = 1; // a dry run's failing rows; with --json too
+    for (const line of reportLines(report)) this.log(line);
+    return report;
+  }
+
+  /** A failing import: the error line, then its failing rows (stderr); --json prints the body as it is. */
+  protected override async catch(err: Errors.CLIError & { oclif?: { exit?: number } }): Promise<unknown> {
+    const out = await super.catch(err);
+    const report = failedReport(err);
+    if (report && !this.jsonEnabled()) for (const line of rowLines(report)) this.info(line);
+    return out;
   }
 }
 
@@ -154,30 +224,7 @@ export const DATA_COMMANDS = {
     request: ({ flags: f }) => ({ method: 'POST', site: f.site, path: records(f, 'upsert/'), query: { unique_fields: f['unique-fields'] }, body: jsonInput(f.data, f.file) }),
     render: (body: { data: RecordRow; created: boolean }) => [body.created ? 'Record created.' : 'Record updated.', recordLines(body.data)],
   }),
-  'data:import': operation({
-    summary: 'Import records from a CSV file (header row: field names).',
-    description: 'The file is streamed to the API; progress goes to stderr. Exit code 1 when a row failed.',
-    examples: [`data import --table contacts --file people.csv --mapping '{"E-mail":"email"}' --dry-run --site shop_prod --app crm`],
-    flags: {
-      ...tableFlags,
-      file: Flags.string({ summary: 'The CSV file.', required: true }),
-      mapping: Flags.string({ summary: 'CSV header → field, as a JSON object ({"E-mail":"email"}).' }),
-      'dry-run': Flags.boolean({ summary: 'Check every row, store nothing.' }),
-    },
-    request: ({ flags: f, info }) => {
-      const size = fileSize(f.file, 'file');
-      const mapping = f.mapping === undefined ? undefined : jsonObject(f.mapping, 'mapping');
-      for (const [header, field] of Object.entries(mapping ?? {})) if (typeof field !== 'string') throw fieldError('mapping', `The field for "${header}" must be a string.`);
-      const tick = progress(info);
-      info(`${f['dry-run'] ? 'Checking' : 'Importing'} ${path.basename(f.file)} (${bytes(size)}) into ${f.table}…`);
-      const onSent = (n: number) => tick(() => `  ${bytes(n)} of ${bytes(size)} sent (${size ? Math.floor((n / size) * 100) : 100}%)…`);
-      return upload(f, f.file, onSent, { dry_run: f['dry-run'] ? 'true' : 'false', mapping: mapping && JSON.stringify(mapping) });
-    },
-    render: (report: CsvImportReport) => {
-      if (report.failed > 0) process.exitCode = 1; // with --json too
-      return reportLines(report);
-    },
-  }),
+  'data:import': DataImportCommand,
   'data:delete': DataDeleteCommand,
   'data:export': DataExportCommand,
 };

@@ -207,3 +207,51 @@ test.serial('data export to a file, import back with --dry-run and for real, in 
   }
   t.is(exported.direct, exported.remote);
 });
+
+test.serial('data import: every failing row listed, one line per row and field, nothing stored; --delimiter given or sniffed; the same in both modes', async (t) => {
+  const out: Record<Mode, string[]> = { remote: [], direct: [] };
+  for (const mode of MODES) {
+    const before = (await records(mode, 'contacts')).total;
+    const bad = path.join(tmp, `contacts-bad-${mode}.csv`);
+    fs.writeFileSync(bad, [
+      'id;company_id;first_name;last_name;email;status',
+      '900;1;Good;Row;good900@x.example;active',
+      '901;99999;No;Company;c901@x.example;active',
+      '902;1;Same;Mail;GOOD900@x.example;lead',
+      '1;1;Key;Taken;c903@x.example;active',
+      '904;1;Bad;Status;c904@x.example;maybe',
+    ].join('\n'));
+    const res = await run(mode, ['data', 'import', '--table', 'contacts', '--file', bad, '--delimiter', ';']);
+    t.is(res.code, 1);
+    t.is(res.stdout, '');
+    t.is(
+      res.stderr.replace(/^Importing .*\n/, ''),
+      [
+        'Error: 4 of 5 rows failed; nothing was imported.',
+        '  row 2: company_id: The referenced record does not exist.',
+        '  row 3: email: Duplicate: row 1 has the same value (unique index email_lower).',
+        '  row 4: id: A record with this value already exists.',
+        '  row 5: status: must be equal to one of the allowed values',
+        '',
+      ].join('\n'),
+    );
+    out[mode].push(volatile(res.stderr));
+    t.is((await records(mode, 'contacts')).total, before, 'nothing stored');
+    const asJson = await run(mode, ['data', 'import', '--table', 'contacts', '--file', bad, '--delimiter', ';', '--json']);
+    t.is(asJson.code, 1);
+    t.like(json(asJson), { status: 'error', code: 'VALIDATION_ERROR', data: { delimiter: ';', encoding: 'utf-8', total_rows: 5, failed: 4, created: 0 } });
+    // Sniffed: the same file without --delimiter reads the same; a tab-separated file too.
+    const sniffed = await run(mode, ['data', 'import', '--table', 'contacts', '--file', bad]);
+    t.is(sniffed.stderr, res.stderr);
+    const tabs = path.join(tmp, `contacts-tab-${mode}.csv`);
+    fs.writeFileSync(tabs, 'id\tcompany_id\tfirst_name\tlast_name\temail\n905\t1\tTab\tSeparated\tc905@x.example\n');
+    const dry = await run(mode, ['data', 'import', '--table', 'contacts', '--file', tabs, '--dry-run']);
+    t.is(dry.code, 0, dry.stderr);
+    t.is(dry.stdout, 'Dry run: 1 row checked, 1 valid, 0 invalid; nothing was stored. Read as utf-8, delimiter tab.\n');
+    out[mode].push(dry.stdout);
+    const wrong = await run(mode, ['data', 'import', '--table', 'contacts', '--file', tabs, '--delimiter', 'ab']);
+    t.is(wrong.code, 1);
+    t.regex(wrong.stderr, /\(delimiter: Expected one character such as ";" or "\|", or "tab"; got "ab"\.\)\n$/);
+  }
+  t.deepEqual(out.direct, out.remote);
+});

@@ -63,7 +63,7 @@ test.after.always(async () => {
 test.serial('import: the fixture CSVs load as typed records (integers, numbers, booleans, datetimes, JSON arrays and objects)', async (t) => {
   const c = await importCsv(C, companiesCsv);
   t.is(c.status, 200, c.text);
-  t.deepEqual(c.body, { dry_run: false, total_rows: companies.length, created: companies.length, failed: 0, errors: [] });
+  t.deepEqual(c.body, { dry_run: false, delimiter: ',', encoding: 'utf-8', total_rows: companies.length, created: companies.length, failed: 0, errors: [] });
   const p = await importCsv(P, contactsCsv);
   t.is(p.status, 200, p.text);
   t.like(p.body, { total_rows: contacts.length, created: contacts.length, failed: 0 });
@@ -142,10 +142,11 @@ test.serial('import: dry_run validates and checks constraints, writes nothing, r
   const before = await count('companies');
   const ok = await importCsv(C, 'id,name\n2001,Dry One\n2002,Dry Two\n', '?dry_run=true');
   t.is(ok.status, 200, ok.text);
-  t.deepEqual(ok.body, { dry_run: true, total_rows: 2, created: 2, failed: 0, errors: [] });
+  t.deepEqual(ok.body, { dry_run: true, delimiter: ',', encoding: 'utf-8', total_rows: 2, created: 2, failed: 0, errors: [] });
   t.is(await count('companies'), before);
   t.is((await onA('GET', `${C}2001/`)).status, 404);
   const dup = await importCsv(C, 'id,name\n2001,Dry One\n1,Duplicate\n', '?dry_run=1');
+  t.is(dup.status, 200, 'a dry run answers its report, failing rows or not');
   t.like(dup.body, { dry_run: true, total_rows: 2, created: 0, failed: 1 });
   t.is(dup.body.errors[0].row, 2);
   t.truthy(dup.body.errors[0].errors.id);
@@ -156,9 +157,10 @@ test.serial('import: one bad row → nothing written, the report names each fail
   const before = await count('companies');
   const csv = 'id,name,employees,email,industry\n3001,Good,1,,\n3002,Bad Count,many,,\n3003,Bad Mail,2,not-an-email,piracy\n3004,,3,,\n3005,Short\n3006,Fine,4,,\n';
   const res = await importCsv(C, csv);
-  t.is(res.status, 200, res.text);
-  t.like(res.body, { dry_run: false, total_rows: 6, created: 0, failed: 4 });
-  const byRow = Object.fromEntries(res.body.errors.map((e: Row) => [e.row, e.errors]));
+  t.is(res.status, 400, res.text);
+  t.like(res.body, { code: 'VALIDATION_ERROR', message: '4 of 6 rows failed; nothing was imported.' });
+  t.like(res.body.data, { dry_run: false, total_rows: 6, created: 0, failed: 4 });
+  const byRow = Object.fromEntries(res.body.data.errors.map((e: Row) => [e.row, e.errors]));
   t.deepEqual(Object.keys(byRow).map(Number), [2, 3, 4, 5]);
   t.regex(byRow[2].employees[0], /integer/);
   t.truthy(byRow[3].email);
@@ -172,33 +174,33 @@ test.serial('import: one bad row → nothing written, the report names each fail
 test.serial('import: a constraint violation (duplicate key, unique field, foreign key) rolls everything back and names its row', async (t) => {
   const before = await count('companies');
   const dup = await importCsv(C, 'id,name\n4001,Fine\n4002,Fine Too\n1,Duplicate of an existing key\n');
-  t.like(dup.body, { total_rows: 3, created: 0, failed: 1 });
-  t.deepEqual(dup.body.errors.map((e: Row) => e.row), [3]);
-  t.truthy(dup.body.errors[0].errors.id);
+  t.is(dup.status, 400, dup.text);
+  t.like(dup.body.data, { total_rows: 3, created: 0, failed: 1 });
+  t.deepEqual(dup.body.data.errors, [{ row: 3, errors: { id: ['A record with this value already exists.'] } }]);
   const twice = await importCsv(C, `id,name,domain\n4003,A,x.example\n4004,B,x.example\n`);
-  t.deepEqual(twice.body.errors.map((e: Row) => [e.row, Object.keys(e.errors)]), [[2, ['domain']]], 'duplicates inside the CSV');
+  t.deepEqual(twice.body.data.errors, [{ row: 2, errors: { domain: ['Duplicate: row 1 has the same value (unique index domain_unique).'] } }], 'duplicates inside the CSV');
   t.is(await count('companies'), before);
   t.is((await onA('GET', `${C}4001/`)).status, 404);
   const fk = await importCsv(P, 'id,first_name,last_name,email,company_id\n900,A,B,a900@x.example,1\n901,C,D,c901@x.example,99999\n');
-  t.like(fk.body, { created: 0, failed: 1 });
-  t.deepEqual(fk.body.errors[0], { row: 2, errors: { company_id: ['The referenced record does not exist.'] } });
+  t.like(fk.body.data, { created: 0, failed: 1 });
+  t.deepEqual(fk.body.data.errors[0], { row: 2, errors: { company_id: ['The referenced record does not exist.'] } });
   t.is((await onA('GET', `${P}900/`)).status, 404);
 });
 
 test.serial('import: many batches in one transaction; a violation in the last batch rolls back the first ones', async (t) => {
   const lines = (from: number, n: number) => Array.from({ length: n }, (_, i) => `${from + i},row ${from + i}`);
   const failing = await importCsv(D('big'), ['id,label', ...lines(1, 12_000), '1,again'].join('\n'));
-  t.is(failing.status, 200, failing.text);
-  t.like(failing.body, { total_rows: 12_001, created: 0, failed: 1 });
-  t.is(failing.body.errors[0].row, 12_001);
+  t.is(failing.status, 400, failing.text);
+  t.like(failing.body.data, { total_rows: 12_001, created: 0, failed: 1 });
+  t.deepEqual(failing.body.data.errors, [{ row: 12_001, errors: { id: ['Duplicate: row 1 has the same value.'] } }]);
   t.is(await count('big'), 0);
   const ok = await importCsv(D('big'), ['id,label', ...lines(1, 12_000)].join('\n'));
   t.like(ok.body, { total_rows: 12_000, created: 12_000, failed: 0 });
   t.is(await count('big'), 12_000);
   // Many failing rows: all counted, the first 100 listed.
   const bad = await importCsv(D('big'), ['id,label', ...Array.from({ length: 150 }, (_, i) => `x${i},bad`)].join('\n'));
-  t.like(bad.body, { total_rows: 150, failed: 150, created: 0 });
-  t.is(bad.body.errors.length, 100);
+  t.like(bad.body.data, { total_rows: 150, failed: 150, created: 0 });
+  t.is(bad.body.data.errors.length, 100);
 });
 
 test.serial('import: unknown headers, bad mappings and options → 400 before anything is written; other media types → 415', async (t) => {
@@ -245,8 +247,8 @@ test.serial('injection attempts in headers, mapping and cells are refused or bou
   const value = `x'); DROP TABLE "${a.schema}"."a${appId}_companies"; --`;
   const quoted = `"${value.replaceAll('"', '""')}"`;
   const cells = await importCsv(C, `id,name,employees\n7002,${quoted},1\n7003,Y,"1; DROP TABLE x"\n`);
-  t.like(cells.body, { created: 0, failed: 1 });
-  t.is(cells.body.errors[0].row, 2);
+  t.like(cells.body.data, { created: 0, failed: 1 });
+  t.is(cells.body.data.errors[0].row, 2);
   const stored = await importCsv(C, `id,name\n7002,${quoted}\n`);
   t.like(stored.body, { created: 1 });
   t.is((await onA('GET', `${C}7002/`)).body.data.name, value);

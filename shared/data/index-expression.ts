@@ -34,8 +34,8 @@ function tokenize(src: string): Tok[] {
   return out;
 }
 
-/** Parses a fragment of the grammar above; returns its SQL with field names quoted, or throws. */
-export function compileFragment(src: string, fields: ReadonlySet<string>): string {
+/** Parses a fragment of the grammar above; returns its SQL with field names quoted (and adds them to `used`), or throws. */
+export function compileFragment(src: string, fields: ReadonlySet<string>, used?: Set<string>): string {
   if (src.length > 1000) throw new Error('is longer than 1000 characters');
   const toks = tokenize(src);
   let p = 0;
@@ -62,6 +62,7 @@ export function compileFragment(src: string, fields: ReadonlySet<string>): strin
       }
       if (KEYWORDS.has(lower)) throw new Error(`unexpected ${show(t.text)}`);
       if (!fields.has(t.text)) throw new Error(`${show(t.text)} is not a field of the table (allowed functions: lower, upper, coalesce)`);
+      used?.add(t.text);
       return quoteIdent(t.text);
     }
     throw new Error(`unexpected ${show(t.text)}`);

@@ -3,9 +3,12 @@
 // server-side cursor (MikroORM's connection stream: pg-cursor on a pooled connection of its
 // own) through fast-csv, one batch at a time and only as fast as the reader takes it.
 // Import: the body is spooled to a temporary file first (common/spool.ts: a slow client holds no
-// connection while it sends), then fast-csv rows mapped to fields by the header (and an optional
+// connection while it sends), checked or decoded from its encoding with its delimiter given or
+// sniffed (csv-text.ts), then fast-csv rows mapped to fields by the header (and an optional
 // mapping), coerced to the schema's types, validated like the records API's bulk create, inserted
-// in batches inside one transaction; all or nothing, with a report of the failing rows.
+// in batches inside one transaction; all or nothing. Every problem of every row is reported in
+// one run: once one row fails, nothing more is inserted and the remaining rows are checked
+// against the database set-based (records/import-checks.ts).
 // Identifiers come only from the stored schema (target.ts); every value is bound. Both are long
 // operations (db/long-operations.ts): a slot of the site each, while they hold a connection.
 import { Readable, Transform } from 'node:stream';
@@ -15,13 +18,15 @@ import { spool } from '../common/spool.ts';
 import type { ServiceContext } from '../context.ts';
 import { longOperation, longTransaction } from '../db/long-operations.ts';
 import { DomainError, fieldError, type FieldErrors } from '../errors.ts';
+import { csvText, delimiterName, delimiterOption, encodingOption } from './csv-text.ts';
 import type { TableScope } from './datatable.service.ts';
-import { cellReader, missingValuesOf, type Cast } from './field-types.ts';
+import { cellReader, missingValuesOf, toStored, type Cast } from './field-types.ts';
 import type { SqlFragment } from './query/filter.ts';
 import { requireAllowed } from './records/access.ts';
 import { listQuery, plain } from './records/read.ts';
 import { openTarget, type RecordRow, type Target } from './records/target.ts';
 import type { CsvImportReport } from './records.schemas.ts';
+import { importChecks, type ImportRow } from './records/import-checks.ts';
 import { failingRecord, insertRecords, recordErrors, violation } from './records/write.ts';
 
 /** Rows fetched per cursor read of an export. */
@@ -40,6 +45,10 @@ export interface CsvImportOptions {
   mapping?: Record<string, string>;
   /** Validate and insert in a transaction that is rolled back: nothing is written. */
   dry_run?: boolean;
+  /** The cells' separator; sniffed from the header line when absent (csv-text.ts). */
+  delimiter?: string;
+  /** The file's encoding (a WHATWG label); UTF-8 when absent (UTF-16 with its byte-order mark). */
+  encoding?: string;
   /** The body size the request declares (Content-Length): refused at once beyond the byte limit. */
   declaredBytes?: number;
   /** Lower limits than MAX_IMPORT_ROWS / MAX_IMPORT_BYTES (tests, callers with their own caps). */
@@ -169,19 +178,26 @@ function chunked(size = 64 * 1024): Transform {
 
 // --- import ----------------------------------------------------------------------------------
 
-/** `dry_run` and `mapping` from a query string (`mapping` a JSON object of header → field). */
+/** `dry_run`, `mapping`, `delimiter` and `encoding` from a query string (`mapping` a JSON object of header → field). */
 export function csvImportOptions(query: Record<string, unknown>): CsvImportOptions {
   const out: CsvImportOptions = {};
-  const dry = query.dry_run;
-  if (dry !== undefined && dry !== '') {
+  const given = (name: string): string | undefined => {
+    const v = query[name];
+    if (v === undefined || v === '') return undefined;
+    if (typeof v !== 'string') throw fieldError(name, 'Expected one value.');
+    return v;
+  };
+  const dry = given('dry_run');
+  if (dry !== undefined) {
     if (dry === 'true' || dry === '1') out.dry_run = true;
     else if (dry === 'false' || dry === '0') out.dry_run = false;
     else throw fieldError('dry_run', 'Expected true or false.');
   }
-  if (query.mapping !== undefined && query.mapping !== '') {
+  const mapping = given('mapping');
+  if (mapping !== undefined) {
     let parsed: unknown;
     try {
-      parsed = typeof query.mapping === 'string' ? JSON.parse(query.mapping) : undefined;
+      parsed = JSON.parse(mapping);
     } catch {
       parsed = undefined;
     }
@@ -190,6 +206,10 @@ export function csvImportOptions(query: Record<string, unknown>): CsvImportOptio
     }
     out.mapping = parsed as Record<string, string>;
   }
+  const delimiter = given('delimiter');
+  if (delimiter !== undefined) out.delimiter = delimiterOption(delimiter);
+  const encoding = given('encoding');
+  if (encoding !== undefined) out.encoding = encodingOption(encoding);
   return out;
 }
 
@@ -202,7 +222,7 @@ function coercerFor(t: Target, field: string): (text: string) => Cast {
 }
 
 /** Column index → field, checked before anything is read further: unknown headers or mapping entries → 400. */
-function headerFields(t: Target, header: string[], mapping: Record<string, string> = {}): string[] {
+function headerFields(t: Target, header: string[], mapping: Record<string, string>, delimiter: string): string[] {
   const fields = new Set(t.columns.keys());
   const errors: FieldErrors = {};
   const present = new Set(header);
@@ -217,7 +237,11 @@ function headerFields(t: Target, header: string[], mapping: Record<string, strin
   const out = header.map((h) => (Object.hasOwn(mapping, h) ? mapping[h]! : fields.has(h) ? h : ''));
   const unknown = header.filter((_, i) => out[i] === '');
   if (unknown.length) {
-    errors.header = [`Unknown column${unknown.length > 1 ? 's' : ''} ${unknown.map((h) => JSON.stringify(h)).join(', ')}: not fields of "${t.name}" (fields: ${[...fields].join(', ')}); map them with mapping={"column":"field"}.`];
+    // A column that holds another delimiter: the file likely uses that one.
+    const split = unknown.some((h) => /[,;\t|]/.test(h)) ? ` The header was read with the delimiter ${delimiterName(delimiter)}; give delimiter= if the file uses another.` : '';
+    errors.header = [
+      `Unknown column${unknown.length > 1 ? 's' : ''} ${unknown.map((h) => JSON.stringify(h)).join(', ')}: not fields of "${t.name}" (fields: ${[...fields].join(', ')}); map them with mapping={"column":"field"}.${split}`,
+    ];
   }
   const seen = new Map<string, number>();
   for (const f of out) if (f) seen.set(f, (seen.get(f) ?? 0) + 1);
@@ -230,12 +254,6 @@ function headerFields(t: Target, header: string[], mapping: Record<string, strin
 const tooLarge = (what: string) => new DomainError('PAYLOAD_TOO_LARGE', `CSV import too large: ${what}.`, { detail: 'Request body is too large.' });
 const ROLLBACK = Symbol('rollback');
 
-/** A valid data row: its 1-based number and the record it gives. */
-interface CheckedRow {
-  row: number;
-  rec: RecordRow;
-}
-
 /** A failing row: counted, and listed while the report has room. */
 function reject(report: CsvImportReport, row: number, errors: FieldErrors): void {
   report.failed++;
@@ -243,13 +261,13 @@ function reject(report: CsvImportReport, row: number, errors: FieldErrors): void
 }
 
 /**
- * The CSV's data rows (the spooled body), checked one at a time: parsed by fast-csv, the header
- * matched to the table's fields (400 before any row is read), each row coerced to the field types
- * and validated like a bulk create's records. `next()` gives a valid row, null for a failing one
- * (added to the report), undefined at the end of the CSV. `close()` stops reading.
+ * The CSV's data rows, checked one at a time: parsed by fast-csv, the header matched to the
+ * table's fields (400 before any row is read), each row coerced to the field types and validated
+ * like a bulk create's records. `next()` gives the row with its record and its errors (then the
+ * record holds only the fields without one), undefined at the end of the CSV. `close()` stops reading.
  */
-function csvRowSource(t: Target, input: Readable, limits: { maxRows: number }, report: CsvImportReport) {
-  const parser = parse<string[], string[]>({ headers: false, ignoreEmpty: true });
+function csvRowSource(t: Target, input: Readable, delimiter: string, limits: { maxRows: number }, report: CsvImportReport) {
+  const parser = parse<string[], string[]>({ headers: false, ignoreEmpty: true, delimiter });
   const fail = (err: Error) => parser.destroy(err);
   input.on('error', fail);
   input.pipe(parser);
@@ -272,21 +290,18 @@ function csvRowSource(t: Target, input: Readable, limits: { maxRows: number }, r
       const head = await read();
       if (head.done) throw fieldError('header', 'The CSV is empty: expected a header row of field names.');
       const names = head.value.map((h, i) => (i === 0 ? h.replace(/^\uFEFF/, '') : h).trim());
-      fields = headerFields(t, names, mapping);
+      fields = headerFields(t, names, mapping ?? {}, delimiter);
       coerce = fields.map((f) => coercerFor(t, f));
     },
 
     /** Reads, coerces and validates one row. */
-    async next(): Promise<CheckedRow | null | undefined> {
+    async next(): Promise<ImportRow | undefined> {
       const next = await read();
       if (next.done) return undefined;
-      const n = ++report.total_rows;
-      if (n > limits.maxRows) throw tooLarge(`more than ${limits.maxRows} rows`);
+      const row = ++report.total_rows;
+      if (row > limits.maxRows) throw tooLarge(`more than ${limits.maxRows} rows`);
       const cells = next.value;
-      if (cells.length !== fields.length) {
-        reject(report, n, { non_field_errors: [`Expected ${fields.length} cells (one per header column), got ${cells.length}.`] });
-        return null;
-      }
+      if (cells.length !== fields.length) return { row, errors: { non_field_errors: [`Expected ${fields.length} cells (one per header column), got ${cells.length}.`] } };
       const rec: RecordRow = {};
       const bad: FieldErrors = {};
       cells.forEach((text, i) => {
@@ -298,11 +313,11 @@ function csvRowSource(t: Target, input: Readable, limits: { maxRows: number }, r
       const errors: FieldErrors = {};
       recordErrors(t, rec, '', errors);
       Object.assign(errors, bad);
-      if (Object.keys(errors).length) {
-        reject(report, n, errors);
-        return null;
-      }
-      return { row: n, rec };
+      if (!Object.keys(errors).length) return { row, rec };
+      // The fields that passed stay, in their stored form, for the database checks.
+      for (const f of Object.keys(errors)) delete rec[f];
+      toStored(t.schema.fields, rec);
+      return { row, rec, errors };
     },
 
     close(): void {
@@ -314,30 +329,23 @@ function csvRowSource(t: Target, input: Readable, limits: { maxRows: number }, r
   };
 }
 
-/**
- * Inserts a batch of checked rows in a savepoint of the import's transaction. A constraint
- * violation is reported on the row that caused it (found by replaying the batch row by row).
- */
-async function writeBatch(tx: EntityManager, t: Target, items: CheckedRow[], report: CsvImportReport): Promise<void> {
+/** Inserts a batch of valid rows in a savepoint of the import's transaction; false (the savepoint rolled back) on a constraint violation. */
+async function writeBatch(tx: EntityManager, t: Target, batch: ImportRow[], report: CsvImportReport): Promise<boolean> {
   try {
-    await tx.transactional((sp) => insertRecords(sp as EntityManager, t, items.map((x) => x.rec)));
-    report.created += items.length;
+    await tx.transactional((sp) => insertRecords(sp as EntityManager, t, batch.map((x) => x.rec!), 'nothing'));
+    report.created += batch.length;
+    return true;
   } catch (err) {
-    const error = violation(t, err);
-    if (!error) throw err;
-    const found = await failingRecord(tx, t, items.map((x) => x.rec));
-    const named = found ? violation(t, found.error)! : error;
-    reject(report, items[found?.index ?? 0]!.row, named.errors ?? { non_field_errors: ['The row violates a constraint of the table.'] });
+    if (!violation(t, err)) throw err;
+    return false;
   }
 }
 
 /**
  * Imports a CSV stream into a table: all or nothing. The body is spooled whole first (413 as soon
  * as it passes the byte limit; the file is deleted afterwards), so that no connection waits on
- * the client. Rows are then parsed, coerced and validated one by one (csvRowSource); valid rows
- * are inserted IMPORT_BATCH at a time in one long transaction (opened once the first batch is
- * valid; writeBatch), which is committed only when every row passed validation and the database
- * constraints (dry run: always rolled back).
+ * the client. Then importRows. A report with failing rows is a 400 whose `data` is the report
+ * (a dry run answers it as it is).
  */
 export async function importCsv(ctx: ServiceContext, scope: TableScope, name: string, input: Readable, options: CsvImportOptions = {}): Promise<CsvImportReport> {
   const t = await openTarget(ctx, scope, name, 'create');
@@ -345,39 +353,86 @@ export async function importCsv(ctx: ServiceContext, scope: TableScope, name: st
   const maxBytes = Math.min(options.maxBytes ?? MAX_IMPORT_BYTES, MAX_IMPORT_BYTES);
   if ((options.declaredBytes ?? 0) > maxBytes) throw tooLarge(`more than ${maxBytes} bytes`);
   const body = await spool(input, maxBytes, () => tooLarge(`more than ${maxBytes} bytes`));
+  let report: CsvImportReport;
   try {
-    return await importRows(ctx, t, body.open(), maxRows, options);
+    report = await importRows(ctx, t, body.open(), maxRows, options);
   } finally {
     await body.remove();
   }
+  if (report.failed && !report.dry_run) {
+    const rows = `${report.failed} of ${report.total_rows} row${report.total_rows === 1 ? '' : 's'}`;
+    throw new DomainError('VALIDATION_ERROR', `${rows} failed; nothing was imported.`, { data: report });
+  }
+  return report;
 }
 
+/**
+ * The rows are read, coerced and validated one by one (csvRowSource), their keys compared with
+ * the earlier rows' (importChecks' track), and taken IMPORT_BATCH at a time in one long
+ * transaction. While every row is valid, each batch is inserted (writeBatch): the database checks
+ * its keys and references. From the first failing row or rejected batch on, nothing more is
+ * inserted: each batch left (the rejected one included) is checked set-based against the table
+ * (importChecks' check: keys it holds, references to records it lacks, duplicates of unique
+ * indexes on expressions or with conditions), so that one run reports every problem. Any
+ * failure, or a dry run: the transaction is rolled back.
+ */
 async function importRows(ctx: ServiceContext, t: Target, input: Readable, maxRows: number, options: CsvImportOptions): Promise<CsvImportReport> {
-  const report: CsvImportReport = { dry_run: options.dry_run === true, total_rows: 0, created: 0, failed: 0, errors: [] };
-  const source = csvRowSource(t, input, { maxRows }, report);
-  let done = false;
-  /** Reads until a batch is full, a row failed or the CSV ends. */
-  const nextBatch = async (): Promise<CheckedRow[]> => {
-    const batch: CheckedRow[] = [];
-    while (!done && !report.failed && batch.length < IMPORT_BATCH) {
-      const row = await source.next();
-      if (row === undefined) done = true;
-      else if (row) batch.push(row);
-    }
-    return batch;
-  };
-
+  const { text, encoding, delimiter } = await csvText(input, options);
+  const report: CsvImportReport = { dry_run: options.dry_run === true, delimiter, encoding, total_rows: 0, created: 0, failed: 0, errors: [] };
+  const source = csvRowSource(t, text, delimiter, { maxRows }, report);
   try {
     await source.header(options.mapping);
+    const checks = await importChecks(ctx.em, t);
+    let done = false;
+    const nextBatch = async (): Promise<ImportRow[]> => {
+      const batch: ImportRow[] = [];
+      while (batch.length < IMPORT_BATCH) {
+        const item = await source.next();
+        if (!item) {
+          done = true;
+          break;
+        }
+        checks.track(item);
+        batch.push(item);
+      }
+      return batch;
+    };
+    /**
+     * The batch's problems in the database, then its failing rows into the report. When the
+     * database refused the batch (`rejected`) for nothing the checks see, or refused a check's
+     * values, the rows without an error yet are replayed one by one to name the one at fault.
+     */
+    const settle = async (em: EntityManager, batch: ImportRow[], rejected: boolean) => {
+      let checked = true;
+      try {
+        await em.transactional((sp) => checks.check(sp as EntityManager, batch));
+      } catch (err) {
+        if (!violation(t, err)) throw err;
+        checked = false;
+      }
+      const valid = batch.filter((x) => x.rec && !x.errors);
+      if (!checked || (rejected && valid.length === batch.length)) {
+        const found = await failingRecord(em, t, valid.map((x) => x.rec!));
+        const item = found ? valid[found.index] : rejected ? valid[0] : undefined;
+        if (item) item.errors = (found && violation(t, found.error)?.errors) || { non_field_errors: ['The row violates a constraint of the table.'] };
+      }
+      for (const item of batch) if (item.errors) reject(report, item.row, item.errors);
+    };
+
     let batch = await nextBatch();
-    if (!report.failed && batch.length) {
+    if (batch.length) {
       await longTransaction(ctx, async (em) => {
-        while (!report.failed) {
-          if (batch.length) {
-            await requireAllowed(ctx, t, 'create', batch.map((b) => b.rec)); // one row the policies refuse refuses the import
-            await writeBatch(em, t, batch, report);
+        let writing = true;
+        for (;;) {
+          if (writing && batch.every((x) => !x.errors)) {
+            await requireAllowed(ctx, t, 'create', batch.map((x) => x.rec!)); // one row the policies refuse refuses the import
+            writing = await writeBatch(em, t, batch, report);
+            if (!writing) await settle(em, batch, true);
+          } else {
+            writing = false;
+            await settle(em, batch, false);
           }
-          if (done || report.failed) break;
+          if (done) break;
           batch = await nextBatch();
         }
         if (report.failed || report.dry_run) throw ROLLBACK;
@@ -385,8 +440,6 @@ async function importRows(ctx: ServiceContext, t: Target, input: Readable, maxRo
         if (err !== ROLLBACK) throw err;
       });
     }
-    // After a failure: read the rest to count and report the other failing rows.
-    while (!done) done = (await source.next()) === undefined;
   } catch (err) {
     throw violation(t, err) ?? err;
   } finally {

@@ -30,14 +30,18 @@ export const RecordsPatched = Type.Object({ data: Type.Array(RecordObject) });
 /** Delete by ids (`ids` given back) or by filter. */
 export const RecordsDeleted = Type.Object({ deleted: Type.Integer(), ids: Type.Optional(Type.Array(Type.Unknown())) });
 
-/** The report of a CSV import (also when rows failed: `created` is then 0). */
+/** The report of a CSV import: the answer of an import or dry run; a failing import's 400 carries it as `data` (`created` 0). */
 export const CsvImportReport = Type.Object({
   dry_run: Type.Boolean(),
+  // The cells' separator: the one given, else sniffed from the header line (`,` `;` or a tab).
+  delimiter: Type.String(),
+  // The file's encoding, by its canonical name (`utf-8`, `windows-1252`, `utf-16le`…).
+  encoding: Type.String(),
   // Data rows read (the header not counted).
   total_rows: Type.Integer(),
   // Records written (dry run: that would be written); 0 when any row failed.
   created: Type.Integer(),
-  // Rows that failed validation or a database constraint.
+  // Rows that failed validation or a database check (duplicate key within the file or in the table, missing referenced record…).
   failed: Type.Integer(),
   // The first MAX_REPORTED_ERRORS failing rows: 1-based data row number, errors by field.
   errors: Type.Array(Type.Object({ row: Type.Integer(), errors: Type.Record(Type.String(), Type.Array(Type.String())) })),

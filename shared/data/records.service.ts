@@ -157,7 +157,7 @@ export async function createRecords(ctx: ServiceContext, scope: TableScope, name
   const ok = valid as RecordRow[];
   await requireAllowed(ctx, t, 'create', ok);
   try {
-    const created = await ctx.em.transactional((tx) => insertRecords(tx as EntityManager, t, ok, true));
+    const created = await ctx.em.transactional((tx) => insertRecords(tx as EntityManager, t, ok, 'json'));
     if (typeof created[0] === 'string') return new JsonText(many ? `[${created.join(',')}]` : created[0]);
     return many ? (created as RecordRow[]) : (created[0] as RecordRow);
   } catch (err) {

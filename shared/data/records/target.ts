@@ -211,8 +211,8 @@ function docPath(t: TableView, path: string, alias = 't'): ColumnInfo | undefine
   };
 }
 
-/** The app's other materialized tables, keyed by name. */
-async function appTables(em: EntityManager, t: Target): Promise<Map<string, TableView>> {
+/** The app's materialized tables (this one as `t` itself), keyed by name. */
+export async function appTables(em: EntityManager, t: Target): Promise<Map<string, TableView>> {
   const found = await rows<{ name: string; provider_type: ProviderType; physical: string; json_schema: TableSchema; schema_hash: string }>(
     em,
     `SELECT t.name, d.provider_type, coalesce(s.physical_table_name, t.physical_table_name) AS physical, t.json_schema, t.schema_hash

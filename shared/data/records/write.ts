@@ -180,19 +180,30 @@ function givesExactly(rec: RecordRow, cols: string[]): boolean {
 /**
  * Inserts validated records in one statement per set of given fields (records omitting a
  * field get its default), in their order; the stored records come back in the same order — as
- * PostgreSQL's JSON text with `json` on a table that has it (TableView.jsonSql), else as records.
+ * PostgreSQL's JSON text with `'json'` on a table that has it (TableView.jsonSql), else as
+ * records; with `'nothing'`, nothing comes back (a CSV import: no RETURNING to build and read).
  */
 export async function insertRecords(em: EntityManager, t: TableView, records: RecordRow[]): Promise<RecordRow[]>;
-export async function insertRecords(em: EntityManager, t: TableView, records: RecordRow[], json: true): Promise<RecordRow[] | string[]>;
-export async function insertRecords(em: EntityManager, t: TableView, records: RecordRow[], json = false): Promise<RecordRow[] | string[]> {
+export async function insertRecords(em: EntityManager, t: TableView, records: RecordRow[], as: 'json'): Promise<RecordRow[] | string[]>;
+export async function insertRecords(em: EntityManager, t: TableView, records: RecordRow[], as: 'nothing'): Promise<void>;
+export async function insertRecords(em: EntityManager, t: TableView, records: RecordRow[], as: 'records' | 'json' | 'nothing' = 'records'): Promise<unknown[] | void> {
   if (t.provider !== 'flat_table') {
     const { id, body } = jsonRow(t);
     const column = t.provider === 'jsonb' ? 'data' : 'doc';
-    return selectRecords(em, t, `INSERT INTO ${t.table} AS t (id, ${column}) SELECT ${id}, ${body} FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY AS e(v, n) ORDER BY e.n RETURNING ${t.recordSql('t')} AS r`, [JSON.stringify(records)]);
+    const sql = `INSERT INTO ${t.table} AS t (id, ${column}) SELECT ${id}, ${body} FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY AS e(v, n) ORDER BY e.n`;
+    const params = [JSON.stringify(records)];
+    if (as !== 'nothing') return selectRecords(em, t, `${sql} RETURNING ${t.recordSql('t')} AS r`, params);
+    await rows(em, sql, params);
+    return [];
   }
-  const text = json ? t.jsonSql : undefined;
-  const returned = async (sql: string, params: unknown[]): Promise<(RecordRow | string)[]> =>
-    text ? (await rows<{ r: string }>(em, `${sql} RETURNING ${text} AS r`, params)).map((x) => x.r) : selectRecords(em, t, `${sql} RETURNING to_jsonb(t.*) AS r`, params);
+  const text = as === 'json' ? t.jsonSql : undefined;
+  const returned = async (sql: string, params: unknown[]): Promise<unknown[]> => {
+    if (as === 'nothing') {
+      await rows(em, sql, params);
+      return [];
+    }
+    return text ? (await rows<{ r: string }>(em, `${sql} RETURNING ${text} AS r`, params)).map((x) => x.r) : selectRecords(em, t, `${sql} RETURNING to_jsonb(t.*) AS r`, params);
+  };
   // Records grouped by the set of fields they give; a record with exactly the fields of the
   // one before it joins that one's group without building a key (a batch usually has one set).
   const groups = new Map<string, { cols: string[]; items: number[] }>();
@@ -209,9 +220,9 @@ export async function insertRecords(em: EntityManager, t: TableView, records: Re
     if (!last) groups.set(key, (last = { cols, items: [] }));
     last.items.push(i);
   }
-  const out: (RecordRow | string)[] = new Array(records.length);
+  const out: unknown[] = new Array(records.length);
   for (const { cols, items } of groups.values()) {
-    let stored: (RecordRow | string)[];
+    let stored: unknown[];
     if (!cols.length) {
       stored = [];
       for (let k = 0; k < items.length; k++) stored.push(...(await returned(`INSERT INTO ${t.table} AS t DEFAULT VALUES`, [])));
@@ -224,9 +235,9 @@ export async function insertRecords(em: EntityManager, t: TableView, records: Re
         [JSON.stringify(items.length === records.length ? records : items.map((i) => records[i]))],
       );
     }
-    items.forEach((i, k) => (out[i] = stored[k]!));
+    items.forEach((i, k) => (out[i] = stored[k]));
   }
-  return out as RecordRow[] | string[];
+  return out;
 }
 
 /**
