@@ -121,8 +121,9 @@ for (const p of PROVIDERS) {
     t.deepEqual(strip(await byCode('csv1')), { ...CANONICAL, code: 'csv1' });
     t.deepEqual(strip(await byCode('csv2')), { code: 'csv2', amount: null, price: 0.5, pct: 3, qty: null, n: null, active: true, flag: true, note: null });
     const bad = await csv(`fl_${p}`, `code,amount,active,qty\ncsv3,"1,000",true,x\n`);
-    t.like(bad.body, { created: 0, failed: 1 });
-    t.deepEqual(bad.body.errors[0].errors, { active: ['Invalid boolean "true": expected one of yes, Y, no, N.'], qty: ['Invalid integer "x".'] });
+    t.is(bad.status, 400); // a failing import: the report under data
+    t.like(bad.body.data, { created: 0, failed: 1 });
+    t.deepEqual(bad.body.data.errors[0].errors, { active: ['Invalid boolean "true": expected one of yes, Y, no, N.'], qty: ['Invalid integer "x".'] });
   });
 }
 
