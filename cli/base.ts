@@ -81,7 +81,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
 
   private readonly onInterrupt = () => {
     const message = `interrupted: ${this.interruption()}`;
-    if (this.jsonEnabled()) this.logJson({ status: 'error', code: 'INTERRUPTED', message });
+    if (this.jsonEnabled()) this.logJson(new DomainError('INTERRUPTED', message).toBody());
     else process.stderr.write(`\n${message}\n`);
     process.exit(130);
   };

@@ -23,6 +23,8 @@ export const ERROR_STATUS = {
   GATEWAY_TIMEOUT: 504,
   /** Not in the spec's table (which has no code for it): a full disk, ours (docs/operations.md "When a dependency fails"). */
   INSUFFICIENT_STORAGE: 507,
+  /** Not in the spec's table: a CLI command stopped by Ctrl-C (docs/cli.md); 499 as nginx logs a client that went away. Never an API answer. */
+  INTERRUPTED: 499,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
