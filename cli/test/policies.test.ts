@@ -73,12 +73,12 @@ test('policy put and create: from a file in either form; POST refuses a role pol
     args: () => args('policy', 'create', '--file', file('role.json', { policy_type: 'role', name: 'editor', rules: [] })),
     check(t, r) {
       t.is(r.code, 1);
-      t.is(r.stderr, 'Error: Invalid input. (policy_type: Role policies cannot be created with POST: use PUT.)\n');
+      t.is(r.stderr, 'Error: Invalid input.\n  policy_type: Role policies cannot be created with POST: use PUT.\n');
     },
   });
   const missing = await runCli(args('policy', 'put', '--file', path.join(files, 'nope.json')), cliEnv(s, configDir));
   t.is(missing.code, 1);
-  t.regex(missing.stderr, /^Error: .*file: Cannot read .*nope\.json: No such file\./);
+  t.regex(missing.stderr, /^Error: Invalid input\.\n {2}file: Cannot read .*nope\.json: No such file\.\n$/);
 });
 
 test('policy list, get and inspect: the same output in both modes', async (t) => {

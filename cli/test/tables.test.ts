@@ -77,7 +77,7 @@ test.serial('table create, get, schema, update, materialize, validate, list, sta
     const early = await run(mode, ['table', 'materialize', 'contacts', ...app]);
     t.is(early.code, 1);
     t.is(early.stdout, '');
-    t.regex(early.stderr, /^Error: Foreign key target not materialized\. \(json_schema: foreignKeys\[0\] \(company_id → companies\): .*materialize it first\.\)\n$/);
+    t.regex(early.stderr, /^Error: Foreign key target not materialized\.\n {2}json_schema: foreignKeys\[0\] \(company_id → companies\): .*materialize it first\.\n$/);
     for (const name of ['companies', 'contacts']) {
       const m = await run(mode, ['table', 'materialize', name, ...app]);
       t.is(m.code, 0, m.stderr);
@@ -102,7 +102,7 @@ test.serial('table create, get, schema, update, materialize, validate, list, sta
     t.regex(badText.stdout, /^Invalid: 1 problem in 1 record\.\n {2}row 0: field 'email'/);
     const noFile = await run(mode, ['table', 'validate', 'companies', '--file', path.join(tmp, 'nope.json'), ...app]);
     t.is(noFile.code, 1);
-    t.regex(noFile.stderr, /^Error: Invalid input\. \(file: Cannot read .*nope\.json: No such file\.\)\n$/);
+    t.regex(noFile.stderr, /^Error: Invalid input\.\n {2}file: Cannot read .*nope\.json: No such file\.\n$/);
 
     const list = await run(mode, ['table', 'list', '--datasource', 'main', ...app]);
     t.is(list.code, 0, list.stderr);
@@ -121,7 +121,7 @@ test.serial('table create, get, schema, update, materialize, validate, list, sta
     t.is(missing.stderr, 'Error: Data table "nope" not found.\n');
     const badName = await run(mode, ['table', 'get', 'Bad-Name', ...app]);
     t.is(badName.code, 1);
-    t.regex(badName.stderr, /^Error: Invalid input\. \(name: /);
+    t.regex(badName.stderr, /^Error: Invalid input\.\n {2}name: /);
     const refused = await run(mode, ['table', 'delete', 'companies', ...app]);
     t.is(refused.code, 1);
     t.is(refused.stderr, 'Error: Data table "companies" is referenced by a foreign key of: contacts.\n');
@@ -130,6 +130,32 @@ test.serial('table create, get, schema, update, materialize, validate, list, sta
     t.is((await api('GET', `/api/apps/tab-${mode}/datatables/contacts/`)).status, 404);
   }
   t.deepEqual(shown.direct.map(normalize), shown.remote.map(normalize));
+});
+
+test.serial('a table schema refused with several field errors: one line each on stderr (create, update, migrate); --json the error body as it is', async (t) => {
+  const bad = path.join(tmp, 'bad-schema.json');
+  fs.writeFileSync(bad, JSON.stringify({ fields: [{ name: 'id', type: 'integer' }, { name: 'age', type: 'integr' }, { name: 'Bad Name', type: 'string' }], primaryKey: ['id'] }));
+  // The messages are the schema validator's; what is asserted here is one line each, the field first.
+  const shape = /^Error: Invalid table schema\.\n {2}json_schema: Field 'age': invalid type "integr"; [^\n]+\n {2}json_schema: Field 'Bad Name': [^\n]+\n$/;
+  const shown: Record<Mode, string[]> = { remote: [], direct: [] };
+  for (const mode of MODES) {
+    const app = ['--app', `tab-${mode}`];
+    t.is((await run(mode, ['table', 'create', '--datasource', 'main', '--name', 'good', '--schema', schemaFile('companies.json'), ...app])).code, 0);
+    for (const args of [['table', 'create', '--datasource', 'main', '--name', 'bad'], ['table', 'update', 'good'], ['table', 'migrate', 'good']]) {
+      const r = await run(mode, [...args, '--schema', bad, ...app]);
+      t.is(r.code, 1, args.join(' '));
+      t.is(r.stdout, '');
+      t.regex(r.stderr, shape, args.join(' '));
+      shown[mode].push(r.stderr);
+    }
+    const asJson = await run(mode, ['table', 'create', '--datasource', 'main', '--name', 'bad', '--schema', bad, ...app, '--json']);
+    t.is(asJson.code, 1);
+    const body = json(asJson);
+    t.like(body, { status: 'error', code: 'VALIDATION_ERROR', message: 'Invalid table schema.' });
+    t.deepEqual(body.errors, { json_schema: shown[mode][0]!.split('\n').slice(1, 3).map((l) => l.replace('  json_schema: ', '')) });
+    t.is((await api('GET', `/api/apps/tab-${mode}/datatables/bad/`)).status, 404, 'nothing created');
+  }
+  t.deepEqual(shown.direct, shown.remote);
 });
 
 test.serial('table migrate (plan, progress, --preview), history, rollback and datasource update --allow-data-loss in both modes', async (t) => {
@@ -162,7 +188,7 @@ test.serial('table migrate (plan, progress, --preview), history, rollback and da
     // Unsafe (amount becomes required): refused until the data source allows data loss; then PostgreSQL refuses the NULL row.
     const unsafe = await run(mode, ['table', 'migrate', 'mig', '--schema', files.v3!, ...app]);
     t.is(unsafe.code, 1);
-    t.regex(unsafe.stderr, /Error: The schema change has unsafe operations; .*--allow-data-loss\)\. \(json_schema: Unsafe operation set_not_null \(amount\)/);
+    t.regex(unsafe.stderr, /Error: The schema change has unsafe operations; .*--allow-data-loss\)\.\n {2}json_schema: Unsafe operation set_not_null \(amount\): /);
     const allow = await run(mode, ['datasource', 'update', 'main', '--allow-data-loss', ...app, '--json']);
     t.is(allow.code, 0, allow.stderr);
     t.deepEqual(json(allow).provider_config, { allow_data_loss: true });
