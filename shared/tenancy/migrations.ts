@@ -586,6 +586,13 @@ export const tenantMigrations: TenantMigration[] = [
       'DROP FUNCTION storage_policies_follow()',
     ],
   },
+  {
+    version: 12,
+    name: 'spec_forms',
+    // Issue 30: a schema operation records its statements' own time (`execution_time_ms`, beside
+    // `duration_ms`).
+    statements: ['ALTER TABLE schema_operations ADD COLUMN execution_time_ms integer'],
+  },
 ];
 
 export const CURRENT_TENANT_VERSION = tenantMigrations.at(-1)!.version;
