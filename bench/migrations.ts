@@ -121,14 +121,14 @@ async function main(): Promise<number> {
       const httpMs = r2(performance.now() - t0);
       if (res.status !== 200) throw new Error(`${step.id}: ${res.status} ${res.text}`);
       const [op] = ok(await api(`${path}operation-history/?limit=1`, 'GET', { token }), 200, 'history').results;
-      revisions[step.id] = op.operation_type === 'ROLLBACK' ? op.parent_revision_id : op.revision_id;
+      revisions[step.id] = op.operation_type === 'ROLLBACK' ? op.parent_operation : op.revision_id;
       let bareMs: number | null = null;
       if (step.bare) {
         const b0 = performance.now();
         await client.query(step.bare.replace('%t', twin));
         bareMs = r2(performance.now() - b0);
       }
-      const r: Result = { id: step.id, what: step.what, httpMs, serverMs: op.duration_ms, bareMs, operations: op.operations.map((o: any) => o.type) };
+      const r: Result = { id: step.id, what: step.what, httpMs, serverMs: op.duration_ms, bareMs, operations: op.migration_operations.map((o: any) => o.type) };
       if (step.target !== undefined) {
         r.target = `HTTP < ${step.target} ms`;
         r.ok = httpMs < step.target;

@@ -3,9 +3,9 @@
 //
 // Output contract: a command returns the API's JSON body for its operation; with --json it
 // is printed as is (oclif's enableJsonFlag), otherwise the command prints readable text with
-// this.log(). A failure is one line on stderr (`Error: …`), or the error body with --json,
-// and exit code 1 (oclif's own usage errors keep oclif's message and exit code 2). Progress
-// and notices go to stderr.
+// this.log(). A failure is `Error: …` on stderr (then a line per field message), or the error
+// body with --json, and exit code 1 (oclif's own usage errors keep oclif's message and exit
+// code 2). Progress and notices go to stderr.
 //
 // Keep this module and the command modules light: every start imports them (cli/commands.ts);
 // the transports, hence the server, the ORM and pg, are imported when a command runs.
@@ -16,7 +16,7 @@ import type { Database } from '../shared/db/database.ts';
 import { DomainError } from '../shared/errors.ts';
 import { Api, defined, segment, type ApiRequest, type QueryValue } from './api.ts';
 import { jsonObject, parseJson, siteFlag } from './flags.ts';
-import { errorLine, keyValues } from './output.ts';
+import { errorText, keyValues } from './output.ts';
 
 export type FlagsOf<T extends typeof Command> = Interfaces.InferredFlags<T['baseFlags'] & T['flags']>;
 export type ArgsOf<T extends typeof Command> = Interfaces.InferredArgs<T['args']>;
@@ -125,7 +125,7 @@ export abstract class BaseCommand<T extends typeof Command> extends Command {
     process.exitCode = 1;
     const domain = toDomainError(error);
     if (this.jsonEnabled()) this.logJson(domain.toBody());
-    else process.stderr.write(`${errorLine(domain)}\n`);
+    else process.stderr.write(`${errorText(domain)}\n`);
     if (process.env.PLATFORM_DEBUG && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
     return undefined;
   }

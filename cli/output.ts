@@ -37,7 +37,20 @@ export function keyValues(object: Record<string, unknown>): string {
     .join('\n');
 }
 
-/** `Error: Invalid input. (email: Enter a valid email address.)`: one line, fields named. */
+/**
+ * An error as a person reads it on stderr: `Error: <message>`, then each field's message on a
+ * line of its own, the field first (`  json_schema: Field 'age': invalid type …`; a message
+ * about no one field, `non_field_errors`, without it).
+ */
+export function errorText(err: DomainError): string {
+  const lines = [`Error: ${err.message}`];
+  for (const [field, messages] of Object.entries(err.errors ?? {})) {
+    for (const m of messages) lines.push(`  ${field === 'non_field_errors' ? '' : `${field}: `}${m}`);
+  }
+  return lines.map((line) => line.replace(/[\r\n]+/g, ' ')).join('\n');
+}
+
+/** `Error: Invalid input. (email: Enter a valid email address.)`: one line, fields named (a line of a report). */
 export function errorLine(err: DomainError): string {
   let line = `Error: ${err.message}`;
   if (err.errors && Object.keys(err.errors).length) {

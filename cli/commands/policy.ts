@@ -49,12 +49,12 @@ export const POLICY_COMMANDS = {
     args: ['id'],
     help: { id: 'The policy id.' },
     rename: { name_regexp: false, scope_regexp: false, version_regexp: false, include_disabled: false },
-    examples: ['policy get resource.ticket_support.vdefault/shop_prod_crm --site shop_prod --app crm'],
+    examples: ['policy get resource.ticket_support.default/shop_prod_crm --site shop_prod --app crm'],
     render: (body: { data: Doc[] }) => body.data.map((d) => JSON.stringify(d, null, 2)),
   }),
   'policy:create': store('policies_create', 'policy create --file ticket.json'),
   'policy:put': store('policies_put', 'policy put --file editor-role.json'),
-  'policy:delete': api('policies_destroy', { args: ['id'], examples: ['policy delete resource.ticket_support.vdefault/shop_prod_crm --site shop_prod --app crm'] }),
+  'policy:delete': api('policies_destroy', { args: ['id'], examples: ['policy delete resource.ticket_support.default/shop_prod_crm --site shop_prod --app crm'] }),
   'policy:check': api('check_resources', {
     summary: "Check actions on a resource against the app's policies.",
     description: 'For you, or (administrators) --username / --email; or give the whole CheckResources body with --file.',
@@ -82,7 +82,7 @@ export const POLICY_COMMANDS = {
       keyValues({ kind: body.resource_kind, action: body.action, filter: body.filter_kind, ...(body.condition ? { condition: body.condition } : {}) }),
   }),
   'policy:inspect': api('policies_inspect', {
-    examples: ['policy inspect --site shop_prod --app crm', 'policy inspect --id resource.ticket_support.vdefault/shop_prod_crm --site shop_prod --app crm --json'],
+    examples: ['policy inspect --site shop_prod --app crm', 'policy inspect --id resource.ticket_support.default/shop_prod_crm --site shop_prod --app crm --json'],
     rename: { ...filters, policy_id: 'id' },
     flags: { id: Flags.string({ summary: 'A policy id (repeatable).', multiple: true }), ...includeDisabled },
     render: (body: { data: { results: Record<string, Doc> } }) =>

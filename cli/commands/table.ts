@@ -3,15 +3,35 @@ import { Args, Flags } from '@oclif/core';
 import type { CreatedBody } from '../../shared/common/envelopes.ts';
 import type { DataTableListItem, DataTableStats, DataTableView } from '../../shared/data/datatable.schemas.ts';
 import type { Preview, RollbackResult, SchemaOperation } from '../../shared/data/migrations/migration.schemas.ts';
-import { fieldError } from '../../shared/errors.ts';
-import { defined, path } from '../api.ts';
+import { DomainError, fieldError } from '../../shared/errors.ts';
+import { defined, path, type ApiRequest } from '../api.ts';
 import { api, operation } from '../base.ts';
 import { columns, keyValues, pageOf, table } from '../output.ts';
+import { ask, canPrompt } from '../prompt.ts';
 import { appFlag, plural, readJson, siteFlag, tableNameOf } from '../tables.ts';
 
 const schemaOf = (f: { schema?: string }) => (f.schema === undefined ? undefined : readJson(f.schema, 'schema'));
 const opLine = (op: { type: string; column: string | null }) => `${op.type}${op.column ? ` ${op.column}` : ''}`;
 const warnings = (list: string[]) => list.map((w) => `warning: ${w}`);
+const losses = (list: string[]) => list.map((l) => `data loss: ${l}`);
+
+/**
+ * Before a rollback: its dry run, and when the rollback itself would destroy data (values of the
+ * columns the migration added, edges), the person's yes on a terminal, or --yes; otherwise a
+ * refusal with the losses (in the --json body too), nothing changed.
+ */
+async function confirmRollback({ flags: f, args, call, info }: { flags: Record<string, any>; args: Record<string, any>; call: <T>(req: ApiRequest) => Promise<T>; info: (line: string) => void }): Promise<void> {
+  const dry = await call<RollbackResult>({ method: 'POST', site: f.site, path: path`/api/apps/${f.app}/datatables/${args.name}/rollback/`, body: { revision_id: f.revision, dry_run: true } });
+  if (!dry.data_loss.length || f.yes) return;
+  if (canPrompt() && !f.json) {
+    for (const line of losses(dry.data_loss)) info(line);
+    if (/^y(es)?$/i.test(await ask(`Roll back ${f.revision} of ${args.name} and lose this data? [y/N] `))) return;
+    throw new DomainError('BAD_REQUEST', 'Cancelled: nothing was changed.');
+  }
+  throw new DomainError('BAD_REQUEST', `Rolling back ${f.revision} of ${args.name} loses data: ${dry.data_loss.join(' ')} Nothing was changed; pass --yes to roll back anyway.`, {
+    extra: { data_loss: dry.data_loss, warnings: dry.warnings },
+  });
+}
 
 /** What `table create/get/update` show of a table (the schema itself: `table schema`). */
 const summary = ({ json_schema: _s, field_names, primary_key, ...rest }: DataTableView) => keyValues({ ...rest, field_names: field_names.join(', '), primary_key: primary_key.join(', ') });
@@ -108,13 +128,26 @@ export const TABLE_COMMANDS = {
     args: ['name'],
     rename: { limit: false, offset: false },
     examples: ['table history contacts --status failed --site shop_prod --app crm --json'],
-    render: pageOf<SchemaOperation>(['operation', 'operations'], 'revision_id:revision operation_type:type status operations started_at:started duration_ms:ms error', { operations: (o) => o.operations.map(opLine).join(', ') || null }),
+    render: pageOf<SchemaOperation>(['operation', 'operations'], 'revision_id:revision operation_type:type status migration_operations:operations started_at:started duration_ms:ms error_message:error', {
+      migration_operations: (o) => o.migration_operations.map(opLine).join(', ') || null,
+    }),
   }),
   'table:rollback': api('datatables_rollback_by_app', {
     args: ['name'],
+    description:
+      'Runs the migration\'s stored rollback SQL in one transaction. A rollback that drops data (the values of columns the migration added, the edges of a hierarchy it switched on) says what it loses and asks first on a terminal; without one, or with --json, it needs --yes and otherwise changes nothing (exit 1). --dry-run only says what the rollback would do and lose. docs/migrations.md.',
     rename: { revision_id: 'revision' },
-    progress: ({ flags: f, args }) => `Rolling back ${f.revision} of ${args.name}…`,
-    examples: ['table rollback contacts --revision 3f9a0c1b2d4e --site shop_prod --app crm'],
-    render: (r: RollbackResult) => [`${r.message} (${plural(r.operations_reversed, 'operation')} reversed; recorded as ${r.revision_id})`, ...warnings(r.warnings)],
+    flags: { yes: Flags.boolean({ summary: 'Roll back without asking, even when it loses data.' }) },
+    body: async (input) => {
+      if (!input.flags['dry-run']) await confirmRollback(input);
+      return {};
+    },
+    progress: ({ flags: f, args }) => (f['dry-run'] ? '' : `Rolling back ${f.revision} of ${args.name}…`),
+    examples: ['table rollback contacts --revision 3f9a0c1b2d4e --site shop_prod --app crm', 'table rollback contacts --revision 3f9a0c1b2d4e --dry-run --site shop_prod --app crm'],
+    render: (r: RollbackResult) => [
+      r.revision_id ? `${r.message} (${plural(r.operations_reversed, 'operation')} reversed; recorded as ${r.revision_id})` : r.message,
+      ...losses(r.data_loss),
+      ...warnings(r.warnings),
+    ],
   }),
 };

@@ -72,10 +72,10 @@ test.serial('edges create (flags, file, batches), list, update, delete: the same
     t.is((await edgesOf(mode)).total, 28);
     const refused = await run(mode, ['edges', 'create', '--file', tooMany]);
     t.is(refused.code, 1);
-    t.is(refused.stderr, 'Error: Invalid input. (batch-size: 10001 edges are more than one request holds (10000): give --batch-size to send them in batches, each all or nothing.)\n');
+    t.is(refused.stderr, 'Error: Invalid input.\n  batch-size: 10001 edges are more than one request holds (10000): give --batch-size to send them in batches, each all or nothing.\n');
     const badType = await run(mode, ['edges', 'create', '--from-id', '5', '--to-id', '1', '--type', 'manages']);
     t.is(badType.code, 1);
-    t.is(badType.stderr, 'Error: Invalid edges: nothing was stored. (0.type: Unknown type "manages"; the types of this table are reports_to.)\n');
+    t.is(badType.stderr, 'Error: Invalid edges: nothing was stored.\n  0.type: Unknown type "manages"; the types of this table are reports_to.\n');
     const overLimit = await run(mode, ['edges', 'create', '--from-id', '3', '--to-id', '2', '--type', 'reports_to', '--json']);
     t.is(overLimit.code, 1);
     t.is(json(overLimit).message, 'Constraint max_outgoing of type "reports_to" is 1: record 3 would have 2 outgoing "reports_to" edges.');
@@ -119,7 +119,7 @@ test.serial('data get / list with the hierarchy flags: include, tree and graph f
     t.deepEqual(json(roots).data.map((r: { id: number; children: unknown[] }) => [r.id, r.children.length]), [[1, 2], [4, 0], [5, 1]], 'the roots: records without a manager');
     const bad = await run(mode, ['data', 'get', '1', '--include', 'everything']);
     t.is(bad.code, 1);
-    t.is(bad.stderr, 'Error: include must be descendants, ancestors or both; got "everything". (include: include must be descendants, ancestors or both; got "everything".)\n');
+    t.is(bad.stderr, 'Error: include must be descendants, ancestors or both; got "everything".\n  include: include must be descendants, ancestors or both; got "everything".\n');
   }
   t.deepEqual(out.direct, out.remote);
 });

@@ -139,7 +139,7 @@ test('bad input: one-line errors naming the field, exit 1, identical in both mod
   check(t, r) {
     t.is(r.code, 1);
     t.is(r.stdout, '');
-    t.is(r.stderr, `Error: Invalid input. (invitation_config.site.0.slug: Site "no-such-site" is not a site of organization "${org.slug}".)\n`);
+    t.is(r.stderr, `Error: Invalid input.\n  invitation_config.site.0.slug: Site "no-such-site" is not a site of organization "${org.slug}".\n`);
   },
 });
 

@@ -68,7 +68,7 @@ test.serial('org create with a bad slug: exit 1, one line naming the field, noth
   async check(t, r) {
     t.is(r.code, 1);
     t.is(r.stdout, '');
-    t.is(r.stderr, 'Error: Invalid input. (slug: Enter a valid value.)\n');
+    t.is(r.stderr, 'Error: Invalid input.\n  slug: Enter a valid value.\n');
     t.is((await api('GET', '/api/cloud/organizations/?search=bad-slug-org')).body.count, 0);
   },
 });
@@ -164,7 +164,7 @@ test.serial('member add of an unknown user: exit 1 naming the field', both, {
   args: ['member', 'add', 'nobody-here', '--org', 'cli-seed'],
   check(t, r) {
     t.is(r.code, 1);
-    t.is(r.stderr, 'Error: Invalid input. (user_slug: No active user with that username or UUID.)\n');
+    t.is(r.stderr, 'Error: Invalid input.\n  user_slug: No active user with that username or UUID.\n');
   },
 });
 
@@ -192,7 +192,7 @@ test.serial('member update with an unknown group: exit 1 naming the field', both
   args: ['member', 'update', 'adm-remote', '--org', 'cli-seed', '--group', '999999'],
   check(t, r) {
     t.is(r.code, 1);
-    t.is(r.stderr, 'Error: Invalid input. (groups: Unknown group id: 999999.)\n');
+    t.is(r.stderr, 'Error: Invalid input.\n  groups: Unknown group id: 999999.\n');
   },
 });
 

@@ -57,8 +57,8 @@ test('policy put and create: from a file in either form; POST refuses a role pol
     normalize: volatile,
     async check(t, r, mode) {
       t.is(r.code, 0, r.stderr);
-      t.is(r.stdout, `Policy "resource.${mode}-doc_report.vdefault/${scope()}" created.\n`);
-      t.is((await api('GET', `/api/apps/crm/policies/?id=${encodeURIComponent(`resource.${mode}-doc_report.vdefault/${scope()}`)}`)).status, 200);
+      t.is(r.stdout, `Policy "resource.${mode}-doc_report.default/${scope()}" created.\n`);
+      t.is((await api('GET', `/api/apps/crm/policies/?id=${encodeURIComponent(`resource.${mode}-doc_report.default/${scope()}`)}`)).status, 200);
     },
   });
   await both.exec(t, {
@@ -73,12 +73,12 @@ test('policy put and create: from a file in either form; POST refuses a role pol
     args: () => args('policy', 'create', '--file', file('role.json', { policy_type: 'role', name: 'editor', rules: [] })),
     check(t, r) {
       t.is(r.code, 1);
-      t.is(r.stderr, 'Error: Invalid input. (policy_type: Role policies cannot be created with POST: use PUT.)\n');
+      t.is(r.stderr, 'Error: Invalid input.\n  policy_type: Role policies cannot be created with POST: use PUT.\n');
     },
   });
   const missing = await runCli(args('policy', 'put', '--file', path.join(files, 'nope.json')), cliEnv(s, configDir));
   t.is(missing.code, 1);
-  t.regex(missing.stderr, /^Error: .*file: Cannot read .*nope\.json: No such file\./);
+  t.regex(missing.stderr, /^Error: Invalid input\.\n {2}file: Cannot read .*nope\.json: No such file\.\n$/);
 });
 
 test('policy list, get and inspect: the same output in both modes', async (t) => {
@@ -86,7 +86,7 @@ test('policy list, get and inspect: the same output in both modes', async (t) =>
     args: () => args('policy', 'list', '--name', '^seed:'),
     check(t, r) {
       t.is(r.code, 0, r.stderr);
-      t.regex(r.stdout, new RegExp(`^ID +KIND +NAME +VERSION +DISABLED +MODIFIED\nresource\\.seed_ticket\\.vdefault/${scope()} +resource +seed:ticket +default +no +`));
+      t.regex(r.stdout, new RegExp(`^ID +KIND +NAME +VERSION +DISABLED +MODIFIED\nresource\\.seed_ticket\\.default/${scope()} +resource +seed:ticket +default +no +`));
       t.regex(r.stdout, /\n\n1 policy\n$/);
     },
   });
@@ -97,18 +97,20 @@ test('policy list, get and inspect: the same output in both modes', async (t) =>
       t.like(json(r), { status: 'success', total: 1, data: [{ derivedRoles: { name: `${scope()}_owners` } }] });
     },
   });
+  for (const id of [`resource.seed_ticket.default/${scope()}`, `resource.seed_ticket.vdefault/${scope()}`]) {
+    await both.exec(t, {
+      args: () => args('policy', 'get', id), // the id, or its older form (with `v`)
+      check(t, r) {
+        t.is(r.code, 0, r.stderr);
+        t.like(JSON.parse(r.stdout), { resourcePolicy: { resource: 'seed:ticket', scope: scope(), importDerivedRoles: [`${scope()}_owners`] }, metadata: { storeIdentifier: `resource.seed_ticket.default/${scope()}` } });
+      },
+    });
+  }
   await both.exec(t, {
-    args: () => args('policy', 'get', `resource.seed_ticket.vdefault/${scope()}`),
+    args: () => args('policy', 'inspect', '--id', `resource.seed_ticket.default/${scope()}`),
     check(t, r) {
       t.is(r.code, 0, r.stderr);
-      t.like(JSON.parse(r.stdout), { resourcePolicy: { resource: 'seed:ticket', scope: scope(), importDerivedRoles: [`${scope()}_owners`] } });
-    },
-  });
-  await both.exec(t, {
-    args: () => args('policy', 'inspect', '--id', `resource.seed_ticket.vdefault/${scope()}`),
-    check(t, r) {
-      t.is(r.code, 0, r.stderr);
-      t.regex(r.stdout, new RegExp(`^POLICY +ACTIONS +DERIVED ROLES +VARIABLES +CONSTANTS +ATTRIBUTES\nresource\\.seed_ticket\\.vdefault/${scope()} +read, update +owner +- +- +-\n\n1 policy\n$`));
+      t.regex(r.stdout, new RegExp(`^POLICY +ACTIONS +DERIVED ROLES +VARIABLES +CONSTANTS +ATTRIBUTES\nresource\\.seed_ticket\\.default/${scope()} +read, update +owner +- +- +-\n\n1 policy\n$`));
     },
   });
 });
@@ -130,11 +132,11 @@ test('policy check and plan for a named user; delete is a soft delete', async (t
     },
   });
   await both.exec(t, {
-    args: (mode) => args('policy', 'delete', `resource.${mode}-gone_x.vdefault/${scope()}`),
+    args: (mode) => args('policy', 'delete', `resource.${mode}-gone_x.vdefault/${scope()}`), // the older form of its id
     normalize: volatile,
     async check(t, r, mode) {
       t.is(r.code, 0, r.stderr);
-      t.is(r.stdout, `Policy "resource.${mode}-gone_x.vdefault/${scope()}" deleted.\n`);
+      t.is(r.stdout, `Policy "resource.${mode}-gone_x.default/${scope()}" deleted.\n`);
       const listed = await api('GET', `/api/apps/crm/policies/?name_regexp=^${mode}-gone:&include_disabled=true`);
       t.true(listed.body.data[0].disabled);
     },

@@ -61,7 +61,7 @@ test.serial('role create, get, update, delete: the API bodies, alike in both mod
     for (const r of [created, updated, got, cycle, deleted]) out[mode].push(volatile(r.stdout.replaceAll(mode, '<m>')), volatile(r.stderr.replaceAll(mode, '<m>')));
   }
   t.deepEqual(out.direct, out.remote);
-  t.is(out.remote[7], 'Error: Invalid input. (parent_name: "sales" inherits from "base": a role cannot have its own descendant as parent.)\n');
+  t.is(out.remote[7], 'Error: Invalid input.\n  parent_name: "sales" inherits from "base": a role cannot have its own descendant as parent.\n');
   t.is((await api('GET', '/api/apps/crm/roles/head-remote/')).status, 404);
 });
 
@@ -87,7 +87,7 @@ test.serial('role create admin: refused, the same error in both modes', both, {
   args: () => ['role', 'create', 'admin', '--site', site.schema, '--app', 'crm'],
   check(t, r) {
     t.is(r.code, 1);
-    t.regex(r.stderr, /^Error: Invalid input\. \(name: "admin" is a reserved role name: /);
+    t.regex(r.stderr, /^Error: Invalid input\.\n {2}name: "admin" is a reserved role name: /);
   },
 });
 

@@ -182,7 +182,7 @@ test('errors are the same in both modes: unknown secret, unknown site, a value i
     t.is(direct.stderr, remote.stderr, args.join(' '));
   }
   const typed = await runCli(['secret', 'set', 'TYPED', '{"nope":1}', '--json-value', '--type', 'listed-type', '--site', site.schema], cliEnv(s, configDir));
-  t.is(typed.stderr, `Error: The value does not match the secret type "listed-type". (value: must have required property 'user')\n`);
+  t.is(typed.stderr, `Error: The value does not match the secret type "listed-type".\n  value: must have required property 'user'\n`);
   // An unknown site, named: directly, 'Site "no_such_site" not found.'; remotely there is no login for it to begin with.
   t.is((await runCli(['secret', 'list', '--site', 'no_such_site', '--direct'], cliEnv(s, configDir))).stderr, 'Error: Site "no_such_site" not found.\n');
   t.regex((await runCli(['secret', 'list', '--site', 'no_such_site'], cliEnv(s, configDir))).stderr, /^Error: Not logged in to \S+\/sites\/no_such_site: /);

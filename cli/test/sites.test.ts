@@ -71,7 +71,7 @@ test('site create: readable output, and a bad schema name is one error line nami
   async check(t, r, mode) {
     t.is(r.code, 1);
     t.is(r.stdout, '');
-    t.regex(r.stderr, /\nError: Invalid schema name\. \(schema_name: Must start with a letter or underscore/);
+    t.regex(r.stderr, /\nError: Invalid schema name\.\n {2}schema_name: Must start with a letter or underscore/);
     t.is((await getSite(`bad-${mode}`)).status, 404);
   },
 });
@@ -123,7 +123,7 @@ test('site update with malformed --settings: exit 1 naming site_settings', both,
   args: ['site', 'update', 'listed-one', '--settings', '[1,2]'],
   check(t, r) {
     t.is(r.code, 1);
-    t.is(r.stderr, 'Error: Invalid input. (site_settings: Must be a JSON object.)\n');
+    t.is(r.stderr, 'Error: Invalid input.\n  site_settings: Must be a JSON object.\n');
   },
 });
 

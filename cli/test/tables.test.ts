@@ -1,5 +1,6 @@
 // `platform table …` and `platform demo` in both modes (remote: <api-url>/sites/<schema>/api/…
 // with the site's login; direct: the site schema as the system actor): the same output.
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -77,7 +78,7 @@ test.serial('table create, get, schema, update, materialize, validate, list, sta
     const early = await run(mode, ['table', 'materialize', 'contacts', ...app]);
     t.is(early.code, 1);
     t.is(early.stdout, '');
-    t.regex(early.stderr, /^Error: Foreign key target not materialized\. \(json_schema: foreignKeys\[0\] \(company_id → companies\): .*materialize it first\.\)\n$/);
+    t.regex(early.stderr, /^Error: Foreign key target not materialized\.\n {2}json_schema: foreignKeys\[0\] \(company_id → companies\): .*materialize it first\.\n$/);
     for (const name of ['companies', 'contacts']) {
       const m = await run(mode, ['table', 'materialize', name, ...app]);
       t.is(m.code, 0, m.stderr);
@@ -102,7 +103,7 @@ test.serial('table create, get, schema, update, materialize, validate, list, sta
     t.regex(badText.stdout, /^Invalid: 1 problem in 1 record\.\n {2}row 0: field 'email'/);
     const noFile = await run(mode, ['table', 'validate', 'companies', '--file', path.join(tmp, 'nope.json'), ...app]);
     t.is(noFile.code, 1);
-    t.regex(noFile.stderr, /^Error: Invalid input\. \(file: Cannot read .*nope\.json: No such file\.\)\n$/);
+    t.regex(noFile.stderr, /^Error: Invalid input\.\n {2}file: Cannot read .*nope\.json: No such file\.\n$/);
 
     const list = await run(mode, ['table', 'list', '--datasource', 'main', ...app]);
     t.is(list.code, 0, list.stderr);
@@ -121,7 +122,7 @@ test.serial('table create, get, schema, update, materialize, validate, list, sta
     t.is(missing.stderr, 'Error: Data table "nope" not found.\n');
     const badName = await run(mode, ['table', 'get', 'Bad-Name', ...app]);
     t.is(badName.code, 1);
-    t.regex(badName.stderr, /^Error: Invalid input\. \(name: /);
+    t.regex(badName.stderr, /^Error: Invalid input\.\n {2}name: /);
     const refused = await run(mode, ['table', 'delete', 'companies', ...app]);
     t.is(refused.code, 1);
     t.is(refused.stderr, 'Error: Data table "companies" is referenced by a foreign key of: contacts.\n');
@@ -130,6 +131,32 @@ test.serial('table create, get, schema, update, materialize, validate, list, sta
     t.is((await api('GET', `/api/apps/tab-${mode}/datatables/contacts/`)).status, 404);
   }
   t.deepEqual(shown.direct.map(normalize), shown.remote.map(normalize));
+});
+
+test.serial('a table schema refused with several field errors: one line each on stderr (create, update, migrate); --json the error body as it is', async (t) => {
+  const bad = path.join(tmp, 'bad-schema.json');
+  fs.writeFileSync(bad, JSON.stringify({ fields: [{ name: 'id', type: 'integer' }, { name: 'age', type: 'integr' }, { name: 'Bad Name', type: 'string' }], primaryKey: ['id'] }));
+  // The messages are the schema validator's; what is asserted here is one line each, the field first.
+  const shape = /^Error: Invalid table schema\.\n {2}json_schema: Field 'age': invalid type "integr"; [^\n]+\n {2}json_schema: Field 'Bad Name': [^\n]+\n$/;
+  const shown: Record<Mode, string[]> = { remote: [], direct: [] };
+  for (const mode of MODES) {
+    const app = ['--app', `tab-${mode}`];
+    t.is((await run(mode, ['table', 'create', '--datasource', 'main', '--name', 'good', '--schema', schemaFile('companies.json'), ...app])).code, 0);
+    for (const args of [['table', 'create', '--datasource', 'main', '--name', 'bad'], ['table', 'update', 'good'], ['table', 'migrate', 'good']]) {
+      const r = await run(mode, [...args, '--schema', bad, ...app]);
+      t.is(r.code, 1, args.join(' '));
+      t.is(r.stdout, '');
+      t.regex(r.stderr, shape, args.join(' '));
+      shown[mode].push(r.stderr);
+    }
+    const asJson = await run(mode, ['table', 'create', '--datasource', 'main', '--name', 'bad', '--schema', bad, ...app, '--json']);
+    t.is(asJson.code, 1);
+    const body = json(asJson);
+    t.like(body, { status: 'error', code: 'VALIDATION_ERROR', message: 'Invalid table schema.' });
+    t.deepEqual(body.errors, { json_schema: shown[mode][0]!.split('\n').slice(1, 3).map((l) => l.replace('  json_schema: ', '')) });
+    t.is((await api('GET', `/api/apps/tab-${mode}/datatables/bad/`)).status, 404, 'nothing created');
+  }
+  t.deepEqual(shown.direct, shown.remote);
 });
 
 test.serial('table migrate (plan, progress, --preview), history, rollback and datasource update --allow-data-loss in both modes', async (t) => {
@@ -162,7 +189,7 @@ test.serial('table migrate (plan, progress, --preview), history, rollback and da
     // Unsafe (amount becomes required): refused until the data source allows data loss; then PostgreSQL refuses the NULL row.
     const unsafe = await run(mode, ['table', 'migrate', 'mig', '--schema', files.v3!, ...app]);
     t.is(unsafe.code, 1);
-    t.regex(unsafe.stderr, /Error: The schema change has unsafe operations; .*--allow-data-loss\)\. \(json_schema: Unsafe operation set_not_null \(amount\)/);
+    t.regex(unsafe.stderr, /Error: The schema change has unsafe operations; .*--allow-data-loss\)\.\n {2}json_schema: Unsafe operation set_not_null \(amount\): /);
     const allow = await run(mode, ['datasource', 'update', 'main', '--allow-data-loss', ...app, '--json']);
     t.is(allow.code, 0, allow.stderr);
     t.deepEqual(json(allow).provider_config, { allow_data_loss: true });
@@ -187,6 +214,107 @@ test.serial('table migrate (plan, progress, --preview), history, rollback and da
     const twice = await run(mode, ['table', 'rollback', 'mig', '--revision', revision, ...app]);
     t.is(twice.code, 1);
     t.regex(twice.stderr, /rolled back already/);
+  }
+  t.deepEqual(shown.direct, shown.remote);
+});
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const hasScript = spawnSync('script', ['--version']).status === 0;
+
+/**
+ * `platform …args` on a terminal (util-linux `script` gives it a pseudo-terminal): `answer` is
+ * typed once a `[y/N]` question shows. The terminal merges stdout and stderr (and echoes the answer).
+ */
+function runOnTerminal(args: string[], answer: string): Promise<{ code: number; output: string }> {
+  const quote = (x: string) => `'${x.replaceAll("'", "'\\''")}'`;
+  const child = spawn('script', ['-qec', [process.execPath, 'bin/run.js', ...args].map(quote).join(' '), '/dev/null'], { cwd: ROOT, env: env(), stdio: ['pipe', 'pipe', 'ignore'] });
+  let output = '';
+  let asked = false;
+  child.stdout.setEncoding('utf8').on('data', (d: string) => {
+    output += d;
+    if (!asked && output.includes('[y/N]')) {
+      asked = true;
+      child.stdin.write(`${answer}\r`);
+    }
+  });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      // Without readline's cursor moves (ESC [ n G, ESC [ J) and the terminal's carriage returns.
+      const text = output.split('\u001b').map((part, i) => (i ? part.replace(/^\[\d*[A-Z]/, '') : part)).join('');
+      resolve({ code: code ?? 1, output: text.replace(/\r+\n/g, '\n') });
+    });
+  });
+}
+
+test.serial('table rollback that loses data: --dry-run and --preview say so; no terminal: refused unless --yes, nothing changed; a terminal asks (both modes)', async (t) => {
+  const v1 = { fields: [{ name: 'id', type: 'integer' }, { name: 'label', type: 'string' }], primaryKey: ['id'] };
+  const v2 = { ...v1, fields: [...v1.fields, { name: 'score', type: 'integer' }] };
+  const file = path.join(tmp, 'loss-v2.json');
+  fs.writeFileSync(file, JSON.stringify(v2));
+  const shown: Record<Mode, string[]> = { remote: [], direct: [] };
+  for (const mode of MODES) {
+    const app = ['--app', `tab-${mode}`];
+    const base = `/api/apps/tab-${mode}/datatables/loss/`;
+    t.is((await api('POST', `/api/apps/tab-${mode}/datasources/main/datatables/`, { name: 'loss', json_schema: v1 })).status, 201);
+    t.is((await api('POST', `${base}materialize/`)).status, 200);
+    const preview = await run(mode, ['table', 'migrate', 'loss', '--schema', file, '--preview', ...app]);
+    t.regex(preview.stdout, /\nwarning: A rollback drops column 'score' with the values written to it\.\n/);
+    t.is((await run(mode, ['table', 'migrate', 'loss', '--schema', file, ...app])).code, 0);
+    t.is((await api('POST', `${base}data/`, [{ id: 1, label: 'a', score: 7 }, { id: 2, label: 'b', score: null }])).status, 201);
+    const revision = (await api('GET', `${base}operation-history/`)).body.results[0].revision_id;
+    const rollback = ['table', 'rollback', 'loss', '--revision', revision, ...app];
+    const unchanged = async (why: string) => {
+      t.deepEqual((await api('GET', `${base}data/1/`)).body.data, { id: 1, label: 'a', score: 7 }, why);
+      t.is((await api('GET', `${base}operation-history/`)).body.results[0].status, 'SUCCESS', why);
+    };
+    const loss = "Column 'score' is dropped with its values (1 row holds one).";
+
+    const dry = await run(mode, [...rollback, '--dry-run']);
+    t.is(dry.code, 0, dry.stderr);
+    t.is(dry.stdout, `Revision ${revision} of data table "loss" can be rolled back (dry run: nothing was changed).\ndata loss: ${loss}\nwarning: A rollback drops column 'score' with the values written to it.\n`);
+    t.is(dry.stderr, '');
+    await unchanged('dry run');
+
+    const refused = await run(mode, rollback);
+    t.is(refused.code, 1);
+    t.is(refused.stdout, '');
+    t.is(refused.stderr, `Error: Rolling back ${revision} of loss loses data: ${loss} Nothing was changed; pass --yes to roll back anyway.\n`);
+    await unchanged('no terminal, no --yes');
+    const refusedJson = await run(mode, [...rollback, '--json']);
+    t.is(refusedJson.code, 1);
+    t.deepEqual(json(refusedJson), {
+      status: 'error', code: 'BAD_REQUEST', message: `Rolling back ${revision} of loss loses data: ${loss} Nothing was changed; pass --yes to roll back anyway.`,
+      data_loss: [loss], warnings: ["A rollback drops column 'score' with the values written to it."],
+    });
+    await unchanged('--json without --yes');
+
+    if (hasScript) {
+      const declined = await runOnTerminal([...rollback, '--site', site.schema, ...(mode === 'direct' ? ['--direct'] : [])], 'n');
+      t.is(declined.code, 1, declined.output);
+      t.is(declined.output, `data loss: ${loss}\nRoll back ${revision} of loss and lose this data? [y/N] n\nError: Cancelled: nothing was changed.\n`);
+      await unchanged('declined on the terminal');
+    } else t.log('no `script` command: the terminal prompt is not tested');
+
+    const yes = await run(mode, [...rollback, '--yes', '--json']);
+    t.is(yes.code, 0, yes.stderr);
+    t.like(json(yes), { success: true, new_status: 'ROLLED_BACK', data_loss: [loss] });
+    t.deepEqual((await api('GET', `${base}data/1/`)).body.data, { id: 1, label: 'a' });
+    t.is(yes.stderr, `Rolling back ${revision} of loss…\n`);
+    shown[mode].push(dry.stdout.replace(revision, '<rev>'), refused.stderr.replaceAll(revision, '<rev>'));
+
+    // On a terminal, "y" rolls back (a second migration to roll back).
+    if (hasScript) {
+      t.is((await run(mode, ['table', 'migrate', 'loss', '--schema', file, ...app])).code, 0);
+      t.is((await api('PATCH', `${base}data/2/`, { score: 3 })).status, 200);
+      const again = (await api('GET', `${base}operation-history/`)).body.results[0].revision_id;
+      const agreed = await runOnTerminal(['table', 'rollback', 'loss', '--revision', again, ...app, '--site', site.schema, ...(mode === 'direct' ? ['--direct'] : [])], 'y');
+      t.is(agreed.code, 0, agreed.output);
+      t.regex(agreed.output, new RegExp(`^data loss: Column 'score' is dropped with its values \\(1 row holds one\\)\\.\\nRoll back ${again} of loss and lose this data\\? \\[y/N\\] y\\nRolling back ${again} of loss…\\nRevision ${again} of data table "loss" is rolled back\\.`));
+      t.deepEqual((await api('GET', `${base}data/2/`)).body.data, { id: 2, label: 'b' });
+    }
   }
   t.deepEqual(shown.direct, shown.remote);
 });

@@ -66,7 +66,7 @@ test('user create with an invalid e-mail: exit 1, one line naming the field, not
   async check(t, r, mode) {
     t.is(r.code, 1);
     t.is(r.stdout, '');
-    t.is(r.stderr, 'Error: Invalid input. (email: Enter a valid email address.)\n');
+    t.is(r.stderr, 'Error: Invalid input.\n  email: Enter a valid email address.\n');
     t.is((await getUser(`bad-${mode}`)).status, 404);
   },
 });

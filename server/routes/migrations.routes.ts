@@ -42,7 +42,7 @@ export function migrationRoutes(publicUrl: string | undefined): RouteDef[] {
       suffix: 'operation-history/',
       operationId: 'datatables_operation_history',
       summary: 'The table\'s schema operations, newest first',
-      description: 'CREATE_TABLE (materialize), ALTER_TABLE (migrations), ROLLBACK, with their SQL and rollback SQL. `limit` (default 10)/`offset` or `page`/`page_size`; `status` success, failed, rolled_back, in_progress, pending. Any user of the site who may read the table.',
+      description: 'CREATE_TABLE (materialize), ALTER_TABLE (migrations), ROLLBACK, with their steps (migration_operations), SQL and rollback SQL. `limit` (default 10)/`offset` or `page`/`page_size`; `status` success, failed, rolled_back, in_progress, pending. Any user of the site who may read the table.',
       query: HistoryQuery,
       responses: { 200: paginated(SchemaOperation) },
       async handler(ctx, { params, query }) {
@@ -54,7 +54,7 @@ export function migrationRoutes(publicUrl: string | undefined): RouteDef[] {
       suffix: 'rollback/',
       operationId: 'datatables_rollback',
       summary: 'Roll back a migration',
-      description: `Runs the migration's stored rollback SQL in one transaction: 200 {success, message, operations_reversed, new_status: ROLLED_BACK, revision_id (the ROLLBACK operation), warnings (what it could not restore)}. 400 for a revision rolled back already, a failed one or one that is not a migration; 409 while a later migration stands; 404 for an unknown revision. ${WHO_WRITE}`,
+      description: `Runs the migration's stored rollback SQL in one transaction: 200 {success, message, operations_reversed, new_status: ROLLED_BACK, revision_id (the ROLLBACK operation), warnings (the migration's rollback_warnings), data_loss (what the rollback itself destroys, counted: values of the columns the migration added, edges of the hierarchy it switched on)}. With dry_run: the same checks and answer (revision_id null), nothing changed. 400 for a revision rolled back already, a failed one or one that is not a migration; 409 while a later migration stands; 404 for an unknown revision. ${WHO_WRITE}`,
       body: RollbackBody,
       responses: { 200: RollbackResult },
       async handler(ctx, { params, body }) {

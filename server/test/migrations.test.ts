@@ -95,7 +95,7 @@ test.serial('safe changes run at once and keep the values; the history records C
   await freshTable('items');
   const created = (await history('items')).results;
   t.is(created.length, 1);
-  t.like(created[0], { table: 'items', operation_type: 'CREATE_TABLE', status: 'SUCCESS', rollback_sql: null, parent_revision_id: null });
+  t.like(created[0], { table: 'items', operation_type: 'CREATE_TABLE', status: 'SUCCESS', rollback_sql: null, parent_operation: null });
   t.regex(created[0].revision_id, /^[0-9a-f]{12}$/);
   t.regex(created[0].executed_sql[0].sql, /^CREATE TABLE/);
 
@@ -123,10 +123,10 @@ test.serial('safe changes run at once and keep the values; the history records C
     { id: 3, name: 'three', quantity: null, price: '3.25', code: 'x', added: null, status: 'new' },
   ]);
   const [op] = (await history('items')).results;
-  t.like(op, { operation_type: 'ALTER_TABLE', status: 'SUCCESS', parent_revision_id: created[0].revision_id, old_schema_hash: created[0].new_schema_hash, new_schema_hash: res.body.schema_hash });
-  t.deepEqual(op.operations.map((o: any) => [o.type, o.column, o.is_safe]), [
-    ['drop_search_index', null, true], ['drop_column', 'note', true], ['rename_column', 'quantity', true], ['add_column', 'added', true], ['add_column', 'status', true],
-    ['alter_column_type', 'price', true], ['drop_not_null', 'name', true], ['create_search_index', null, true],
+  t.like(op, { operation_type: 'ALTER_TABLE', status: 'SUCCESS', parent_operation: created[0].revision_id, old_schema_hash: created[0].new_schema_hash, new_schema_hash: res.body.schema_hash });
+  t.deepEqual(op.migration_operations, [
+    { type: 'drop_search_index', column: null }, { type: 'drop_column', column: 'note' }, { type: 'rename_column', column: 'quantity' }, { type: 'add_column', column: 'added' },
+    { type: 'add_column', column: 'status' }, { type: 'alter_column_type', column: 'price' }, { type: 'drop_not_null', column: 'name' }, { type: 'create_search_index', column: null },
   ]);
   t.true(op.rollback_warnings.some((w: string) => w.includes("Column 'note' and its values are dropped")));
   t.true(op.duration_ms >= 0);
@@ -195,7 +195,69 @@ test.serial('rollback of each safe operation restores the schema and what data i
   t.is(migrations.length, 6);
   t.true(migrations.every((o: any) => o.status === 'ROLLED_BACK' && o.rolled_back_at));
   const rollbacks = h.filter((o: any) => o.operation_type === 'ROLLBACK');
-  t.deepEqual(rollbacks.map((o: any) => o.parent_revision_id).sort(), migrations.map((o: any) => o.revision_id).sort());
+  t.deepEqual(rollbacks.map((o: any) => o.parent_operation).sort(), migrations.map((o: any) => o.revision_id).sort());
+});
+
+/** The keys of an operation-history item (spec Part 2 §2 "Schema operation", and ours where it is silent). */
+const OPERATION_KEYS = [
+  'completed_at', 'created_by', 'description', 'duration_ms', 'error_message', 'executed_sql', 'execution_time_ms', 'migration_operations', 'new_schema_hash',
+  'old_schema_hash', 'operation_type', 'parent_operation', 'revision_id', 'rollback_sql', 'rollback_warnings', 'rolled_back_at', 'rolled_back_by', 'sql', 'started_at', 'status', 'table',
+];
+
+test.serial('history items carry the spec\'s names, exactly these keys: a migration, and its rollback pointing at it (parent_operation)', async (t) => {
+  await freshTable('named');
+  t.is((await onA('PATCH', `${T}named/`, { json_schema: withFields([...ITEMS.fields, { name: 'extra', type: 'integer' }]) })).status, 200);
+  const [migration, create] = (await history('named')).results;
+  t.deepEqual(Object.keys(migration).sort(), OPERATION_KEYS);
+  t.like(migration, { operation_type: 'ALTER_TABLE', status: 'SUCCESS', error_message: null, parent_operation: create.revision_id, description: '' });
+  t.deepEqual(migration.migration_operations, [{ type: 'add_column', column: 'extra' }]);
+  t.regex(migration.sql, /^ALTER TABLE "[^"]+"\."a\d+_named" ADD COLUMN "extra" bigint$/);
+  t.deepEqual(migration.executed_sql, [{ sql: migration.sql }]);
+  t.regex(migration.rollback_sql[0].sql, /DROP COLUMN "extra"$/);
+  t.true(Number.isInteger(migration.execution_time_ms) && migration.execution_time_ms <= migration.duration_ms, `${migration.execution_time_ms} of ${migration.duration_ms} ms`);
+  t.deepEqual(Object.keys(create).sort(), OPERATION_KEYS);
+
+  const rolled = await onA('POST', `${T}named/rollback/`, { revision_id: migration.revision_id });
+  t.is(rolled.status, 200, rolled.text);
+  const [rollback, reversed] = (await history('named')).results;
+  t.deepEqual(Object.keys(rollback).sort(), OPERATION_KEYS);
+  t.like(rollback, {
+    revision_id: rolled.body.revision_id, operation_type: 'ROLLBACK', status: 'SUCCESS', parent_operation: migration.revision_id, error_message: null,
+    migration_operations: [], rollback_sql: null, sql: migration.rollback_sql[0].sql, description: `Rollback of ${migration.revision_id}`,
+  });
+  t.true(Number.isInteger(rollback.execution_time_ms));
+  t.like(reversed, { revision_id: migration.revision_id, status: 'ROLLED_BACK' });
+});
+
+test.serial('rollback dry_run: the same checks, and what the rollback would lose (counted); nothing changes', async (t) => {
+  await freshTable('dry');
+  const next = withFields([...ITEMS.fields, { name: 'extra', type: 'integer' }, { name: 'unused', type: 'integer' }]);
+  const preview = await onA('POST', `${T}dry/preview-changes/`, { new_schema: next });
+  t.true(preview.body.warnings.includes("A rollback drops column 'extra' with the values written to it."), preview.text);
+  t.is((await onA('PATCH', `${T}dry/`, { json_schema: next })).status, 200);
+  t.is((await onA('PATCH', `${T}dry/data/`, [{ id: 1, extra: 10 }, { id: 2, extra: 20 }])).status, 200);
+  const before = await history('dry');
+  const [op] = before.results;
+  t.true(op.rollback_warnings.includes("A rollback drops column 'extra' with the values written to it."));
+
+  const dry = await onA('POST', `${T}dry/rollback/`, { revision_id: op.revision_id, dry_run: true });
+  t.is(dry.status, 200, dry.text);
+  t.deepEqual(dry.body, {
+    success: true, message: `Revision ${op.revision_id} of data table "dry" can be rolled back (dry run: nothing was changed).`,
+    operations_reversed: 2, new_status: 'ROLLED_BACK', revision_id: null, warnings: op.rollback_warnings,
+    data_loss: ["Column 'extra' is dropped with its values (2 rows hold one)."],
+  });
+  t.deepEqual(await history('dry'), before, 'nothing recorded, the migration still SUCCESS');
+  t.deepEqual((await records('dry')).map((r: any) => r.extra), [10, 20, null]);
+  t.is((await onA('POST', `${T}dry/rollback/`, { revision_id: '0123456789ab', dry_run: true })).status, 404);
+
+  const real = await onA('POST', `${T}dry/rollback/`, { revision_id: op.revision_id });
+  t.is(real.status, 200, real.text);
+  t.deepEqual(real.body.data_loss, dry.body.data_loss);
+  t.false('extra' in (await columns(physical('dry'))));
+  const again = await onA('POST', `${T}dry/rollback/`, { revision_id: op.revision_id, dry_run: true });
+  t.is(again.status, 400);
+  t.regex(again.body.errors.revision_id[0], /rolled back already/);
 });
 
 test.serial('rollback rules: only the latest migration (409 otherwise), not a CREATE_TABLE or a failed one (400), an unknown revision 404', async (t) => {
@@ -261,7 +323,8 @@ test.serial('with allow_data_loss: an unsafe change runs when the rows fit, and 
   t.regex(failing.body.revision_id, /^[0-9a-f]{12}$/);
   const [failed] = (await history('lossy', '?status=failed')).results;
   t.like(failed, { revision_id: failing.body.revision_id, status: 'FAILED', operation_type: 'ALTER_TABLE' });
-  t.regex(failed.error, /invalid input syntax/);
+  t.regex(failed.error_message, /invalid input syntax/);
+  t.is(failed.execution_time_ms, null, 'the statements did not all run');
   t.is((await columns(physical('lossy'))).code![0], 'text');
   t.deepEqual((await records('lossy')).map((x: any) => x.code), ['true', 'false', 'x']);
   const ofFailed = await onA('POST', `${T}lossy/rollback/`, { revision_id: failed.revision_id });
@@ -321,7 +384,7 @@ test.serial('constraints, unique, defaults, indexes and foreign keys: added and 
   t.is(dflt.body.data?.tag, 'y', dflt.text);
   t.truthy((await sql('SELECT to_regclass(?) AS r', [`"${a.schema}"."${physical('kids')}_by_parent"`]))[0].r);
   const [op] = (await history('kids')).results;
-  t.deepEqual(op.operations.map((o: any) => o.type).sort(), ['add_check', 'add_index', 'add_unique', 'drop_check', 'set_default']);
+  t.deepEqual(op.migration_operations.map((o: any) => o.type).sort(), ['add_check', 'add_index', 'add_unique', 'drop_check', 'set_default']);
   // Roll it back: pattern check again, no unique, no index, no default.
   t.is((await onA('DELETE', `${T}kids/data/6/`)).status, 204);
   const back = await onA('POST', `${T}kids/rollback/`, { revision_id: op.revision_id });
@@ -350,7 +413,7 @@ test.serial('concurrent migrations of one table are serialised; a change waiting
   t.is(y.status, 200, y.text);
   const ops = (await history('busy')).results.filter((o: any) => o.operation_type === 'ALTER_TABLE');
   t.is(ops.length, 2);
-  t.is(ops[0].parent_revision_id, ops[1].revision_id, 'the second planned against the first one\'s result');
+  t.is(ops[0].parent_operation, ops[1].revision_id, 'the second planned against the first one\'s result');
   t.is(ops[0].old_schema_hash, ops[1].new_schema_hash);
   const cols = Object.keys(await columns(physical('busy')));
   t.is(cols.filter((c) => c === 'c1' || c === 'c2').length, 1, 'each PATCH sends the whole schema: the last one wins');
@@ -379,7 +442,7 @@ test.serial('an operation left IN_PROGRESS by a process that ended is marked FAI
   t.is((await onA('PATCH', `${T}crashy/`, { json_schema: withFields([...ITEMS.fields, { name: 'z', type: 'integer' }]) })).status, 200);
   const [stale] = (await history('crashy', '?status=failed')).results;
   t.like(stale, { revision_id: 'aaaaaaaaaaaa', status: 'FAILED' });
-  t.regex(stale.error, /Interrupted/);
+  t.regex(stale.error_message, /Interrupted/);
 });
 
 test.serial('history: limit/offset (default 10) and page/page_size forms, status filter in lower or upper case, newest first', async (t) => {
@@ -392,7 +455,7 @@ test.serial('history: limit/offset (default 10) and page/page_size forms, status
   t.is(first.count, 12);
   t.is(first.results.length, 10);
   t.is(first.previous, null);
-  t.true(first.results[0].operations.some((o: any) => o.column === 'f10'));
+  t.true(first.results[0].migration_operations.some((o: any) => o.column === 'f10'));
   const byOffset = await history('many', '?limit=5&offset=10');
   t.is(byOffset.results.length, 2);
   t.is(byOffset.next, null);
@@ -420,7 +483,9 @@ test.serial('preview and validate-schema change nothing; validate-schema names f
   t.is((await onA('POST', `${T}pv/preview-changes/`, { new_schema: { fields: [] } })).status, 400);
   t.is((await onA('POST', `${T}pv/preview-changes/`, { schema: next })).status, 400, 'the body is {new_schema}');
 
-  t.deepEqual((await onA('POST', `${T}pv/validate-schema/`, { schema: next })).body, { valid: true, errors: [], warnings: ["The keyword search index covers the table's text fields: it is rebuilt (time grows with the rows)."] });
+  t.deepEqual((await onA('POST', `${T}pv/validate-schema/`, { schema: next })).body, {
+    valid: true, errors: [], warnings: ["A rollback drops column 'extra' with the values written to it.", "The keyword search index covers the table's text fields: it is rebuilt (time grows with the rows)."],
+  });
   const bad = await onA('POST', `${T}pv/validate-schema/`, { schema: { fields: [{ name: 'x', type: 'nope' }] } });
   t.is(bad.status, 200);
   t.false(bad.body.valid);
@@ -461,7 +526,7 @@ test.serial('jsonb and docstore tables: keys renamed, filled, dropped and conver
     const got = (await onA('GET', `${T}${table}/data/?_sort=n`)).body.data.map(({ id: _id, ...r }: any) => r);
     t.deepEqual(got, [{ type: 'a', n: '1', level: 3 }, { type: 'b', n: '2', level: 3 }], `${ds}: renamed, converted, filled, dropped`);
     const [op] = (await history(table)).results;
-    t.deepEqual(op.operations.map((o: any) => o.type), ['drop_key', 'rename_key', 'convert_values', 'fill_default'], ds);
+    t.deepEqual(op.migration_operations.map((o: any) => o.type), ['drop_key', 'rename_key', 'convert_values', 'fill_default'], ds);
     // Narrowing n back to an integer: unsafe, and refused by the flag; the history has no new entry.
     const narrow = await onA('PATCH', `${T}${table}/`, { json_schema: { ...next, fields: next.fields.map((f) => (f.name === 'n' ? { name: 'n', type: 'integer' } : f)) } });
     t.is(narrow.status, 400);
@@ -488,7 +553,7 @@ test.serial('hierarchy switched on by a migration gets its edges table (and trav
   t.is(on.status, 200, on.text);
   t.truthy(await edgesTable());
   const [op] = (await history('org')).results;
-  t.deepEqual(op.operations.map((o: any) => [o.type, o.is_safe]), [['add_edges_table', true]]);
+  t.deepEqual(op.migration_operations, [{ type: 'add_edges_table', column: null }]);
   const linked = await onA('POST', `${T}org/edges/`, [{ from_id: 3, to_id: 2, type: 'reports_to' }, { from_id: 2, to_id: 1, type: 'reports_to' }]);
   t.is(linked.status, 201, linked.text);
   const up = await onA('GET', `${T}org/data/3/?include=ancestors`);
@@ -503,6 +568,7 @@ test.serial('hierarchy switched on by a migration gets its edges table (and trav
   const back = await onA('POST', `${T}org/rollback/`, { revision_id: op.revision_id });
   t.is(back.status, 200, back.text);
   t.deepEqual(back.body.warnings, ['A rollback drops the edges table with its edges.']);
+  t.deepEqual(back.body.data_loss, ['The edges table is dropped with its 2 edges.']);
   t.falsy(await edgesTable());
   t.is((await onA('GET', `${T}org/edges/`)).status, 400);
 });
@@ -525,6 +591,7 @@ test.serial('permissions: a site user without update may read the history but no
   t.is((await pleb('PATCH', `${T}items/`, { json_schema: ITEMS })).status, 403);
   const [op] = (await history('items')).results;
   t.is((await pleb('POST', `${T}items/rollback/`, { revision_id: op.revision_id })).status, 403);
+  t.is((await pleb('POST', `${T}items/rollback/`, { revision_id: op.revision_id, dry_run: true })).status, 403);
   t.is((await history('items')).results[0].status, 'SUCCESS');
 });
 
@@ -533,7 +600,7 @@ test.serial('tenant isolation: another site\'s administrator or token reaches no
   const onB = on(b, 'adminB');
   for (const [method, suffix, body] of [
     ['GET', 'operation-history/', undefined], ['POST', 'preview-changes/', { new_schema: ITEMS }], ['POST', 'validate-schema/', { schema: ITEMS }],
-    ['POST', 'rollback/', { revision_id: op.revision_id }], ['PATCH', '', { json_schema: ITEMS }],
+    ['POST', 'rollback/', { revision_id: op.revision_id }], ['POST', 'rollback/', { revision_id: op.revision_id, dry_run: true }], ['PATCH', '', { json_schema: ITEMS }],
   ] as const) {
     t.is((await onB(method, `${T}items/${suffix}`, body)).status, 404, `${method} ${suffix} on site B`);
     const crossToken = await s.api(method, `${T}items/${suffix}`, { host: a.domain, token: tok.adminB, body });

@@ -110,7 +110,7 @@ test.serial('issue 29 #2: what passes the static check fails closed at run time:
   const { result, alone, during } = await whileOtherSiteWaits(() => check('budget:run', { l: list200k }));
   t.is(result.status, 422, result.text);
   t.is(result.body.code, 'BUSINESS_LOGIC_ERROR');
-  t.regex(result.body.message, /^Policy evaluation stopped in resource\.budget_run\.vdefault\/\S+: resourcePolicy\.variables\.local\.a4: a value would hold 1,600,000 characters or elements \(at most 1,000,000\)\. Nothing was decided or allowed\.$/);
+  t.regex(result.body.message, /^Policy evaluation stopped in resource\.budget_run\.default\/\S+: resourcePolicy\.variables\.local\.a4: a value would hold 1,600,000 characters or elements \(at most 1,000,000\)\. Nothing was decided or allowed\.$/);
   t.log(`site B's GET: ${alone.toFixed(1)} ms alone (median), ${during.toFixed(1)} ms during the check`);
   t.true(during < Math.max(10 * alone, alone + 300), `site B waited ${during.toFixed(1)} ms (alone: ${alone.toFixed(1)} ms)`);
   // Plans fold known attributes with the same budget; AuthZEN too.
@@ -161,7 +161,7 @@ test.serial('issue 29 #12: names, kinds, versions and scopes follow Cerbos\' ide
   for (const constants of [{ max: 3 }, { local: { max: 3 } }]) {
     const res = await onA('PUT', '/api/apps/shop/policies/', { policy_type: 'resource', entity_type: 'limits', name: 'x', constants, rules: [{ ...rules[0], condition: { match: { expr: 'R.attr.n < C.max' } } }] });
     t.is(res.status, 200, res.text);
-    const [row] = await sql(`SELECT document FROM "${a.schema}".policies WHERE id = ?`, [`resource.limits_x.vdefault/${a.schema}_shop`]);
+    const [row] = await sql(`SELECT document FROM "${a.schema}".policies WHERE id = ?`, [`resource.limits_x.default/${a.schema}_shop`]);
     t.deepEqual(row.document.resourcePolicy.constants, { local: { max: 3 } });
     t.is((await check('limits:x', { n: 2 })).body.results[0].actions.read, 'EFFECT_ALLOW');
   }

@@ -21,7 +21,7 @@ const sql = (text: string, params: unknown[] = []) => s.handle.db.orm.em.fork().
 const onA = (method: string, p: string, body?: unknown, who = 'adminA') => s.api(method, p, { host: a.domain, token: tok[who], body });
 const pol = (app = 'shop', q = '') => `/api/apps/${app}/policies/${q}`;
 const scopeOf = (app: string, site = a) => `${site.schema}_${app}`;
-const rid = (kind: string, app = 'shop', version = 'default') => `resource.${kind.replace(/:/g, '_')}.v${version}/${scopeOf(app)}`;
+const rid = (kind: string, app = 'shop', version = 'default') => `resource.${kind.replace(/:/g, '_')}.${version}/${scopeOf(app)}`;
 const resource = (kind: string, rules: unknown[], extra: Record<string, unknown> = {}) => ({ resourcePolicy: { resource: kind, version: 'default', rules, ...extra } });
 const allow = (actions: string[], roles: string[], extra: Record<string, unknown> = {}) => ({ actions, effect: 'EFFECT_ALLOW', roles, ...extra });
 const row = async (id: string, site = a): Promise<any> => (await sql(`SELECT * FROM "${site.schema}".policies WHERE id = ?`, [id]))[0];
@@ -53,7 +53,7 @@ test('POST stores a Cerbos-form policy at the app\'s scope, with metadata and th
   t.is(ann.created_by, adminUuid);
   t.is(ann.modified_by, adminUuid);
   t.regex(ann.created_date, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
-  const ancestor = await row('resource.ticket_support.vdefault');
+  const ancestor = await row('resource.ticket_support.default');
   t.like(ancestor, { app_id: null, scope: '', is_system: true });
   t.deepEqual(ancestor.document.resourcePolicy.rules, []);
   const got = await onA('GET', pol('shop', `?id=${encodeURIComponent(rid('ticket:support'))}`));
@@ -164,29 +164,29 @@ test('POST refuses role and principal policies and the system entity types; PUT 
     t.regex(res.body.errors['resourcePolicy.resource'][0], /system entity types/);
     t.truthy((await onA('POST', pol(), { policy_type: 'resource', entity_type: type, name: 'orders', rules: [] })).body.errors.entity_type);
   }
-  t.is(await row(`role.editor.vdefault/${scopeOf('shop')}`), undefined);
+  t.is(await row(`role.editor/${scopeOf('shop')}`), undefined);
   // PUT: relaxed.
   const put = await onA('PUT', pol(), role);
   t.is(put.status, 200, put.text);
-  t.is(put.body.message, `Policy "role.editor.vdefault/${scopeOf('shop')}" created.`);
-  t.deepEqual((await row('role.editor.vdefault')).document.rolePolicy.rules, [{ resource: '*', allowActions: ['*'] }], 'unscoped role ancestor allows everything');
+  t.is(put.body.message, `Policy "role.editor/${scopeOf('shop')}" created.`);
+  t.deepEqual((await row('role.editor')).document.rolePolicy.rules, [{ resource: '*', allowActions: ['*'] }], 'unscoped role ancestor allows everything');
   const table = await onA('PUT', pol(), resource('datatable:orders', [allow(['read'], ['member'])]));
   t.is(table.status, 200, table.text);
-  t.deepEqual((await row('resource.datatable_orders.vdefault')).document.resourcePolicy.rules, [{ name: 'system-deny-all', actions: ['*'], effect: 'EFFECT_DENY', roles: ['*'] }]);
+  t.deepEqual((await row('resource.datatable_orders.default')).document.resourcePolicy.rules, [{ name: 'system-deny-all', actions: ['*'], effect: 'EFFECT_DENY', roles: ['*'] }]);
   t.is((await onA('PUT', pol(), { principalPolicy: { principal: 'u1', version: 'default', rules: [] } })).status, 200);
   t.is((await onA('PUT', pol(), { policy_type: 'role', name: 'viewer', rules: [{ resource: 'doc:*', allow_actions: ['read'] }] })).status, 200);
-  t.deepEqual((await row(`role.viewer.vdefault/${scopeOf('shop')}`)).document.rolePolicy.rules, [{ resource: 'doc:*', allowActions: ['read'] }]);
+  t.deepEqual((await row(`role.viewer/${scopeOf('shop')}`)).document.rolePolicy.rules, [{ resource: 'doc:*', allowActions: ['read'] }]);
 });
 
 test('DELETE is a soft delete: kept, listed with include_disabled; the ancestor goes when nothing needs it', async (t) => {
   const id = rid('gone:soon');
   t.is((await onA('POST', pol(), resource('gone:soon', [allow(['read'], ['member'])]))).status, 201);
-  t.truthy(await row('resource.gone_soon.vdefault'));
+  t.truthy(await row('resource.gone_soon.default'));
   const del = await onA('DELETE', pol('shop', `?id=${encodeURIComponent(id)}`));
   t.is(del.status, 200, del.text);
   t.deepEqual(del.body, { status: 'success', message: `Policy "${id}" deleted.` });
   t.like(await row(id), { disabled: true });
-  t.is(await row('resource.gone_soon.vdefault'), undefined, 'no enabled scoped policy needs the ancestor');
+  t.is(await row('resource.gone_soon.default'), undefined, 'no enabled scoped policy needs the ancestor');
   const listed = (q: string) => onA('GET', pol('shop', `?name_regexp=^gone:${q}`));
   t.is((await listed('')).body.total, 0);
   const all = await listed('&include_disabled=true');
@@ -197,7 +197,7 @@ test('DELETE is a soft delete: kept, listed with include_disabled; the ancestor 
   // PUT again enables it (and the ancestor is back).
   t.is((await onA('PUT', pol(), resource('gone:soon', [allow(['read'], ['member'])]))).body.message, `Policy "${id}" updated.`);
   t.like(await row(id), { disabled: false });
-  t.truthy(await row('resource.gone_soon.vdefault'));
+  t.truthy(await row('resource.gone_soon.default'));
   // A derived-role set still imported cannot go: the rest would not compile; nothing changes.
   await onA('POST', pol(), { policy_type: 'derived_role', name: 'keepers', definitions: [{ name: 'keeper', parentRoles: ['member'] }] });
   await onA('POST', pol(), { policy_type: 'resource', entity_type: 'kept', name: 'x', import_derived_roles: ['keepers'], rules: [{ actions: ['read'], effect: 'EFFECT_ALLOW', derived_roles: ['keeper'] }] });
@@ -205,6 +205,75 @@ test('DELETE is a soft delete: kept, listed with include_disabled; the ancestor 
   const blocked = await onA('DELETE', pol('shop', `?id=${setId}`));
   t.is(blocked.status, 400, blocked.text);
   t.like(await row(setId), { disabled: false });
+});
+
+test('ids have the spec\'s form: resource.{entity_type}_{name}.{version}/{scope}, role.{name}/{scope} (no version), principal.{name}.{version}/{scope}; unscoped ancestors without "/"', async (t) => {
+  const scope = scopeOf('shop');
+  const put = await onA('PUT', pol(), {
+    policies: [
+      resource('ids:doc', [allow(['read'], ['member'])]),
+      resource('ids:doc', [allow(['read'], ['member'])], { version: 'v2' }),
+      resource('ids:doc', [allow(['read'], ['member'])], { version: '2' }),
+      { rolePolicy: { role: 'ids_role', parentRoles: ['member'], rules: [{ resource: 'ids:*', allowActions: ['read'] }] } },
+      { principalPolicy: { principal: 'ids_user', version: 'default', rules: [] } },
+    ],
+  });
+  t.is(put.status, 200, put.text);
+  const ids = [`resource.ids_doc.default/${scope}`, `resource.ids_doc.v2/${scope}`, `resource.ids_doc.2/${scope}`, `role.ids_role/${scope}`, `principal.ids_user.default/${scope}`];
+  t.is(put.body.message, `5 policies saved: ${ids.map((id) => `"${id}"`).join(', ')}.`);
+  const listed = await onA('GET', pol('shop', '?name_regexp=ids'));
+  t.deepEqual(listed.body.data.map((d: any) => d.metadata.storeIdentifier).sort(), [...ids].sort());
+  for (const id of ['resource.ids_doc.default', 'resource.ids_doc.v2', 'resource.ids_doc.2', 'role.ids_role', 'principal.ids_user.default']) t.like(await row(id), { app_id: null }, id);
+  // A role policy's id carries no version, so its version is "default": one id, one policy.
+  const versioned = await onA('PUT', pol(), { rolePolicy: { role: 'ids_role', version: 'v2', rules: [] } });
+  t.is(versioned.status, 400);
+  t.deepEqual(versioned.body.errors, { 'rolePolicy.version': ['A role policy has the version "default" (its id role.{name}/{scope} carries none); got "v2".'] });
+  t.truthy((await onA('PUT', pol(), { policy_type: 'role', name: 'ids_role', version: 'v2', rules: [] })).body.errors.version);
+  t.like(await row(`role.ids_role/${scope}`), { version: 'default' });
+});
+
+test('an id of the older form (`v` before the version, a role\'s version) still reads, inspects and deletes its policy; the id as it is comes first', async (t) => {
+  const scope = scopeOf('shop');
+  t.is((await onA('PUT', pol(), {
+    policies: [resource('old:doc', [allow(['read'], ['member'])]), resource('old:doc', [], { version: 'v2' }), resource('old:doc', [], { version: '2' }), { rolePolicy: { role: 'old_role', rules: [] } }],
+  })).status, 200);
+  const get = (id: string) => onA('GET', pol('shop', `?id=${encodeURIComponent(id)}`));
+  const found = async (id: string) => (await get(id)).body.data?.map((d: any) => d.metadata.storeIdentifier);
+  t.deepEqual(await found(`resource.old_doc.vdefault/${scope}`), [`resource.old_doc.default/${scope}`]);
+  t.deepEqual(await found(`role.old_role.vdefault/${scope}`), [`role.old_role/${scope}`]);
+  t.deepEqual(await found(`resource.old_doc.vv2/${scope}`), [`resource.old_doc.v2/${scope}`]);
+  // `resource.old_doc.v2/…` is the id of version "v2" and the older form of version "2"'s: the id as it is wins.
+  t.deepEqual(await found(`resource.old_doc.v2/${scope}`), [`resource.old_doc.v2/${scope}`]);
+  t.deepEqual(await found(`resource.old_doc.2/${scope}`), [`resource.old_doc.2/${scope}`]);
+  t.is((await get(`role.old_role.vv2/${scope}`)).status, 404);
+  const inspected = await onA('GET', pol('shop', `inspect/?policy_id=${encodeURIComponent(`resource.old_doc.vdefault/${scope}`)}`));
+  t.deepEqual(Object.keys(inspected.body.data.results), [`resource.old_doc.default/${scope}`]);
+  const del = await onA('DELETE', pol('shop', `?id=${encodeURIComponent(`role.old_role.vdefault/${scope}`)}&id=${encodeURIComponent(`resource.old_doc.vdefault/${scope}`)}`));
+  t.is(del.status, 200, del.text);
+  t.is(del.body.message, '2 policies deleted.');
+  t.like(await row(`role.old_role/${scope}`), { disabled: true });
+  t.like(await row(`resource.old_doc.default/${scope}`), { disabled: true });
+  t.like(await row(`resource.old_doc.v2/${scope}`), { disabled: false });
+  const one = await onA('DELETE', pol('shop', `?id=${encodeURIComponent(`resource.old_doc.vv2/${scope}`)}`));
+  t.is(one.body.message, `Policy "resource.old_doc.v2/${scope}" deleted.`);
+});
+
+test('no two policies share an id: kinds that differ only by ":" and "_" are refused (in the app, or at the unscoped level another app holds), nothing changes', async (t) => {
+  t.is((await onA('POST', pol(), resource('clash_a:b', [allow(['read'], ['member'])]))).status, 201);
+  const id = rid('clash_a:b');
+  t.is(id, rid('clash:a_b'));
+  const before = await row(id);
+  const ancestor = await row('resource.clash_a_b.default');
+  const clash = await onA('POST', pol(), resource('clash:a_b', []));
+  t.is(clash.status, 400);
+  t.deepEqual(clash.body.errors, { policy: [`The policy id "${id}" is that of another policy, the resource policy "clash_a:b" (version "default"): ids write a kind's ":" as "_"; choose another name.`] });
+  t.deepEqual(await row(id), before);
+  // Blog's own id is free, but the unscoped ancestor both kinds need is shop's.
+  const other = await onA('POST', pol('blog'), resource('clash:a_b', []));
+  t.is(other.status, 400);
+  t.deepEqual(other.body.errors, { policy: ['The policy id "resource.clash_a_b.default" is that of another policy, the unscoped resource policy "clash_a:b" (version "default") of another app: ids write a kind\'s ":" as "_"; choose another name.'] });
+  t.is(await row(rid('clash:a_b', 'blog')), undefined);
+  t.deepEqual(await row('resource.clash_a_b.default'), ancestor);
 });
 
 test('list filters are RE2 regular expressions: name, scope, version; a bad one is a 400; none backtracks', async (t) => {
@@ -419,7 +488,15 @@ test('tenant isolation: another site\'s token reaches nothing; /sites/{schema}/ 
   const onB = await s.api('GET', pol('shop', '?scope_regexp=.*'), { host: b.domain, token: tok.adminB });
   t.is(onB.status, 200);
   t.is(onB.body.total, 0);
-  t.is((await s.api('GET', pol('shop', `?id=${encodeURIComponent(rid('iso:a'))}`), { host: b.domain, token: tok.adminB })).status, 404);
+  const isoIds = [rid('iso:a'), `resource.iso_a.vdefault/${scopeOf('shop')}`]; // its id, and the older form of it
+  for (const id of isoIds) {
+    t.is((await s.api('GET', pol('shop', `?id=${encodeURIComponent(id)}`), { host: b.domain, token: tok.adminB })).status, 404, id);
+    t.is((await s.api('DELETE', pol('shop', `?id=${encodeURIComponent(id)}`), { host: b.domain, token: tok.adminB })).status, 404, id);
+    t.is((await s.api('GET', pol('shop', `?id=${encodeURIComponent(id)}`), { host: a.domain, token: tok.adminB })).status, 401, id);
+    t.is((await s.api('DELETE', pol('shop', `?id=${encodeURIComponent(id)}`), { host: a.domain, token: tok.adminB })).status, 401, id);
+    t.is((await s.api('DELETE', `/sites/${a.schema}${pol('shop', `?id=${encodeURIComponent(id)}`)}`, { host: b.domain, token: tok.adminB })).status, 404, id);
+  }
+  t.like(await row(rid('iso:a')), { disabled: false });
   // Through /sites/{schema}/ on the platform host: the path's site must be the token's.
   t.is((await s.api('GET', `/sites/${a.schema}${pol()}`, { token: tok.adminA })).status, 200);
   t.is((await s.api('GET', `/sites/${b.schema}${pol()}`, { token: tok.adminA })).status, 401, 'a token of A is not valid on B');
@@ -471,7 +548,7 @@ test.serial('system policies of a table: unscoped DENY *, the app\'s ALLOW *; re
   await table('shop');
   await table('blog');
   t.like(await row(rid('datatable:lines')), { is_system: true, app_id: ids.shop });
-  t.deepEqual((await row('resource.datatable_lines.vdefault')).document.resourcePolicy.rules, [{ name: 'system-deny-all', actions: ['*'], effect: 'EFFECT_DENY', roles: ['*'] }]);
+  t.deepEqual((await row('resource.datatable_lines.default')).document.resourcePolicy.rules, [{ name: 'system-deny-all', actions: ['*'], effect: 'EFFECT_DENY', roles: ['*'] }]);
   const probe = (app: string) => () => check(app, { principal: { id: 'x', roles: ['user'] }, resources: [{ resource: { kind: 'datatable:lines', id: 'lines' }, actions: ['read', 'materialize'] }] });
   const effects = (res: { body: any }) => res.body.results[0].actions;
   const allowed = { read: 'EFFECT_ALLOW', materialize: 'EFFECT_ALLOW' };
@@ -480,9 +557,9 @@ test.serial('system policies of a table: unscoped DENY *, the app\'s ALLOW *; re
   t.deepEqual(effects(await within(probe('shop'), (r) => effects(r).read === 'EFFECT_ALLOW')), allowed);
   await drop('shop');
   t.is(await row(rid('datatable:lines')), undefined);
-  t.truthy(await row('resource.datatable_lines.vdefault'), 'blog still needs the unscoped level');
+  t.truthy(await row('resource.datatable_lines.default'), 'blog still needs the unscoped level');
   t.deepEqual(effects(await within(probe('shop'), (r) => effects(r).read === 'EFFECT_DENY')), denied);
   t.deepEqual(effects(await probe('blog')()), allowed);
   await drop('blog');
-  t.is(await row('resource.datatable_lines.vdefault'), undefined);
+  t.is(await row('resource.datatable_lines.default'), undefined);
 });

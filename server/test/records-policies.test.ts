@@ -203,7 +203,7 @@ test.serial('a condition SQL cannot express is refused with 422, never approxima
 });
 
 test.serial('a disabled app-level policy leaves the default level: nothing is allowed (empty lists, 403s); another site is untouched', async (t) => {
-  const id = `resource.datatable_companies.vdefault/${a.schema}_crm`;
+  const id = `resource.datatable_companies.default/${a.schema}_crm`;
   t.is((await on('DELETE', `${POLICIES}?id=${encodeURIComponent(id)}`)).status, 200);
   for (const who of ['pleb', 'adminA']) {
     const list = await on('GET', C, undefined, who);

@@ -23,7 +23,7 @@ import { compileCerbosPolicies, cerbosPost, startCerbos, type CerbosServer } fro
 import { batchRequests, checkItems, loadCorpus, outputLines, type CheckItem, type Corpus } from './differential/corpus.ts';
 import { planAdmits } from './differential/evaluate.ts';
 import { compilePolicies, PolicyCompileError, type PolicySet } from './engine.ts';
-import type { CheckRequest, CheckResponse, CheckResult, PlanRequest, PlanResponse, PolicyDocument } from './model.ts';
+import { currentPolicyId, type CheckRequest, type CheckResponse, type CheckResult, type PlanRequest, type PlanResponse, type PolicyDocument } from './model.ts';
 
 const MIN_DECISIONS = 150;
 
@@ -74,6 +74,8 @@ test.after.always(async () => {
   await cerbos?.stop();
 });
 
+/** A rule output's `src` (`{policy id}#{rule}`) with our id for Cerbos' (`resource.x.vdefault` → `resource.x.default`, model.ts). */
+const ourSrc = (src: string) => src.replace(/^[^#]*/, (id) => currentPolicyId(id) ?? id);
 const effects = (r: CheckResult | undefined, actions: string[]) => Object.fromEntries(actions.map((a) => [a, r?.actions[a]]));
 const edrSet = (r: CheckResult | undefined) => [...new Set(r?.meta?.effectiveDerivedRoles ?? [])].sort();
 
@@ -135,7 +137,7 @@ test('checks: rule outputs — every output Cerbos reports is ours too, with its
   const extras: string[] = [];
   let withOutputs = 0;
   for (const c of corpus.checks) {
-    const theirs = outputLines(checks.cerbos.get(c.id)?.outputs);
+    const theirs = outputLines(checks.cerbos.get(c.id)?.outputs?.map((o) => ({ ...o, src: ourSrc(o.src) })));
     const ours = outputLines(checks.ours.get(c.id)?.outputs);
     if (theirs.length) withOutputs++;
     for (const line of theirs) if (!ours.includes(line)) diffs.push(`${c.id}: Cerbos reports "${line}", we do not`);

@@ -66,7 +66,7 @@ test('an unknown field is refused with its path', (t) => {
   t.true(err instanceof PolicyCompileError);
   t.deepEqual(
     err.issues.map((i) => `${i.policy} ${i.path}: ${i.message}`),
-    ['resource.doc_y.vdefault resourcePolicy.bogus: Unknown field.'],
+    ['resource.doc_y.default resourcePolicy.bogus: Unknown field.'],
   );
 });
 

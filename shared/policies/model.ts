@@ -140,30 +140,47 @@ export function policyKind(doc: PolicyDocument): PolicyKind {
   return 'export_constants';
 }
 
-/** Cerbos writes a version `v<version>` inside an id and a kind's `:` as `_`. */
+/** A kind's `:` is written `_` inside an id (as Cerbos writes it). */
 const idPart = (s: string): string => s.replace(/:/g, '_');
 
 /**
- * The policy's id as Cerbos writes it (CERBOS-NOTES §0): `resource.datatable_orders.vdefault/t1_crm`,
- * `role.editor.vdefault/t1_crm`, `principal.u9.vdefault/t1_crm`, `derived_roles.t1_crm_common`.
+ * The policy's id, spec Part 2 §2: `resource.{entity_type}_{name}.{version}/{scope}`,
+ * `role.{name}/{scope}` (no version: a role policy has the version "default", policy.service.ts),
+ * `principal.{name}.{version}/{scope}`, `derived_roles.{tenant_id}_{app_slug}_{name}`. An unscoped
+ * policy (the service's default level) has no `/{scope}`: `resource.datatable_orders.default`.
+ * Cerbos writes the version `v{version}` and a role's version too (`resource.datatable_orders.vdefault/t1_crm`,
+ * `role.editor.vdefault/t1_crm`): that older form still finds a policy (currentPolicyId).
  */
 export function policyId(doc: PolicyDocument): string {
   const scoped = (id: string, scope: string | undefined): string => (scope ? `${id}/${scope}` : id);
   if (doc.resourcePolicy) {
     const p = doc.resourcePolicy;
-    return scoped(`resource.${idPart(p.resource)}.v${p.version}`, p.scope);
+    return scoped(`resource.${idPart(p.resource)}.${p.version}`, p.scope);
   }
   if (doc.rolePolicy) {
     const p = doc.rolePolicy;
-    return scoped(`role.${idPart(p.role)}.v${p.version ?? 'default'}`, p.scope);
+    return scoped(`role.${idPart(p.role)}`, p.scope);
   }
   if (doc.principalPolicy) {
     const p = doc.principalPolicy;
-    return scoped(`principal.${idPart(p.principal)}.v${p.version}`, p.scope);
+    return scoped(`principal.${idPart(p.principal)}.${p.version}`, p.scope);
   }
   if (doc.derivedRoles) return `derived_roles.${doc.derivedRoles.name}`;
   if (doc.exportVariables) return `export_variables.${doc.exportVariables.name}`;
   return `export_constants.${doc.exportConstants!.name}`;
+}
+
+/**
+ * The id that a policy id of the older form (Cerbos', and this service's before: `v` before the
+ * version, `.vdefault` in a role's) has now; undefined for an id not of that form. The version is
+ * the last dot-separated part before the scope (versions are word characters, scopes hold no `/`).
+ * Tenant migration 12 rewrote the stored ids with the same rule.
+ */
+export function currentPolicyId(id: string): string | undefined {
+  const versioned = /^(resource|principal)\.(.+)\.v(\w+)(\/[^/]*)?$/.exec(id);
+  if (versioned) return `${versioned[1]}.${versioned[2]}.${versioned[3]}${versioned[4] ?? ''}`;
+  const role = /^role\.(.+)\.vdefault(\/[^/]*)?$/.exec(id);
+  return role ? `role.${role[1]}${role[2] ?? ''}` : undefined;
 }
 
 /** The raw name Cerbos' `nameRegexp` filters on: the resource kind, role, principal or set name. */

@@ -10,7 +10,7 @@ import { activeAppFor, type ActiveApp } from '../apps/lookup.ts';
 import { addFieldError, DomainError, fieldError, notFound, validationError, type FieldErrors } from '../errors.ts';
 import { siteSchemaFor } from '../tenancy/site-access.ts';
 import { actorLabel } from '../tenancy/tenant-auth.ts';
-import { policyId, policyKind, policyName, type PolicyDocument } from './model.ts';
+import { currentPolicyId, policyId, policyKind, policyName, type PolicyDocument } from './model.ts';
 import { DerivedRolesQuery, InspectQuery, PolicyDeleteQuery, PolicyListQuery } from './policy.schemas.ts';
 import { fromPortable, isPortable, prefixedSetName, unprefixedSetName, type PolicyPlace } from './portable.ts';
 import { appScope } from './principal.ts';
@@ -116,6 +116,14 @@ function checkStorable(doc: PolicyDocument): void {
   }
 }
 
+/** A role policy's id carries no version (`role.{name}/{scope}`, spec §2): its version is "default", so that one id is one policy. */
+function checkRoleVersion(doc: PolicyDocument, portable: boolean): void {
+  const version = doc.rolePolicy?.version;
+  if (version !== undefined && version !== 'default') {
+    throw fieldError(portable ? 'version' : 'rolePolicy.version', `A role policy has the version "default" (its id role.{name}/{scope} carries none); got "${version}".`);
+  }
+}
+
 /** POST's stricter rules: resource and derived-role policies only, no system entity type (spec §7.5). */
 function checkCreatable(doc: PolicyDocument, portable: boolean): void {
   const kind = policyKind(doc);
@@ -151,6 +159,7 @@ export async function savePolicies(ctx: ServiceContext, appSlug: string, raw: un
       const portable = isPortable(item);
       const doc = portable ? fromPortable(item, place) : normalizeDocument(item, place);
       checkStorable(doc);
+      checkRoleVersion(doc, portable);
       if (mode === 'create') checkCreatable(doc, portable);
       return { doc, fieldPrefix: prefix, annotationsField: portable ? 'metadata' : 'metadata.annotations' };
     });
@@ -202,12 +211,21 @@ function shown(row: PolicyRow): Record<string, unknown> {
   return { ...doc, ...(row.disabled ? { disabled: true } : {}), metadata: { ...metadata, storeIdentifier: row.id } };
 }
 
-/** The app's policies by id, each of which must exist (404 naming the missing ones); disabled ones included. */
+/** `id`, or the id it has now if it is of the older form (model.ts currentPolicyId). */
+const idsToFind = (wanted: string[]): string[] => [...new Set(wanted.flatMap((id) => [id, currentPolicyId(id) ?? id]))];
+
+/** The row `id` names: a policy with that id, else the one its older form names. */
+const named = (found: PolicyRow[], id: string): PolicyRow | undefined => found.find((r) => r.id === id) ?? found.find((r) => r.id === currentPolicyId(id));
+
+/**
+ * The app's policies by id (each id as it is, or in the older form: `resource.x.vdefault/…`),
+ * each of which must exist (404 naming the missing ones); disabled ones included.
+ */
 async function rowsById(ctx: ServiceContext, scope: PolicyScope, wanted: string[]): Promise<PolicyRow[]> {
-  const found = await appPolicyRows(ctx.em, scope.schema, scope.app, { includeDisabled: true, ids: wanted });
-  const missing = wanted.filter((id) => !found.some((r) => r.id === id));
+  const found = await appPolicyRows(ctx.em, scope.schema, scope.app, { includeDisabled: true, ids: idsToFind(wanted) });
+  const missing = wanted.filter((id) => !named(found, id));
   if (missing.length) throw notFound({ message: `No policy ${missing.map((id) => `"${id}"`).join(', ')} in app "${scope.app.slug}".` });
-  return found;
+  return [...new Set(wanted.map((id) => named(found, id)!))];
 }
 
 /** GET policies/: the app's policies, filtered; with `id`, exactly those. */
@@ -222,10 +240,9 @@ export async function listPolicies(ctx: ServiceContext, appSlug: string, rawQuer
 /** DELETE policies/?id=: soft delete (disabled, kept), refused (400) when the rest would not compile. */
 export async function deletePolicies(ctx: ServiceContext, appSlug: string, rawQuery: unknown): Promise<string> {
   const scope = await managedApp(ctx, appSlug);
-  const wanted = ids(validate(PolicyDeleteQuery, rawQuery, 'query').id)!;
-  await rowsById(ctx, scope, wanted);
-  await disablePolicies(ctx.em, scope.schema, scope.app, wanted, writerOf(ctx));
-  return POLICY_MESSAGES.deleted(wanted);
+  const found = (await rowsById(ctx, scope, ids(validate(PolicyDeleteQuery, rawQuery, 'query').id)!)).map((r) => r.id);
+  await disablePolicies(ctx.em, scope.schema, scope.app, found, writerOf(ctx));
+  return POLICY_MESSAGES.deleted(found);
 }
 
 /** GET policies/derived-roles/: the app's derived-role sets. */
@@ -245,7 +262,8 @@ export async function inspectPolicies(ctx: ServiceContext, appSlug: string, rawQ
   const scope = await managedApp(ctx, appSlug);
   const query = validate(InspectQuery, rawQuery, 'query');
   const wanted = ids(query.policy_id);
-  const found = await filteredRows(ctx, scope, query, (r) => !wanted || wanted.includes(r.id));
+  const matching = await filteredRows(ctx, scope, query);
+  const found = wanted ? matching.filter((r) => wanted.some((id) => named(matching, id) === r)) : matching;
   const inspected = (await loadPolicySet(ctx, scope.schema, scope.app)).inspect();
   const results: Record<string, unknown> = {};
   for (const row of found) results[row.id] = row.disabled ? { policyId: row.id, disabled: true } : (inspected[row.id] ?? { policyId: row.id });

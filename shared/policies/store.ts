@@ -14,7 +14,7 @@
 // site's unscoped policies, which carry no app's rules).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { rows } from '../db/sql.ts';
-import { addFieldError, DomainError, validationError, type FieldErrors } from '../errors.ts';
+import { addFieldError, DomainError, fieldError, validationError, type FieldErrors } from '../errors.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { compilePolicies, PolicyCompileError, type PolicySet } from './engine.ts';
 import type { PolicyApp } from './hook.ts';
@@ -51,6 +51,16 @@ const COLUMNS = 'id, app_id, kind, name, scope, version, document, disabled, is_
 function columnsOf(doc: PolicyDocument) {
   return { id: policyId(doc), kind: policyKind(doc), name: policyName(doc), scope: policyScope(doc), version: policyVersion(doc) };
 }
+
+/** What a row is (kind, name, version) when it is not what `doc` is: two policies whose ids are one (a kind's `:` is written `_`: `a_b:c`, `a:b_c`). */
+function otherPolicy(row: Pick<PolicyRow, 'kind' | 'name' | 'version'>, doc: PolicyDocument): string | undefined {
+  const c = columnsOf(doc);
+  if (row.kind === c.kind && row.name === c.name && row.version === c.version) return undefined;
+  return `${row.kind} policy "${row.name}"${row.kind === 'derived_role' ? '' : ` (version "${row.version}")`}`;
+}
+
+const idClash = (id: string, other: string) =>
+  `The policy id "${id}" is that of another policy, the ${other}: ids write a kind's ":" as "_"; choose another name.`;
 
 /** Serialises the writes to one site's policies (the unscoped ancestors are shared by its apps). */
 async function lockPolicies(em: EntityManager, schema: string): Promise<void> {
@@ -230,8 +240,12 @@ async function applyChanges(
     if (ancestor) needed.set(policyId(ancestor), ancestor);
   }
   const existing = needed.size
-    ? await rows<{ id: string; document: PolicyDocument; disabled: boolean }>(tx, `SELECT id, document, disabled FROM ${q}.policies WHERE app_id IS NULL AND id IN (?)`, [[...needed.keys()]])
+    ? await rows<Pick<PolicyRow, 'id' | 'kind' | 'name' | 'version' | 'document' | 'disabled'>>(tx, `SELECT id, kind, name, version, document, disabled FROM ${q}.policies WHERE app_id IS NULL AND id IN (?)`, [[...needed.keys()]])
     : [];
+  for (const r of existing) {
+    const other = otherPolicy(r, needed.get(r.id)!);
+    if (other) throw fieldError('policy', idClash(r.id, `unscoped ${other} of another app`));
+  }
   const kept = new Map(existing.map((r) => [r.id, r]));
   const now = new Date().toISOString();
   const missing = [...needed.entries()].filter(([id]) => !kept.get(id) || kept.get(id)!.disabled).map(([, doc]) => stamped(doc, undefined, writer, now));
@@ -251,6 +265,11 @@ export async function writePolicies(em: EntityManager, schema: string, app: Poli
     const ids = inputs.map((i) => policyId(i.doc));
     const stored = new Map((await appPolicyRows(tx, schema, app, { includeDisabled: true, ids })).map((r) => [r.id, r]));
     const errors: FieldErrors = {};
+    for (const input of inputs) {
+      const before = stored.get(policyId(input.doc));
+      const other = before && otherPolicy(before, input.doc);
+      if (other) addFieldError(errors, `${input.fieldPrefix}policy`, idClash(policyId(input.doc), other));
+    }
     checkReserved(inputs, stored, errors);
     if (Object.keys(errors).length) throw validationError(errors);
     const now = new Date().toISOString();

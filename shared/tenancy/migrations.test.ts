@@ -65,3 +65,43 @@ test.serial('concurrent runs on one schema serialise: each migration is applied 
   t.is(results.flatMap((r) => r.applied).length, CURRENT_TENANT_VERSION - 1);
   t.is(await version(site.schema), CURRENT_TENANT_VERSION);
 });
+
+test.serial('migration 12 gives stored policy ids the spec\'s form; an id taken, or a role policy of another version, keeps its own', async (t) => {
+  const em = orm().em.fork();
+  const site = await createTestSite(em);
+  const q = `"${site.schema}"`;
+  // The schema as migration 11 left it, holding policies under Cerbos' ids.
+  await em.execute(`ALTER TABLE ${q}.schema_operations DROP COLUMN execution_time_ms`);
+  const old = {
+    'resource.doc_report.vdefault/s_crm': ['resource', 'doc:report', 'default'],
+    'resource.doc_report.vdefault': ['resource', 'doc:report', 'default'],
+    'resource.doc_y.v2/s_crm': ['resource', 'doc:y', '2'],
+    'resource.doc_y.vv2/s_crm': ['resource', 'doc:y', 'v2'],
+    'role.editor.vdefault/s_crm': ['role', 'editor', 'default'],
+    'role.editor.vv2/s_crm': ['role', 'editor', 'v2'],
+    'principal.u9.vdefault/s_crm': ['principal', 'u9', 'default'],
+    'derived_roles.s_crm_owners': ['derived_role', 's_crm_owners', 'default'],
+    'resource.kept.default/s_crm': ['resource', 'kept', 'default'],
+    'resource.kept.vdefault/s_crm': ['resource', 'kept', 'default'],
+  };
+  for (const [id, [kind, name, v]] of Object.entries(old)) {
+    await em.execute(`INSERT INTO ${q}.policies (id, kind, name, version, document) VALUES (?, ?, ?, ?, '{}')`, [id, kind, name, v]);
+  }
+  await em.execute('UPDATE public.tenant_schemas SET version = 11 WHERE schema_name = ?', [site.schema]);
+  const result = await migrateTenantSchema(orm().em.fork(), site.schema);
+  t.deepEqual(result.applied, ['0012_spec_forms']);
+  const ids = (await em.execute(`SELECT id, name, version FROM ${q}.policies ORDER BY id`)).map((r) => `${r.id} ${r.name} ${r.version}`);
+  t.deepEqual(ids, [
+    'derived_roles.s_crm_owners s_crm_owners default',
+    'principal.u9.default/s_crm u9 default',
+    'resource.doc_report.default doc:report default',
+    'resource.doc_report.default/s_crm doc:report default',
+    'resource.doc_y.2/s_crm doc:y 2',
+    'resource.doc_y.v2/s_crm doc:y v2',
+    'resource.kept.default/s_crm kept default',
+    'resource.kept.vdefault/s_crm kept default', // its new id is taken: it keeps the old one
+    'role.editor.vv2/s_crm editor v2', // role ids carry no version: only "default" is renamed
+    'role.editor/s_crm editor default',
+  ]);
+  t.deepEqual(await em.execute(`SELECT column_name FROM information_schema.columns WHERE table_schema = ? AND table_name = 'schema_operations' AND column_name = 'execution_time_ms'`, [site.schema]), [{ column_name: 'execution_time_ms' }]);
+});

@@ -15,6 +15,56 @@ export interface TenantMigration {
   statements: string[];
 }
 
+/**
+ * The functions that keep the system policies of data tables (migration 6) and of functions and
+ * buckets (migration 11), writing policy ids with `idVersion` after the kind: `vdefault`
+ * (Cerbos' form, migrations 6 and 11), `default` (the spec's, migration 12).
+ */
+const datatableSystemPolicies = (idVersion: string) => `CREATE OR REPLACE FUNCTION datatable_system_policies(site text, app integer, app_slug text, tbl text) RETURNS void LANGUAGE plpgsql AS $fn$
+      DECLARE
+        kind text := 'datatable:' || tbl;
+        scope text := site || '_' || app_slug;
+        ident text := 'resource.datatable_' || tbl || '.${idVersion}';
+        rule jsonb;
+      BEGIN
+        rule := jsonb_build_object('name', 'system-deny-all', 'actions', jsonb_build_array('*'), 'effect', 'EFFECT_DENY', 'roles', jsonb_build_array('*'));
+        EXECUTE format('INSERT INTO %I.policies (id, app_id, kind, name, scope, document, is_system) VALUES ($1, NULL, ''resource'', $2, '''', $3, true) ON CONFLICT (id) DO NOTHING', site)
+          USING ident, kind, jsonb_build_object('apiVersion', 'api.cerbos.dev/v1', 'resourcePolicy', jsonb_build_object('resource', kind, 'version', 'default', 'rules', jsonb_build_array(rule)));
+        rule := jsonb_build_object('name', 'system-allow-all', 'actions', jsonb_build_array('*'), 'effect', 'EFFECT_ALLOW', 'roles', jsonb_build_array('*'));
+        EXECUTE format('INSERT INTO %I.policies (id, app_id, kind, name, scope, document, is_system) VALUES ($1, $2, ''resource'', $3, $4, $5, true) ON CONFLICT (id) DO NOTHING', site)
+          USING ident || '/' || scope, app, kind, scope,
+                jsonb_build_object('apiVersion', 'api.cerbos.dev/v1', 'resourcePolicy', jsonb_build_object('resource', kind, 'version', 'default', 'scope', scope, 'rules', jsonb_build_array(rule)));
+      END $fn$`;
+const systemPoliciesFollow = (idVersion: string) => `CREATE OR REPLACE FUNCTION system_policies_follow() RETURNS trigger LANGUAGE plpgsql AS $fn$
+      DECLARE
+        site text := TG_TABLE_SCHEMA;
+        rule jsonb;
+        kind text;
+        scope text;
+        ident text;
+      BEGIN
+        IF TG_OP = 'INSERT' THEN
+          kind := TG_ARGV[0] || ':' || NEW.slug;
+          ident := 'resource.' || TG_ARGV[0] || '_' || NEW.slug || '.${idVersion}';
+          EXECUTE format('SELECT slug FROM %I.apps WHERE id = $1', site) INTO scope USING NEW.app_id;
+          scope := site || '_' || scope;
+          rule := jsonb_build_object('name', 'system-deny-all', 'actions', jsonb_build_array('*'), 'effect', 'EFFECT_DENY', 'roles', jsonb_build_array('*'));
+          EXECUTE format('INSERT INTO %I.policies (id, app_id, kind, name, scope, document, is_system) VALUES ($1, NULL, ''resource'', $2, '''', $3, true) ON CONFLICT (id) DO NOTHING', site)
+            USING ident, kind, jsonb_build_object('apiVersion', 'api.cerbos.dev/v1', 'resourcePolicy', jsonb_build_object('resource', kind, 'version', 'default', 'rules', jsonb_build_array(rule)));
+          rule := jsonb_build_object('name', 'system-allow-all', 'actions', jsonb_build_array('*'), 'effect', 'EFFECT_ALLOW', 'roles', jsonb_build_array('*'));
+          EXECUTE format('INSERT INTO %I.policies (id, app_id, kind, name, scope, document, is_system) VALUES ($1, $2, ''resource'', $3, $4, $5, true) ON CONFLICT (id) DO NOTHING', site)
+            USING ident || '/' || scope, NEW.app_id, kind, scope,
+                  jsonb_build_object('apiVersion', 'api.cerbos.dev/v1', 'resourcePolicy', jsonb_build_object('resource', kind, 'version', 'default', 'scope', scope, 'rules', jsonb_build_array(rule)));
+        ELSE
+          kind := TG_ARGV[0] || ':' || OLD.slug;
+          EXECUTE format('DELETE FROM %I.policies WHERE app_id = $1 AND kind = ''resource'' AND name = $2', site) USING OLD.app_id, kind;
+          EXECUTE format('DELETE FROM %I.policies p WHERE p.app_id IS NULL AND p.kind = ''resource'' AND p.name = $1
+                           AND NOT EXISTS (SELECT 1 FROM %I.policies o WHERE o.kind = ''resource'' AND o.name = $1 AND o.app_id IS NOT NULL)', site, site)
+            USING kind;
+        END IF;
+        RETURN NULL;
+      END $fn$`;
+
 export const tenantMigrations: TenantMigration[] = [
   {
     version: 1,
@@ -258,21 +308,7 @@ export const tenantMigrations: TenantMigration[] = [
       // denying everything and, at its app's scope, one allowing everything (which takes
       // precedence); they go with the table. A trigger, so that no path creating or deleting a
       // table (API, CLI direct mode, import, a data source's deletion) can forget them.
-      `CREATE FUNCTION datatable_system_policies(site text, app integer, app_slug text, tbl text) RETURNS void LANGUAGE plpgsql AS $fn$
-      DECLARE
-        kind text := 'datatable:' || tbl;
-        scope text := site || '_' || app_slug;
-        ident text := 'resource.datatable_' || tbl || '.vdefault';
-        rule jsonb;
-      BEGIN
-        rule := jsonb_build_object('name', 'system-deny-all', 'actions', jsonb_build_array('*'), 'effect', 'EFFECT_DENY', 'roles', jsonb_build_array('*'));
-        EXECUTE format('INSERT INTO %I.policies (id, app_id, kind, name, scope, document, is_system) VALUES ($1, NULL, ''resource'', $2, '''', $3, true) ON CONFLICT (id) DO NOTHING', site)
-          USING ident, kind, jsonb_build_object('apiVersion', 'api.cerbos.dev/v1', 'resourcePolicy', jsonb_build_object('resource', kind, 'version', 'default', 'rules', jsonb_build_array(rule)));
-        rule := jsonb_build_object('name', 'system-allow-all', 'actions', jsonb_build_array('*'), 'effect', 'EFFECT_ALLOW', 'roles', jsonb_build_array('*'));
-        EXECUTE format('INSERT INTO %I.policies (id, app_id, kind, name, scope, document, is_system) VALUES ($1, $2, ''resource'', $3, $4, $5, true) ON CONFLICT (id) DO NOTHING', site)
-          USING ident || '/' || scope, app, kind, scope,
-                jsonb_build_object('apiVersion', 'api.cerbos.dev/v1', 'resourcePolicy', jsonb_build_object('resource', kind, 'version', 'default', 'scope', scope, 'rules', jsonb_build_array(rule)));
-      END $fn$`,
+      datatableSystemPolicies('vdefault'),
       `CREATE FUNCTION datatable_policies_follow() RETURNS trigger LANGUAGE plpgsql AS $fn$
       BEGIN
         IF TG_OP = 'INSERT' THEN
@@ -551,39 +587,43 @@ export const tenantMigrations: TenantMigration[] = [
       )`,
       // System policies (spec Part 2 §2) of a resource of the entity type TG_ARGV[0], kind
       // `{type}:{slug}`: one trigger function for functions and buckets (migration 8's copy goes).
-      `CREATE FUNCTION system_policies_follow() RETURNS trigger LANGUAGE plpgsql AS $fn$
-      DECLARE
-        site text := TG_TABLE_SCHEMA;
-        rule jsonb;
-        kind text;
-        scope text;
-        ident text;
-      BEGIN
-        IF TG_OP = 'INSERT' THEN
-          kind := TG_ARGV[0] || ':' || NEW.slug;
-          ident := 'resource.' || TG_ARGV[0] || '_' || NEW.slug || '.vdefault';
-          EXECUTE format('SELECT slug FROM %I.apps WHERE id = $1', site) INTO scope USING NEW.app_id;
-          scope := site || '_' || scope;
-          rule := jsonb_build_object('name', 'system-deny-all', 'actions', jsonb_build_array('*'), 'effect', 'EFFECT_DENY', 'roles', jsonb_build_array('*'));
-          EXECUTE format('INSERT INTO %I.policies (id, app_id, kind, name, scope, document, is_system) VALUES ($1, NULL, ''resource'', $2, '''', $3, true) ON CONFLICT (id) DO NOTHING', site)
-            USING ident, kind, jsonb_build_object('apiVersion', 'api.cerbos.dev/v1', 'resourcePolicy', jsonb_build_object('resource', kind, 'version', 'default', 'rules', jsonb_build_array(rule)));
-          rule := jsonb_build_object('name', 'system-allow-all', 'actions', jsonb_build_array('*'), 'effect', 'EFFECT_ALLOW', 'roles', jsonb_build_array('*'));
-          EXECUTE format('INSERT INTO %I.policies (id, app_id, kind, name, scope, document, is_system) VALUES ($1, $2, ''resource'', $3, $4, $5, true) ON CONFLICT (id) DO NOTHING', site)
-            USING ident || '/' || scope, NEW.app_id, kind, scope,
-                  jsonb_build_object('apiVersion', 'api.cerbos.dev/v1', 'resourcePolicy', jsonb_build_object('resource', kind, 'version', 'default', 'scope', scope, 'rules', jsonb_build_array(rule)));
-        ELSE
-          kind := TG_ARGV[0] || ':' || OLD.slug;
-          EXECUTE format('DELETE FROM %I.policies WHERE app_id = $1 AND kind = ''resource'' AND name = $2', site) USING OLD.app_id, kind;
-          EXECUTE format('DELETE FROM %I.policies p WHERE p.app_id IS NULL AND p.kind = ''resource'' AND p.name = $1
-                           AND NOT EXISTS (SELECT 1 FROM %I.policies o WHERE o.kind = ''resource'' AND o.name = $1 AND o.app_id IS NOT NULL)', site, site)
-            USING kind;
-        END IF;
-        RETURN NULL;
-      END $fn$`,
+      systemPoliciesFollow('vdefault'),
       "CREATE TRIGGER functions_policies AFTER INSERT OR DELETE ON functions FOR EACH ROW EXECUTE FUNCTION system_policies_follow('function')",
       'DROP TRIGGER storage_buckets_policies ON storage_buckets',
       "CREATE TRIGGER storage_buckets_policies AFTER INSERT OR DELETE ON storage_buckets FOR EACH ROW EXECUTE FUNCTION system_policies_follow('storage')",
       'DROP FUNCTION storage_policies_follow()',
+    ],
+  },
+  {
+    version: 12,
+    name: 'spec_forms',
+    // Issue 30: a schema operation records its statements' own time (`execution_time_ms`, beside
+    // `duration_ms`); policy ids take the spec's form (Part 2 §2, shared/policies/model.ts):
+    // `resource.{kind}.{version}/{scope}`, `role.{name}/{scope}`, `principal.{name}.{version}/{scope}`
+    // instead of Cerbos' `v{version}` (and a role's version). Row by row, so that no rename can
+    // fail: a row whose new id is taken keeps its old one, and a role policy of another version
+    // than "default" keeps its (both still found by that id). The system policies' functions
+    // write the new form. (No `?` in the statements: the driver would take it for a parameter.)
+    statements: [
+      'ALTER TABLE schema_operations ADD COLUMN execution_time_ms integer',
+      `DO $do$
+      DECLARE
+        r record;
+        renamed text;
+      BEGIN
+        FOR r IN SELECT id FROM policies ORDER BY id LOOP
+          renamed := CASE
+            WHEN r.id ~ '^(resource|principal)\\.(.+)\\.v(\\w+)(/[^/]*|)$' THEN regexp_replace(r.id, '^(resource|principal)\\.(.+)\\.v(\\w+)(/[^/]*|)$', '\\1.\\2.\\3\\4')
+            WHEN r.id ~ '^role\\.(.+)\\.vdefault(/[^/]*|)$' THEN regexp_replace(r.id, '^role\\.(.+)\\.vdefault(/[^/]*|)$', 'role.\\1\\2')
+            ELSE r.id
+          END;
+          IF renamed <> r.id AND NOT EXISTS (SELECT 1 FROM policies WHERE id = renamed) THEN
+            UPDATE policies SET id = renamed WHERE id = r.id;
+          END IF;
+        END LOOP;
+      END $do$`,
+      datatableSystemPolicies('default'),
+      systemPoliciesFollow('default'),
     ],
   },
 ];

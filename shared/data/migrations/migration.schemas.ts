@@ -10,7 +10,13 @@ export type OperationStatus = (typeof OPERATION_STATUSES)[number];
 
 export const PreviewBody = Type.Object({ new_schema: Doc }, { additionalProperties: false });
 export const ValidateSchemaBody = Type.Object({ schema: Doc }, { additionalProperties: false });
-export const RollbackBody = Type.Object({ revision_id: Type.String({ pattern: '^[0-9a-f]{12}$', description: 'The revision_id of a SUCCESS migration' }) }, { additionalProperties: false });
+export const RollbackBody = Type.Object(
+  {
+    revision_id: Type.String({ pattern: '^[0-9a-f]{12}$', description: 'The revision_id of a SUCCESS migration' }),
+    dry_run: Type.Optional(Type.Boolean({ description: 'Only check the rollback and say what it would lose (data_loss, warnings); change nothing (default false)' })),
+  },
+  { additionalProperties: false },
+);
 
 export const PlannedOperation = Type.Object({
   type: Type.String({ description: 'add_column, drop_column, rename_column, alter_column_type, set_not_null, … (docs/migrations.md)' }),
@@ -41,23 +47,28 @@ export const HistoryQuery = Type.Object({
 
 const Statement = Type.Object({ sql: Type.String(), params: Type.Optional(Type.Array(Type.Unknown())) });
 
+/** An item of `migration_operations` (spec Part 2 §2): one step of the migration. */
+export const MigrationOperation = Type.Object({ type: Type.String(), column: Type.Union([Type.String(), Type.Null()]) });
+
 export const SchemaOperation = Type.Object({
   revision_id: Type.String(),
   table: Type.String(),
   operation_type: Type.Union(['CREATE_TABLE', 'ALTER_TABLE', 'ROLLBACK', 'DROP_TABLE'].map((t) => Type.Literal(t))),
   status: Type.Union(OPERATION_STATUSES.map((s) => Type.Literal(s))),
-  operations: Type.Array(PlannedOperation),
-  executed_sql: Type.Array(Statement),
+  migration_operations: Type.Array(MigrationOperation, { description: 'The steps, in the order they ran (preview-changes/ shows each one\'s SQL)' }),
+  executed_sql: Type.Array(Statement, { description: 'The statements run, with their bound parameters' }),
   rollback_sql: Type.Union([Type.Array(Statement), Type.Null()], { description: 'null: the operation cannot be rolled back' }),
-  rollback_warnings: Type.Array(Type.String(), { description: 'What a rollback cannot restore' }),
-  old_schema_hash: Type.Union([Type.String(), Type.Null()]),
-  new_schema_hash: Type.Union([Type.String(), Type.Null()]),
-  parent_revision_id: Type.Union([Type.String(), Type.Null()], { description: 'The table\'s previous operation (a ROLLBACK: the operation it reversed)' }),
-  description: Type.String(),
-  error: Type.Union([Type.String(), Type.Null()]),
+  rollback_warnings: Type.Array(Type.String(), { description: 'What a rollback loses or cannot restore' }),
+  error_message: Type.Union([Type.String(), Type.Null()], { description: 'Why it failed (FAILED); null otherwise' }),
   started_at: Time,
   completed_at: Type.Union([Time, Type.Null()]),
-  duration_ms: Type.Union([Type.Integer(), Type.Null()]),
+  duration_ms: Type.Union([Type.Integer(), Type.Null()], { description: 'The whole operation: lock, plan, statements, record' }),
+  parent_operation: Type.Union([Type.String(), Type.Null()], { description: 'The revision_id of the table\'s previous operation (a ROLLBACK: of the migration it reversed)' }),
+  description: Type.String(),
+  sql: Type.String({ description: 'The statements of executed_sql as one text, separated by ";\\n"' }),
+  execution_time_ms: Type.Union([Type.Integer(), Type.Null()], { description: 'The statements alone; null when they did not all run' }),
+  old_schema_hash: Type.Union([Type.String(), Type.Null()]),
+  new_schema_hash: Type.Union([Type.String(), Type.Null()]),
   created_by: Type.Union([Type.String(), Type.Null()]),
   rolled_back_at: Type.Union([Time, Type.Null()]),
   rolled_back_by: Type.Union([Type.String(), Type.Null()]),
@@ -69,7 +80,8 @@ export const RollbackResult = Type.Object({
   message: Type.String(),
   operations_reversed: Type.Integer(),
   new_status: Type.Literal('ROLLED_BACK'),
-  revision_id: Type.String({ description: 'The ROLLBACK operation recorded in the history' }),
-  warnings: Type.Array(Type.String()),
+  revision_id: Type.Union([Type.String(), Type.Null()], { description: 'The ROLLBACK operation recorded in the history (null: a dry run)' }),
+  warnings: Type.Array(Type.String(), { description: 'The migration\'s rollback_warnings' }),
+  data_loss: Type.Array(Type.String(), { description: 'What the rollback itself destroys, counted: values of the columns the migration added, edges of the hierarchy it switched on. Empty: nothing' }),
 });
 export type RollbackResult = Static<typeof RollbackResult>;

@@ -16,7 +16,7 @@ import { siteSchemaFor } from '../../tenancy/site-access.ts';
 import { SELECT, checkedSchema, schemaError, type TableRow, type TableScope } from '../datatable.queries.ts';
 import { tableFor } from '../datatable.service.ts';
 import { quoteIdent } from '../../db/sql.ts';
-import { dropEdgesDdl, edgesTableDdl } from '../graph/ddl.ts';
+import { dropEdgesDdl, edgesTableDdl, edgesTableName } from '../graph/ddl.ts';
 import { hasEdges } from '../graph/schema.ts';
 import { edgesDdlFor, keyColumnType } from '../graph/tables.ts';
 import { foreignKeysOf, schemaHash, type TableSchema } from '../table-schema.ts';
@@ -58,6 +58,7 @@ interface OperationRow {
   started_at: Timestamp;
   completed_at: Timestamp | null;
   duration_ms: number | null;
+  execution_time_ms: number | null;
   created_by: string | null;
   rolled_back_at: Timestamp | null;
   rolled_back_by: string | null;
@@ -74,18 +75,20 @@ function operationView(r: OperationRow): SchemaOperation {
     table: r.table_name,
     operation_type: r.operation_type,
     status: r.status,
-    operations: r.operations,
+    migration_operations: r.operations.map((o) => ({ type: o.type, column: o.column })),
     executed_sql: r.executed_sql,
     rollback_sql: r.rollback_sql,
     rollback_warnings: r.rollback_warnings,
-    old_schema_hash: trim(r.old_schema_hash),
-    new_schema_hash: trim(r.new_schema_hash),
-    parent_revision_id: trim(r.parent_revision_id),
-    description: r.description,
-    error: r.error,
+    error_message: r.error,
     started_at: iso(r.started_at),
     completed_at: r.completed_at === null ? null : iso(r.completed_at),
     duration_ms: r.duration_ms,
+    parent_operation: trim(r.parent_revision_id),
+    description: r.description,
+    sql: r.executed_sql.map((st) => st.sql).join(';\n'),
+    execution_time_ms: r.execution_time_ms,
+    old_schema_hash: trim(r.old_schema_hash),
+    new_schema_hash: trim(r.new_schema_hash),
     created_by: r.created_by,
     rolled_back_at: r.rolled_back_at === null ? null : iso(r.rolled_back_at),
     rolled_back_by: r.rolled_back_by,
@@ -98,12 +101,19 @@ const forward = (steps: Step[]): Statement[] => steps.flatMap((st) => st.sql);
 const backward = (steps: Step[]): Statement[] => [...steps].reverse().flatMap((st) => st.rollback);
 const stepWarnings = (steps: Step[]): string[] => [...new Set(steps.flatMap((st) => st.warnings))];
 
-async function runStatements(tx: EntityManager, statements: Statement[]): Promise<void> {
+/** Runs the statements; the milliseconds they took. */
+async function runStatements(tx: EntityManager, statements: Statement[]): Promise<number> {
+  const started = Date.now();
   for (const st of statements) {
     const found = await executeNative(tx, st.sql, st.params);
     if (st.expectNone && found.length) throw new DomainError('BAD_REQUEST', st.expectNone);
   }
+  return Date.now() - started;
 }
+
+/** The operation SUCCESS, with its times. */
+const markSucceeded = (em: EntityManager, schema: string, id: string, started: number, executionMs: number) =>
+  em.execute(`UPDATE ${quotedSchema(schema)}.schema_operations SET status = 'SUCCESS', completed_at = now(), duration_ms = ?, execution_time_ms = ? WHERE id = ?`, [Date.now() - started, executionMs, id]);
 
 /** What the database holds that a plan needs: constraints, row estimate, foreign-key targets and referrers. */
 async function planInput(em: EntityManager, schema: string, row: TableRow, next: TableSchema): Promise<PlanInput> {
@@ -191,8 +201,8 @@ async function insertOperation(em: EntityManager, schema: string, ctx: ServiceCo
     em,
     `INSERT INTO ${quotedSchema(schema)}.schema_operations
        (revision_id, data_table_id, app_id, table_name, operation_type, status, operations, executed_sql, rollback_sql, rollback_warnings,
-        old_schema, new_schema, old_schema_hash, new_schema_hash, parent_id, description, created_by, completed_at, duration_ms)
-     VALUES (?, ?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, ?::jsonb, ?::jsonb, ?::jsonb, ?::jsonb, ?, ?, ?, ?, ?, ${o.completed ? 'now()' : 'NULL'}, ${o.completed ? '0' : 'NULL'})
+        old_schema, new_schema, old_schema_hash, new_schema_hash, parent_id, description, created_by, completed_at, duration_ms, execution_time_ms)
+     VALUES (?, ?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, ?::jsonb, ?::jsonb, ?::jsonb, ?::jsonb, ?, ?, ?, ?, ?, ${o.completed ? 'now()' : 'NULL'}, ${o.completed ? '0' : 'NULL'}, ${o.completed ? '0' : 'NULL'})
      RETURNING id`,
     [
       revision, o.table.id, o.table.app_id, o.table.name, o.type, o.status, JSON.stringify(plannedOperations(o.steps)), JSON.stringify(o.executed ?? forward(o.steps)),
@@ -292,9 +302,9 @@ export async function migrateTable(ctx: ServiceContext, schema: string, tableId:
         table: row, type: 'ALTER_TABLE', status: 'IN_PROGRESS', steps: plan.steps, rollback: backward(plan.steps),
         oldSchema: row.json_schema, newSchema: plan.stored, parentId: await lastOperation(em, schema, row.id),
       });
-      await runStatements(em, forward(plan.steps));
+      const executionMs = await runStatements(em, forward(plan.steps));
       await storeSchema(em, schema, ctx, row.id, plan.stored, description);
-      await em.execute(`UPDATE ${quotedSchema(schema)}.schema_operations SET status = 'SUCCESS', completed_at = now(), duration_ms = ? WHERE id = ?`, [Date.now() - started, op.id]);
+      await markSucceeded(em, schema, op.id, started, executionMs);
     });
   } catch (err) {
     if (op) await markFailed(ctx.em, schema, op.id, started, err);
@@ -391,41 +401,85 @@ export async function operationHistory(ctx: ServiceContext, scope: TableScope, n
 }
 
 /**
+ * The migration `revision` of the table if it can be rolled back now: 404 for an unknown
+ * revision, 400 for anything but a SUCCESS migration, 409 while a later change of the table stands.
+ */
+async function rollbackTarget(em: EntityManager, schema: string, row: TableRow, revision: string): Promise<OperationRow & { rollback_sql: Statement[] }> {
+  const q = quotedSchema(schema);
+  const target = await firstRow<OperationRow>(em, `${OPERATION_SELECT(q)} WHERE o.data_table_id = ? AND o.revision_id = ?`, [row.id, revision]);
+  if (!target) throw notFound({ message: `Revision "${revision}" is not an operation of data table "${row.name}".` });
+  if (target.status === 'ROLLED_BACK') throw fieldError('revision_id', `Revision ${revision} is rolled back already; an operation is rolled back once.`);
+  if (target.operation_type !== 'ALTER_TABLE' || target.rollback_sql === null) {
+    throw fieldError('revision_id', `Revision ${revision} is a ${target.operation_type} operation: only migrations (ALTER_TABLE) roll back${target.operation_type === 'CREATE_TABLE' ? '; delete the table to undo its creation' : ''}.`);
+  }
+  if (target.status !== 'SUCCESS') throw fieldError('revision_id', `Revision ${revision} is ${target.status}: a migration that did not succeed changed nothing to roll back.`);
+  if (trim(target.new_schema_hash) !== row.schema_hash.trim()) {
+    const later = await rows<{ revision_id: string }>(em, `SELECT revision_id FROM ${q}.schema_operations WHERE data_table_id = ? AND id > ? AND operation_type = 'ALTER_TABLE' AND status = 'SUCCESS' ORDER BY id DESC`, [row.id, target.id]);
+    throw new DomainError('CONFLICT', `Revision ${revision} is not the table's current schema: roll back the later migrations first${later.length ? ` (${later.map((l) => l.revision_id.trim()).join(', ')})` : ''}.`);
+  }
+  return target as OperationRow & { rollback_sql: Statement[] };
+}
+
+const counted = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
+
+/**
+ * What rolling back `target` destroys, counted now: the values of the columns it added (the
+ * rollback drops them) and the edges of the hierarchy it switched on (the rollback drops the
+ * edges table). A column or edges table without data loses nothing and is not named.
+ */
+async function rollbackLosses(em: EntityManager, schema: string, row: TableRow, target: OperationRow): Promise<string[]> {
+  const q = quotedSchema(schema);
+  const losses: string[] = [];
+  for (const op of target.operations) {
+    if (op.type === 'add_column' && op.column) {
+      const n = await countOf(em, `SELECT count(*) AS n FROM ${q}.${quoteIdent(row.physical_table_name)} WHERE ${quoteIdent(op.column)} IS NOT NULL`);
+      if (n) losses.push(`Column '${op.column}' is dropped with its values (${counted(n, 'row holds one', 'rows hold one')}).`);
+    } else if (op.type === 'add_edges_table') {
+      const n = await countOf(em, `SELECT count(*) AS n FROM ${q}.${quoteIdent(edgesTableName(row.physical_table_name))}`);
+      if (n) losses.push(`The edges table is dropped with its ${counted(n, 'edge', 'edges')}.`);
+    }
+  }
+  return losses;
+}
+
+/**
  * POST rollback/: the stored rollback SQL of the table's latest migration, in one transaction
  * under the table's lock; the migration becomes ROLLED_BACK and the rollback is recorded as an
- * operation of its own. Refused (400) for anything but a SUCCESS migration, and (409) while a
- * later change of the table stands.
+ * operation of its own. Refused as rollbackTarget says. With `dry_run`, the same checks and what
+ * the rollback would lose (`data_loss`), nothing changed or recorded.
  */
 export async function rollbackMigration(ctx: ServiceContext, scope: TableScope, name: string, rawBody: unknown): Promise<RollbackResult> {
   const schema = await siteSchemaFor(ctx, 'update', 'DataTable');
   const body = validate(RollbackBody, rawBody);
   const table = await tableFor(ctx, schema, scope, name, 'update');
   const q = quotedSchema(schema);
+  if (body.dry_run) {
+    const target = await rollbackTarget(ctx.em, schema, table, body.revision_id);
+    return {
+      success: true,
+      message: `Revision ${body.revision_id} of data table "${name}" can be rolled back (dry run: nothing was changed).`,
+      operations_reversed: target.operations.length,
+      new_status: 'ROLLED_BACK',
+      revision_id: null,
+      warnings: target.rollback_warnings,
+      data_loss: await rollbackLosses(ctx.em, schema, table, target),
+    };
+  }
   const started = Date.now();
   let record: { id: string; revision: string } | undefined;
-  let target: OperationRow | undefined;
   try {
     return await longTransaction(ctx, async (em) => {
       const row = await lockTable(em, schema, table.id);
-      target = await firstRow<OperationRow>(em, `${OPERATION_SELECT(q)} WHERE o.data_table_id = ? AND o.revision_id = ?`, [row.id, body.revision_id]);
-      if (!target) throw notFound({ message: `Revision "${body.revision_id}" is not an operation of data table "${name}".` });
-      if (target.status === 'ROLLED_BACK') throw fieldError('revision_id', `Revision ${body.revision_id} is rolled back already; an operation is rolled back once.`);
-      if (target.operation_type !== 'ALTER_TABLE' || target.rollback_sql === null) {
-        throw fieldError('revision_id', `Revision ${body.revision_id} is a ${target.operation_type} operation: only migrations (ALTER_TABLE) roll back${target.operation_type === 'CREATE_TABLE' ? '; delete the table to undo its creation' : ''}.`);
-      }
-      if (target.status !== 'SUCCESS') throw fieldError('revision_id', `Revision ${body.revision_id} is ${target.status}: a migration that did not succeed changed nothing to roll back.`);
-      if (trim(target.new_schema_hash) !== row.schema_hash.trim()) {
-        const later = await rows<{ revision_id: string }>(em, `SELECT revision_id FROM ${q}.schema_operations WHERE data_table_id = ? AND id > ? AND operation_type = 'ALTER_TABLE' AND status = 'SUCCESS' ORDER BY id DESC`, [row.id, target.id]);
-        throw new DomainError('CONFLICT', `Revision ${body.revision_id} is not the table's current schema: roll back the later migrations first${later.length ? ` (${later.map((l) => l.revision_id.trim()).join(', ')})` : ''}.`);
-      }
+      const target = await rollbackTarget(em, schema, row, body.revision_id);
+      const dataLoss = await rollbackLosses(em, schema, row, target);
       record = await insertOperation(ctx.em, schema, ctx, {
         table: row, type: 'ROLLBACK', status: 'IN_PROGRESS', steps: [], executed: target.rollback_sql, rollback: null, warnings: target.rollback_warnings,
         oldSchema: target.new_schema, newSchema: target.old_schema, parentId: target.id, description: `Rollback of ${body.revision_id}`,
       });
-      await runStatements(em, target.rollback_sql);
+      const executionMs = await runStatements(em, target.rollback_sql);
       await storeSchema(em, schema, ctx, row.id, target.old_schema!);
       await em.execute(`UPDATE ${q}.schema_operations SET status = 'ROLLED_BACK', rolled_back_at = now(), rolled_back_by = ? WHERE id = ?`, [actorUuid(ctx), target.id]);
-      await em.execute(`UPDATE ${q}.schema_operations SET status = 'SUCCESS', completed_at = now(), duration_ms = ? WHERE id = ?`, [Date.now() - started, record.id]);
+      await markSucceeded(em, schema, record.id, started, executionMs);
       return {
         success: true,
         message: `Revision ${body.revision_id} of data table "${name}" is rolled back.`,
@@ -433,6 +487,7 @@ export async function rollbackMigration(ctx: ServiceContext, scope: TableScope, 
         new_status: 'ROLLED_BACK' as const,
         revision_id: record.revision,
         warnings: target.rollback_warnings,
+        data_loss: dataLoss,
       };
     });
   } catch (err) {

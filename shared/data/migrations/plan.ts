@@ -238,7 +238,7 @@ function flatSteps(a: FlatArgs): Step[] {
     adds.push({
       type: 'add_column', column: f.name, sql: [alter(`ADD COLUMN ${columnDefinition(f, newPk)}`)], rollback: [alter(`DROP COLUMN ${col(f.name)}`)],
       is_safe: !notNull, ...(notNull ? { unsafe: `Field '${f.name}': a required column without a default cannot be added to rows that exist (it fails while the table has rows)` } : {}),
-      cost: f.default !== undefined && checked ? 'scan' : 'metadata', warnings: [],
+      cost: f.default !== undefined && checked ? 'scan' : 'metadata', warnings: [`A rollback drops column '${f.name}' with the values written to it.`],
     });
   }
 
