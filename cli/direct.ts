@@ -18,6 +18,7 @@ import { HostResolver } from '../shared/tenancy/host-resolver.ts';
 import { createApp, functionRuntime } from '../server/app.ts';
 import type { FunctionRuntime } from '../shared/functions/runtime.ts';
 import { SecretKeyring } from '../shared/secrets/crypto.ts';
+import { storeFromConfig, type ObjectStore } from '../shared/storage/objstore/index.ts';
 import { DIRECT_ACTOR, type DirectActor, type DirectRequest } from '../server/http/auth.ts';
 import { outgoing, response, target, type ApiRequest, type ApiResponse, type Transport } from './api.ts';
 
@@ -41,7 +42,7 @@ export class DirectTransport implements Transport {
   private readonly config: Config;
   private readonly actor: DirectActor;
   private readonly info: (line: string) => void;
-  private started: Promise<{ db: Database; dispatch: Dispatch; functions: FunctionRuntime }> | undefined;
+  private started: Promise<{ db: Database; dispatch: Dispatch; functions: FunctionRuntime; store: ObjectStore }> | undefined;
 
   constructor(config: Config, as: string | undefined, info: (line: string) => void) {
     this.config = config;
@@ -50,7 +51,7 @@ export class DirectTransport implements Transport {
   }
 
   /** Opens the database (its schema must be current) and builds the application, on first use. */
-  private start(): Promise<{ db: Database; dispatch: Dispatch; functions: FunctionRuntime }> {
+  private start(): Promise<{ db: Database; dispatch: Dispatch; functions: FunctionRuntime; store: ObjectStore }> {
     this.started ??= (async () => {
       const db = await openCommandDatabase(this.config, this.info);
       try {
@@ -72,8 +73,9 @@ export class DirectTransport implements Transport {
       // Functions invoked here run here (their SDK reaches the API only through FUNCTION_API_URL); nothing else is claimed from the queue.
       const secrets = new SecretKeyring(tokens.secretKey, config.secretsKeyVersion);
       const functions = functionRuntime({ config, orm: db.orm, tokens, log }, secrets);
-      const app = createApp({ config, orm: db.orm, log, tokens, hosts: new HostResolver(db.orm), mailer: createMailer(config, log), secrets, functions, logRequests: false });
-      return { db, dispatch: app.callback() as Dispatch, functions };
+      const store = await storeFromConfig(config.storage, config.dataDir);
+      const app = createApp({ config, orm: db.orm, log, tokens, hosts: new HostResolver(db.orm), mailer: createMailer(config, log), secrets, store, functions, logRequests: false });
+      return { db, dispatch: app.callback() as Dispatch, functions, store };
     })();
     return this.started;
   }
@@ -98,6 +100,7 @@ export class DirectTransport implements Transport {
     this.started = undefined;
     const running = await started?.catch(() => undefined);
     await running?.functions.close();
+    await running?.store.close();
     await running?.db.close();
   }
 }

@@ -51,7 +51,6 @@ import { policyRoutes } from './routes/policies.routes.ts';
 import { appRoleRoutes } from './routes/app-roles.routes.ts';
 import { storageRoutes } from './routes/storage.routes.ts';
 import type { ObjectStore } from '../shared/storage/objstore/types.ts';
-import { storeFromConfig } from '../shared/storage/objstore/index.ts';
 import { BucketView } from '../shared/storage/bucket.schemas.ts';
 import { functionRoutes } from './routes/functions.routes.ts';
 import { FunctionRuntime } from '../shared/functions/runtime.ts';
@@ -79,8 +78,8 @@ export interface AppDeps {
   mailer?: Mailer;
   /** The process's caches of users and table definitions; without it, nothing is cached. */
   caches?: RequestCaches;
-  /** Where storage objects' bytes live; without it, the one the configuration names (a filesystem directory or S3). */
-  store?: ObjectStore;
+  /** Where storage objects' bytes live (storeFromConfig: a filesystem directory or S3). */
+  store: ObjectStore;
   /** Where functions run (sandboxes, the job queue); without it, one of its own that claims no queued work (the CLI's direct mode). */
   functions?: FunctionRuntime;
   /** /readyz's check on a connection of its own; without it, one made here (connecting only when /readyz is asked). */
@@ -117,7 +116,7 @@ export function buildRegistry(deps: Pick<AppDeps, 'config' | 'tokens' | 'mailer'
     .add(...appRoutes(deps.config), ...dataSourceRoutes())
     .add(...policyRoutes())
     .add(...appRoleRoutes(deps.config.publicUrl))
-    .add(...storageRoutes({ store: deps.store ?? storeFromConfig(deps.config.storage, deps.config.dataDir), publicUrl: deps.config.publicUrl, doclibEnabled: deps.config.doclibEnabled }))
+    .add(...storageRoutes({ store: deps.store, publicUrl: deps.config.publicUrl, doclibEnabled: deps.config.doclibEnabled }))
     .add(...functionRoutes({ runtime, publicUrl: deps.config.publicUrl }));
 }
 

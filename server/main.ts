@@ -229,7 +229,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     let shuttingDown = false;
     const mailer = createMailer(config, log);
     const secrets = new SecretKeyring(tokens.secretKey, config.secretsKeyVersion);
-    const objects = storeFromConfig(config.storage, config.dataDir);
+    const objects = await storeFromConfig(config.storage, config.dataDir);
     store = objects;
     functions = functionRuntime({ config, orm: db.orm, tokens, log, faults }, secrets);
     const app = createApp({ config, orm: db.orm, log, tokens, redis, hosts, appLimits, caches, mailer, secrets, store: objects, functions, probe, faults, isShuttingDown: () => shuttingDown, extraRoutes: options.extraRoutes });

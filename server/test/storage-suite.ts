@@ -50,7 +50,7 @@ export function storageSuite(test: TestFn, env: () => Promise<Record<string, str
     s = await startTestServer(await env(), { log: logged.log });
     ({ a, b } = await twoSitesWithUsers(s, tok));
     await seedCrm(s, [a, b]);
-    store = storeFromConfig(s.config.storage, s.config.dataDir);
+    store = await storeFromConfig(s.config.storage, s.config.dataDir);
   });
   test.after.always(async () => {
     await store?.close();

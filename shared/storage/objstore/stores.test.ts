@@ -10,7 +10,8 @@ import { Readable } from 'node:stream';
 import { Client } from 'minio';
 import { loadConfig } from '../../config.ts';
 import { startS3, type TestS3 } from '../../testing/s3.ts';
-import { filesystemStore, loadStorageConfig, s3Store, storeFromConfig, sweepTemp, BlobNotFound, InvalidRange, type ObjectStore, type SiteStore } from './index.ts';
+import { s3Store } from './s3.ts';
+import { filesystemStore, loadStorageConfig, storeFromConfig, sweepTemp, BlobNotFound, InvalidRange, type ObjectStore, type SiteStore } from './index.ts';
 import { InvalidKey } from './keys.ts';
 import { siteBucketName, validBucketName, type S3ObjectStore } from './s3.ts';
 
@@ -362,7 +363,7 @@ test('loadStorageConfig: the filesystem by default, under the data dir unless ST
   t.deepEqual(loadStorageConfig({ STORAGE_DIR: '/srv/blobs' }), { kind: 'filesystem', dir: '/srv/blobs' });
   t.deepEqual(loadConfig({ STORAGE_DIR: '/srv/blobs' }).storage, { kind: 'filesystem', dir: '/srv/blobs' });
   const dataDir = path.join(dir, 'data');
-  const store = storeFromConfig(loadStorageConfig({}), dataDir);
+  const store = await storeFromConfig(loadStorageConfig({}), dataDir);
   t.is(store.kind, 'filesystem');
   await store.site('site_cfg').put('a/b', Readable.from([Buffer.from('hi')]), { contentType: 'text/plain' });
   t.is((await stat(path.join(dataDir, 'storage', 'site_cfg', 'a', 'b'))).size, 2);
@@ -389,7 +390,7 @@ test('loadStorageConfig: S3 variables, defaults and errors naming the variable',
 
 test('a store built from the S3 variables signs path-style requests with them and talks to the service', async (t) => {
   const config = loadStorageConfig({ S3_ENDPOINT: s3.endpoint, S3_ACCESS_KEY: 'S3RVER', S3_SECRET_KEY: 'config-secret', S3_BUCKET: 'from-config', S3_REGION: 'eu-west-3' });
-  const store = storeFromConfig(config, dir) as S3ObjectStore;
+  const store = (await storeFromConfig(config, dir)) as S3ObjectStore;
   t.is(store.kind, 's3');
   const site = store.site('site_conf');
   await site.put('k/1', Readable.from([Buffer.from('configured')]), { contentType: 'text/plain' });
@@ -411,7 +412,7 @@ test('a store built from the S3 variables signs path-style requests with them an
   t.not(signed.searchParams.get('X-Amz-Signature'), await sign('another-secret'));
 
   // Without S3_FORCE_PATH_STYLE the bucket would be a host name.
-  const virtual = storeFromConfig(loadStorageConfig({ S3_ENDPOINT: 'https://s3.example.com', S3_ACCESS_KEY: 'a', S3_SECRET_KEY: 'b', S3_FORCE_PATH_STYLE: 'false' }), dir) as S3ObjectStore;
+  const virtual = (await storeFromConfig(loadStorageConfig({ S3_ENDPOINT: 'https://s3.example.com', S3_ACCESS_KEY: 'a', S3_SECRET_KEY: 'b', S3_FORCE_PATH_STYLE: 'false' }), dir)) as S3ObjectStore;
   t.is(new URL(await virtual.client.presignedGetObject('platform', 'x', 600, {}, when)).host, 'platform.s3.example.com');
   await store.close();
   await virtual.close();
