@@ -133,12 +133,15 @@ export class CredentialStore {
     });
   }
 
-  /** Removes one login; false when there was none. */
+  /** Removes one login (the file read and written once); false when there was none. */
   delete(apiUrl: string): boolean {
     const key = apiKey(apiUrl);
-    if (!this.read().profiles[this.profile]?.apis[key]) return false;
-    this.update((p) => delete p.apis[key]);
-    return true;
+    let found = false;
+    this.update((p) => {
+      found = Object.hasOwn(p.apis, key);
+      delete p.apis[key];
+    });
+    return found;
   }
 
   /** The logins of an API: its platform login and those of its sites, by URL. */
