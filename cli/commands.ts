@@ -16,6 +16,7 @@ import LogoutCommand from './commands/logout.ts';
 import { MEMBER_COMMANDS } from './commands/member.ts';
 import MigrateCommand from './commands/migrate.ts';
 import { OBJECT_COMMANDS } from './commands/object.ts';
+import { WORKER_COMMANDS } from './commands/worker.ts';
 import { ORG_COMMANDS } from './commands/org.ts';
 import { POLICY_COMMANDS } from './commands/policy.ts';
 import PruneCommand from './commands/prune.ts';
@@ -62,4 +63,5 @@ export const COMMANDS = {
   ...FUNCTION_COMMANDS,
   ...EVENT_COMMANDS,
   ...SOCIAL_APP_COMMANDS,
+  ...WORKER_COMMANDS,
 };

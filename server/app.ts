@@ -56,6 +56,9 @@ import { functionRoutes } from './routes/functions.routes.ts';
 import { FunctionRuntime } from '../shared/functions/runtime.ts';
 import { OutboundGuard } from '../shared/net/outbound.ts';
 import { FunctionView, InvocationView } from '../shared/functions/function.schemas.ts';
+import { frontendWorkerRoutes } from './routes/frontend-workers.routes.ts';
+import { staticSites } from './http/static-sites.ts';
+import { BuildView, WorkerView } from '../shared/workers/worker.schemas.ts';
 
 export interface AppDeps {
   config: Config;
@@ -117,7 +120,8 @@ export function buildRegistry(deps: Pick<AppDeps, 'config' | 'tokens' | 'mailer'
     .add(...policyRoutes())
     .add(...appRoleRoutes(deps.config.publicUrl))
     .add(...storageRoutes({ store: deps.store, publicUrl: deps.config.publicUrl, doclibEnabled: deps.config.doclibEnabled }))
-    .add(...functionRoutes({ runtime, publicUrl: deps.config.publicUrl }));
+    .add(...functionRoutes({ runtime, publicUrl: deps.config.publicUrl }))
+    .add(...frontendWorkerRoutes({ config: deps.config, store: deps.store }));
 }
 
 export function openapiDocument(registry: RouteRegistry): Record<string, unknown> {
@@ -129,7 +133,7 @@ export function openapiDocument(registry: RouteRegistry): Record<string, unknown
     },
     { User: UserView, Error: ErrorBody, Message: MessageBody, Organization: OrganizationView, Member: MemberView, Privileges, Group: GroupView, Permission: PermissionView,
       SiteUser: SiteUserView, PublicProfile, SecretType: SecretTypeView, Secret: SecretView, SecretListItem, SecretHistoryItem, Bucket: BucketView,
-      Function: FunctionView, FunctionInvocation: InvocationView },
+      Function: FunctionView, FunctionInvocation: InvocationView, FrontendWorker: WorkerView, FrontendWorkerBuild: BuildView },
   );
 }
 
@@ -152,6 +156,8 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   const longOperations = new LongOperations(deps.config.longOperations);
   app.use(requestContext(deps.orm, deps.log, caches, { longStatementTimeoutMs: deps.config.longStatementTimeoutMs, isShuttingDown, logRequests: deps.logRequests ?? true, events: functions.events, longOperations }));
   app.use(errorMiddleware(deps.log, deps.faults ?? faultLogs(deps.log)));
+  // Frontend workers' hosts: static files only, before the API's security headers, routes and limits.
+  if (deps.hosts) app.use(staticSites({ hosts: deps.hosts, orm: deps.orm, store: deps.store, platformHosts: deps.config.platformHosts }));
   for (const m of security(deps.config)) app.use(m);
   app.use(health.routes());
   app.use(health.allowedMethods());

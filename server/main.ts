@@ -141,7 +141,7 @@ async function connectRedis(config: Config, log: Logger): Promise<{ redis: Redis
 function processCaches(db: Database, config: Config): { hosts: HostResolver; appLimits: AppRateLimits; caches: RequestCaches; changes: ChangeListener } {
   // Every cache serves only while the listener listens (common/cached-lookup.ts).
   const changes = new ChangeListener({ connectTimeoutMs: config.db.acquireTimeoutMs });
-  const hosts = new HostResolver(db.orm, { listener: changes });
+  const hosts = new HostResolver(db.orm, { listener: changes, environment: config.environment });
   const appLimits = new AppRateLimits(db.orm, { listener: changes });
   changes.on('routing', () => hosts.invalidate()).on('app-settings', (schema) => appLimits.invalidate(schema));
   return { hosts, appLimits, caches: requestCaches(changes), changes };

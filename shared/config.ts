@@ -122,6 +122,17 @@ export interface Config {
   storage: StorageConfig;
   /** The functions' sandboxes and job queue (docs/configuration.md "Functions"). */
   functions: FunctionsConfig;
+  /** Frontend workers' builds (docs/frontend-workers.md "Limits"). */
+  workers: WorkersConfig;
+}
+
+export interface WorkersConfig {
+  /** The largest archive upload (WORKER_UPLOAD_LIMIT_BYTES, default 256 MiB: above BODY_LIMIT_BYTES, it applies to these routes only). */
+  uploadLimitBytes: number;
+  /** Files in a build (WORKER_MAX_FILES, default 100,000). */
+  maxFiles: number;
+  /** Bytes of a build's extracted files (WORKER_MAX_BUILD_BYTES, default 1 GiB). */
+  maxTotalBytes: number;
 }
 
 export interface QuotaConfig {
@@ -323,6 +334,11 @@ export function loadConfig(env: Env = process.env): Config {
     storageMaintenanceIntervalMs: int(env, 'STORAGE_MAINTENANCE_INTERVAL_MS', 3_600_000, 0, 2_147_483_647),
     storage: loadStorageConfig(env),
     functions: functionsConfig(env),
+    workers: {
+      uploadLimitBytes: int(env, 'WORKER_UPLOAD_LIMIT_BYTES', 256 * 1024 * 1024, 1024),
+      maxFiles: int(env, 'WORKER_MAX_FILES', 100_000, 1),
+      maxTotalBytes: int(env, 'WORKER_MAX_BUILD_BYTES', 1024 * 1024 * 1024, 1024),
+    },
   };
 }
 

@@ -1,6 +1,7 @@
 // multipart/form-data bodies (form fields and one uploaded file), for the routes that take an
 // upload. koa-body (formidable) writes the file into a directory of this request's own under
-// `tmpDir`; it is read into memory and the directory removed afterwards, a refused oversized
+// `tmpDir`; withMultipart lends it on disk to the caller (archives are read from there),
+// parseMultipart reads it into memory; the directory is removed afterwards, a refused oversized
 // upload's too.
 import { randomUUID } from 'node:crypto';
 import { mkdir, readFile, rm } from 'node:fs/promises';
@@ -28,8 +29,14 @@ export interface MultipartOptions {
 /** The first value of a repeated form field (or file), the value itself otherwise. */
 const first = (v: unknown): unknown => (Array.isArray(v) ? v[0] : v);
 
-/** Parses the request's multipart body: its fields (first value of each, as sent: strings) and the file, if one came. */
-export async function parseMultipart(ctx: AppContext, options: MultipartOptions): Promise<{ fields: Record<string, unknown>; file?: UploadedFile }> {
+/** A form's fields (the first value of each, as sent: strings) and its file on disk, if one came. */
+export interface MultipartForm {
+  fields: Record<string, unknown>;
+  file?: { path: string; filename: string };
+}
+
+/** Parses the request's multipart body and lends it to `use`; the uploaded file is removed when `use` ends. */
+export async function withMultipart<T>(ctx: AppContext, options: MultipartOptions, use: (form: MultipartForm) => Promise<T>): Promise<T> {
   const uploadDir = path.join(options.tmpDir, randomUUID());
   await mkdir(uploadDir, { recursive: true });
   try {
@@ -53,8 +60,13 @@ export async function parseMultipart(ctx: AppContext, options: MultipartOptions)
     const file = first(files[options.fileField]) as { filepath: string; originalFilename?: string | null } | undefined;
     const raw = ((ctx.request as { body?: Record<string, unknown> }).body ?? {}) as Record<string, unknown>;
     const fields = Object.fromEntries(Object.entries(raw).map(([key, value]) => [key, first(value)]));
-    return { fields, file: file ? { bytes: await readFile(file.filepath), filename: file.originalFilename ?? '' } : undefined };
+    return await use({ fields, file: file ? { path: file.filepath, filename: file.originalFilename ?? '' } : undefined });
   } finally {
     await rm(uploadDir, { recursive: true, force: true });
   }
+}
+
+/** Parses the request's multipart body: its fields and the file, if one came, in memory. */
+export function parseMultipart(ctx: AppContext, options: MultipartOptions): Promise<{ fields: Record<string, unknown>; file?: UploadedFile }> {
+  return withMultipart(ctx, options, async ({ fields, file }) => ({ fields, file: file ? { bytes: await readFile(file.path), filename: file.filename } : undefined }));
 }

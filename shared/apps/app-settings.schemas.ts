@@ -30,7 +30,7 @@ const writable = {
   rate_limit_per_hour: Count,
   documentation_url: Type.String({ maxLength: 2000, pattern: '^(https?://[^\\s/$.?#][^\\s]*)?$', description: 'An http(s) URL, or empty' }),
   support_email: Type.String({ maxLength: 254, pattern: '^([^@\\s]+@[^@\\s]+\\.[^@\\s]+)?$', description: 'An e-mail address, or empty' }),
-  default_frontend_worker: Type.Unknown({ description: 'Write-only. Frontend workers do not exist yet: only null is accepted.' }),
+  default_frontend_worker: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], { description: 'Write-only: the id of a frontend worker of this app (400 for another app\'s), or null. Deleting the worker clears it.' }),
   icon: Type.Null({ description: 'null removes the icon (upload one with a multipart PATCH)' }),
 };
 
@@ -46,7 +46,7 @@ const settingsFields = {
   rate_limit_per_hour: Type.Integer(),
   documentation_url: Type.String(),
   support_email: Type.String(),
-  default_frontend_worker_url: Type.Union([Type.String(), Type.Null()], { description: 'Always null until frontend workers exist' }),
+  default_frontend_worker_url: Type.Union([Type.String(), Type.Null()], { description: 'The address of the default frontend worker, or null' }),
   created_at: Time,
   updated_at: Time,
 };

@@ -17,6 +17,7 @@ import { quotedSchema } from '../tenancy/schema.ts';
 import { siteSchemaFor } from '../tenancy/site-access.ts';
 import { notifyAppSettingsChanged } from './app-limits.ts';
 import { activeApp, activeAppFor } from './lookup.ts';
+import { checkDefaultWorker } from '../workers/worker.service.ts';
 import { MAX_ICON_BYTES, SETTINGS_DEFAULTS, SettingsPatch, SettingsPatchBody, SettingsPut, type SettingsDetail, type SettingsLight, type SettingsView } from './app-settings.schemas.ts';
 
 export interface SettingsRow {
@@ -34,6 +35,10 @@ export interface SettingsRow {
   support_email: string;
   created_at: Date | string;
   updated_at: Date | string;
+  default_frontend_worker: number | null;
+  /** The default worker's host and kind (settingsOf joins them). */
+  worker_host: string | null;
+  worker_internal: boolean | null;
 }
 
 /** `baseUrl`: the absolute prefix of the site's API (`https://host` or `https://host/sites/<schema>`); '' for a relative URL. */
@@ -51,7 +56,7 @@ export const settingsView = (r: SettingsRow, slug: string, baseUrl: string): Set
   rate_limit_per_hour: Number(r.rate_limit_per_hour),
   documentation_url: r.documentation_url,
   support_email: r.support_email,
-  default_frontend_worker_url: null,
+  default_frontend_worker_url: r.worker_host ? workerUrl(r.worker_host, r.worker_internal!, baseUrl) : null,
   created_at: iso(r.created_at),
   updated_at: iso(r.updated_at),
 });
@@ -67,11 +72,21 @@ export const settingsLight = (r: Pick<SettingsRow, 'display_name' | 'category' |
 
 const COLUMNS = ['display_name', 'primary_color', 'secondary_color', 'category', 'max_functions', 'max_datatables', 'rate_limit_per_hour', 'documentation_url', 'support_email'] as const;
 
-/** Validates a settings object (by default the `settings` of app creation); frontend workers do not exist yet: only null. */
+/**
+ * The address of an app's default frontend worker, on the scheme and port the request reached the
+ * API with (`baseUrl`; https without one); an external worker's on https (its customer's TLS).
+ */
+function workerUrl(host: string, internal: boolean, baseUrl: string): string {
+  if (!internal || !baseUrl) return `https://${host}/`;
+  const u = new URL(baseUrl);
+  return `${u.protocol}//${host}${u.port ? `:${u.port}` : ''}/`;
+}
+
+/** Validates a settings object (by default the `settings` of app creation: a new app has no worker, so default_frontend_worker is null there). */
 export function checkSettings(raw: unknown, schema: TObject = SettingsPatch): SettingsPatch {
   const input = validate(schema, raw) as SettingsPatch;
-  if (input.default_frontend_worker !== undefined && input.default_frontend_worker !== null) {
-    throw fieldError('default_frontend_worker', 'Frontend workers are not available yet: only null is accepted.');
+  if (schema === SettingsPatch && input.default_frontend_worker !== undefined && input.default_frontend_worker !== null) {
+    throw fieldError('default_frontend_worker', 'A new app has no frontend workers yet: create one for the app, then set it in the app settings.');
   }
   return input;
 }
@@ -87,7 +102,12 @@ export async function insertSettings(tx: EntityManager, schema: string, appId: n
 }
 
 export async function settingsOf(em: EntityManager, schema: string, appId: number): Promise<SettingsRow> {
-  return (await firstRow<SettingsRow>(em, `SELECT * FROM ${quotedSchema(schema)}.app_settings WHERE app_id = ?`, [appId]))!;
+  const q = quotedSchema(schema);
+  return (await firstRow<SettingsRow>(
+    em,
+    `SELECT s.*, w.host AS worker_host, w.is_internal AS worker_internal FROM ${q}.app_settings s LEFT JOIN ${q}.frontend_workers w ON w.id = s.default_frontend_worker WHERE s.app_id = ?`,
+    [appId],
+  ))!;
 }
 
 // ---------------------------------------------------------------- icons
@@ -182,6 +202,10 @@ export async function updateAppSettings(
   const icon = options.icon ? checkIcon(options.icon) : undefined;
   const sets: string[] = [];
   const params: unknown[] = [];
+  if (input.default_frontend_worker !== undefined) {
+    sets.push('default_frontend_worker = ?');
+    params.push(await checkDefaultWorker(ctx.em, schema, app.id, input.default_frontend_worker));
+  }
   for (const c of COLUMNS) {
     if (input[c] === undefined) continue;
     sets.push(`${c} = ?`);

@@ -66,6 +66,8 @@ export interface SiteSubjects {
   Function: { schema: string; app: string; slug: string };
   /** The site's event subscriptions (spec Part 1 §6): every user reads them; administrators manage them. */
   EventSubscription: { schema: string };
+  /** A frontend worker of the site (static hosting): administrators manage workers and their builds; what a worker serves is public. */
+  FrontendWorker: { schema: string; slug: string };
 }
 
 export type AppAbility = MongoAbility<[Action, Subject | Record<string, unknown>]>;
@@ -82,7 +84,7 @@ export interface HeldGrants {
 }
 
 const PLATFORM_SUBJECTS: PlatformSubject[] = ['User', 'Organization', 'Site', 'Group'];
-const SITE_SUBJECTS: SiteSubject[] = ['Tenant', 'App', 'DataSource', 'DataTable', 'Record', 'Secret', 'SecretType', 'SiteUser', 'AppRole', 'AppRoleAssignment', 'Bucket', 'StorageObject', 'SocialApp', 'Function', 'EventSubscription'];
+const SITE_SUBJECTS: SiteSubject[] = ['Tenant', 'App', 'DataSource', 'DataTable', 'Record', 'Secret', 'SecretType', 'SiteUser', 'AppRole', 'AppRoleAssignment', 'Bucket', 'StorageObject', 'SocialApp', 'Function', 'EventSubscription', 'FrontendWorker'];
 /** What a user may change of their own account (platform profile, site profile). */
 const PROFILE_FIELDS = ['username', 'email', 'first_name', 'last_name', 'password'];
 /** Admin flags: superusers' to give (staff neither give nor take them). */

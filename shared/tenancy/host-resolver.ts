@@ -7,18 +7,35 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { CachedLookup } from '../common/cached-lookup.ts';
 import { notifyChanged } from '../db/changes.ts';
 import type { Orm } from '../db/orm.ts';
+import type { Environment } from '../config.ts';
+import { parsePreviewHost } from '../workers/hostnames.ts';
+import { quotedSchema } from './schema.ts';
+
+/** A frontend worker's host (docs/frontend-workers.md): the build it serves now (or the previewed one). */
+export interface WorkerTarget {
+  id: number;
+  uuid: string;
+  /** The build to serve: the active one, a preview's own; null when none. */
+  build: string | null;
+  spa: boolean;
+  /** A preview address (`{build}--{subdomain}.…`): never indexed. */
+  preview: boolean;
+}
 
 export interface TenantRef {
   schema: string;
   siteUuid: string;
   slug: string;
+  /** Set when the host is a frontend worker's: it serves static files only, never the site's API. */
+  worker?: WorkerTarget;
 }
 
 /** Call inside the transaction that changes a site or a domain. */
 export const notifyRoutingChanged = (em: EntityManager): Promise<void> => notifyChanged(em, 'routing');
 
-const BY_HOST = `SELECT s.schema_name, s.uuid, s.slug FROM public.domains d JOIN public.sites s ON s.uuid = d.site_uuid
-  WHERE d.domain = ? AND d.is_active AND d.verified_at IS NOT NULL AND s.is_active`;
+const BY_HOST = `SELECT s.schema_name, s.uuid, s.slug, NULL::uuid AS worker_uuid FROM public.domains d JOIN public.sites s ON s.uuid = d.site_uuid
+  WHERE d.domain = ? AND d.is_active AND d.verified_at IS NOT NULL AND s.is_active
+  UNION ALL SELECT s.schema_name, s.uuid, s.slug, w.worker_uuid FROM public.worker_hosts w JOIN public.sites s ON s.uuid = w.site_uuid WHERE w.host = ? AND s.is_active`;
 const BY_SCHEMA = 'SELECT schema_name, uuid, slug FROM public.sites WHERE schema_name = ? AND is_active';
 
 export class HostResolver {
@@ -26,8 +43,12 @@ export class HostResolver {
   private readonly hosts: CachedLookup<TenantRef | null>;
   private readonly schemas: CachedLookup<TenantRef | null>;
 
-  constructor(orm: Orm, options: ConstructorParameters<typeof CachedLookup>[0] = {}) {
+  private readonly environment: Environment;
+
+  /** `environment`: the deployment's (ENVIRONMENT), for the prefix of preview addresses. */
+  constructor(orm: Orm, options: ConstructorParameters<typeof CachedLookup>[0] & { environment?: Environment } = {}) {
     this.orm = orm;
+    this.environment = options.environment ?? 'production';
     this.hosts = new CachedLookup(options);
     this.schemas = new CachedLookup(options);
   }
@@ -43,15 +64,34 @@ export class HostResolver {
   }
 
   resolveHost(host: string): Promise<TenantRef | null> {
-    return this.hosts.get(host, (key) => this.load(BY_HOST, key));
+    return this.hosts.get(host, (key) => this.loadHost(key));
   }
 
   resolveSchema(schema: string): Promise<TenantRef | null> {
-    return this.schemas.get(schema, (key) => this.load(BY_SCHEMA, key));
+    return this.schemas.get(schema, async (key) => {
+      const [row] = await this.orm.em.getConnection().execute(BY_SCHEMA, [key]);
+      return row ? { schema: row.schema_name, siteUuid: row.uuid, slug: row.slug } : null;
+    });
   }
 
-  private async load(sql: string, key: string): Promise<TenantRef | null> {
-    const rows = await this.orm.em.getConnection().execute(sql, [key]);
-    return rows[0] ? { schema: rows[0].schema_name, siteUuid: rows[0].uuid, slug: rows[0].slug } : null;
+  /** A site's domain, a worker's host, or a preview of a worker's build (`{8 hex of the build}--{worker host}`). */
+  private async loadHost(host: string): Promise<TenantRef | null> {
+    const db = this.orm.em.getConnection();
+    const [row] = await db.execute(BY_HOST, [host, host]);
+    if (row) {
+      const ref: TenantRef = { schema: row.schema_name, siteUuid: row.uuid, slug: row.slug };
+      if (!row.worker_uuid) return ref;
+      const [w] = await db.execute(`SELECT id, uuid, active_build_uuid, spa_fallback FROM ${quotedSchema(ref.schema)}.frontend_workers WHERE uuid = ?`, [row.worker_uuid]);
+      return w ? { ...ref, worker: { id: Number(w.id), uuid: w.uuid, build: w.active_build_uuid, spa: w.spa_fallback, preview: false } } : null;
+    }
+    const preview = parsePreviewHost(host, this.environment);
+    if (!preview) return null;
+    const target = await this.resolveHost(preview.workerHost);
+    if (!target?.worker || target.worker.preview) return null;
+    const builds = await db.execute(
+      `SELECT uuid FROM ${quotedSchema(target.schema)}.frontend_worker_builds WHERE worker_id = ? AND status = 'ready' AND left(replace(uuid::text, '-', ''), 8) = ? LIMIT 2`,
+      [target.worker.id, preview.short],
+    );
+    return builds.length === 1 ? { ...target, worker: { ...target.worker, build: builds[0].uuid, preview: true } } : null;
   }
 }

@@ -626,6 +626,64 @@ export const tenantMigrations: TenantMigration[] = [
       systemPoliciesFollow('default'),
     ],
   },
+  {
+    version: 13,
+    name: 'frontend_workers',
+    // Issue 31 (docs/frontend-workers.md): a worker, its builds (the manifest maps each path to a
+    // content-addressed blob), and the site's blobs by SHA-256 (stored under `_workers/` in the
+    // site's store, outside every bucket): a row is written before its bytes, `stored` once they
+    // are (a journal: workers/deploy.ts). `used_at`: a deploy touches the blobs it reuses, so the
+    // collection of unreferenced blobs leaves alone those a deploy in flight counts on. An app's
+    // `default_frontend_worker` (Part 2) is cleared with its worker.
+    statements: [
+      `CREATE TABLE frontend_workers (
+        id serial PRIMARY KEY,
+        uuid uuid NOT NULL UNIQUE,
+        slug varchar(63) NOT NULL,
+        name varchar(255) NOT NULL,
+        subdomain varchar(63) NOT NULL,
+        is_internal boolean NOT NULL DEFAULT true,
+        domain varchar(253) NULL,
+        host varchar(253) NOT NULL,
+        app_id integer NULL REFERENCES apps (id) ON DELETE SET NULL,
+        spa_fallback boolean NOT NULL DEFAULT true,
+        active_build_uuid uuid NULL,
+        created_by uuid NULL,
+        modified_by uuid NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        CONSTRAINT frontend_workers_domain CHECK (is_internal = (domain IS NULL))
+      )`,
+      'CREATE UNIQUE INDEX frontend_workers_slug_key ON frontend_workers (slug)',
+      'CREATE UNIQUE INDEX frontend_workers_host_key ON frontend_workers (host)',
+      `CREATE TABLE frontend_worker_builds (
+        uuid uuid PRIMARY KEY,
+        worker_id integer NOT NULL REFERENCES frontend_workers (id) ON DELETE CASCADE,
+        title varchar(255) NOT NULL,
+        status varchar(16) NOT NULL CHECK (status IN ('uploading', 'ready', 'failed')),
+        size bigint NOT NULL DEFAULT 0,
+        file_count integer NOT NULL DEFAULT 0,
+        stored_files integer NOT NULL DEFAULT 0,
+        manifest jsonb NULL,
+        error text NULL,
+        created_by uuid NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        ready_at timestamptz NULL
+      )`,
+      'CREATE INDEX frontend_worker_builds_worker ON frontend_worker_builds (worker_id, created_at DESC)',
+      'ALTER TABLE frontend_workers ADD CONSTRAINT frontend_workers_active_build FOREIGN KEY (active_build_uuid) REFERENCES frontend_worker_builds (uuid) ON DELETE RESTRICT DEFERRABLE INITIALLY DEFERRED',
+      `CREATE TABLE frontend_worker_blobs (
+        sha256 char(64) PRIMARY KEY,
+        size bigint NOT NULL,
+        br bigint NULL,
+        gz bigint NULL,
+        stored boolean NOT NULL DEFAULT false,
+        used_at timestamptz NOT NULL DEFAULT now()
+      )`,
+      'UPDATE app_settings SET default_frontend_worker = NULL',
+      'ALTER TABLE app_settings ADD CONSTRAINT app_settings_default_frontend_worker FOREIGN KEY (default_frontend_worker) REFERENCES frontend_workers (id) ON DELETE SET NULL',
+    ],
+  },
 ];
 
 export const CURRENT_TENANT_VERSION = tenantMigrations.at(-1)!.version;

@@ -388,6 +388,53 @@ export class Migration0009PlatformSettings extends Migration {
   }
 }
 
+/**
+ * Frontend workers' addresses (issue 31, docs/frontend-workers.md): `worker_hosts` names every
+ * host a worker serves (the worker itself lives in its site's schema). One namespace of hosts
+ * with `domains`: a trigger on each table refuses a host the other holds, under a transaction
+ * lock on the host so that two concurrent claims serialise (the second sees the first's commit);
+ * the refusal is the unique violation of the table written, so each service's existing handling
+ * of "taken" applies (`domains_domain_key`, `worker_hosts_pkey`).
+ */
+export class Migration0010WorkerHosts extends Migration {
+  override name = '0010_worker_hosts';
+  override async up(): Promise<void> {
+    this.addSql(`
+      CREATE TABLE worker_hosts (
+        host varchar(253) PRIMARY KEY,
+        site_uuid uuid NOT NULL REFERENCES sites (uuid) ON DELETE CASCADE,
+        worker_uuid uuid NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now()
+      )`);
+    this.addSql('CREATE UNIQUE INDEX worker_hosts_worker_key ON worker_hosts (worker_uuid)');
+    this.addSql(`
+      CREATE FUNCTION claim_host() RETURNS trigger LANGUAGE plpgsql AS $fn$
+      DECLARE
+        host text := CASE WHEN TG_TABLE_NAME = 'domains' THEN NEW.domain ELSE NEW.host END;
+        taken boolean;
+      BEGIN
+        PERFORM pg_advisory_xact_lock(hashtext('host:' || host));
+        IF TG_TABLE_NAME = 'domains' THEN
+          SELECT EXISTS (SELECT 1 FROM public.worker_hosts w WHERE w.host = claim_host.host) INTO taken;
+        ELSE
+          SELECT EXISTS (SELECT 1 FROM public.domains d WHERE d.domain = claim_host.host) INTO taken;
+        END IF;
+        IF taken THEN
+          RAISE EXCEPTION 'The host % is taken.', host USING ERRCODE = 'unique_violation',
+            CONSTRAINT = CASE WHEN TG_TABLE_NAME = 'domains' THEN 'domains_domain_key' ELSE 'worker_hosts_pkey' END;
+        END IF;
+        RETURN NEW;
+      END $fn$`);
+    this.addSql('CREATE TRIGGER domains_claim_host BEFORE INSERT OR UPDATE OF domain ON domains FOR EACH ROW EXECUTE FUNCTION claim_host()');
+    this.addSql('CREATE TRIGGER worker_hosts_claim_host BEFORE INSERT OR UPDATE OF host ON worker_hosts FOR EACH ROW EXECUTE FUNCTION claim_host()');
+  }
+  override async down(): Promise<void> {
+    this.addSql('DROP TRIGGER domains_claim_host ON domains');
+    this.addSql('DROP TABLE worker_hosts');
+    this.addSql('DROP FUNCTION claim_host()');
+  }
+}
+
 export const platformMigrations = [
   Migration0001Users,
   Migration0002Tenancy,
@@ -398,4 +445,5 @@ export const platformMigrations = [
   Migration0007IdempotencyKeys,
   Migration0008DomainVerification,
   Migration0009PlatformSettings,
+  Migration0010WorkerHosts,
 ];

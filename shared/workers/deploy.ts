@@ -1,0 +1,185 @@
+// A build's files into the site's store (docs/frontend-workers.md "Deploys"). The archive is read
+// safely (archive.ts: every entry is checked before the first file comes out); each file is
+// hashed and stored content-addressed per site under `_workers/{sha256}` (with `.br`/`.gz`
+// variants compressed once, here), outside every bucket: a file whose content an earlier build
+// of the site stored is not stored again, so a build that changes 3 files of 5,000 writes 3.
+//
+// Order (crash safety): the blob's row first (not yet `stored`: a journal entry), then the bytes,
+// then `stored`; only stored blobs are reused. A crash in between leaves an unstored row
+// (sweepWorkerBlobs removes it and whatever bytes came); a blob no
+// build names any more is collected (collectWorkerBlobs) unless a deploy touched it within the
+// grace period (`used_at`: the deploy in flight that reuses it has not written its manifest yet).
+import { createHash } from 'node:crypto';
+import { open } from 'node:fs/promises';
+import { Readable } from 'node:stream';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import mime from 'mime-types';
+import { rows } from '../db/sql.ts';
+import { fieldError } from '../errors.ts';
+import type { SiteStore } from '../storage/objstore/types.ts';
+import { quotedSchema } from '../tenancy/schema.ts';
+import { archiveFormat, readArchive, type ArchiveLimits } from './archive.ts';
+import { precompress } from './precompress.ts';
+import { buildManifest, type BuildFile, type Manifest } from './serving.ts';
+
+export const BLOB_PREFIX = '_workers/';
+export const blobKey = (sha256: string, encoding: 'br' | 'gzip' | null = null): string => `${BLOB_PREFIX}${sha256}${encoding === 'br' ? '.br' : encoding === 'gzip' ? '.gz' : ''}`;
+/** A blob a deploy touched within this long is never collected (longer than any deploy). */
+export const BLOB_GRACE_MS = 3600_000;
+/** Files hashed, compressed and stored at once. */
+const BATCH = 64;
+
+export interface Deployed {
+  manifest: Manifest;
+  size: number;
+  fileCount: number;
+  storedFiles: number;
+}
+
+interface Pending {
+  path: string;
+  data: Buffer;
+  sha256: string;
+  type: string;
+}
+
+function contentType(path: string): string {
+  const type = mime.lookup(path) || 'application/octet-stream';
+  return mime.charset(type) ? `${type}; charset=utf-8` : type;
+}
+
+/** The archive's format from its name and first bytes (400 naming `file` when neither says zip, tar or gzipped tar). */
+export async function formatOf(file: { path: string; filename: string }): Promise<ReturnType<typeof archiveFormat>> {
+  const handle = await open(file.path, 'r');
+  try {
+    const head = Buffer.alloc(512);
+    const { bytesRead } = await handle.read(head, 0, 512, 0);
+    return archiveFormat(file.filename, head.subarray(0, bytesRead));
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Reads the archive at `file.path` and stores its files' new contents. `started` runs once every
+ * entry has been checked, before the first byte is stored (a refused archive writes nothing).
+ */
+export async function deployArchive(
+  em: EntityManager,
+  store: SiteStore,
+  schema: string,
+  file: { path: string; filename: string },
+  started: () => Promise<void>,
+  limits?: Partial<ArchiveLimits>,
+): Promise<Deployed> {
+  const format = await formatOf(file);
+  const q = quotedSchema(schema);
+  const files = new Map<string, BuildFile>();
+  const texts: { redirects?: string; headers?: string } = {};
+  let batch: Pending[] = [];
+  let size = 0;
+  let storedFiles = 0;
+  let begun = false;
+
+  const flush = async () => {
+    const pending = batch;
+    batch = [];
+    if (!pending.length) return;
+    const hashes = [...new Set(pending.map((p) => p.sha256))];
+    // Touch the blobs the site has (the collector leaves them alone from now on), learn what they are.
+    const known = new Map(
+      (await rows<{ sha256: string; size: string; br: string | null; gz: string | null }>(
+        em,
+        `UPDATE ${q}.frontend_worker_blobs SET used_at = now() WHERE stored AND sha256 IN (SELECT jsonb_array_elements_text(?::jsonb)) RETURNING sha256, size, br, gz`,
+        [JSON.stringify(hashes)],
+      )).map((r) => [r.sha256, r]),
+    );
+    const fresh = new Map<string, Pending>();
+    for (const p of pending) if (!known.has(p.sha256)) fresh.set(p.sha256, p);
+    // The journal first: rows not yet `stored` (another deploy storing the same content stores it too: same bytes).
+    if (fresh.size) {
+      await em.execute(
+        `INSERT INTO ${q}.frontend_worker_blobs (sha256, size) SELECT b->>'sha256', (b->>'size')::bigint FROM jsonb_array_elements(?::jsonb) b
+         ON CONFLICT (sha256) DO UPDATE SET used_at = now()`,
+        [JSON.stringify([...fresh.values()].map((p) => ({ sha256: p.sha256, size: p.data.length })))],
+      );
+    }
+    const added = await Promise.all(
+      [...fresh.values()].map(async (p) => {
+        const variants = await precompress(p.data, p.type);
+        await Promise.all([
+          store.put(blobKey(p.sha256), Readable.from([p.data]), { contentType: p.type, size: p.data.length }),
+          variants.br && store.put(blobKey(p.sha256, 'br'), Readable.from([variants.br]), { contentType: p.type, size: variants.br.length }),
+          variants.gz && store.put(blobKey(p.sha256, 'gzip'), Readable.from([variants.gz]), { contentType: p.type, size: variants.gz.length }),
+        ]);
+        return { sha256: p.sha256, size: p.data.length, br: variants.br?.length ?? null, gz: variants.gz?.length ?? null };
+      }),
+    );
+    if (added.length) {
+      await em.execute(
+        `UPDATE ${q}.frontend_worker_blobs x SET stored = true, br = (b->>'br')::bigint, gz = (b->>'gz')::bigint, used_at = now()
+           FROM jsonb_array_elements(?::jsonb) b WHERE x.sha256 = b->>'sha256'`,
+        [JSON.stringify(added)],
+      );
+      storedFiles += added.length;
+    }
+    const info = new Map<string, { size: number; br: number | null; gz: number | null }>([
+      ...[...known.values()].map((r) => [r.sha256, { size: Number(r.size), br: r.br === null ? null : Number(r.br), gz: r.gz === null ? null : Number(r.gz) }] as const),
+      ...added.map((a) => [a.sha256, a] as const),
+    ]);
+    for (const p of pending) {
+      const v = info.get(p.sha256)!;
+      files.set(p.path, { sha256: p.sha256, size: v.size, type: p.type, ...(v.br !== null && { br: v.br }), ...(v.gz !== null && { gz: v.gz }) });
+    }
+  };
+
+  const counted = await readArchive(
+    file.path,
+    format,
+    async ({ path, data }) => {
+      if (!begun) {
+        begun = true;
+        await started();
+      }
+      size += data.length;
+      if (path === '_redirects' || path === '_headers') {
+        texts[path === '_redirects' ? 'redirects' : 'headers'] = data.toString('utf8');
+        return;
+      }
+      batch.push({ path, data, sha256: createHash('sha256').update(data).digest('hex'), type: contentType(path) });
+      if (batch.length >= BATCH) await flush();
+    },
+    limits,
+  );
+  await flush();
+  if (!counted.files) throw fieldError('file', 'The archive holds no files.');
+  return { manifest: buildManifest(files, texts), size, fileCount: counted.files, storedFiles };
+}
+
+/**
+ * Removes the site's blobs that no build names any more and that no deploy touched within the
+ * grace period: their rows, then their bytes (a failure to delete bytes leaves them to the sweep).
+ */
+export async function collectWorkerBlobs(em: EntityManager, store: SiteStore, schema: string, graceMs = BLOB_GRACE_MS): Promise<number> {
+  const q = quotedSchema(schema);
+  const gone = await rows<{ sha256: string }>(
+    em,
+    `DELETE FROM ${q}.frontend_worker_blobs b
+      WHERE b.stored AND b.used_at < now() - (? * interval '1 millisecond')
+        AND NOT EXISTS (SELECT 1 FROM ${q}.frontend_worker_builds x, jsonb_each(x.manifest->'files') f WHERE f.value->>'sha256' = b.sha256)
+      RETURNING b.sha256`,
+    [graceMs],
+  );
+  if (gone.length) await store.delete(gone.flatMap((r) => [blobKey(r.sha256), blobKey(r.sha256, 'br'), blobKey(r.sha256, 'gzip')])).catch(() => undefined);
+  return gone.length;
+}
+
+/** Blobs whose bytes a deploy began to store and never confirmed (a crash, a failed put), older than the grace period: their bytes, then their rows. */
+export async function sweepWorkerBlobs(em: EntityManager, store: SiteStore, schema: string, graceMs = BLOB_GRACE_MS): Promise<number> {
+  const q = quotedSchema(schema);
+  const stale = await rows<{ sha256: string }>(em, `SELECT sha256 FROM ${q}.frontend_worker_blobs WHERE NOT stored AND used_at < now() - (? * interval '1 millisecond')`, [graceMs]);
+  if (!stale.length) return 0;
+  await store.delete(stale.flatMap((r) => [blobKey(r.sha256), blobKey(r.sha256, 'br'), blobKey(r.sha256, 'gzip')]));
+  await em.execute(`DELETE FROM ${q}.frontend_worker_blobs WHERE NOT stored AND sha256 IN (SELECT jsonb_array_elements_text(?::jsonb))`, [JSON.stringify(stale.map((r) => r.sha256))]);
+  return stale.length;
+}
