@@ -166,8 +166,9 @@ async function workerFor(ctx: ServiceContext, slug: string, action: 'read' | 'up
 
 // ---------------------------------------------------------------- addresses
 
-/** Who holds `host`: a worker (with its site) or a domain; null when free. */
-async function holderOf(em: EntityManager, host: string): Promise<{ site_uuid: string; worker_uuid: string | null } | undefined> {
+/** Who holds `host`: a worker (with its site), a domain, or the platform API itself (PLATFORM_HOSTS: no site); undefined when free. */
+async function holderOf(em: EntityManager, host: string, s: WorkerSettings): Promise<{ site_uuid: string | null; worker_uuid: string | null } | undefined> {
+  if (s.platformHosts.includes(host)) return { site_uuid: null, worker_uuid: null };
   return firstRow(em, `SELECT site_uuid, worker_uuid FROM public.worker_hosts WHERE host = ? UNION ALL SELECT site_uuid, NULL FROM public.domains WHERE domain = ? LIMIT 1`, [host, host]);
 }
 
@@ -202,7 +203,7 @@ export async function checkAvailability(ctx: ServiceContext, deps: WorkerDeps, r
   const a = await addressOf(em, site.uuid, { subdomain: query.subdomain, field: 'subdomain', is_internal: query.is_internal, domain: query.domain }, s, false);
   const host = workerHost(a, s.environment, s.baseDomain);
   const excluded = query.exclude_slug ? await findWorker(em, schema, query.exclude_slug) : undefined;
-  const holder = excluded?.host === host ? undefined : await holderOf(em, host);
+  const holder = excluded?.host === host ? undefined : await holderOf(em, host, s);
   const base = { subdomain: a.subdomain, full_domain: host, domain: a.domain ?? s.baseDomain, is_internal: a.isInternal };
   if (!holder) return { ...base, available: true, message: `${host} is available.` };
   const mine = holder.worker_uuid && holder.site_uuid === site.uuid ? await firstRow<{ slug: string; name: string }>(em, `SELECT slug, name FROM ${quotedSchema(schema)}.frontend_workers WHERE uuid = ?`, [holder.worker_uuid]) : undefined;
@@ -212,7 +213,7 @@ export async function checkAvailability(ctx: ServiceContext, deps: WorkerDeps, r
       `SELECT host FROM public.worker_hosts WHERE host IN (SELECT jsonb_array_elements_text(?::jsonb)) UNION SELECT domain FROM public.domains WHERE domain IN (SELECT jsonb_array_elements_text(?::jsonb))`,
       [JSON.stringify(hosts), JSON.stringify(hosts)],
     );
-    const taken = new Set(held.map((r) => r.host));
+    const taken = new Set([...held.map((r) => r.host), ...s.platformHosts]);
     return new Set(hosts.filter((h) => !taken.has(h)));
   };
   const suggestions = await suggestSubdomains({ subdomain: a.subdomain, tenantName: site.name, year: new Date().getFullYear(), address: { isInternal: a.isInternal, domain: a.domain } }, s.environment, s.baseDomain, free);
@@ -300,7 +301,7 @@ export async function createWorker(ctx: ServiceContext, deps: WorkerDeps, fields
   const a = await addressOf(em, site.uuid, { subdomain: input.subdomain_input ?? slugify(name, 63), field: 'subdomain_input', is_internal: input.is_internal, domain: input.domain }, s);
   const host = workerHost(a, s.environment, s.baseDomain);
   const appId = await appOf(em, schema, input.app);
-  if (await holderOf(em, host)) throw hostTaken('subdomain_input', host);
+  if (await holderOf(em, host, s)) throw hostTaken('subdomain_input', host);
   await authorizeSiteSubject(ctx, 'create', 'FrontendWorker', { schema, slug: workerSlugOf(a.subdomain) });
   const deployed = file ? await deploy(ctx, deps, schema, file, async () => undefined) : undefined;
   const q = quotedSchema(schema);
@@ -354,6 +355,7 @@ export async function updateWorker(ctx: ServiceContext, deps: WorkerDeps, slug: 
   const host = workerHost({ ...address(worker), subdomain }, s.environment, s.baseDomain);
   if (input.name !== undefined && !input.name.trim()) throw fieldError('name', 'This field may not be blank.');
   const appId = input.app === undefined ? worker.app_id : await appOf(em, schema, input.app);
+  if (host !== worker.host && s.platformHosts.includes(host)) throw hostTaken(field, host);
   try {
     await ctx.em.transactional(async (tx) => {
       const t = tx as EntityManager;
