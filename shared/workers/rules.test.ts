@@ -146,6 +146,7 @@ test('parseHeaders: patterns and indented lines; repeated names joined; later ru
   ]);
   t.deepEqual(matchHeaders(rules, '/assets/data.json').at(-1), ['Content-Type', 'application/json']);
   t.deepEqual(matchHeaders(parseHeaders('/only\n  A: 1'), '/other'), []);
+  t.is(parseHeaders('\uFEFF/*\n  A: 1').length, 1, 'a byte-order mark is not indentation');
 });
 
 test('parseHeaders refuses Set-Cookie, framing headers, bad names and values, orphans and empty rules', (t) => {

@@ -220,8 +220,7 @@ function parseRedirectLine(tokens: string[]): RedirectRule {
     force = m[2] === '!';
   }
   const matcher = compilePattern(from, 1);
-  const absolute = /^https?:\/\//i.test(to);
-  if (absolute) {
+  if (/^https?:\/\//i.test(to)) {
     if (!URL.canParse(to)) fail(`"${to}" is not a valid URL`);
     if (!URL_STATUSES.has(status)) {
       fail(`"${to}" is an absolute URL with status ${status}: only redirects (301, 302, 303, 307, 308) may go to another site (proxying is not supported)`);
@@ -230,14 +229,14 @@ function parseRedirectLine(tokens: string[]): RedirectRule {
     fail(`"${to}" must be a path starting with a single "/" or an absolute http(s) URL`);
   }
   const names = new Set(matcher.head.flatMap((p) => (typeof p === 'string' ? [] : [p.name])));
-  return { from, to: to, status, force, matcher, target: compileTarget(printable(to), names, matcher.star) };
+  return { from, to, status, force, matcher, target: compileTarget(printable(to), names, matcher.star) };
 }
 
-/** The lines of a file with their numbers, trailing `#` comments and blank lines dropped; problems reported together. */
-function parseLines<T>(file: string, text: string, max: number, what: string, parseLine: (line: string, n: number, out: T[]) => void): T[] {
+/** Parses the lines of a file (a BOM, blank and `#` comment lines skipped) into at most `max` rules; problems reported together. */
+function parseLines<T>(file: string, text: string, max: number, parseLine: (line: string, n: number, out: T[]) => void): T[] {
   const out: T[] = [];
   const problems: string[] = [];
-  const lines = text.split(/\r?\n/);
+  const lines = text.replace(/^\uFEFF/, '').split(/\r?\n/);
   for (const [i, line] of lines.entries()) {
     if (problems.length >= MAX_REPORTED) break;
     const n = i + 1;
@@ -246,7 +245,7 @@ function parseLines<T>(file: string, text: string, max: number, what: string, pa
       if (line.length > MAX_LINE_LENGTH) fail(`longer than ${MAX_LINE_LENGTH} characters`);
       parseLine(line, n, out);
       if (out.length > max) {
-        problems.push(`${file} line ${n}: more than ${max} ${what}; merge rules (a "*" splat covers many paths)`);
+        problems.push(`${file} line ${n}: more than ${max} rules; merge rules (a "*" splat covers many paths)`);
         break;
       }
     } catch (err) {
@@ -260,7 +259,7 @@ function parseLines<T>(file: string, text: string, max: number, what: string, pa
 
 /** Parses a `_redirects` file (see the header comment); throws a 400 naming the field `file` and listing the bad lines. */
 export function parseRedirects(text: string): RedirectRule[] {
-  return parseLines<RedirectRule>('_redirects', text, MAX_REDIRECT_RULES, 'rules', (line, _n, out) => {
+  return parseLines<RedirectRule>('_redirects', text, MAX_REDIRECT_RULES, (line, _n, out) => {
     const tokens = line.trim().split(/\s+/);
     const comment = tokens.findIndex((t) => t.startsWith('#'));
     out.push(parseRedirectLine(comment === -1 ? tokens : tokens.slice(0, comment)));
@@ -273,7 +272,7 @@ const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 export function parseHeaders(text: string): HeaderRule[] {
   let current: HeaderRule | undefined;
   const lineOf = new Map<HeaderRule, number>();
-  const rules = parseLines<HeaderRule>('_headers', text, MAX_HEADER_RULES, 'rules', (line, n, out) => {
+  const rules = parseLines<HeaderRule>('_headers', text, MAX_HEADER_RULES, (line, n, out) => {
     if (!/^\s/.test(line)) {
       const pattern = line.trim();
       // Pushed before compiling: the header lines of a bad pattern are not reported as orphans.
