@@ -12,7 +12,7 @@ import type { Orm } from '../../shared/db/orm.ts';
 import type { HostResolver, TenantRef, WorkerTarget } from '../../shared/tenancy/host-resolver.ts';
 import { quotedSchema } from '../../shared/tenancy/schema.ts';
 import { blobKey } from '../../shared/workers/deploy.ts';
-import { plan, type Manifest } from '../../shared/workers/serving.ts';
+import { plan, planWithoutBuild, type Manifest } from '../../shared/workers/serving.ts';
 import type { ObjectStore } from '../../shared/storage/objstore/types.ts';
 import type { AppContext } from './types.ts';
 
@@ -93,39 +93,23 @@ export function staticSites(deps: StaticSitesDeps) {
 
   const serve = async (ctx: AppContext, site: TenantRef, worker: WorkerTarget) => {
     const manifest = worker.build ? await manifestOf(site.schema, worker.build) : null;
-    if (!manifest) {
-      ctx.status = 404;
-      ctx.set('Cache-Control', 'no-store');
-      ctx.type = 'text/plain; charset=utf-8';
-      ctx.body = 'This site has no active build yet.\n';
-      return;
-    }
-    const decided = plan(manifest, { method: ctx.method, path: ctx.path, acceptEncoding: ctx.get('Accept-Encoding'), ifNoneMatch: ctx.get('If-None-Match') }, { spa: worker.spa, preview: worker.preview });
-    ctx.set(decided.headers);
-    if (decided.kind === 'not-modified') {
-      ctx.status = 304;
-      return;
-    }
-    if (decided.kind === 'redirect') {
+    const req = { method: ctx.method, path: ctx.path, acceptEncoding: ctx.get('Accept-Encoding'), ifNoneMatch: ctx.get('If-None-Match') };
+    const decided = manifest ? plan(manifest, req, { spa: worker.spa, preview: worker.preview }) : planWithoutBuild(req);
+    if (decided.kind === 'not-modified') ctx.status = 304;
+    else if (decided.kind === 'redirect') {
       ctx.status = decided.status;
       ctx.set('Location', decided.location);
-      return;
-    }
-    if (decided.kind === 'empty') {
+    } else if (decided.kind === 'empty') {
       ctx.status = decided.status;
-      ctx.type = 'text/plain; charset=utf-8';
-      ctx.body = `${decided.message}\n`;
-      return;
+      ctx.body = decided.message;
+    } else {
+      ctx.status = decided.status;
+      if (!decided.head) {
+        const { file, encoding } = decided;
+        ctx.body = await body(site.schema, file.sha256, encoding, encoding === 'br' ? file.br! : encoding === 'gzip' ? file.gz! : file.size);
+      }
     }
-    const { file, encoding } = decided;
-    const size = encoding === 'br' ? file.br! : encoding === 'gzip' ? file.gz! : file.size;
-    ctx.status = decided.status;
-    if (decided.head) {
-      ctx.set('Content-Length', String(size));
-      return;
-    }
-    ctx.body = await body(site.schema, file.sha256, encoding, size);
-    ctx.set(decided.headers); // Koa's body setter chose a type and length: the plan's win
+    ctx.set(decided.headers); // after the body: Koa's body setter chose a type and length, the plan's are the answer's
   };
 
   return async (ctx: AppContext, next: Next) => {

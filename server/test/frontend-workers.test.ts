@@ -202,7 +202,7 @@ test.serial('forms: urlencoded create without a file; rules 2-4 as field errors;
   t.like(form.body.data, { slug: 'blog-site', subdomain: 'blog-site', active_build_uuid: null, build: null });
   const empty = await visit('blog-site.localhost', '/');
   t.is(empty.status, 404);
-  t.regex(empty.body.toString(), /no active build/);
+  t.regex(empty.body.toString(), /No build is active/);
 
   for (const [body, field] of [
     [{ name: 'x', subdomain_input: 'ab' }, 'subdomain_input'],
@@ -264,7 +264,7 @@ test.serial('PATCH subdomain_input moves the address, keeps the slug; GET → ed
   t.is(moved.status, 200, moved.text);
   t.like(moved.body.data, { slug: 'blog-site', subdomain: 'journal', full_domain: 'journal.localhost' });
   t.is((await visit('journal.localhost', '/')).status, 404, 'the new host routes (no build yet)');
-  t.regex((await visit('journal.localhost', '/')).body.toString(), /no active build/);
+  t.regex((await visit('journal.localhost', '/')).body.toString(), /No build is active/);
   t.regex((await visit('blog-site.localhost', '/')).body.toString(), /Unknown host/, 'the old host is gone');
 
   const got = (await onA('GET', `${W}blog-site/`)).body.data;
