@@ -410,23 +410,23 @@ export class Migration0010WorkerHosts extends Migration {
     this.addSql(`
       CREATE FUNCTION claim_host() RETURNS trigger LANGUAGE plpgsql AS $fn$
       DECLARE
-        host text := CASE WHEN TG_TABLE_NAME = 'domains' THEN NEW.domain ELSE NEW.host END;
+        claimed text := to_jsonb(NEW) ->> TG_ARGV[0];
         taken boolean;
       BEGIN
-        PERFORM pg_advisory_xact_lock(hashtext('host:' || host));
+        PERFORM pg_advisory_xact_lock(hashtext('host:' || claimed));
         IF TG_TABLE_NAME = 'domains' THEN
-          SELECT EXISTS (SELECT 1 FROM public.worker_hosts w WHERE w.host = claim_host.host) INTO taken;
+          SELECT EXISTS (SELECT 1 FROM public.worker_hosts w WHERE w.host = claimed) INTO taken;
         ELSE
-          SELECT EXISTS (SELECT 1 FROM public.domains d WHERE d.domain = claim_host.host) INTO taken;
+          SELECT EXISTS (SELECT 1 FROM public.domains d WHERE d.domain = claimed) INTO taken;
         END IF;
         IF taken THEN
-          RAISE EXCEPTION 'The host % is taken.', host USING ERRCODE = 'unique_violation',
+          RAISE EXCEPTION 'The host % is taken.', claimed USING ERRCODE = 'unique_violation',
             CONSTRAINT = CASE WHEN TG_TABLE_NAME = 'domains' THEN 'domains_domain_key' ELSE 'worker_hosts_pkey' END;
         END IF;
         RETURN NEW;
       END $fn$`);
-    this.addSql('CREATE TRIGGER domains_claim_host BEFORE INSERT OR UPDATE OF domain ON domains FOR EACH ROW EXECUTE FUNCTION claim_host()');
-    this.addSql('CREATE TRIGGER worker_hosts_claim_host BEFORE INSERT OR UPDATE OF host ON worker_hosts FOR EACH ROW EXECUTE FUNCTION claim_host()');
+    this.addSql('CREATE TRIGGER domains_claim_host BEFORE INSERT OR UPDATE OF domain ON domains FOR EACH ROW EXECUTE FUNCTION claim_host(\'domain\')');
+    this.addSql('CREATE TRIGGER worker_hosts_claim_host BEFORE INSERT OR UPDATE OF host ON worker_hosts FOR EACH ROW EXECUTE FUNCTION claim_host(\'host\')');
   }
   override async down(): Promise<void> {
     this.addSql('DROP TRIGGER domains_claim_host ON domains');
