@@ -62,6 +62,10 @@ maybe(`a single-page app through its host: a client-side route, a deep link, an 
   const worker = await deploy({ name: 'Shop', subdomain_input: 'browser-shop', set_active: 'true' }, 'v1');
   const next = await deploy({}, 'v2', '/api/frontend_workers/browser-shop/builds/');
   const page = await (await browser.newContext()).newPage();
+  // The test server listens on a port of its own (PORT=0): the addresses with that port.
+  const at = (url: string) => Object.assign(new URL(url), { port: new URL(s.url).port }).toString();
+  worker.web_url = at(worker.web_url);
+  next.preview_url = at(next.preview_url);
 
   await page.goto(worker.web_url);
   await page.locator('#view', { hasText: 'Home page' }).waitFor();
