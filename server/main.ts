@@ -28,6 +28,7 @@ import { createMailer } from '../shared/mail/mailer.ts';
 import { SecretKeyring } from '../shared/secrets/crypto.ts';
 import { refreshUsage, storageSites } from '../shared/storage/bucket.service.ts';
 import { sweepBlobs } from '../shared/storage/blobs.ts';
+import { collectWorkerBlobs, sweepWorkerBlobs } from '../shared/workers/deploy.ts';
 import { storeFromConfig } from '../shared/storage/objstore/index.ts';
 import type { ObjectStore } from '../shared/storage/objstore/types.ts';
 import { createApp, faultLogs, functionRuntime } from './app.ts';
@@ -87,15 +88,18 @@ const pruneJob = (db: Database) => async () => {
   return pruned.deleted || pruned.sessions || pruned.idempotencyKeys ? pruned : undefined;
 };
 
-/** Storage upkeep of every site: usage counters and quota state (`check_storage_quotas`), then blobs no record holds (shared/storage/). */
+/** Storage upkeep of every site: usage counters and quota state (`check_storage_quotas`), then blobs no record holds (shared/storage/, shared/workers/). */
 const storageJob = (db: Database, store: ObjectStore) => async () => {
   const em = db.orm.em.fork();
   const sites = await storageSites(em);
+  const withWorkers = new Set((await em.execute('SELECT schema_name FROM public.tenant_schemas WHERE version >= 13')).map((r) => String(r.schema_name)));
   let buckets = 0;
   let swept = 0;
   for (const schema of sites) {
     buckets += (await refreshUsage(em, schema)).buckets;
     swept += await sweepBlobs(em, store, schema);
+    // Frontend workers' blobs: those a crash left half-stored, and those no build names any more (shared/workers/deploy.ts).
+    if (withWorkers.has(schema)) swept += (await sweepWorkerBlobs(em, store.site(schema), schema)) + (await collectWorkerBlobs(em, store.site(schema), schema));
   }
   return buckets || swept ? { sites: sites.length, buckets, swept } : undefined;
 };

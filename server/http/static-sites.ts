@@ -37,6 +37,12 @@ class Lru<V> {
     this.map.set(key, hit);
     return hit.value;
   }
+  delete(key: string): void {
+    const old = this.map.get(key);
+    if (!old) return;
+    this.map.delete(key);
+    this.total -= old.weight;
+  }
   set(key: string, value: V, weight = 1): void {
     if (weight > this.max) return;
     const old = this.map.get(key);
@@ -73,7 +79,7 @@ export function staticSites(deps: StaticSitesDeps) {
         .execute(`SELECT manifest FROM ${quotedSchema(schema)}.frontend_worker_builds WHERE uuid = ? AND status = 'ready'`, [build])
         .then((r) => (r[0]?.manifest as Manifest | undefined) ?? null);
       manifests.set(key, found);
-      found.catch(() => manifests.set(key, Promise.resolve(null), 0)); // a failed load is not kept
+      found.catch(() => manifests.delete(key)); // a failed load is not kept (the request answers its error)
     }
     return found;
   };
