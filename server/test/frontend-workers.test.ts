@@ -292,16 +292,35 @@ test.serial('app setting default_frontend_worker: a worker of the app, its URL; 
   t.regex((await visit('journal.localhost', '/')).body.toString(), /Unknown host/);
 });
 
-test.serial('isolation: another site\'s administrator reaches nothing of site A\'s workers; a non-administrator is refused', async (t) => {
-  const asB = (method: string, path: string, body?: unknown) => on(a, method, path, body, tok.adminB);
-  for (const [method, path] of [['GET', W], ['GET', `${W}shop/`], ['PATCH', `${W}shop/`], ['DELETE', `${W}shop/`], ['GET', `${W}shop/builds/`]] as const) {
-    const r = await asB(method, path, method === 'PATCH' ? { name: 'x' } : undefined);
-    t.true(r.status === 401 || r.status === 403 || r.status === 404, `${method} ${path} with site B's token on A: ${r.status}`);
+test.serial('isolation: another site\'s administrator reaches nothing of site A\'s workers, by any route; a non-administrator is refused', async (t) => {
+  const build = (await onA('GET', `${W}shop/builds/`)).body.data[0].uuid as string;
+  const routes: [string, string, unknown?][] = [
+    ['GET', W],
+    ['POST', W, { name: 'Intruder', subdomain_input: 'intruder' }],
+    ['GET', `${W}check-subdomain-availability/?subdomain=shop`],
+    ['GET', `${W}shop/`],
+    ['PATCH', `${W}shop/`, { name: 'x' }],
+    ['PUT', `${W}shop/`, { name: 'x' }],
+    ['DELETE', `${W}shop/`],
+    ['GET', `${W}shop/builds/`],
+    ['POST', `${W}shop/builds/`, {}],
+    ['GET', `${W}shop/builds/${build}/`],
+    ['POST', `${W}shop/builds/${build}/activate/`],
+    ['DELETE', `${W}shop/builds/${build}/`],
+  ];
+  for (const [method, path, body] of routes) {
+    const onAsB = await on(a, method, path, body, tok.adminB); // B's token on A's host
+    t.true(onAsB.status === 401 || onAsB.status === 403 || onAsB.status === 404, `${method} ${path} with site B's token on A: ${onAsB.status}`);
+    if (path.includes('shop/')) {
+      const fromB = await on(b, method, path, body, tok.adminB); // B's admin on B's own host, naming A's worker
+      t.is(fromB.status, 404, `${method} ${path} on B: ${fromB.text}`);
+    }
+    const pleb = await onA(method, path, body, tok.pleb);
+    t.is(pleb.status, 403, `${method} ${path} as a non-administrator of A: ${pleb.text}`);
   }
   t.is((await on(b, 'GET', W, undefined, tok.adminB)).body.total, 0, 'site B lists none of A\'s');
-  t.is((await on(b, 'GET', `${W}shop/`, undefined, tok.adminB)).status, 404);
-  t.is((await on(b, 'POST', `${W}shop/builds/`, {}, tok.adminB)).status, 404);
-  t.is((await onA('GET', W, undefined, tok.pleb)).status, 403);
-  t.is((await onA('POST', W, { name: 'z', subdomain_input: 'pleb-site' }, tok.pleb)).status, 403);
-  t.is((await sql(`SELECT name FROM "${a.schema}".frontend_workers WHERE slug = 'shop'`))[0].name, 'Shop Front', 'unchanged');
+  t.is((await sql("SELECT count(*)::int AS n FROM public.worker_hosts WHERE host = 'intruder.localhost'"))[0].n, 0);
+  const shop = (await sql(`SELECT name, active_build_uuid FROM "${a.schema}".frontend_workers WHERE slug = 'shop'`))[0];
+  t.is(shop.name, 'Shop Front', 'unchanged');
+  t.is((await sql(`SELECT count(*)::int AS n FROM "${a.schema}".frontend_worker_builds WHERE uuid = ?`, [build]))[0].n, 1);
 });
