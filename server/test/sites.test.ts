@@ -15,7 +15,8 @@ let outsider: TestUser;
 const ORG = 'acme';
 
 test.before(async () => {
-  s = await startTestServer();
+  // Its tests make sites of one organization at once: not a test of the long-operation limit (docs/operations.md).
+  s = await startTestServer({ LONG_OPERATIONS_PER_SITE: '100', LONG_OPERATIONS_TOTAL: '100' });
   root = (await s.login()).access;
   owner = await makeUser(s, root, 'owner');
   admin = await makeUser(s, root, 'orgadmin');
