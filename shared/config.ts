@@ -133,6 +133,8 @@ export interface WorkersConfig {
   maxFiles: number;
   /** Bytes of a build's extracted files (WORKER_MAX_BUILD_BYTES, default 1 GiB). */
   maxTotalBytes: number;
+  /** Builds kept per worker, the newest (WORKER_KEEP_BUILDS; default 0: all). The active build is always kept. */
+  keepBuilds: number;
 }
 
 export interface QuotaConfig {
@@ -338,6 +340,7 @@ export function loadConfig(env: Env = process.env): Config {
       uploadLimitBytes: int(env, 'WORKER_UPLOAD_LIMIT_BYTES', 256 * 1024 * 1024, 1024),
       maxFiles: int(env, 'WORKER_MAX_FILES', 100_000, 1),
       maxTotalBytes: int(env, 'WORKER_MAX_BUILD_BYTES', 1024 * 1024 * 1024, 1024),
+      keepBuilds: int(env, 'WORKER_KEEP_BUILDS', 0, 0, 100_000),
     },
   };
 }

@@ -42,6 +42,7 @@ export function frontendWorkerRoutes(options: { config: Config; store: ObjectSto
     store: options.store,
     settings: config,
     limits: { maxFiles: config.workers.maxFiles, maxTotalBytes: config.workers.maxTotalBytes },
+    keepBuilds: config.workers.keepBuilds,
   };
   const tmpDir = path.join(config.dataDir, 'tmp');
   const tooLarge = () => new DomainError('PAYLOAD_TOO_LARGE', `The archive is larger than ${config.workers.uploadLimitBytes} bytes (WORKER_UPLOAD_LIMIT_BYTES).`, { errors: { file: [`Ensure the archive is at most ${config.workers.uploadLimitBytes} bytes.`] } });

@@ -38,6 +38,8 @@ export interface WorkerDeps {
   settings: WorkerSettings;
   /** Archive limits (archive.ts defaults otherwise). */
   limits?: Partial<ArchiveLimits>;
+  /** Builds kept per worker after an upload, the newest (0: all); never the active one. */
+  keepBuilds?: number;
 }
 
 /** An uploaded archive, on disk for the request's time. */
@@ -433,10 +435,9 @@ export async function uploadBuild(ctx: ServiceContext, deps: WorkerDeps, slug: s
       begun = true;
     });
   } catch (err) {
-    if (begun) {
-      const reason = err instanceof DomainError ? err.message : 'The build could not be stored.';
-      await ctx.em.execute(`UPDATE ${q}.frontend_worker_builds SET status = 'failed', error = ? WHERE uuid = ?`, [reason, uuid]).catch(() => undefined);
-    }
+    // Refused input (a lying entry, a bad `_redirects` line) changes nothing: its row goes. A failure of ours stays in the history as `failed`.
+    if (begun && err instanceof DomainError && err.status < 500) await ctx.em.execute(`DELETE FROM ${q}.frontend_worker_builds WHERE uuid = ?`, [uuid]).catch(() => undefined);
+    else if (begun) await ctx.em.execute(`UPDATE ${q}.frontend_worker_builds SET status = 'failed', error = ? WHERE uuid = ?`, [err instanceof DomainError ? err.message : 'The build could not be stored.', uuid]).catch(() => undefined);
     throw err;
   }
   await ctx.em.transactional(async (tx) => {
@@ -450,8 +451,22 @@ export async function uploadBuild(ctx: ServiceContext, deps: WorkerDeps, slug: s
       await notifyRoutingChanged(t);
     }
   });
+  if (deps.keepBuilds) await pruneBuilds(ctx, deps, schema, worker.id, deps.keepBuilds);
   const current = (await findWorker(ctx.em, schema, slug))!;
   return buildView(await buildOf(ctx.em, schema, current, uuid), current, deps.settings);
+}
+
+/** Retention (WORKER_KEEP_BUILDS): the worker's builds beyond the newest `keep` go, never the active one; then their blobs no other build holds. */
+async function pruneBuilds(ctx: ServiceContext, deps: WorkerDeps, schema: string, workerId: number, keep: number): Promise<void> {
+  const q = quotedSchema(schema);
+  const pruned = await ctx.em.execute(
+    `DELETE FROM ${q}.frontend_worker_builds b WHERE b.worker_id = ? AND b.status <> 'uploading'
+       AND b.uuid IS DISTINCT FROM (SELECT active_build_uuid FROM ${q}.frontend_workers WHERE id = ?)
+       AND b.uuid NOT IN (SELECT uuid FROM ${q}.frontend_worker_builds WHERE worker_id = ? ORDER BY created_at DESC, uuid LIMIT ?)
+     RETURNING b.uuid`,
+    [workerId, workerId, workerId, keep],
+  );
+  if (pruned.length) await collectWorkerBlobs(ctx.em, deps.store.site(schema), schema);
 }
 
 /** POST {slug}/builds/{uuid}/activate/: the build serves from now on (a ready build only; rollback is activating an older one). */
