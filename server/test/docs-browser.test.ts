@@ -2,26 +2,22 @@
 // no browser download): sign in with the form of /api/docs/, use Swagger UI's "Try it out" on a
 // read and on a write (which needs the session's CSRF token), sign out; and a page of another
 // origin on the same site (so the SameSite cookie is sent) cannot make the browser write.
-import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import test from 'ava';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { IN_CI, startTestServer, type TestServer } from './helpers.ts';
+import { BROWSER_TESTS, CHROMIUM, chromiumMissing, startTestServer, type TestServer } from './helpers.ts';
 import { FIXTURE_PASSWORD, makeUser, sql } from './site-fixtures.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
-const missing = !fs.existsSync(CHROMIUM);
-// In CI (.ci/run installs chromium) a missing browser fails the suite; elsewhere it skips, saying why.
-const maybe = missing && !IN_CI ? test.skip : test;
-const why = missing ? ` (skipped: no browser at ${CHROMIUM}; apt-get install chromium, or set CHROMIUM_PATH)` : '';
+const maybe = BROWSER_TESTS ? test : test.skip;
+const why = chromiumMissing ?? '';
 
 let s: TestServer;
 let browser: Browser;
 let root: string;
 
 test.before(async () => {
-  if (missing && !IN_CI) return;
+  if (!BROWSER_TESTS) return;
   s = await startTestServer();
   root = (await s.login()).access;
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import http from 'node:http';
 import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
@@ -89,6 +90,13 @@ export async function request(base: string, method: string, path: string, option
  */
 export const IN_CI = Boolean(process.env.CI) && process.env.CI !== 'false';
 export const REDIS_REQUIRED = IN_CI;
+
+/** Debian's chromium for the browser tests (playwright-core drives it; no browser download). */
+export const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+/** Null when the browser is there; else why its tests skip (outside CI; in CI, where .ci/run installs it, they run and fail). */
+export const chromiumMissing = fs.existsSync(CHROMIUM) ? null : ` (skipped: no browser at ${CHROMIUM}; apt-get install chromium, or set CHROMIUM_PATH)`;
+/** Whether browser tests run here. */
+export const BROWSER_TESTS = !chromiumMissing || IN_CI;
 
 /**
  * Redis for the tests that share counters: TEST_REDIS_URL, else redis://127.0.0.1:6379, when it

@@ -2,18 +2,15 @@
 // issue 31): loaded through its worker host (`*.localhost` resolves to this machine), a
 // client-side route followed (history.pushState), a deep link to that route reloaded (the SPA
 // fallback), an asset fetched by the app's script, and a preview address serving another build.
-import fs from 'node:fs';
 import test from 'ava';
 import { chromium, type Browser } from 'playwright-core';
 import type { TestSite } from '../../shared/testing/sites.ts';
-import { IN_CI, request, startTestServer, type TestServer } from './helpers.ts';
+import { BROWSER_TESTS, CHROMIUM, chromiumMissing, request, startTestServer, type TestServer } from './helpers.ts';
 import { twoSitesWithUsers } from './site-users.ts';
 import { multipart, zipOf } from './worker-fixtures.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
-const missing = !fs.existsSync(CHROMIUM);
-const maybe = missing && !IN_CI ? test.skip : test;
-const why = missing ? ` (skipped: no browser at ${CHROMIUM}; apt-get install chromium, or set CHROMIUM_PATH)` : '';
+const maybe = BROWSER_TESTS ? test : test.skip;
+const why = chromiumMissing ?? '';
 
 let s: TestServer;
 let a: TestSite;
@@ -48,7 +45,7 @@ async function deploy(fields: Record<string, string>, version: string, path = '/
 }
 
 test.before(async () => {
-  if (missing && !IN_CI) return;
+  if (!BROWSER_TESTS) return;
   s = await startTestServer();
   ({ a } = await twoSitesWithUsers(s, tok));
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox'] });

@@ -99,16 +99,20 @@ export function webUrl(host: string, isInternal: boolean, s: WorkerSettings): st
 
 const address = (w: Pick<WorkerRow, 'subdomain' | 'is_internal' | 'domain'>): WorkerAddress => ({ subdomain: w.subdomain, isInternal: w.is_internal, domain: w.domain });
 
+const listItem = (w: WorkerRow, s: WorkerSettings): WorkerListItem => ({
+  slug: w.slug,
+  name: w.name,
+  subdomain: w.subdomain,
+  web_url: webUrl(w.host, w.is_internal, s),
+  active_build_uuid: w.active_build_uuid,
+  app_name: w.app_name,
+});
+
 export function workerView(w: WorkerRow, s: WorkerSettings): WorkerView {
   return {
     id: Number(w.id),
     uuid: w.uuid,
-    slug: w.slug,
-    name: w.name,
-    subdomain: w.subdomain,
-    web_url: webUrl(w.host, w.is_internal, s),
-    active_build_uuid: w.active_build_uuid,
-    app_name: w.app_name,
+    ...listItem(w, s),
     is_internal: w.is_internal,
     domain: w.domain,
     full_domain: w.host,
@@ -120,15 +124,6 @@ export function workerView(w: WorkerRow, s: WorkerSettings): WorkerView {
     modified_by: w.modified_by,
   };
 }
-
-const listItem = (w: WorkerRow, s: WorkerSettings): WorkerListItem => ({
-  slug: w.slug,
-  name: w.name,
-  subdomain: w.subdomain,
-  web_url: webUrl(w.host, w.is_internal, s),
-  active_build_uuid: w.active_build_uuid,
-  app_name: w.app_name,
-});
 
 function buildView(b: BuildRow, w: WorkerRow, s: WorkerSettings): BuildView {
   return {
