@@ -11,7 +11,6 @@
 // grace period (`used_at`: the deploy in flight that reuses it has not written its manifest yet).
 import { createHash } from 'node:crypto';
 import { open } from 'node:fs/promises';
-import { Readable } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import mime from 'mime-types';
 import { rows } from '../db/sql.ts';
@@ -26,8 +25,9 @@ export const BLOB_PREFIX = '_workers/';
 export const blobKey = (sha256: string, encoding: 'br' | 'gzip' | null = null): string => `${BLOB_PREFIX}${sha256}${encoding === 'br' ? '.br' : encoding === 'gzip' ? '.gz' : ''}`;
 /** A blob a deploy touched within this long is never collected (longer than any deploy). */
 export const BLOB_GRACE_MS = 3600_000;
-/** Files hashed, compressed and stored at once. */
+/** Files hashed, compressed and stored at once (a batch's directories are made durable once), and their bytes at most. */
 const BATCH = 64;
+const BATCH_BYTES = 32 * 1024 * 1024;
 
 export interface Deployed {
   manifest: Manifest;
@@ -77,6 +77,7 @@ export async function deployArchive(
   const files = new Map<string, BuildFile>();
   const texts: { redirects?: string; headers?: string } = {};
   let batch: Pending[] = [];
+  let batchBytes = 0;
   let size = 0;
   let storedFiles = 0;
   let begun = false;
@@ -84,6 +85,7 @@ export async function deployArchive(
   const flush = async () => {
     const pending = batch;
     batch = [];
+    batchBytes = 0;
     if (!pending.length) return;
     const hashes = [...new Set(pending.map((p) => p.sha256))];
     // Touch the blobs the site has (the collector leaves them alone from now on), learn what they are.
@@ -107,25 +109,27 @@ export async function deployArchive(
     const added = await Promise.all(
       [...fresh.values()].map(async (p) => {
         const variants = await precompress(p.data, p.type);
-        await Promise.all([
-          store.put(blobKey(p.sha256), Readable.from([p.data]), { contentType: p.type, size: p.data.length }),
-          variants.br && store.put(blobKey(p.sha256, 'br'), Readable.from([variants.br]), { contentType: p.type, size: variants.br.length }),
-          variants.gz && store.put(blobKey(p.sha256, 'gzip'), Readable.from([variants.gz]), { contentType: p.type, size: variants.gz.length }),
-        ]);
-        return { sha256: p.sha256, size: p.data.length, br: variants.br?.length ?? null, gz: variants.gz?.length ?? null };
+        return { p, variants, sizes: { sha256: p.sha256, size: p.data.length, br: variants.br?.length ?? null, gz: variants.gz?.length ?? null } };
       }),
+    );
+    await store.putMany(
+      added.flatMap(({ p, variants }) => [
+        { key: blobKey(p.sha256), data: p.data, contentType: p.type },
+        ...(variants.br ? [{ key: blobKey(p.sha256, 'br'), data: variants.br, contentType: p.type }] : []),
+        ...(variants.gz ? [{ key: blobKey(p.sha256, 'gzip'), data: variants.gz, contentType: p.type }] : []),
+      ]),
     );
     if (added.length) {
       await em.execute(
         `UPDATE ${q}.frontend_worker_blobs x SET stored = true, br = (b->>'br')::bigint, gz = (b->>'gz')::bigint, used_at = now()
            FROM jsonb_array_elements(?::jsonb) b WHERE x.sha256 = b->>'sha256'`,
-        [JSON.stringify(added)],
+        [JSON.stringify(added.map((a) => a.sizes))],
       );
       storedFiles += added.length;
     }
     const info = new Map<string, { size: number; br: number | null; gz: number | null }>([
       ...[...known.values()].map((r) => [r.sha256, { size: Number(r.size), br: r.br === null ? null : Number(r.br), gz: r.gz === null ? null : Number(r.gz) }] as const),
-      ...added.map((a) => [a.sha256, a] as const),
+      ...added.map((a) => [a.sizes.sha256, a.sizes] as const),
     ]);
     for (const p of pending) {
       const v = info.get(p.sha256)!;
@@ -147,7 +151,8 @@ export async function deployArchive(
         return;
       }
       batch.push({ path, data, sha256: createHash('sha256').update(data).digest('hex'), type: contentType(path) });
-      if (batch.length >= BATCH) await flush();
+      batchBytes += data.length;
+      if (batch.length >= BATCH || batchBytes >= BATCH_BYTES) await flush();
     },
     limits,
   );

@@ -2,8 +2,10 @@
 // computed once, stored beside the original, and chosen per request by Accept-Encoding
 // (serving.ts). Only types that compress well are tried (already-compressed images, video,
 // archives and woff/woff2 fonts are not), only files of 1 KiB or more (smaller ones gain less
-// than the headers cost), and a variant is kept only when it saves at least 5 %. Brotli runs at
-// quality 11 up to 1 MiB, 5 above (11 is slow on large inputs); gzip at level 9.
+// than the headers cost), and a variant is kept only when it saves at least 5 %. Brotli at quality
+// 5 and gzip at level 6: a deploy of 5,000 files must take seconds (docs/benchmarks.md "Frontend
+// workers"); quality 11 compresses ≈ 15 % smaller at ≈ 40 times the CPU (70 CPU-seconds for 36 MB
+// of text here).
 import { promisify } from 'node:util';
 import { brotliCompress, constants, gzip } from 'node:zlib';
 
@@ -11,8 +13,9 @@ const brotli = promisify(brotliCompress);
 const gz = promisify(gzip);
 
 const MIN_SIZE = 1024;
-const MAX_QUALITY_SIZE = 1024 * 1024;
 const MAX_RATIO = 0.95;
+const BROTLI_QUALITY = 5;
+const GZIP_LEVEL = 6;
 
 const COMPRESSIBLE = new Set([
   'application/javascript',
@@ -44,12 +47,12 @@ export async function precompress(data: Buffer, type: string): Promise<{ br?: Bu
   const [br, gzipped] = await Promise.all([
     brotli(data, {
       params: {
-        [constants.BROTLI_PARAM_QUALITY]: data.length <= MAX_QUALITY_SIZE ? 11 : 5,
+        [constants.BROTLI_PARAM_QUALITY]: BROTLI_QUALITY,
         [constants.BROTLI_PARAM_SIZE_HINT]: data.length,
         [constants.BROTLI_PARAM_MODE]: type.startsWith('text/') ? constants.BROTLI_MODE_TEXT : constants.BROTLI_MODE_GENERIC,
       },
     }),
-    gz(data, { level: 9 }),
+    gz(data, { level: GZIP_LEVEL }),
   ]);
   const worth = (b: Buffer) => b.length <= data.length * MAX_RATIO;
   return { ...(worth(br) && { br }), ...(worth(gzipped) && { gz: gzipped }) };

@@ -4,7 +4,7 @@
 // or the new ones, and a failed upload leaves nothing but a temp file that is removed at once
 // (or by sweepTemp after a crash). docs/storage.md "Providers".
 import { constants, createReadStream, createWriteStream } from 'node:fs';
-import { copyFile, mkdir, open, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
+import { copyFile, mkdir, open, readdir, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { createHash, randomUUID, type Hash } from 'node:crypto';
 import path from 'node:path';
 import { Transform, type Readable } from 'node:stream';
@@ -115,6 +115,26 @@ class FilesystemSiteStore implements SiteStore {
       throw e;
     }
     return { size, etag: etagOf(hash) };
+  }
+
+  async putMany(items: { key: string; data: Buffer; contentType: string }[]): Promise<void> {
+    const dirs = new Set<string>();
+    await Promise.all(
+      items.map(async ({ key, data }) => {
+        const target = this.#path(key);
+        const temp = await this.#tempFile();
+        try {
+          await writeFile(temp, data, { flag: 'wx', flush: true }); // the bytes durable before the rename publishes them
+          await mkdir(path.dirname(target), { recursive: true });
+          await rename(temp, target);
+          dirs.add(path.dirname(target));
+        } catch (e) {
+          await rm(temp, { force: true });
+          throw e;
+        }
+      }),
+    );
+    for (const dir of dirs) await fsyncDirectory(dir); // the renames durable: one fsync per directory, not per file
   }
 
   async get(key: string, range?: ByteRange): Promise<Readable> {

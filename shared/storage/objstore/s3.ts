@@ -9,7 +9,7 @@
 // are a multipart upload, aborted when anything fails. S3 only shows an object once its PUT or
 // CompleteMultipartUpload succeeds, so a failed upload leaves nothing under the key.
 import { createHash } from 'node:crypto';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { Client, CopyDestinationOptions, CopySourceOptions, type ClientOptions } from 'minio';
 import { isValidSchemaName } from '../../tenancy/schema.ts';
 import { assertKey, assertPrefix } from './keys.ts';
@@ -123,6 +123,15 @@ class S3SiteStore implements SiteStore {
 
   #name(key: string): string {
     return this.#prefix + assertKey(key);
+  }
+
+  /** One PUT each, 8 at a time (an object is whole or absent in S3: nothing to make durable beyond it). */
+  async putMany(items: { key: string; data: Buffer; contentType: string }[]): Promise<void> {
+    const queue = [...items];
+    const next = async (): Promise<void> => {
+      for (let item = queue.shift(); item; item = queue.shift()) await this.put(item.key, Readable.from([item.data]), { contentType: item.contentType, size: item.data.length });
+    };
+    await Promise.all(Array.from({ length: Math.min(8, queue.length) }, next));
   }
 
   async put(key: string, body: Readable, options: { contentType: string; size?: number }): Promise<PutResult> {

@@ -126,6 +126,16 @@ each('put, get and stat round-trip binary data; the etag is the quoted content h
   await nothingInFlight(t, backend, schema);
 });
 
+each('putMany writes many small blobs, each readable whole; an existing key is replaced', async (t, store) => {
+  const { schema, bucket } = fresh();
+  const site = store.site(schema);
+  const items = Array.from({ length: 20 }, (_, i) => ({ key: `${bucket}/many/${i % 3}/${i}`, data: bytes(100 + i, i), contentType: 'text/plain' }));
+  await site.putMany(items);
+  for (const item of items) t.true((await read(await site.get(item.key))).equals(item.data), item.key);
+  await site.putMany([{ key: items[0]!.key, data: Buffer.from('new'), contentType: 'text/plain' }]);
+  t.is((await read(await site.get(items[0]!.key))).toString(), 'new');
+});
+
 each('a body larger than a part (multipart on S3) round-trips; an empty body stores zero bytes', async (t, store, backend) => {
   const { schema, bucket } = fresh();
   const site = store.site(schema);

@@ -35,6 +35,12 @@ export interface SiteStore {
    */
   put(key: string, body: Readable, options: { contentType: string; size?: number }): Promise<PutResult>;
   /**
+   * Writes many small blobs held in memory (a frontend worker's build files), each durable when
+   * this resolves; cheaper than a put each (the filesystem makes each directory durable once).
+   * On a rejection, any of them may or may not have been written, whole (never a part of one).
+   */
+  putMany(items: { key: string; data: Buffer; contentType: string }[]): Promise<void>;
+  /**
    * The bytes under `key` (or a range of them); rejects with BlobNotFound when absent. A range's
    * end past the last byte is clamped to it (as HTTP does); a start past it rejects with
    * InvalidRange (the route answers 416 from the object's size before it gets here).
