@@ -57,7 +57,6 @@ import { FunctionRuntime } from '../shared/functions/runtime.ts';
 import { OutboundGuard } from '../shared/net/outbound.ts';
 import { FunctionView, InvocationView } from '../shared/functions/function.schemas.ts';
 import { frontendWorkerRoutes } from './routes/frontend-workers.routes.ts';
-import { staticSites } from './http/static-sites.ts';
 import { BuildView, WorkerView } from '../shared/workers/worker.schemas.ts';
 
 export interface AppDeps {
@@ -156,8 +155,6 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   const longOperations = new LongOperations(deps.config.longOperations);
   app.use(requestContext(deps.orm, deps.log, caches, { longStatementTimeoutMs: deps.config.longStatementTimeoutMs, isShuttingDown, logRequests: deps.logRequests ?? true, events: functions.events, longOperations }));
   app.use(errorMiddleware(deps.log, deps.faults ?? faultLogs(deps.log)));
-  // Frontend workers' hosts: static files only, before the API's security headers, routes and limits.
-  if (deps.hosts) app.use(staticSites({ hosts: deps.hosts, orm: deps.orm, store: deps.store, platformHosts: deps.config.platformHosts }));
   for (const m of security(deps.config)) app.use(m);
   app.use(health.routes());
   app.use(health.allowedMethods());

@@ -29,6 +29,7 @@ import { SecretKeyring } from '../shared/secrets/crypto.ts';
 import { refreshUsage, storageSites } from '../shared/storage/bucket.service.ts';
 import { sweepBlobs } from '../shared/storage/blobs.ts';
 import { collectWorkerBlobs, sweepWorkerBlobs } from '../shared/workers/deploy.ts';
+import { staticSites } from './http/static-sites.ts';
 import { storeFromConfig } from '../shared/storage/objstore/index.ts';
 import type { ObjectStore } from '../shared/storage/objstore/types.ts';
 import { createApp, faultLogs, functionRuntime } from './app.ts';
@@ -237,7 +238,10 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     store = objects;
     functions = functionRuntime({ config, orm: db.orm, tokens, log, faults }, secrets);
     const app = createApp({ config, orm: db.orm, log, tokens, redis, hosts, appLimits, caches, mailer, secrets, store: objects, functions, probe, faults, isShuttingDown: () => shuttingDown, extraRoutes: options.extraRoutes });
-    handler = app.callback();
+    // Frontend workers' hosts first (static files only, outside the API's middleware, routes and limits), then the API.
+    const api = app.callback();
+    const sites = staticSites({ hosts, orm: db.orm, store: objects, platformHosts: config.platformHosts, trustProxy: config.trustProxy, log });
+    handler = (req, res) => sites(req, res, api);
     log.info({ url, database: db.embedded ? 'embedded' : 'external', environment: config.environment }, 'platform listening');
     functions.start(changes, url);
     const jobs = [

@@ -6,15 +6,18 @@
 // request at once, and no request mixes two builds. What to answer is decided by the manifest
 // (shared/workers/serving.ts: files, `_redirects`, `_headers`, SPA fallback, 404.html); the bytes
 // come from the site's store, small files from a bounded in-process cache.
-import { Readable } from 'node:stream';
-import type { Next } from 'koa';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { Logger } from '../../shared/common/logger.ts';
+import { isDatabaseUnavailable } from '../../shared/db/errors.ts';
 import type { Orm } from '../../shared/db/orm.ts';
 import type { HostResolver, TenantRef, WorkerTarget } from '../../shared/tenancy/host-resolver.ts';
 import { quotedSchema } from '../../shared/tenancy/schema.ts';
 import { blobKey } from '../../shared/workers/deploy.ts';
 import { plan, planWithoutBuild, type Manifest } from '../../shared/workers/serving.ts';
 import type { ObjectStore } from '../../shared/storage/objstore/types.ts';
-import type { AppContext } from './types.ts';
+import { requestHost } from './tenancy.ts';
 
 /** Manifests kept (by build: they never change). */
 const MANIFESTS = 200;
@@ -63,9 +66,32 @@ export interface StaticSitesDeps {
   orm: Orm;
   store: ObjectStore;
   platformHosts: readonly string[];
+  /** TRUST_PROXY: the host is X-Forwarded-Host's, as for every other decision (requestHost). */
+  trustProxy: boolean;
+  log: Logger;
 }
 
-export function staticSites(deps: StaticSitesDeps) {
+type Listener = (req: IncomingMessage, res: ServerResponse) => void;
+
+/** The raw URL's path, without the query (absolute-form targets too), as sent: percent-encoded. */
+function pathOf(url: string): string {
+  if (url.startsWith('/')) {
+    const q = url.indexOf('?');
+    return q < 0 ? url : url.slice(0, q);
+  }
+  try {
+    return new URL(url).pathname;
+  } catch {
+    return url;
+  }
+}
+
+/**
+ * The server's first listener: a worker host's request is answered here, in plain Node (no Koa
+ * context, no request id, no request log: static hosting costs what it must); any other goes to
+ * `next`, the API application.
+ */
+export function staticSites(deps: StaticSitesDeps): (req: IncomingMessage, res: ServerResponse, next: Listener) => void {
   const platformHosts = new Set(deps.platformHosts);
   const manifests = new Lru<Promise<Manifest | null>>(MANIFESTS);
   const bytes = new Lru<Buffer>(CACHE_BYTES);
@@ -97,32 +123,39 @@ export function staticSites(deps: StaticSitesDeps) {
     return data;
   };
 
-  const serve = async (ctx: AppContext, site: TenantRef, worker: WorkerTarget) => {
+  const serve = async (req: IncomingMessage, res: ServerResponse, site: TenantRef, worker: WorkerTarget) => {
     const manifest = worker.build ? await manifestOf(site.schema, worker.build) : null;
-    const req = { method: ctx.method, path: ctx.path, acceptEncoding: ctx.get('Accept-Encoding'), ifNoneMatch: ctx.get('If-None-Match') };
-    const decided = manifest ? plan(manifest, req, { spa: worker.spa, preview: worker.preview }) : planWithoutBuild(req);
-    if (decided.kind === 'not-modified') ctx.status = 304;
-    else if (decided.kind === 'redirect') {
-      ctx.status = decided.status;
-      ctx.set('Location', decided.location);
-    } else if (decided.kind === 'empty') {
-      ctx.status = decided.status;
-      ctx.body = decided.message;
-    } else {
-      ctx.status = decided.status;
-      if (!decided.head) {
-        const { file, encoding } = decided;
-        ctx.body = await body(site.schema, file.sha256, encoding, encoding === 'br' ? file.br! : encoding === 'gzip' ? file.gz! : file.size);
-      }
-    }
-    ctx.set(decided.headers); // after the body: Koa's body setter chose a type and length, the plan's are the answer's
+    const header = (name: string) => {
+      const v = req.headers[name];
+      return Array.isArray(v) ? v.join(', ') : v;
+    };
+    const request = { method: req.method ?? 'GET', path: pathOf(req.url ?? '/'), acceptEncoding: header('accept-encoding'), ifNoneMatch: header('if-none-match') };
+    const decided = manifest ? plan(manifest, request, { spa: worker.spa, preview: worker.preview }) : planWithoutBuild(request);
+    if (decided.kind === 'not-modified') return void res.writeHead(304, decided.headers).end();
+    if (decided.kind === 'redirect') return void res.writeHead(decided.status, { ...decided.headers, Location: decided.location }).end();
+    if (decided.kind === 'empty') return void res.writeHead(decided.status, decided.headers).end(request.method === 'HEAD' ? undefined : decided.message);
+    if (decided.head) return void res.writeHead(decided.status, decided.headers).end();
+    const { file, encoding } = decided;
+    const content = await body(site.schema, file.sha256, encoding, encoding === 'br' ? file.br! : encoding === 'gzip' ? file.gz! : file.size);
+    res.writeHead(decided.status, decided.headers);
+    if (Buffer.isBuffer(content)) res.end(content);
+    else await pipeline(content, res);
   };
 
-  return async (ctx: AppContext, next: Next) => {
-    const host = ctx.hostname.toLowerCase();
-    if (platformHosts.has(host) || host.startsWith('[')) return next();
-    const site = await deps.hosts.resolveHost(host);
-    if (!site?.worker) return next();
-    await serve(ctx, site, site.worker);
+  const failed = (res: ServerResponse, err: unknown) => {
+    const unavailable = isDatabaseUnavailable(err);
+    if (!unavailable) deps.log.error({ err }, 'static site request failed');
+    if (res.headersSent) return void res.destroy();
+    res.writeHead(unavailable ? 503 : 500, { 'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-store', ...(unavailable && { 'Retry-After': '5' }) });
+    res.end(unavailable ? 'Service temporarily unavailable: retry in a moment.' : 'Internal error.');
+  };
+
+  return (req, res, next) => {
+    const host = requestHost(req, deps.trustProxy);
+    if (host === '' || platformHosts.has(host) || host.includes(':')) return next(req, res);
+    deps.hosts
+      .resolveHost(host)
+      .then((site) => (site?.worker ? serve(req, res, site, site.worker) : next(req, res)))
+      .catch((err: unknown) => failed(res, err));
   };
 }

@@ -26,7 +26,7 @@ export const blobKey = (sha256: string, encoding: 'br' | 'gzip' | null = null): 
 /** A blob a deploy touched within this long is never collected (longer than any deploy). */
 export const BLOB_GRACE_MS = 3600_000;
 /** Files hashed, compressed and stored at once (a batch's directories are made durable once), and their bytes at most. */
-const BATCH = 64;
+const BATCH = 512;
 const BATCH_BYTES = 32 * 1024 * 1024;
 
 export interface Deployed {

@@ -118,16 +118,17 @@ class FilesystemSiteStore implements SiteStore {
   }
 
   async putMany(items: { key: string; data: Buffer; contentType: string }[]): Promise<void> {
-    const dirs = new Set<string>();
+    if (!items.length) return;
+    const temps = path.join(this.#root, TEMP_DIR);
+    const targets = items.map((item) => this.#path(item.key));
+    const dirs = new Set(targets.map((target) => path.dirname(target)));
+    await Promise.all([temps, ...dirs].map((dir) => mkdir(dir, { recursive: true })));
     await Promise.all(
-      items.map(async ({ key, data }) => {
-        const target = this.#path(key);
-        const temp = await this.#tempFile();
+      items.map(async ({ data }, i) => {
+        const temp = path.join(temps, `${randomUUID()}.part`);
         try {
           await writeFile(temp, data, { flag: 'wx', flush: true }); // the bytes durable before the rename publishes them
-          await mkdir(path.dirname(target), { recursive: true });
-          await rename(temp, target);
-          dirs.add(path.dirname(target));
+          await rename(temp, targets[i]!);
         } catch (e) {
           await rm(temp, { force: true });
           throw e;
