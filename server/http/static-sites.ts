@@ -5,9 +5,10 @@
 // routing change), and the build's manifest is immutable: an activation switches every later
 // request at once, and no request mixes two builds. What to answer is decided by the manifest
 // (shared/workers/serving.ts: files, `_redirects`, `_headers`, SPA fallback, 404.html); the bytes
-// come from the site's store, small files from a bounded in-process cache.
+// come from the site's store, small files from a bounded in-process cache. Plain Node, before the
+// Koa application: a request whose host, manifest, answer and bytes are all cached is answered
+// synchronously (docs/benchmarks.md "Frontend workers": the throughput against nginx).
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { Logger } from '../../shared/common/logger.ts';
 import { isDatabaseUnavailable } from '../../shared/db/errors.ts';
@@ -15,12 +16,14 @@ import type { Orm } from '../../shared/db/orm.ts';
 import type { HostResolver, TenantRef, WorkerTarget } from '../../shared/tenancy/host-resolver.ts';
 import { quotedSchema } from '../../shared/tenancy/schema.ts';
 import { blobKey } from '../../shared/workers/deploy.ts';
-import { plan, planWithoutBuild, type Manifest } from '../../shared/workers/serving.ts';
+import { plan, planWithoutBuild, type Manifest, type ServePlan } from '../../shared/workers/serving.ts';
 import type { ObjectStore } from '../../shared/storage/objstore/types.ts';
 import { requestHost } from './tenancy.ts';
 
 /** Manifests kept (by build: they never change). */
 const MANIFESTS = 200;
+/** Answers decided, kept (by build, request line and negotiation headers). */
+const PLANS = 10_000;
 /** Bytes of small files kept in memory, and the largest file kept. */
 const CACHE_BYTES = 64 * 1024 * 1024;
 const CACHE_FILE_BYTES = 256 * 1024;
@@ -94,7 +97,12 @@ function pathOf(url: string): string {
 export function staticSites(deps: StaticSitesDeps): (req: IncomingMessage, res: ServerResponse, next: Listener) => void {
   const platformHosts = new Set(deps.platformHosts);
   const manifests = new Lru<Promise<Manifest | null>>(MANIFESTS);
+  /** The manifests loaded, for the synchronous path (the promises above for the rest). */
+  const loaded = new Lru<Manifest>(MANIFESTS);
   const bytes = new Lru<Buffer>(CACHE_BYTES);
+  // A plan is a pure function of the build (immutable) and the request's method, path and
+  // negotiation headers: the answers to repeated requests are decided once.
+  const plans = new Lru<ServePlan>(PLANS);
 
   const manifestOf = (schema: string, build: string): Promise<Manifest | null> => {
     const key = `${schema}/${build}`;
@@ -103,43 +111,61 @@ export function staticSites(deps: StaticSitesDeps): (req: IncomingMessage, res: 
       found = deps.orm.em
         .getConnection()
         .execute(`SELECT manifest FROM ${quotedSchema(schema)}.frontend_worker_builds WHERE uuid = ? AND status = 'ready'`, [build])
-        .then((r) => (r[0]?.manifest as Manifest | undefined) ?? null);
+        .then((r) => {
+          const manifest = (r[0]?.manifest as Manifest | undefined) ?? null;
+          if (manifest) loaded.set(key, manifest);
+          return manifest;
+        });
       manifests.set(key, found);
       found.catch(() => manifests.delete(key)); // a failed load is not kept (the request answers its error)
     }
     return found;
   };
 
-  const body = async (schema: string, sha256: string, encoding: 'br' | 'gzip' | null, size: number): Promise<Buffer | Readable> => {
-    const key = blobKey(sha256, encoding);
-    const cached = bytes.get(`${schema}/${key}`);
-    if (cached) return cached;
-    const stream = await deps.store.site(schema).get(key);
-    if (size > CACHE_FILE_BYTES) return stream;
-    const chunks: Buffer[] = [];
-    for await (const chunk of stream) chunks.push(chunk as Buffer);
-    const data = Buffer.concat(chunks);
-    bytes.set(`${schema}/${key}`, data, data.length);
-    return data;
-  };
-
-  const serve = async (req: IncomingMessage, res: ServerResponse, site: TenantRef, worker: WorkerTarget) => {
-    const manifest = worker.build ? await manifestOf(site.schema, worker.build) : null;
+  /** What to answer: the cached plan, else decided now. */
+  const decide = (req: IncomingMessage, site: TenantRef, worker: WorkerTarget, manifest: Manifest | null): ServePlan => {
     const header = (name: string) => {
       const v = req.headers[name];
       return Array.isArray(v) ? v.join(', ') : v;
     };
     const request = { method: req.method ?? 'GET', path: pathOf(req.url ?? '/'), acceptEncoding: header('accept-encoding'), ifNoneMatch: header('if-none-match') };
-    const decided = manifest ? plan(manifest, request, { spa: worker.spa, preview: worker.preview }) : planWithoutBuild(request);
-    if (decided.kind === 'not-modified') return void res.writeHead(304, decided.headers).end();
-    if (decided.kind === 'redirect') return void res.writeHead(decided.status, { ...decided.headers, Location: decided.location }).end();
-    if (decided.kind === 'empty') return void res.writeHead(decided.status, decided.headers).end(request.method === 'HEAD' ? undefined : decided.message);
-    if (decided.head) return void res.writeHead(decided.status, decided.headers).end();
+    if (!manifest) return planWithoutBuild(request);
+    const key = `${site.schema}/${worker.build}|${worker.spa}|${worker.preview}|${request.method}|${request.path}|${request.acceptEncoding ?? ''}|${request.ifNoneMatch ?? ''}`;
+    const known = plans.get(key);
+    if (known) return known;
+    const decided = plan(manifest, request, { spa: worker.spa, preview: worker.preview });
+    plans.set(key, decided);
+    return decided;
+  };
+
+  /** Sends the answer; true when it was sent at once (its bytes cached), else the promise of sending it. */
+  const answer = (req: IncomingMessage, res: ServerResponse, schema: string, decided: ServePlan): true | Promise<void> => {
+    if (decided.kind === 'not-modified') return void res.writeHead(304, decided.headers).end(), true;
+    if (decided.kind === 'redirect') return void res.writeHead(decided.status, { ...decided.headers, Location: decided.location }).end(), true;
+    if (decided.kind === 'empty') return void res.writeHead(decided.status, decided.headers).end(req.method === 'HEAD' ? undefined : decided.message), true;
+    if (decided.head) return void res.writeHead(decided.status, decided.headers).end(), true;
     const { file, encoding } = decided;
-    const content = await body(site.schema, file.sha256, encoding, encoding === 'br' ? file.br! : encoding === 'gzip' ? file.gz! : file.size);
-    res.writeHead(decided.status, decided.headers);
-    if (Buffer.isBuffer(content)) res.end(content);
-    else await pipeline(content, res);
+    const key = blobKey(file.sha256, encoding);
+    const cached = bytes.get(`${schema}/${key}`);
+    if (cached) return void res.writeHead(decided.status, decided.headers).end(cached), true;
+    return (async () => {
+      const size = encoding === 'br' ? file.br! : encoding === 'gzip' ? file.gz! : file.size;
+      const stream = await deps.store.site(schema).get(key);
+      if (size > CACHE_FILE_BYTES) {
+        res.writeHead(decided.status, decided.headers);
+        return pipeline(stream, res);
+      }
+      const chunks: Buffer[] = [];
+      for await (const chunk of stream) chunks.push(chunk as Buffer);
+      const data = Buffer.concat(chunks);
+      bytes.set(`${schema}/${key}`, data, data.length);
+      res.writeHead(decided.status, decided.headers).end(data);
+    })();
+  };
+
+  const serve = async (req: IncomingMessage, res: ServerResponse, site: TenantRef, worker: WorkerTarget) => {
+    const manifest = worker.build ? await manifestOf(site.schema, worker.build) : null;
+    await answer(req, res, site.schema, decide(req, site, worker, manifest));
   };
 
   const failed = (res: ServerResponse, err: unknown) => {
@@ -153,6 +179,19 @@ export function staticSites(deps: StaticSitesDeps): (req: IncomingMessage, res: 
   return (req, res, next) => {
     const host = requestHost(req, deps.trustProxy);
     if (host === '' || platformHosts.has(host) || host.includes(':')) return next(req, res);
+    // The hot path, everything cached (host, manifest, plan, bytes): answered without a promise.
+    const site = deps.hosts.cachedHost(host);
+    if (site === null || (site && !site.worker)) return next(req, res);
+    const manifest = site?.worker?.build ? loaded.get(`${site.schema}/${site.worker.build}`) : undefined;
+    if (site?.worker && manifest) {
+      try {
+        const sent = answer(req, res, site.schema, decide(req, site, site.worker, manifest));
+        if (sent !== true) sent.catch((err: unknown) => failed(res, err));
+      } catch (err) {
+        failed(res, err);
+      }
+      return;
+    }
     deps.hosts
       .resolveHost(host)
       .then((site) => (site?.worker ? serve(req, res, site, site.worker) : next(req, res)))

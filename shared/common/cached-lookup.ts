@@ -33,6 +33,13 @@ export class CachedLookup<V> {
     this.listener = options.listener;
   }
 
+  /** The cached value when `get` would answer it without loading (the same rules), else undefined: for hot paths that avoid a promise. */
+  peek(key: string): V | undefined {
+    const hit = this.entries.get(key);
+    if (!hit || (this.listener && !this.listener.listening) || Date.now() - hit.at >= this.ttlMs) return undefined;
+    return hit.value;
+  }
+
   async get(key: string, load: (key: string) => Promise<V>): Promise<V> {
     const hit = this.entries.get(key);
     const now = Date.now();

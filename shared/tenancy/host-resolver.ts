@@ -63,6 +63,11 @@ export class HostResolver {
     this.schemas.clear();
   }
 
+  /** The host's cached resolution, without a query or a promise; undefined when not cached (then resolveHost). */
+  cachedHost(host: string): TenantRef | null | undefined {
+    return this.hosts.peek(host);
+  }
+
   resolveHost(host: string): Promise<TenantRef | null> {
     return this.hosts.get(host, (key) => this.loadHost(key));
   }
