@@ -344,6 +344,30 @@ http {
   return { name: 'nginx', url, pid, worker, stop };
 }
 
+/**
+ * The hand-written baseline in Node: one process answering every request with the asset's gzip
+ * bytes read once at start and the same headers as the platform (no routing, no lookup): the
+ * most one Node process serves here, the ceiling of any Node static server.
+ */
+async function startBareNode(gzFile: string): Promise<Child> {
+  const port = await freePort();
+  const code = `const http = require('node:http'); const body = require('node:fs').readFileSync(${JSON.stringify(gzFile)});
+const headers = { 'Content-Type': 'text/javascript; charset=utf-8', 'Content-Encoding': 'gzip', 'Content-Length': String(body.length), ETag: '"bare-gz"', 'Cache-Control': 'public, max-age=31536000, immutable', Vary: 'Accept-Encoding', 'X-Content-Type-Options': 'nosniff' };
+http.createServer((req, res) => res.writeHead(200, headers).end(body)).listen(${port}, '127.0.0.1', () => console.log('ready'));`;
+  const child = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.once('data', () => resolve());
+    child.once('exit', (c) => reject(new Error(`bare node exited (${c})`)));
+  });
+  const stop = async () => {
+    if (child.exitCode === null) {
+      child.kill('SIGTERM');
+      await new Promise((r) => child.once('exit', r));
+    }
+  };
+  return { name: 'node-bare', url: `http://127.0.0.1:${port}`, pid: child.pid!, stop };
+}
+
 // ---- the parts ---------------------------------------------------------------------------------
 
 const median = (xs: number[]) => {
@@ -434,17 +458,20 @@ async function main(): Promise<number> {
   log(`worker shop on ${shopSite.schema}: builds A ${buildA} (active), B ${buildB}; asset ${asset.length} B, gzip ${gz.length} B`);
 
   // ---- 1. throughput -----------------------------------------------------------------------
-  type Target = 'platform-br' | 'nginx-gzip' | 'platform-gzip';
+  type Target = 'platform-br' | 'nginx-gzip' | 'platform-gzip' | 'node-bare-gzip';
   const throughput: { target: Target; round: number; result: WrkResult; cpuUsPerRequest: number | null }[] = [];
   let sizes: Record<Target, { encoding: string; bytes: number }> | undefined;
   if (ONLY.has('throughput')) {
     const nginx = await startNginx(dirs.nginx, dirs.small);
     children.push(nginx);
     log(`${spawnSync(NGINX, ['-v'], { encoding: 'utf8' }).stderr.trim()}, pid ${nginx.pid} at ${nginx.url} (worker_processes 1, gzip_static)`);
+    const bare = await startBareNode(path.join(dirs.small, `${ASSET}.gz`));
+    children.push(bare);
     const targets: Record<Target, { url: string; headers: Record<string, string>; encoding: string; decode: (b: Buffer) => Buffer }> = {
       'platform-br': { url: `${platform.url}/${ASSET}`, headers: { Host: HOST, 'Accept-Encoding': 'br, gzip' }, encoding: 'br', decode: brotliDecompressSync },
       'nginx-gzip': { url: `${nginx.url}/${ASSET}`, headers: { Host: HOST, 'Accept-Encoding': 'br, gzip' }, encoding: 'gzip', decode: gunzipSync },
       'platform-gzip': { url: `${platform.url}/${ASSET}`, headers: { Host: HOST, 'Accept-Encoding': 'gzip' }, encoding: 'gzip', decode: gunzipSync },
+      'node-bare-gzip': { url: `${bare.url}/${ASSET}`, headers: { Host: HOST, 'Accept-Encoding': 'gzip' }, encoding: 'gzip', decode: gunzipSync },
     };
     sizes = {} as NonNullable<typeof sizes>;
     for (const [name, t] of Object.entries(targets) as [Target, (typeof targets)[Target]][]) {
@@ -460,7 +487,7 @@ async function main(): Promise<number> {
       for (const name of round % 2 ? order : [...order].reverse()) {
         const t = targets[name];
         await wrk(t.url, t.headers, 5); // warm-up
-        const pid = name === 'nginx-gzip' ? nginx.worker : platform.pid;
+        const pid = name === 'nginx-gzip' ? nginx.worker : name === 'node-bare-gzip' ? bare.pid : platform.pid;
         const cpu0 = cpuSeconds(pid);
         const result = await wrk(t.url, t.headers, DURATION);
         const cpu1 = cpuSeconds(pid);
@@ -470,8 +497,10 @@ async function main(): Promise<number> {
         log(`${name} (round ${round}): ${result.requestsPerSec.toLocaleString('en')} req/s, p50 ${result.p50Ms} ms, p99 ${result.p99Ms} ms, ${result.bytesPerResponse} B/answer, server CPU ${cpuUsPerRequest} µs/request`);
       }
     }
-    await nginx.stop();
-    children.splice(children.indexOf(nginx), 1);
+    for (const c of [nginx, bare]) {
+      await c.stop();
+      children.splice(children.indexOf(c), 1);
+    }
   }
   const rps = (t: Target) => Math.round(median(throughput.filter((x) => x.target === t).map((x) => x.result.requestsPerSec)));
   const throughputSummary = throughput.length
@@ -479,8 +508,10 @@ async function main(): Promise<number> {
         platformBr: rps('platform-br'),
         nginxGzip: rps('nginx-gzip'),
         platformGzip: rps('platform-gzip'),
+        nodeBareGzip: rps('node-bare-gzip'),
         ratioBr: r2(rps('platform-br') / rps('nginx-gzip')),
         ratioGzip: r2(rps('platform-gzip') / rps('nginx-gzip')),
+        ratioBare: r2(rps('node-bare-gzip') / rps('nginx-gzip')),
       }
     : null;
 
@@ -604,13 +635,13 @@ async function main(): Promise<number> {
   const lines: string[] = [];
   if (throughputSummary && sizes) {
     lines.push('| static 10 KiB .js, wrk -t2 -c50 | encoding (bytes) | req/s (median) | per round | p50 ms | p99 ms | server CPU µs/req |', '|---|---|--:|---|--:|--:|--:|');
-    for (const t of ['platform-br', 'nginx-gzip', 'platform-gzip'] as Target[]) {
+    for (const t of ['platform-br', 'nginx-gzip', 'platform-gzip', 'node-bare-gzip'] as Target[]) {
       const runs = throughput.filter((x) => x.target === t);
       const mine = runs.map((x) => x.result);
       const cpu = runs.every((x) => x.cpuUsPerRequest !== null) ? Math.round(median(runs.map((x) => x.cpuUsPerRequest!))) : '–';
       lines.push(`| ${t} | ${sizes[t].encoding} (${sizes[t].bytes}) | ${rps(t).toLocaleString('en')} | ${mine.map((m) => m.requestsPerSec).join(' / ')} | ${r2(median(mine.map((m) => m.p50Ms)))} | ${r2(median(mine.map((m) => m.p99Ms)))} | ${cpu} |`);
     }
-    lines.push('', `platform ÷ nginx: ${throughputSummary.ratioBr} (br vs gzip), ${throughputSummary.ratioGzip} (gzip vs gzip)`, '');
+    lines.push('', `platform ÷ nginx: ${throughputSummary.ratioBr} (br vs gzip), ${throughputSummary.ratioGzip} (gzip vs gzip); bare Node ÷ nginx: ${throughputSummary.ratioBare}`, '');
   }
   if (deploySummary) {
     lines.push('| deploy (5,000 files) | runs (s) | median s | platform CPU s | stored_files |', '|---|---|--:|---|---|');
