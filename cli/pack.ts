@@ -9,24 +9,31 @@ import { lstat, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { create } from 'tar';
 
-export async function packDirectory(dir: string, out: string, onProgress?: (files: number, bytes: number) => void): Promise<{ files: number; bytes: number }> {
+/** The files of a built site's folder, relative and `/`-separated, in sorted order; refused as described above. */
+export async function siteFiles(dir: string): Promise<string[]> {
   const root = path.resolve(dir);
   const stats = await lstat(root).catch(() => null);
   if (!stats?.isDirectory()) throw new Error(`${dir} is not a folder: give the folder of the built site.`);
-  const target = path.resolve(out);
-  if (target.startsWith(`${root}${path.sep}`)) throw new Error(`The archive ${out} would be inside the folder it packs: write it elsewhere.`);
-
   const entries = (await readdir(root, { recursive: true, withFileTypes: true }))
     .map((entry) => ({ entry, name: path.relative(root, path.join(entry.parentPath, entry.name)).split(path.sep).join('/') }))
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   const files: string[] = [];
-  const sizes = new Map<string, number>();
   for (const { entry, name } of entries) {
     if (entry.isSymbolicLink()) throw new Error(`${dir} contains a symbolic link, ${name}: replace it with the file or folder it points to.`);
     if (entry.isFile()) files.push(name);
     else if (!entry.isDirectory()) throw new Error(`${dir} contains ${name}, which is not a file or folder: remove it.`);
   }
   if (!files.length) throw new Error(`${dir} is empty: build the site first, or give the folder that holds its files.`);
+  return files;
+}
+
+/** Packs the folder's files (`only`: those of them) into `out`, a .tar.gz. */
+export async function packDirectory(dir: string, out: string, onProgress?: (files: number, bytes: number) => void, only?: ReadonlySet<string>): Promise<{ files: number; bytes: number }> {
+  const root = path.resolve(dir);
+  const target = path.resolve(out);
+  if (target.startsWith(`${root}${path.sep}`)) throw new Error(`The archive ${out} would be inside the folder it packs: write it elsewhere.`);
+  const files = (await siteFiles(dir)).filter((name) => !only || only.has(name));
+  const sizes = new Map<string, number>();
   for (const name of files) sizes.set(name, (await lstat(path.join(root, name))).size);
 
   let count = 0;

@@ -2,6 +2,7 @@
 // `worker deploy DIR` packs a folder of built files itself (a .tar.gz: cli/pack.ts) or takes an
 // archive as it is, then creates the worker with it or uploads a new build of an existing one,
 // streaming the upload with progress on stderr.
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -15,7 +16,7 @@ import { path as apiPath } from '../api.ts';
 import { api, ApiCommand } from '../base.ts';
 import { siteFlag } from '../flags.ts';
 import { columns, keyValues, table, when } from '../output.ts';
-import { packDirectory } from '../pack.ts';
+import { packDirectory, siteFiles } from '../pack.ts';
 import { bytes, plural, progress } from '../tables.ts';
 
 interface Answer<T> {
@@ -40,26 +41,28 @@ const listed = <T>(what: [string, string], spec: string) => (body: ListAnswer<T>
   body.data.length ? [table(body.data, columns<T>(spec)), `${plural(body.total, what[0], what[1])} (page ${body.page} of ${body.total_pages}).`] : `No ${what[1]}.`;
 
 /** A multipart/form-data body of `fields` and the archive, streamed (its length known in advance), with a progress tap. */
-function multipartUpload(fields: Record<string, string | undefined>, file: { path: string; name: string; size: number }, sent: (n: number) => void): NonNullable<ApiRequest['upload']> {
+function multipartUpload(fields: Record<string, string | undefined>, file: { path: string; name: string; size: number } | undefined, sent: (n: number) => void): NonNullable<ApiRequest['upload']> {
   const boundary = `----platform${Math.random().toString(16).slice(2)}${Date.now().toString(16)}`;
   const head = Buffer.from(
     Object.entries(fields)
       .filter(([, v]) => v !== undefined)
       .map(([k, v]) => `--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`)
-      .join('') + `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${file.name.replace(/["\r\n]/g, '_')}"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+      .join('') + (file ? `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${file.name.replace(/["\r\n]/g, '_')}"\r\nContent-Type: application/octet-stream\r\n\r\n` : ''),
   );
-  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+  const tail = Buffer.from(`${file ? '\r\n' : ''}--${boundary}--\r\n`);
   async function* parts() {
     yield head;
     let n = 0;
-    for await (const chunk of fs.createReadStream(file.path)) {
-      n += (chunk as Buffer).length;
-      sent(n);
-      yield chunk as Buffer;
+    if (file) {
+      for await (const chunk of fs.createReadStream(file.path)) {
+        n += (chunk as Buffer).length;
+        sent(n);
+        yield chunk as Buffer;
+      }
     }
     yield tail;
   }
-  return { open: () => Readable.from(parts()), contentType: `multipart/form-data; boundary=${boundary}`, length: head.length + file.size + tail.length };
+  return { open: () => Readable.from(parts()), contentType: `multipart/form-data; boundary=${boundary}`, length: head.length + (file?.size ?? 0) + tail.length };
 }
 
 class WorkerDeployCommand extends ApiCommand<typeof WorkerDeployCommand> {
@@ -90,35 +93,53 @@ class WorkerDeployCommand extends ApiCommand<typeof WorkerDeployCommand> {
     if (!slug) throw fieldError('subdomain', 'Give --subdomain (or --name) to name the worker.');
     const api = await this.api();
 
-    let archive = { path: source, name: path.basename(source), size: st.size };
+    let existing = true;
+    try {
+      await api.call({ method: 'GET', site: f.site, path: apiPath`/api/frontend_workers/${slug}/` });
+    } catch (err) {
+      if (!(err instanceof DomainError) || err.status !== 404) throw err;
+      existing = false;
+    }
+    if (!existing && !f.name) throw fieldError('name', `There is no worker "${slug}": give --name to create it.`);
+
+    // A folder for an existing worker: its manifest first, then only the contents the site lacks (Netlify-style).
+    let manifest: Record<string, string> | undefined;
+    let only: Set<string> | undefined;
+    if (st.isDirectory() && existing) {
+      const files = await siteFiles(source);
+      manifest = {};
+      for (const name of files) manifest[name] = createHash('sha256').update(fs.readFileSync(path.join(source, name))).digest('hex');
+      const { missing } = (await api.call<Answer<{ missing: string[] }>>({ method: 'POST', site: f.site, path: apiPath`/api/frontend_workers/${slug}/builds/missing/`, body: { hashes: [...new Set(Object.values(manifest))] } })).data;
+      const lacking = new Set(missing);
+      only = new Set(files.filter((name) => lacking.has(manifest![name]!) || name === '_redirects' || name === '_headers'));
+      this.info(`${plural(files.length, 'file')}: ${only.size} to send, the site holds the others.`);
+    }
+
+    let archive: { path: string; name: string; size: number } | undefined = { path: source, name: path.basename(source), size: st.size };
     let scratch: string | undefined;
     if (st.isDirectory()) {
-      scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'platform-deploy-'));
-      const out = path.join(scratch, `${path.basename(path.resolve(source)) || 'site'}.tar.gz`);
-      const tick = progress((line) => this.info(line));
-      const packed = await packDirectory(source, out, (files, n) => tick(() => `  packing: ${plural(files, 'file')}, ${bytes(n)}…`));
-      this.info(`Packed ${plural(packed.files, 'file')} (${bytes(packed.bytes)}) from ${source}.`);
-      archive = { path: out, name: path.basename(out), size: fs.statSync(out).size };
+      archive = undefined;
+      if (!only || only.size) {
+        scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'platform-deploy-'));
+        const out = path.join(scratch, `${path.basename(path.resolve(source)) || 'site'}.tar.gz`);
+        const tick = progress((line) => this.info(line));
+        const packed = await packDirectory(source, out, (files, n) => tick(() => `  packing: ${plural(files, 'file')}, ${bytes(n)}…`), only);
+        this.info(`Packed ${plural(packed.files, 'file')} (${bytes(packed.bytes)}) from ${source}.`);
+        archive = { path: out, name: path.basename(out), size: fs.statSync(out).size };
+      }
     }
     try {
-      let existing = true;
-      try {
-        await api.call({ method: 'GET', site: f.site, path: apiPath`/api/frontend_workers/${slug}/` });
-      } catch (err) {
-        if (!(err instanceof DomainError) || err.status !== 404) throw err;
-        existing = false;
-      }
-      if (!existing && !f.name) throw fieldError('name', `There is no worker "${slug}": give --name to create it.`);
-      this.info(`Uploading ${archive.name} (${bytes(archive.size)}) to ${existing ? `worker ${slug}` : `a new worker ${slug}`}…`);
+      this.info(`Uploading ${archive ? `${archive.name} (${bytes(archive.size)})` : 'the manifest'} to ${existing ? `worker ${slug}` : `a new worker ${slug}`}…`);
       const tick = progress((line) => this.info(line));
       const upload = multipartUpload(
         {
           ...(existing ? {} : { name: f.name, subdomain_input: slug, app: f.app }),
-          build_title: f.title,
+          build_title: f.title ?? (st.isDirectory() ? path.basename(path.resolve(source)) : undefined),
           set_active: f.activate ? 'true' : undefined,
+          manifest: manifest && JSON.stringify(manifest),
         },
         archive,
-        (n) => tick(() => `  ${bytes(n)} of ${bytes(archive.size)} sent (${archive.size ? Math.floor((n / archive.size) * 100) : 100}%)…`),
+        (n) => tick(() => `  ${bytes(n)} of ${bytes(archive!.size)} sent (${archive!.size ? Math.floor((n / archive!.size) * 100) : 100}%)…`),
       );
       let worker: WorkerView;
       let build: BuildView | null;

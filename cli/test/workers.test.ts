@@ -60,6 +60,7 @@ test.serial('worker deploy creates the worker from a folder; a second deploy sto
   const second = await runCli(['worker', 'deploy', dist, '--subdomain', 'cli-shop', '--title', 'Release 2', '--site', schema, '--direct'], env());
   t.is(second.code, 0, second.stderr);
   t.regex(second.stdout, /Build uploaded to cli-shop/);
+  t.regex(second.stderr, /3 files: 1 to send, the site holds the others/, 'only the changed file goes');
   t.regex(second.stdout, /files: +3 \(1 new\)/);
   t.regex(second.stdout, /Not active/);
   t.regex(await home('cli-shop.localhost'), /v1/, 'not activated');

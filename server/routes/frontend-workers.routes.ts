@@ -10,7 +10,7 @@ import { DomainError } from '../../shared/errors.ts';
 import type { Page } from '../../shared/common/pagination.ts';
 import type { ObjectStore } from '../../shared/storage/objstore/types.ts';
 import * as workers from '../../shared/workers/worker.service.ts';
-import { Availability, AvailabilityQuery, BuildView, WorkerListItem, WorkerListQuery, WorkerUpdate, WorkerView } from '../../shared/workers/worker.schemas.ts';
+import { Availability, AvailabilityQuery, BuildView, Missing, MissingQuery, WorkerListItem, WorkerListQuery, WorkerUpdate, WorkerView } from '../../shared/workers/worker.schemas.ts';
 import { withMultipart, type MultipartForm } from '../http/multipart.ts';
 import { defineRoute, type RouteDef } from '../http/registry.ts';
 import type { AppContext } from '../http/types.ts';
@@ -159,12 +159,27 @@ export function frontendWorkerRoutes(options: { config: Config; store: ObjectSto
       path: BUILDS,
       operationId: 'frontend_workers_builds_create',
       summary: 'Upload a new build',
-      description: `multipart/form-data: \`file\` (required: .zip, .tar, .tar.gz or .tgz), \`build_title\`, \`set_active\` (default false). Only files whose content the site does not hold yet are stored. ${ADMIN}`,
+      description: `multipart/form-data: \`file\` (.zip, .tar, .tar.gz or .tgz), \`build_title\`, \`set_active\` (default false), \`manifest\` (JSON {path: SHA-256} of every file: the archive then carries only the contents the site lacks — ask builds/missing/ — or is left out when it lacks none). Only contents the site does not hold yet are stored. ${ADMIN}`,
       params: SlugRef,
       responses: { 201: answer(BuildView) },
       async handler(ctx, { params }) {
         const data = await form(ctx, ({ fields, file }) => workers.uploadBuild(ctx.state.service(), deps, params.slug!, fields, file));
         ok(ctx, 'Build uploaded.', data, 201);
+      },
+    }),
+    defineRoute({
+      ...base,
+      method: 'post',
+      path: `${BUILDS}missing/`,
+      operationId: 'frontend_workers_builds_missing',
+      bodyLimit: 'data', // 100,000 hashes are 6.7 MB
+      summary: 'Which file contents a new build must send',
+      description: `Body {hashes: [SHA-256 hex of each file's content]}; answers {missing: [those the site does not hold]}. A deploy then uploads only those files with the build's \`manifest\` (Netlify-style: a build that changes 3 files sends 3). ${ADMIN}`,
+      params: SlugRef,
+      body: MissingQuery,
+      responses: { 200: answer(Missing) },
+      async handler(ctx, { params, body }) {
+        ok(ctx, 'Missing contents listed.', await workers.missingContents(ctx.state.service(), params.slug!, body));
       },
     }),
     defineRoute({

@@ -3,6 +3,7 @@
 // serving (types, ETag, compression, SPA fallback, 404.html), atomic switching under load,
 // hostile archives refused with nothing written, one namespace of hosts with the sites'
 // domains, the app setting default_frontend_worker, and tenant isolation.
+import { createHash } from 'node:crypto';
 import http from 'node:http';
 import { brotliDecompressSync } from 'node:zlib';
 import test from 'ava';
@@ -117,6 +118,41 @@ test.serial('each archive format: tar and tar.gz (and .tgz) as further builds; a
   const builds = await onA('GET', `${W}shop/builds/`);
   t.is(builds.body.total, 4);
   t.is(builds.body.data.filter((x: { is_active: boolean }) => x.is_active).length, 1);
+});
+
+test.serial('a build by manifest: the site says which contents it lacks, the archive carries only those (or nothing); a manifest naming unknown contents is refused', async (t) => {
+  const sha = (text: string | Buffer) => createHash('sha256').update(text).digest('hex');
+  const site = spaSite('v1');
+  const changed = '<!doctype html><title>Shop v3</title>';
+  const manifest = Object.fromEntries(Object.entries({ ...site, 'index.html': changed }).map(([path, content]) => [path, sha(content)]));
+  const asked = await onA('POST', `${W}shop/builds/missing/`, { hashes: Object.values(manifest) });
+  t.is(asked.status, 200, asked.text);
+  t.deepEqual(asked.body.data.missing, [sha(changed)], 'only the changed content');
+  const before = await blobCount(a);
+  const v3 = await upload(`${W}shop/builds/`, { manifest: JSON.stringify(manifest), build_title: 'By manifest' }, { filename: 'changes.zip', bytes: zipOf({ 'index.html': changed }) });
+  t.is(v3.status, 201, v3.text);
+  t.like(v3.body.data, { title: 'By manifest', file_count: 4, stored_files: 1, status: 'ready' });
+  t.is(await blobCount(a), before + 1);
+  t.regex((await visit(new URL(v3.body.data.preview_url).hostname, '/')).body.toString(), /Shop v3/);
+  t.regex((await visit(new URL(v3.body.data.preview_url).hostname, '/assets/app-3f9a1b2c.js')).body.toString(), /window.VERSION = "v1"/, 'the held files are part of it');
+
+  const nothing = await upload(`${W}shop/builds/`, { manifest: JSON.stringify(manifest), build_title: 'Nothing sent' });
+  t.is(nothing.status, 201, nothing.text);
+  t.like(nothing.body.data, { file_count: 4, stored_files: 0 });
+
+  const builds = Number((await sql(`SELECT count(*)::int AS n FROM "${a.schema}".frontend_worker_builds`))[0].n);
+  const unknown = await upload(`${W}shop/builds/`, { manifest: JSON.stringify({ ...manifest, 'new.html': sha('never sent') }) });
+  t.is(unknown.status, 400);
+  t.regex(unknown.body.errors.manifest[0], /new\.html/);
+  const lying = await upload(`${W}shop/builds/`, { manifest: JSON.stringify(manifest) }, { filename: 'x.zip', bytes: zipOf({ 'index.html': 'not what the manifest says' }) });
+  t.is(lying.status, 400);
+  t.regex(lying.body.errors.file[0], /index\.html/);
+  for (const bad of ['{"../x": "' + sha('x') + '"}', '{"a.html": "nothex"}', '[1]', 'not json']) {
+    const r = await upload(`${W}shop/builds/`, { manifest: bad });
+    t.is(r.status, 400, bad);
+    t.truthy(r.body.errors.manifest, bad);
+  }
+  t.is(Number((await sql(`SELECT count(*)::int AS n FROM "${a.schema}".frontend_worker_builds`))[0].n), builds, 'refused builds left no row');
 });
 
 test.serial('a preview serves a build before activation; activating switches; the active build cannot be deleted', async (t) => {
@@ -304,6 +340,7 @@ test.serial('isolation: another site\'s administrator reaches nothing of site A\
     ['DELETE', `${W}shop/`],
     ['GET', `${W}shop/builds/`],
     ['POST', `${W}shop/builds/`, {}],
+    ['POST', `${W}shop/builds/missing/`, { hashes: [] }],
     ['GET', `${W}shop/builds/${build}/`],
     ['POST', `${W}shop/builds/${build}/activate/`],
     ['DELETE', `${W}shop/builds/${build}/`],

@@ -115,7 +115,7 @@ const hasControlCharacter = (name: string) => {
  * The entry's path without a leading `./` (and a folder's trailing `/`), or null for the root folder
  * itself (`./`); throws for any name that could leave the archive or is not plainly a relative path.
  */
-function normalizeEntryPath(name: string, folder: boolean, maxPathLength: number): string | null {
+export function normalizeEntryPath(name: string, folder: boolean, maxPathLength: number): string | null {
   if (hasControlCharacter(name)) throw entryError(name, 'has control characters in its name: names may hold printable characters only.');
   if (name.startsWith('/') || name.startsWith('\\') || /^[A-Za-z]:/.test(name)) throw entryError(name, 'is an absolute path: paths must be relative to the archive\'s root.');
   if (name.includes('\\')) throw entryError(name, 'contains a backslash: folders must be separated with "/".');

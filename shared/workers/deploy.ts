@@ -14,10 +14,10 @@ import { open } from 'node:fs/promises';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import mime from 'mime-types';
 import { rows } from '../db/sql.ts';
-import { fieldError } from '../errors.ts';
+import { DomainError, fieldError } from '../errors.ts';
 import type { SiteStore } from '../storage/objstore/types.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
-import { archiveFormat, readArchive, type ArchiveLimits } from './archive.ts';
+import { archiveFormat, normalizeEntryPath, readArchive, type ArchiveLimits } from './archive.ts';
 import { precompress } from './precompress.ts';
 import { buildManifest, type BuildFile, type Manifest } from './serving.ts';
 
@@ -68,11 +68,11 @@ export async function deployArchive(
   em: EntityManager,
   store: SiteStore,
   schema: string,
-  file: { path: string; filename: string },
+  file: { path: string; filename: string } | undefined,
   started: () => Promise<void>,
   limits?: Partial<ArchiveLimits>,
+  manifest?: Map<string, string>,
 ): Promise<Deployed> {
-  const format = await formatOf(file);
   const q = quotedSchema(schema);
   const files = new Map<string, BuildFile>();
   const texts: { redirects?: string; headers?: string } = {};
@@ -137,28 +137,87 @@ export async function deployArchive(
     }
   };
 
-  const counted = await readArchive(
-    file.path,
-    format,
-    async ({ path, data }) => {
-      if (!begun) {
-        begun = true;
-        await started();
-      }
-      size += data.length;
-      if (path === '_redirects' || path === '_headers') {
-        texts[path === '_redirects' ? 'redirects' : 'headers'] = data.toString('utf8');
-        return;
-      }
-      batch.push({ path, data, sha256: createHash('sha256').update(data).digest('hex'), type: contentType(path) });
-      batchBytes += data.length;
-      if (batch.length >= BATCH || batchBytes >= BATCH_BYTES) await flush();
-    },
-    limits,
+  if (file) {
+    await readArchive(
+      file.path,
+      await formatOf(file),
+      async ({ path, data }) => {
+        if (!begun) {
+          begun = true;
+          await started();
+        }
+        size += data.length;
+        if (path === '_redirects' || path === '_headers') {
+          texts[path === '_redirects' ? 'redirects' : 'headers'] = data.toString('utf8');
+          return;
+        }
+        const sha256 = createHash('sha256').update(data).digest('hex');
+        const listed = manifest?.get(path);
+        if (manifest && listed !== sha256) throw fieldError('file', `"${path}" is ${listed ? 'not the content its manifest entry names' : 'not in the manifest'}: the manifest lists every file of the build with its SHA-256.`);
+        batch.push({ path, data, sha256, type: contentType(path) });
+        batchBytes += data.length;
+        if (batch.length >= BATCH || batchBytes >= BATCH_BYTES) await flush();
+      },
+      limits,
+    );
+    await flush();
+  } else await started();
+  if (manifest) {
+    // The files of the manifest the archive did not carry: contents this site stored before (touched: the collector keeps them).
+    const rest = [...manifest].filter(([path]) => !files.has(path));
+    const held = new Map(
+      (await rows<{ sha256: string; size: string; br: string | null; gz: string | null }>(
+        em,
+        `UPDATE ${q}.frontend_worker_blobs SET used_at = now() WHERE stored AND sha256 IN (SELECT jsonb_array_elements_text(?::jsonb)) RETURNING sha256, size, br, gz`,
+        [JSON.stringify([...new Set(rest.map(([, sha]) => sha))])],
+      )).map((r) => [r.sha256, r]),
+    );
+    const missing = rest.filter(([, sha]) => !held.has(sha)).map(([path]) => path);
+    if (missing.length) throw fieldError('manifest', `${missing.length} file${missing.length === 1 ? ' is' : 's are'} neither in the archive nor stored by this site: ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', …' : ''}. Ask POST …/builds/missing/ which contents to send.`);
+    for (const [path, sha256] of rest) {
+      const r = held.get(sha256)!;
+      files.set(path, { sha256, size: Number(r.size), type: contentType(path), ...(r.br !== null && { br: Number(r.br) }), ...(r.gz !== null && { gz: Number(r.gz) }) });
+      size += Number(r.size);
+    }
+  }
+  const fileCount = files.size + Object.keys(texts).length;
+  if (!fileCount) throw fieldError('file', 'The archive holds no files.');
+  return { manifest: buildManifest(files, texts), size, fileCount, storedFiles };
+}
+
+/** Of these contents (SHA-256, hex), those the site does not hold: what a deploy with a manifest must send. */
+export async function missingBlobs(em: EntityManager, schema: string, hashes: string[]): Promise<string[]> {
+  const held = new Set(
+    (await rows<{ sha256: string }>(em, `SELECT sha256 FROM ${quotedSchema(schema)}.frontend_worker_blobs WHERE stored AND sha256 IN (SELECT jsonb_array_elements_text(?::jsonb))`, [JSON.stringify(hashes)])).map((r) => r.sha256),
   );
-  await flush();
-  if (!counted.files) throw fieldError('file', 'The archive holds no files.');
-  return { manifest: buildManifest(files, texts), size, fileCount: counted.files, storedFiles };
+  return [...new Set(hashes)].filter((h) => !held.has(h));
+}
+
+/** A build's manifest as a client sends it (JSON: path → SHA-256 of the content): checked like archive entries. 400 naming `manifest`. */
+export function parseBuildManifest(raw: unknown, maxFiles: number): Map<string, string> {
+  let value: unknown = raw;
+  if (typeof raw === 'string') {
+    try {
+      value = JSON.parse(raw);
+    } catch {
+      throw fieldError('manifest', 'Send a JSON object: {"path/of/file": "sha256 hex", …}.');
+    }
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw fieldError('manifest', 'Send a JSON object: {"path/of/file": "sha256 hex", …}.');
+  const entries = Object.entries(value);
+  if (entries.length > maxFiles) throw fieldError('manifest', `At most ${maxFiles} files in a build.`);
+  const out = new Map<string, string>();
+  for (const [path, sha] of entries) {
+    if (typeof sha !== 'string' || !/^[0-9a-f]{64}$/.test(sha)) throw fieldError('manifest', `"${path.slice(0, 200)}": the SHA-256 of its content, 64 lower-case hex digits.`);
+    let normalized: string | null;
+    try {
+      normalized = normalizeEntryPath(path, false, 1024);
+    } catch (err) {
+      throw fieldError('manifest', err instanceof DomainError ? (err.errors?.file?.[0] ?? err.message) : String(err));
+    }
+    out.set(normalized!, sha);
+  }
+  return out;
 }
 
 /**

@@ -90,9 +90,16 @@ export const WorkerUpdate = Type.Object(
 export type WorkerUpdate = Static<typeof WorkerUpdate>;
 
 export const BuildUpload = Type.Object(
-  { build_title: Type.Optional(Type.String({ maxLength: 255 })), set_active: Type.Optional(Bool) },
+  {
+    build_title: Type.Optional(Type.String({ maxLength: 255 })),
+    set_active: Type.Optional(Bool),
+    manifest: Type.Optional(Type.String({ description: 'JSON {path: SHA-256 hex} of every file of the build: the archive then carries only the contents the site lacks (POST …/builds/missing/), or no archive at all' })),
+  },
   { additionalProperties: false },
 );
+
+export const MissingQuery = Type.Object({ hashes: Type.Array(Type.String({ pattern: '^[0-9a-f]{64}$' }), { maxItems: 100_000, description: 'SHA-256 (hex) of file contents' }) }, { additionalProperties: false });
+export const Missing = Type.Object({ missing: Type.Array(Type.String(), { description: 'The contents the site does not hold: send these files' }) });
 
 export const WorkerListQuery = Type.Object({
   ...PageParams,

@@ -23,10 +23,10 @@ import type { ObjectStore } from '../storage/objstore/types.ts';
 import { notifyRoutingChanged } from '../tenancy/host-resolver.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { authorizeSiteSubject, siteSchemaFor } from '../tenancy/site-access.ts';
-import type { ArchiveLimits } from './archive.ts';
-import { collectWorkerBlobs, deployArchive, type Deployed } from './deploy.ts';
+import { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from './archive.ts';
+import { collectWorkerBlobs, deployArchive, missingBlobs, parseBuildManifest, type Deployed } from './deploy.ts';
 import { checkExternalDomain, checkSubdomain, previewHost, suggestSubdomains, workerHost, workerSlugOf, type WorkerAddress } from './hostnames.ts';
-import { Availability, AvailabilityQuery, BuildUpload, WorkerCreate, WorkerListQuery, WorkerUpdate, type BuildView, type WorkerListItem, type WorkerView } from './worker.schemas.ts';
+import { Availability, AvailabilityQuery, BuildUpload, MissingQuery, WorkerCreate, WorkerListQuery, WorkerUpdate, type BuildView, type WorkerListItem, type WorkerView } from './worker.schemas.ts';
 import { Type, type Static } from '@sinclair/typebox';
 
 const PageQuery = Type.Object(PageParams);
@@ -263,10 +263,10 @@ async function appOf(em: EntityManager, schema: string, id: number | null | unde
 const hostTaken = (field: string, host: string) => fieldError(field, `${host} is taken: choose another subdomain (GET check-subdomain-availability/ suggests free ones).`);
 
 /** Runs a deploy in a long-operation slot of the site (deploys compete with imports and migrations, never with requests). */
-async function deploy(ctx: ServiceContext, deps: WorkerDeps, schema: string, file: ArchiveUpload, started: () => Promise<void>): Promise<Deployed> {
+async function deploy(ctx: ServiceContext, deps: WorkerDeps, schema: string, file: ArchiveUpload | undefined, started: () => Promise<void>, manifest?: Map<string, string>): Promise<Deployed> {
   const release = await longOperation(ctx);
   try {
-    return await deployArchive(ctx.em, deps.store.site(schema), schema, file, started, deps.limits);
+    return await deployArchive(ctx.em, deps.store.site(schema), schema, file, started, deps.limits, manifest);
   } finally {
     release();
   }
@@ -419,16 +419,17 @@ export async function getBuild(ctx: ServiceContext, deps: WorkerDeps, slug: stri
 export async function uploadBuild(ctx: ServiceContext, deps: WorkerDeps, slug: string, fields: Record<string, unknown>, file?: ArchiveUpload): Promise<BuildView> {
   const input = validate(BuildUpload, fields, 'query');
   const { schema, worker } = await workerFor(ctx, slug, 'update');
-  if (!file) throw fieldError('file', 'Upload an archive (.zip, .tar, .tar.gz or .tgz) of the built site.');
+  const manifest = input.manifest === undefined ? undefined : parseBuildManifest(input.manifest, deps.limits?.maxFiles ?? DEFAULT_ARCHIVE_LIMITS.maxFiles);
+  if (!file && !manifest) throw fieldError('file', 'Upload an archive (.zip, .tar, .tar.gz or .tgz) of the built site.');
   const q = quotedSchema(schema);
   const uuid = randomUUID();
   let begun = false;
   let deployed: Deployed;
   try {
     deployed = await deploy(ctx, deps, schema, file, async () => {
-      await insertBuild(ctx.em, q, { uuid, workerId: worker.id, title: input.build_title?.trim() || titleFromFilename(file.filename), who: actorUuid(ctx) });
+      await insertBuild(ctx.em, q, { uuid, workerId: worker.id, title: input.build_title?.trim() || (file ? titleFromFilename(file.filename) : `Build ${new Date().toISOString()}`), who: actorUuid(ctx) });
       begun = true;
-    });
+    }, manifest);
   } catch (err) {
     // Refused input (a lying entry, a bad `_redirects` line) changes nothing: its row goes. A failure of ours stays in the history as `failed`.
     if (begun && err instanceof DomainError && err.status < 500) await ctx.em.execute(`DELETE FROM ${q}.frontend_worker_builds WHERE uuid = ?`, [uuid]).catch(() => undefined);
@@ -462,6 +463,13 @@ async function pruneBuilds(ctx: ServiceContext, deps: WorkerDeps, schema: string
     [workerId, workerId, workerId, keep],
   );
   if (pruned.length) await collectWorkerBlobs(ctx.em, deps.store.site(schema), schema);
+}
+
+/** POST {slug}/builds/missing/: of the contents a build will have (their SHA-256), those the site lacks (a deploy with a manifest sends only these). */
+export async function missingContents(ctx: ServiceContext, slug: string, raw: unknown): Promise<{ missing: string[] }> {
+  const input = validate(MissingQuery, raw);
+  const { schema } = await workerFor(ctx, slug, 'update');
+  return { missing: await missingBlobs(readsOf(ctx), schema, input.hashes) };
 }
 
 /** POST {slug}/builds/{uuid}/activate/: the build serves from now on (a ready build only; rollback is activating an older one). */
