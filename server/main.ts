@@ -28,7 +28,7 @@ import { createMailer } from '../shared/mail/mailer.ts';
 import { SecretKeyring } from '../shared/secrets/crypto.ts';
 import { refreshUsage, storageSites } from '../shared/storage/bucket.service.ts';
 import { sweepBlobs } from '../shared/storage/blobs.ts';
-import { collectWorkerBlobs, sweepWorkerBlobs } from '../shared/workers/deploy.ts';
+import { collectWorkerBlobs, failInterruptedBuilds, sweepWorkerBlobs } from '../shared/workers/deploy.ts';
 import { staticSites } from './http/static-sites.ts';
 import { storeFromConfig } from '../shared/storage/objstore/index.ts';
 import type { ObjectStore } from '../shared/storage/objstore/types.ts';
@@ -100,7 +100,10 @@ const storageJob = (db: Database, store: ObjectStore) => async () => {
     buckets += (await refreshUsage(em, schema)).buckets;
     swept += await sweepBlobs(em, store, schema);
     // Frontend workers' blobs: those a crash left half-stored, and those no build names any more (shared/workers/deploy.ts).
-    if (withWorkers.has(schema)) swept += (await sweepWorkerBlobs(em, store.site(schema), schema)) + (await collectWorkerBlobs(em, store.site(schema), schema));
+    if (withWorkers.has(schema)) {
+      await failInterruptedBuilds(em, schema);
+      swept += (await sweepWorkerBlobs(em, store.site(schema), schema)) + (await collectWorkerBlobs(em, store.site(schema), schema));
+    }
   }
   return buckets || swept ? { sites: sites.length, buckets, swept } : undefined;
 };

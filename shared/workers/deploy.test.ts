@@ -10,7 +10,7 @@ import { platformDatabase } from '../testing/platform-db.ts';
 import { createTestSite, type TestSite } from '../testing/sites.ts';
 import { filesystemStore } from '../storage/objstore/filesystem.ts';
 import type { ObjectStore } from '../storage/objstore/types.ts';
-import { blobKey, collectWorkerBlobs, deployArchive, sweepWorkerBlobs } from './deploy.ts';
+import { blobKey, collectWorkerBlobs, deployArchive, failInterruptedBuilds, sweepWorkerBlobs } from './deploy.ts';
 
 const orm = platformDatabase(test);
 let site: TestSite;
@@ -83,4 +83,15 @@ test.serial('upkeep: a half-stored blob (a crash) is swept with its bytes after 
   t.is(await collectWorkerBlobs(em, store.site(site.schema), site.schema), 0);
   t.is(await collectWorkerBlobs(em, store.site(site.schema), site.schema, 0), 2);
   t.deepEqual(await keys(), []);
+});
+
+test.serial('a build left uploading by a stopped server is marked failed after the grace period, not before', async (t) => {
+  const em = orm().em.fork();
+  const q = `"${site.schema}"`;
+  const [w] = await em.execute(`INSERT INTO ${q}.frontend_workers (uuid, slug, name, subdomain, host) VALUES (gen_random_uuid(), 'w', 'W', 'w', 'w.localhost') RETURNING id`);
+  await em.execute(`INSERT INTO ${q}.frontend_worker_builds (uuid, worker_id, title, status, created_at) VALUES (gen_random_uuid(), ?, 'old', 'uploading', now() - interval '2 hours'), (gen_random_uuid(), ?, 'live', 'uploading', now())`, [w.id, w.id]);
+  t.is(await failInterruptedBuilds(em, site.schema), 1);
+  const rows = await em.execute(`SELECT title, status, error FROM ${q}.frontend_worker_builds ORDER BY title`);
+  t.like(rows, [{ title: 'live', status: 'uploading', error: null }, { title: 'old', status: 'failed' }]);
+  t.regex(rows[1].error, /interrupted/);
 });

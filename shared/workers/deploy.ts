@@ -238,6 +238,16 @@ export async function collectWorkerBlobs(em: EntityManager, store: SiteStore, sc
   return gone.length;
 }
 
+/** Builds left `uploading` past the grace period (their server stopped mid-deploy): `failed`, saying so. */
+export async function failInterruptedBuilds(em: EntityManager, schema: string, graceMs = BLOB_GRACE_MS): Promise<number> {
+  const failed = await em.execute(
+    `UPDATE ${quotedSchema(schema)}.frontend_worker_builds SET status = 'failed', error = 'The deploy was interrupted (its server stopped): upload the build again.'
+      WHERE status = 'uploading' AND created_at < now() - (? * interval '1 millisecond') RETURNING uuid`,
+    [graceMs],
+  );
+  return failed.length;
+}
+
 /** Blobs whose bytes a deploy began to store and never confirmed (a crash, a failed put), older than the grace period: their bytes, then their rows. */
 export async function sweepWorkerBlobs(em: EntityManager, store: SiteStore, schema: string, graceMs = BLOB_GRACE_MS): Promise<number> {
   const q = quotedSchema(schema);
