@@ -99,15 +99,16 @@ test('the host is untouched by prototype pollution inside the sandbox, and resul
 
 test('an infinite loop stops at the CPU limit, sync or after an await', async (t) => {
   for (const code of ['export default () => { for (;;) {} }', 'export default async () => { await null; while (true) {} }']) {
-    const started = Date.now();
     const out = await run(code);
     t.like(out, { status: 'failed', error: { type: 'CpuLimitExceeded' } });
-    t.true(Date.now() - started < 2000);
+    // Stopped near its 400 ms of CPU (CPU time, not the wall clock: a loaded machine stretches the latter).
+    t.true(out.cpu_ms < 2000, `${out.cpu_ms} ms of CPU`);
   }
 });
 
 test('a memory bomb stops at the memory limit', async (t) => {
-  const out = await run('export default () => { const a = []; for (let i = 0; ; i++) a.push({ i, s: "y" + i }) }', { limits: { cpuMs: 10_000 } });
+  // Neither the CPU limit nor the wall clock may come first, even on a loaded machine.
+  const out = await run('export default () => { const a = []; for (let i = 0; ; i++) a.push({ i, s: "y" + i }) }', { limits: { cpuMs: 10_000, timeoutMs: 60_000 } });
   t.like(out, { status: 'failed', error: { type: 'MemoryLimitExceeded' } });
   t.falsy(out.broken);
 });
@@ -180,12 +181,14 @@ test('issue 29 #3: a site holds at most its share of the threads; another site i
   try {
     const spin = { code: 'export default () => { for (;;) {} }', event: null, context: {}, limits: { ...LIMITS, timeoutMs: 1500, cpuMs: 1000 } };
     const hogs = Array.from({ length: 6 }, () => pool.run(spin, null, 'site_a'));
+    let firstHogEnded = Infinity;
+    for (const hog of hogs) void hog.then(() => (firstHogEnded = Math.min(firstHogEnded, performance.now())));
     await new Promise((r) => setTimeout(r, 200));
-    const started = performance.now();
     const other = await pool.run({ code: 'export default () => 42', event: null, context: {}, limits: LIMITS }, null, 'site_b');
-    const waited = performance.now() - started;
+    const served = performance.now();
     t.is(other.result, 42);
-    t.true(waited < 900, `site_b waited ${Math.round(waited)} ms behind site_a's spinners (each spins 1 s)`);
+    // Served beside the spinners, not after one of them: before any ends (each spins 1 s of CPU; on a loaded machine, longer).
+    t.true(served < firstHogEnded, `site_b was served ${Math.round(served - firstHogEnded)} ms after the first of site_a's spinners ended`);
     // Stopped by a limit: its CPU time (1 s), or its timeout (1.5 s) where the machine gave the thread less than 1 s of CPU by then.
     for (const hog of await Promise.all(hogs)) t.true(['CpuLimitExceeded', 'TimeoutError'].includes(hog.error?.type ?? ''), hog.error?.type);
   } finally {
