@@ -19,23 +19,32 @@ if (!env.TEST_DATABASE_URL) {
   env.TEST_DATABASE_URL = embedded.url('postgres');
 }
 
-const args = [path.join(root, 'node_modules/ava/entrypoints/cli.js'), '--tap', ...process.argv.slice(2)];
-const child = spawn(process.execPath, args, { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] });
 let passed = 0;
 let failed = 0;
-let buffer = '';
-child.stdout.on('data', (chunk: Buffer) => {
-  process.stdout.write(chunk);
-  buffer += chunk.toString('utf8');
-  let nl: number;
-  while ((nl = buffer.indexOf('\n')) >= 0) {
-    const line = buffer.slice(0, nl);
-    buffer = buffer.slice(nl + 1);
-    if (/^ok \d+/.test(line) && !/# SKIP/i.test(line)) passed++;
-    else if (/^not ok \d+/.test(line) && !/# TODO/i.test(line)) failed++;
-  }
-});
-const code: number = await new Promise((resolve) => child.on('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0))));
+
+/** One AVA run (TAP on stdout), counting its results; its exit code. */
+async function ava(extra: string[], alone?: '0' | '1'): Promise<number> {
+  const args = [path.join(root, 'node_modules/ava/entrypoints/cli.js'), '--tap', ...extra];
+  const child = spawn(process.execPath, args, { cwd: root, env: alone ? { ...env, TEST_ALONE: alone } : env, stdio: ['ignore', 'pipe', 'inherit'] });
+  let buffer = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    process.stdout.write(chunk);
+    buffer += chunk.toString('utf8');
+    let nl: number;
+    while ((nl = buffer.indexOf('\n')) >= 0) {
+      const line = buffer.slice(0, nl);
+      buffer = buffer.slice(nl + 1);
+      if (/^ok \d+/.test(line) && !/# SKIP/i.test(line)) passed++;
+      else if (/^not ok \d+/.test(line) && !/# TODO/i.test(line)) failed++;
+    }
+  });
+  return new Promise((resolve) => child.on('exit', (c, signal) => resolve(c ?? (signal ? 1 : 0))));
+}
+
+// Given files or options: one run of those. Else every file, then the timing-sensitive ones alone (ava.config.js).
+const given = process.argv.slice(2);
+let code = given.length ? await ava(given) : await ava([], '0');
+if (!given.length) code = (await ava(['--concurrency', '1'], '1')) || code;
 
 if (embedded) await embedded.stop();
 if (tmp) fs.rmSync(tmp, { recursive: true, force: true });
