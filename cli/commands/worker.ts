@@ -1,7 +1,8 @@
 // `platform worker …`: frontend workers of a site (/api/frontend_workers/; docs/frontend-workers.md).
 // `worker deploy DIR` packs a folder of built files itself (a .tar.gz: cli/pack.ts) or takes an
-// archive as it is, then creates the worker with it or uploads a new build of an existing one,
-// streaming the upload with progress on stderr.
+// archive as it is, then creates the worker with it or uploads a new build of an existing one
+// (a folder by manifest: only the files whose content the site lacks), streaming the upload with
+// progress on stderr.
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -68,7 +69,7 @@ function multipartUpload(fields: Record<string, string | undefined>, file: { pat
 class WorkerDeployCommand extends ApiCommand<typeof WorkerDeployCommand> {
   static override summary = 'Deploy a folder of built files (or an archive) as a build of a frontend worker.';
   static override description =
-    'A folder is packed into a .tar.gz here (symbolic links refused); an archive (.zip, .tar, .tar.gz, .tgz) is sent as it is. The worker is --subdomain (its slug), else made from --name: when it exists, a new build is uploaded; otherwise the worker is created with it (--name required). Only files whose content the site does not hold yet are stored. --activate makes the build the active one once ready; without it the build is reachable at its preview address. Progress on stderr. --json prints {worker, build}.';
+    'A folder is packed into a .tar.gz here (symbolic links refused); an archive (.zip, .tar, .tar.gz, .tgz) is sent as it is. The worker is --subdomain (its slug), else made from --name: when it exists, a new build is uploaded; otherwise the worker is created with it (--name required). A folder for an existing worker goes by manifest: every file is hashed here, the site says which contents it lacks (POST …/builds/missing/), and only those files are sent. --activate makes the build the active one once ready; without it the build is reachable at its preview address. Progress on stderr. --json prints {worker, build}.';
   static override examples = [
     '<%= config.bin %> worker deploy ./dist --name shop --subdomain shop --activate --site shop_prod',
     '<%= config.bin %> worker deploy build.zip --subdomain shop --title "Release 42" --site shop_prod --json',
