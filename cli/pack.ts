@@ -7,7 +7,6 @@
 // the output is removed when packing fails.
 import { lstat, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { create } from 'tar';
 
 /** The files of a built site's folder, relative and `/`-separated, in sorted order; refused as described above. */
 export async function siteFiles(dir: string): Promise<string[]> {
@@ -38,6 +37,7 @@ export async function packDirectory(dir: string, out: string, onProgress?: (file
 
   let count = 0;
   let bytes = 0;
+  const { create } = await import('tar'); // loaded by `worker deploy` only, not with every command
   try {
     await create(
       {

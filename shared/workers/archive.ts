@@ -25,8 +25,8 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { pipeline } from 'node:stream';
 import { createGunzip, crc32, inflateRawSync } from 'node:zlib';
-import AdmZip from 'adm-zip';
-import { Parser, type ReadEntry } from 'tar';
+import type AdmZip from 'adm-zip';
+import type { ReadEntry } from 'tar';
 import { DomainError, fieldError } from '../errors.ts';
 
 export type ArchiveFormat = 'zip' | 'tar' | 'tar.gz';
@@ -202,7 +202,8 @@ const DOS_DIRECTORY = 0x10;
 async function readZip(path: string, check: Checker, onFile: (file: ArchiveFile) => Promise<void>) {
   let entries: AdmZip.IZipEntry[];
   try {
-    entries = new AdmZip(path, { readEntries: true }).getEntries();
+    const { default: Zip } = await import('adm-zip'); // loaded by the first deploy, not with the app (CLI start-up)
+    entries = new Zip(path, { readEntries: true }).getEntries();
   } catch (error) {
     throw unreadable(error, 'zip');
   }
@@ -348,6 +349,7 @@ async function walkTar(
   const fail = (error: unknown) => {
     failure ??= error;
   };
+  const { Parser } = await import('tar'); // loaded by the first deploy, not with the app (CLI start-up)
   const parser = new Parser({ strict: true, zstd: false, brotli: false });
   parser.on('entry', (entry: ReadEntry) => {
     if (failure) return void entry.resume();
