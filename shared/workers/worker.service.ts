@@ -511,10 +511,3 @@ export async function checkDefaultWorker(em: EntityManager, schema: string, appI
   if (w.app_id === null || Number(w.app_id) !== appId) throw fieldError('default_frontend_worker', `Frontend worker ${id} belongs to another app (or none): set its app first.`);
   return id;
 }
-
-/** The URL of an app's default worker, for the settings view. */
-export async function defaultWorkerUrl(em: EntityManager, schema: string, workerId: number | null, s: WorkerSettings): Promise<string | null> {
-  if (workerId === null) return null;
-  const w = await firstRow<{ host: string; is_internal: boolean }>(em, `SELECT host, is_internal FROM ${quotedSchema(schema)}.frontend_workers WHERE id = ?`, [workerId]);
-  return w ? webUrl(w.host, w.is_internal, s) : null;
-}
