@@ -12,7 +12,7 @@ import test from 'ava';
 import type { TestSite } from '../../shared/testing/sites.ts';
 import { startTestServer, type TestServer } from '../../server/test/helpers.ts';
 import { globMatcher } from '../../shared/storage/glob.ts';
-import { cliEnv, json, MODES, runCli, siteWithLogin, volatile, type Mode } from './helpers.ts';
+import { cliEnv, json, MODES, runCli, siteWithLogin, volatile, withoutProgress, type Mode } from './helpers.ts';
 
 let s: TestServer;
 let site: TestSite;
@@ -192,7 +192,7 @@ test.serial('object upload (a directory, a quoted glob, metadata), ls, download,
         '',
       ].join('\n'),
     );
-    t.regex(up.stderr, /^Uploading 5 files \(\d+ B\) to photos…\n$/);
+    t.regex(withoutProgress(up.stderr), /^Uploading 5 files \(\d+ B\) to photos…\n$/);
     out[mode].push(up.stdout, up.stderr);
     t.deepEqual(await keysOf(mode, 'photos'), ['inbox/a.txt', 'inbox/b.txt', 'inbox/sub/c.txt', 'inbox/x.png', 'inbox/y.png']);
 
@@ -262,7 +262,7 @@ Uploaded 1 file (1 created); 1 failed.
     t.is(dl.code, 0, dl.stderr);
     t.deepEqual(fs.readFileSync(file), PNG);
     t.is(dl.stdout, `Downloaded inbox/x.png (${PNG.length} B) to ${file}.\n`);
-    t.is(dl.stderr, `Downloading inbox/x.png (${PNG.length} B) to ${file}…\n`);
+    t.is(withoutProgress(dl.stderr), `Downloading inbox/x.png (${PNG.length} B) to ${file}…\n`);
     t.false(fs.readdirSync(tmp).some((f) => f.includes('.part-')));
     const dir = local(`out-${mode}`);
     fs.mkdirSync(dir);
@@ -273,7 +273,7 @@ Uploaded 1 file (1 created); 1 failed.
     const text = await run(mode, ['object', 'download', 'inbox/sub/c.txt', ...b]);
     t.is(text.code, 0, text.stderr);
     t.is(text.stdout, 'charlie\n');
-    t.is(text.stderr, 'Downloading inbox/sub/c.txt (8 B) to stdout…\nDownloaded inbox/sub/c.txt (8 B) to stdout.\n');
+    t.is(withoutProgress(text.stderr), 'Downloading inbox/sub/c.txt (8 B) to stdout…\nDownloaded inbox/sub/c.txt (8 B) to stdout.\n');
     const binary = await runBinary(['object', 'download', 'inbox/y.png', '--output', '-', ...b, '--site', site.schema, '--app', `media-${mode}`, ...direct(mode)]);
     t.is(binary.code, 0, binary.stderr);
     t.true(binary.stdout.equals(PNG));
