@@ -9,8 +9,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { Args, Flags } from '@oclif/core';
-import { slugify } from '../../shared/common/slug.ts';
 import { DomainError, fieldError } from '../../shared/errors.ts';
+import { subdomainFromName } from '../../shared/workers/names.ts';
 import type { BuildView, WorkerListItem, WorkerView } from '../../shared/workers/worker.schemas.ts';
 import type { ApiRequest } from '../api.ts';
 import { path as apiPath } from '../api.ts';
@@ -90,7 +90,7 @@ class WorkerDeployCommand extends ApiCommand<typeof WorkerDeployCommand> {
     const st = fs.statSync(source, { throwIfNoEntry: false });
     if (!st) throw fieldError('source', `Cannot read ${source}: no such file or folder.`);
     if (!st.isDirectory() && !ARCHIVE.test(source)) throw fieldError('source', `${source} is neither a folder nor a .zip, .tar, .tar.gz or .tgz archive.`);
-    const slug = f.subdomain ?? (f.name ? slugify(f.name, 63) : undefined);
+    const slug = f.subdomain ?? (f.name ? subdomainFromName(f.name) : undefined);
     if (!slug) throw fieldError('subdomain', 'Give --subdomain (or --name) to name the worker.');
     const api = await this.api();
 

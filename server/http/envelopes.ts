@@ -49,6 +49,12 @@ export function sendCreated(ctx: AppContext, message: string, data: unknown): vo
   ctx.body = createdBody(message, data);
 }
 
+/** The flag form with its status code (spec Part 3 §4: storage, frontend workers): {success, message, status_code, data}; `data` left out when undefined. */
+export function sendFlagged(ctx: AppContext, status: number, message: string, data?: unknown): void {
+  ctx.status = status;
+  ctx.body = data === undefined ? { success: true, message, status_code: status } : { success: true, message, status_code: status, data };
+}
+
 export function sendMessage(ctx: AppContext, message: string): void {
   ctx.body = messageBody(message);
 }

@@ -96,9 +96,8 @@ function pathOf(url: string): string {
  */
 export function staticSites(deps: StaticSitesDeps): (req: IncomingMessage, res: ServerResponse, next: Listener) => void {
   const platformHosts = new Set(deps.platformHosts);
-  const manifests = new Lru<Promise<Manifest | null>>(MANIFESTS);
-  /** The manifests loaded, for the synchronous path (the promises above for the rest). */
-  const loaded = new Lru<Manifest>(MANIFESTS);
+  /** Manifests by build: the load (shared by concurrent requests), and the manifest once loaded (for the synchronous path). */
+  const manifests = new Lru<{ load: Promise<Manifest | null>; manifest?: Manifest }>(MANIFESTS);
   const bytes = new Lru<Buffer>(CACHE_BYTES);
   // A plan is a pure function of the build (immutable) and the request's method, path and
   // negotiation headers: the answers to repeated requests are decided once.
@@ -106,20 +105,17 @@ export function staticSites(deps: StaticSitesDeps): (req: IncomingMessage, res: 
 
   const manifestOf = (schema: string, build: string): Promise<Manifest | null> => {
     const key = `${schema}/${build}`;
-    let found = manifests.get(key);
-    if (!found) {
-      found = deps.orm.em
+    const known = manifests.get(key);
+    if (known) return known.load;
+    const entry: { load: Promise<Manifest | null>; manifest?: Manifest } = {
+      load: deps.orm.em
         .getConnection()
         .execute(`SELECT manifest FROM ${quotedSchema(schema)}.frontend_worker_builds WHERE uuid = ? AND status = 'ready'`, [build])
-        .then((r) => {
-          const manifest = (r[0]?.manifest as Manifest | undefined) ?? null;
-          if (manifest) loaded.set(key, manifest);
-          return manifest;
-        });
-      manifests.set(key, found);
-      found.catch(() => manifests.delete(key)); // a failed load is not kept (the request answers its error)
-    }
-    return found;
+        .then((r) => (entry.manifest = (r[0]?.manifest as Manifest | undefined)) ?? null),
+    };
+    manifests.set(key, entry);
+    entry.load.catch(() => manifests.delete(key)); // a failed load is not kept (the request answers its error)
+    return entry.load;
   };
 
   /** What to answer: the cached plan, else decided now. */
@@ -138,34 +134,38 @@ export function staticSites(deps: StaticSitesDeps): (req: IncomingMessage, res: 
     return decided;
   };
 
-  /** Sends the answer; true when it was sent at once (its bytes cached), else the promise of sending it. */
-  const answer = (req: IncomingMessage, res: ServerResponse, schema: string, decided: ServePlan): true | Promise<void> => {
-    if (decided.kind === 'not-modified') return void res.writeHead(304, decided.headers).end(), true;
-    if (decided.kind === 'redirect') return void res.writeHead(decided.status, { ...decided.headers, Location: decided.location }).end(), true;
-    if (decided.kind === 'empty') return void res.writeHead(decided.status, decided.headers).end(req.method === 'HEAD' ? undefined : decided.message), true;
-    if (decided.head) return void res.writeHead(decided.status, decided.headers).end(), true;
+  /** A file's bytes from the store (small ones kept), then the answer. */
+  const sendFile = async (res: ServerResponse, schema: string, decided: Extract<ServePlan, { kind: 'file' }>, key: string) => {
     const { file, encoding } = decided;
-    const key = blobKey(file.sha256, encoding);
-    const cached = bytes.get(`${schema}/${key}`);
-    if (cached) return void res.writeHead(decided.status, decided.headers).end(cached), true;
-    return (async () => {
-      const size = encoding === 'br' ? file.br! : encoding === 'gzip' ? file.gz! : file.size;
-      const stream = await deps.store.site(schema).get(key);
-      if (size > CACHE_FILE_BYTES) {
-        res.writeHead(decided.status, decided.headers);
-        return pipeline(stream, res);
-      }
-      const chunks: Buffer[] = [];
-      for await (const chunk of stream) chunks.push(chunk as Buffer);
-      const data = Buffer.concat(chunks);
-      bytes.set(`${schema}/${key}`, data, data.length);
-      res.writeHead(decided.status, decided.headers).end(data);
-    })();
+    const size = encoding === 'br' ? file.br! : encoding === 'gzip' ? file.gz! : file.size;
+    const stream = await deps.store.site(schema).get(key);
+    if (size > CACHE_FILE_BYTES) {
+      res.writeHead(decided.status, decided.headers);
+      return pipeline(stream, res);
+    }
+    const chunks: Buffer[] = [];
+    for await (const chunk of stream) chunks.push(chunk as Buffer);
+    const data = Buffer.concat(chunks);
+    bytes.set(`${schema}/${key}`, data, data.length);
+    res.writeHead(decided.status, decided.headers).end(data);
   };
 
-  const serve = async (req: IncomingMessage, res: ServerResponse, site: TenantRef, worker: WorkerTarget) => {
-    const manifest = worker.build ? await manifestOf(site.schema, worker.build) : null;
-    await answer(req, res, site.schema, decide(req, site, worker, manifest));
+  /** Answers the request from `manifest`: at once when the bytes are cached, else once they are read. */
+  const respond = (req: IncomingMessage, res: ServerResponse, site: TenantRef, worker: WorkerTarget, manifest: Manifest | null): void => {
+    const decided = decide(req, site, worker, manifest);
+    switch (decided.kind) {
+      case 'not-modified':
+        return void res.writeHead(304, decided.headers).end();
+      case 'redirect':
+        return void res.writeHead(decided.status, { ...decided.headers, Location: decided.location }).end();
+      case 'empty':
+        return void res.writeHead(decided.status, decided.headers).end(req.method === 'HEAD' ? undefined : decided.message);
+    }
+    if (decided.head) return void res.writeHead(decided.status, decided.headers).end();
+    const key = blobKey(decided.file.sha256, decided.encoding);
+    const cached = bytes.get(`${site.schema}/${key}`);
+    if (cached) return void res.writeHead(decided.status, decided.headers).end(cached);
+    sendFile(res, site.schema, decided, key).catch((err: unknown) => failed(res, err));
   };
 
   const failed = (res: ServerResponse, err: unknown) => {
@@ -182,11 +182,10 @@ export function staticSites(deps: StaticSitesDeps): (req: IncomingMessage, res: 
     // The hot path, everything cached (host, manifest, plan, bytes): answered without a promise.
     const site = deps.hosts.cachedHost(host);
     if (site === null || (site && !site.worker)) return next(req, res);
-    const manifest = site?.worker?.build ? loaded.get(`${site.schema}/${site.worker.build}`) : undefined;
+    const manifest = site?.worker?.build ? manifests.get(`${site.schema}/${site.worker.build}`)?.manifest : undefined;
     if (site?.worker && manifest) {
       try {
-        const sent = answer(req, res, site.schema, decide(req, site, site.worker, manifest));
-        if (sent !== true) sent.catch((err: unknown) => failed(res, err));
+        respond(req, res, site, site.worker, manifest);
       } catch (err) {
         failed(res, err);
       }
@@ -194,7 +193,10 @@ export function staticSites(deps: StaticSitesDeps): (req: IncomingMessage, res: 
     }
     deps.hosts
       .resolveHost(host)
-      .then((site) => (site?.worker ? serve(req, res, site, site.worker) : next(req, res)))
+      .then(async (site) => {
+        if (!site?.worker) return next(req, res);
+        respond(req, res, site, site.worker, site.worker.build ? await manifestOf(site.schema, site.worker.build) : null);
+      })
       .catch((err: unknown) => failed(res, err));
   };
 }

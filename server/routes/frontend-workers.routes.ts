@@ -11,6 +11,7 @@ import type { Page } from '../../shared/common/pagination.ts';
 import type { ObjectStore } from '../../shared/storage/objstore/types.ts';
 import * as workers from '../../shared/workers/worker.service.ts';
 import { Availability, AvailabilityQuery, BuildView, Missing, MissingQuery, WorkerListItem, WorkerListQuery, WorkerUpdate, WorkerView } from '../../shared/workers/worker.schemas.ts';
+import { sendFlagged } from '../http/envelopes.ts';
 import { withMultipart, type MultipartForm } from '../http/multipart.ts';
 import { defineRoute, type RouteDef } from '../http/registry.ts';
 import type { AppContext } from '../http/types.ts';
@@ -27,10 +28,7 @@ const answer = (data: TSchema) => Type.Object({ success: Type.Literal(true), mes
 const listAnswer = (item: TSchema) =>
   Type.Object({ success: Type.Literal(true), message: Type.String(), status_code: Type.Integer(), data: Type.Array(item), total: Type.Integer(), page: Type.Integer(), page_size: Type.Integer(), total_pages: Type.Integer() });
 
-function ok(ctx: AppContext, message: string, data: unknown, status = 200): void {
-  ctx.status = status;
-  ctx.body = { success: true, message, status_code: status, data };
-}
+const ok = (ctx: AppContext, message: string, data: unknown, status = 200): void => sendFlagged(ctx, status, message, data);
 
 function okPage<T>(ctx: AppContext, message: string, page: Page<T>): void {
   ctx.body = { success: true, message, status_code: 200, data: page.results, total: page.count, page: page.page, page_size: page.pageSize, total_pages: Math.max(1, Math.ceil(page.count / page.pageSize)) };

@@ -14,7 +14,7 @@ import { normalizeKey } from '../../shared/storage/keys.ts';
 import type { ObjectRow } from '../../shared/storage/access.ts';
 import type { ObjectStore } from '../../shared/storage/objstore/types.ts';
 import { DomainError, notFound } from '../../shared/errors.ts';
-import { paginated, sendPage } from '../http/envelopes.ts';
+import { paginated, sendFlagged, sendPage } from '../http/envelopes.ts';
 import { defineRoute, type RouteDef } from '../http/registry.ts';
 import type { AppContext } from '../http/types.ts';
 import { isMultipart } from '../http/uploads.ts';
@@ -36,11 +36,6 @@ const ObjectKeyRef = Type.Object({ app_slug: Type.String(), bucket: Type.String(
 const StorageEnvelope = (data = Type.Unknown()) => Type.Object({ success: Type.Boolean(), message: Type.String(), status_code: Type.Integer(), data: Type.Optional(data) });
 const ADMIN = 'Site administrators (superusers and staff of the site), and the app\'s policies on `storage:{slug}`.';
 
-/** The storage envelope of spec §4 ({success, message, status_code, data}). */
-function reply(ctx: AppContext, status: number, message: string, data?: unknown): void {
-  ctx.status = status;
-  ctx.body = data === undefined ? { success: true, message, status_code: status } : { success: true, message, status_code: status, data };
-}
 
 const keyOf = (params: Record<string, string>) => normalizeKey(params.key, 'path');
 
@@ -181,7 +176,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       responses: { 200: StorageEnvelope() },
       async handler(ctx, { params }) {
         await buckets.deleteBucket(ctx.state.service(), store, params.app_slug!, params.bucket!);
-        reply(ctx, 200, `Bucket "${params.bucket}" deleted.`);
+        sendFlagged(ctx, 200, `Bucket "${params.bucket}" deleted.`);
       },
     }),
     defineRoute({
@@ -208,7 +203,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       responses: { 200: StorageEnvelope() },
       async handler(ctx) {
         const data = await buckets.checkQuotas(ctx.state.service());
-        reply(ctx, 200, `Usage refreshed for ${data.buckets} bucket${data.buckets === 1 ? '' : 's'}.`, data);
+        sendFlagged(ctx, 200, `Usage refreshed for ${data.buckets} bucket${data.buckets === 1 ? '' : 's'}.`, data);
       },
     }),
 
@@ -248,7 +243,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
         const b = await bucketTarget(ctx, params, 'create');
         if (!isMultipart(ctx)) throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'Send multipart/form-data with a "file" field.');
         const { created, object } = await uploadAt(ctx, store, b, undefined);
-        reply(ctx, created ? 201 : 200, created ? 'File uploaded successfully.' : 'File updated successfully.', object);
+        sendFlagged(ctx, created ? 201 : 200, created ? 'File uploaded successfully.' : 'File updated successfully.', object);
       },
     }),
     defineRoute({
@@ -265,7 +260,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       responses: { 201: StorageEnvelope(), 207: StorageEnvelope(), 400: StorageEnvelope() },
       async handler(ctx, { params }) {
         const { status, uploaded, failed } = await batchUpload(ctx, store, await bucketTarget(ctx, params, 'create'));
-        reply(ctx, status, `${uploaded.length} uploaded, ${failed.length} failed.`, { uploaded, failed });
+        sendFlagged(ctx, status, `${uploaded.length} uploaded, ${failed.length} failed.`, { uploaded, failed });
         if (status === 400) (ctx.body as Record<string, unknown>).success = false;
       },
     }),
@@ -284,7 +279,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
         const b = await bucketTarget(ctx, params, 'delete');
         const data = await objects.batchDelete(ctx.state.service(), store, b, (body as { paths: string[] }).paths);
         const status = data.failed.length ? 207 : 200;
-        reply(ctx, status, data.failed.length ? `${data.deleted_count} deleted, ${data.failed.length} failed.` : `${data.deleted_count} objects deleted.`, data);
+        sendFlagged(ctx, status, data.failed.length ? `${data.deleted_count} deleted, ${data.failed.length} failed.` : `${data.deleted_count} objects deleted.`, data);
       },
     }),
     defineRoute({
@@ -306,7 +301,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       responses: { 200: StorageEnvelope() },
       async handler(ctx, { params, body }) {
         const b = await bucketTarget(ctx, params, 'read');
-        reply(ctx, 200, 'Objects found.', await searchObjects(ctx.state.service(), b, body as never));
+        sendFlagged(ctx, 200, 'Objects found.', await searchObjects(ctx.state.service(), b, body as never));
       },
     }),
     defineRoute({
@@ -326,7 +321,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
         const dest = normalizeKey(input.destination_path, 'destination_path');
         const src = await bucketTarget(ctx, params, 'read');
         const dst = input.destination_bucket && input.destination_bucket !== params.bucket ? await bucketTarget(ctx, { ...params, bucket: input.destination_bucket }, 'create') : src;
-        reply(ctx, 201, 'Object copied.', await objects.copyObject(ctx.state.service(), store, src, source, dst, dest));
+        sendFlagged(ctx, 201, 'Object copied.', await objects.copyObject(ctx.state.service(), store, src, source, dst, dest));
       },
     }),
     defineRoute({
@@ -343,7 +338,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       async handler(ctx, { params, body }) {
         const input = body as { source_path: string; destination_path: string };
         const b = await bucketTarget(ctx, params, 'update');
-        reply(ctx, 200, 'Object moved.', await objects.moveObject(ctx.state.service(), store, b, normalizeKey(input.source_path, 'source_path'), normalizeKey(input.destination_path, 'destination_path')));
+        sendFlagged(ctx, 200, 'Object moved.', await objects.moveObject(ctx.state.service(), store, b, normalizeKey(input.source_path, 'source_path'), normalizeKey(input.destination_path, 'destination_path')));
       },
     }),
     ...(['view', 'edit'] as const).map((mode) =>
@@ -385,13 +380,13 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
           // Anonymous: public objects only (a private one is not found, whoever asks without a token).
           if (ctx.state.tenant === null) throw notFound();
           const { b, o } = await objects.publicObject(ctx.state.reads(), ctx.state.tenant, params.app_slug!, params.bucket!, key);
-          if (asJson) return reply(ctx, 200, 'Object retrieved.', objects.objectView(b, o));
+          if (asJson) return sendFlagged(ctx, 200, 'Object retrieved.', objects.objectView(b, o));
           return sendObject(ctx, store, b, o, ctx.state.reads());
         }
         const service = ctx.state.service();
         const b = await bucketTarget(ctx, params, 'read');
         const o = await objects.objectFor(service, b, key, asJson ? 'read' : 'download');
-        if (asJson) return reply(ctx, 200, 'Object retrieved.', objects.objectView(b, o));
+        if (asJson) return sendFlagged(ctx, 200, 'Object retrieved.', objects.objectView(b, o));
         await sendObject(ctx, store, b, o, ctx.state.reads());
       },
     }),
@@ -412,7 +407,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
           const key = keyOf(params);
           const b = await bucketTarget(ctx, params, 'create');
           const { created, object } = await uploadAt(ctx, store, b, key);
-          reply(ctx, created ? 201 : 200, created ? 'File uploaded successfully.' : 'File updated successfully.', object);
+          sendFlagged(ctx, created ? 201 : 200, created ? 'File uploaded successfully.' : 'File updated successfully.', object);
         },
       }),
     ),
@@ -430,7 +425,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       responses: { 200: StorageEnvelope() },
       async handler(ctx, { params, body }) {
         const b = await bucketTarget(ctx, params, 'update');
-        reply(ctx, 200, 'Object updated.', await objects.patchObject(ctx.state.service(), b, keyOf(params), body as Record<string, unknown>));
+        sendFlagged(ctx, 200, 'Object updated.', await objects.patchObject(ctx.state.service(), b, keyOf(params), body as Record<string, unknown>));
       },
     }),
     defineRoute({
@@ -447,7 +442,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       async handler(ctx, { params }) {
         const b = await bucketTarget(ctx, params, 'delete');
         await objects.deleteObject(ctx.state.service(), store, b, keyOf(params));
-        reply(ctx, 200, 'Object deleted.');
+        sendFlagged(ctx, 200, 'Object deleted.');
       },
     }),
   ];

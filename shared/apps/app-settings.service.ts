@@ -18,6 +18,7 @@ import { siteSchemaFor } from '../tenancy/site-access.ts';
 import { notifyAppSettingsChanged } from './app-limits.ts';
 import { activeApp, activeAppFor } from './lookup.ts';
 import { checkDefaultWorker } from '../workers/worker.service.ts';
+import { workerUrl } from '../workers/hostnames.ts';
 import { MAX_ICON_BYTES, SETTINGS_DEFAULTS, SettingsPatch, SettingsPatchBody, SettingsPut, type SettingsDetail, type SettingsLight, type SettingsView } from './app-settings.schemas.ts';
 
 export interface SettingsRow {
@@ -71,16 +72,6 @@ export const settingsLight = (r: Pick<SettingsRow, 'display_name' | 'category' |
 });
 
 const COLUMNS = ['display_name', 'primary_color', 'secondary_color', 'category', 'max_functions', 'max_datatables', 'rate_limit_per_hour', 'documentation_url', 'support_email'] as const;
-
-/**
- * The address of an app's default frontend worker, on the scheme and port the request reached the
- * API with (`baseUrl`; https without one); an external worker's on https (its customer's TLS).
- */
-function workerUrl(host: string, internal: boolean, baseUrl: string): string {
-  if (!internal || !baseUrl) return `https://${host}/`;
-  const u = new URL(baseUrl);
-  return `${u.protocol}//${host}${u.port ? `:${u.port}` : ''}/`;
-}
 
 /** Validates a settings object (by default the `settings` of app creation: a new app has no worker, so default_frontend_worker is null there). */
 export function checkSettings(raw: unknown, schema: TObject = SettingsPatch): SettingsPatch {

@@ -38,6 +38,8 @@ const BY_HOST = `SELECT s.schema_name, s.uuid, s.slug, NULL::uuid AS worker_uuid
   UNION ALL SELECT s.schema_name, s.uuid, s.slug, w.worker_uuid FROM public.worker_hosts w JOIN public.sites s ON s.uuid = w.site_uuid WHERE w.host = ? AND s.is_active`;
 const BY_SCHEMA = 'SELECT schema_name, uuid, slug FROM public.sites WHERE schema_name = ? AND is_active';
 
+const refOf = (row: Record<string, string>): TenantRef => ({ schema: row.schema_name!, siteUuid: row.uuid!, slug: row.slug! });
+
 export class HostResolver {
   private readonly orm: Orm;
   private readonly hosts: CachedLookup<TenantRef | null>;
@@ -75,7 +77,7 @@ export class HostResolver {
   resolveSchema(schema: string): Promise<TenantRef | null> {
     return this.schemas.get(schema, async (key) => {
       const [row] = await this.orm.em.getConnection().execute(BY_SCHEMA, [key]);
-      return row ? { schema: row.schema_name, siteUuid: row.uuid, slug: row.slug } : null;
+      return row ? refOf(row) : null;
     });
   }
 
@@ -84,7 +86,7 @@ export class HostResolver {
     const db = this.orm.em.getConnection();
     const [row] = await db.execute(BY_HOST, [host, host]);
     if (row) {
-      const ref: TenantRef = { schema: row.schema_name, siteUuid: row.uuid, slug: row.slug };
+      const ref = refOf(row);
       if (!row.worker_uuid) return ref;
       const [w] = await db.execute(`SELECT id, uuid, active_build_uuid, spa_fallback FROM ${quotedSchema(ref.schema)}.frontend_workers WHERE uuid = ?`, [row.worker_uuid]);
       return w ? { ...ref, worker: { id: Number(w.id), uuid: w.uuid, build: w.active_build_uuid, spa: w.spa_fallback, preview: false } } : null;

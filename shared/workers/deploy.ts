@@ -23,6 +23,8 @@ import { buildManifest, type BuildFile, type Manifest } from './serving.ts';
 
 export const BLOB_PREFIX = '_workers/';
 export const blobKey = (sha256: string, encoding: 'br' | 'gzip' | null = null): string => `${BLOB_PREFIX}${sha256}${encoding === 'br' ? '.br' : encoding === 'gzip' ? '.gz' : ''}`;
+/** Every key a blob may have in the store: the bytes and their compressed variants. */
+const everyKeyOf = (sha256: string): string[] => [blobKey(sha256), blobKey(sha256, 'br'), blobKey(sha256, 'gzip')];
 /** A blob a deploy touched within this long is never collected (longer than any deploy). */
 export const BLOB_GRACE_MS = 3600_000;
 /** Files hashed, compressed and stored at once (a batch's directories are made durable once), and their bytes at most. */
@@ -60,6 +62,27 @@ export async function formatOf(file: { path: string; filename: string }): Promis
   }
 }
 
+/** What a stored blob is: its size and its compressed variants' sizes (null: none). */
+interface BlobSizes {
+  sha256: string;
+  size: number;
+  br: number | null;
+  gz: number | null;
+}
+
+/** The stored blobs among `hashes`, touched (the collector leaves them alone from now on). */
+async function touchStored(em: EntityManager, q: string, hashes: Iterable<string>): Promise<Map<string, BlobSizes>> {
+  const found = await rows<{ sha256: string; size: string; br: string | null; gz: string | null }>(
+    em,
+    `UPDATE ${q}.frontend_worker_blobs SET used_at = now() WHERE stored AND sha256 IN (SELECT jsonb_array_elements_text(?::jsonb)) RETURNING sha256, size, br, gz`,
+    [JSON.stringify([...new Set(hashes)])],
+  );
+  return new Map(found.map((r) => [r.sha256, { sha256: r.sha256, size: Number(r.size), br: r.br === null ? null : Number(r.br), gz: r.gz === null ? null : Number(r.gz) }]));
+}
+
+/** A manifest entry: the blob's sizes and the path's content type. */
+const buildFile = (b: BlobSizes, type: string): BuildFile => ({ sha256: b.sha256, size: b.size, type, ...(b.br !== null && { br: b.br }), ...(b.gz !== null && { gz: b.gz }) });
+
 /**
  * Reads the archive at `file.path` and stores its files' new contents. `started` runs once every
  * entry has been checked, before the first byte is stored (a refused archive writes nothing).
@@ -87,15 +110,7 @@ export async function deployArchive(
     batch = [];
     batchBytes = 0;
     if (!pending.length) return;
-    const hashes = [...new Set(pending.map((p) => p.sha256))];
-    // Touch the blobs the site has (the collector leaves them alone from now on), learn what they are.
-    const known = new Map(
-      (await rows<{ sha256: string; size: string; br: string | null; gz: string | null }>(
-        em,
-        `UPDATE ${q}.frontend_worker_blobs SET used_at = now() WHERE stored AND sha256 IN (SELECT jsonb_array_elements_text(?::jsonb)) RETURNING sha256, size, br, gz`,
-        [JSON.stringify(hashes)],
-      )).map((r) => [r.sha256, r]),
-    );
+    const known = await touchStored(em, q, pending.map((p) => p.sha256));
     const fresh = new Map<string, Pending>();
     for (const p of pending) if (!known.has(p.sha256)) fresh.set(p.sha256, p);
     // The journal first: rows not yet `stored` (another deploy storing the same content stores it too: same bytes).
@@ -109,7 +124,8 @@ export async function deployArchive(
     const added = await Promise.all(
       [...fresh.values()].map(async (p) => {
         const variants = await precompress(p.data, p.type);
-        return { p, variants, sizes: { sha256: p.sha256, size: p.data.length, br: variants.br?.length ?? null, gz: variants.gz?.length ?? null } };
+        const sizes: BlobSizes = { sha256: p.sha256, size: p.data.length, br: variants.br?.length ?? null, gz: variants.gz?.length ?? null };
+        return { p, variants, sizes };
       }),
     );
     await store.putMany(
@@ -127,14 +143,8 @@ export async function deployArchive(
       );
       storedFiles += added.length;
     }
-    const info = new Map<string, { size: number; br: number | null; gz: number | null }>([
-      ...[...known.values()].map((r) => [r.sha256, { size: Number(r.size), br: r.br === null ? null : Number(r.br), gz: r.gz === null ? null : Number(r.gz) }] as const),
-      ...added.map((a) => [a.sizes.sha256, a.sizes] as const),
-    ]);
-    for (const p of pending) {
-      const v = info.get(p.sha256)!;
-      files.set(p.path, { sha256: p.sha256, size: v.size, type: p.type, ...(v.br !== null && { br: v.br }), ...(v.gz !== null && { gz: v.gz }) });
-    }
+    for (const a of added) known.set(a.sizes.sha256, a.sizes);
+    for (const p of pending) files.set(p.path, buildFile(known.get(p.sha256)!, p.type));
   };
 
   if (file) {
@@ -165,19 +175,13 @@ export async function deployArchive(
   if (manifest) {
     // The files of the manifest the archive did not carry: contents this site stored before (touched: the collector keeps them).
     const rest = [...manifest].filter(([path]) => !files.has(path));
-    const held = new Map(
-      (await rows<{ sha256: string; size: string; br: string | null; gz: string | null }>(
-        em,
-        `UPDATE ${q}.frontend_worker_blobs SET used_at = now() WHERE stored AND sha256 IN (SELECT jsonb_array_elements_text(?::jsonb)) RETURNING sha256, size, br, gz`,
-        [JSON.stringify([...new Set(rest.map(([, sha]) => sha))])],
-      )).map((r) => [r.sha256, r]),
-    );
+    const held = await touchStored(em, q, rest.map(([, sha]) => sha));
     const missing = rest.filter(([, sha]) => !held.has(sha)).map(([path]) => path);
     if (missing.length) throw fieldError('manifest', `${missing.length} file${missing.length === 1 ? ' is' : 's are'} neither in the archive nor stored by this site: ${missing.slice(0, 5).join(', ')}${missing.length > 5 ? ', …' : ''}. Ask POST …/builds/missing/ which contents to send.`);
     for (const [path, sha256] of rest) {
-      const r = held.get(sha256)!;
-      files.set(path, { sha256, size: Number(r.size), type: contentType(path), ...(r.br !== null && { br: Number(r.br) }), ...(r.gz !== null && { gz: Number(r.gz) }) });
-      size += Number(r.size);
+      const blob = held.get(sha256)!;
+      files.set(path, buildFile(blob, contentType(path)));
+      size += blob.size;
     }
   }
   const fileCount = files.size + Object.keys(texts).length;
@@ -234,7 +238,7 @@ export async function collectWorkerBlobs(em: EntityManager, store: SiteStore, sc
       RETURNING b.sha256`,
     [graceMs],
   );
-  if (gone.length) await store.delete(gone.flatMap((r) => [blobKey(r.sha256), blobKey(r.sha256, 'br'), blobKey(r.sha256, 'gzip')])).catch(() => undefined);
+  if (gone.length) await store.delete(gone.flatMap((r) => everyKeyOf(r.sha256))).catch(() => undefined);
   return gone.length;
 }
 
@@ -253,7 +257,7 @@ export async function sweepWorkerBlobs(em: EntityManager, store: SiteStore, sche
   const q = quotedSchema(schema);
   const stale = await rows<{ sha256: string }>(em, `SELECT sha256 FROM ${q}.frontend_worker_blobs WHERE NOT stored AND used_at < now() - (? * interval '1 millisecond')`, [graceMs]);
   if (!stale.length) return 0;
-  await store.delete(stale.flatMap((r) => [blobKey(r.sha256), blobKey(r.sha256, 'br'), blobKey(r.sha256, 'gzip')]));
+  await store.delete(stale.flatMap((r) => everyKeyOf(r.sha256)));
   await em.execute(`DELETE FROM ${q}.frontend_worker_blobs WHERE NOT stored AND sha256 IN (SELECT jsonb_array_elements_text(?::jsonb))`, [JSON.stringify(stale.map((r) => r.sha256))]);
   return stale.length;
 }

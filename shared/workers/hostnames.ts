@@ -102,6 +102,17 @@ export function workerHost(a: WorkerAddress, environment: Environment, baseDomai
   return `${ENVIRONMENT_PREFIX[environment]}${a.subdomain}.${domainPart(a, baseDomain)}`;
 }
 
+/**
+ * The address a browser uses for a worker's host: an internal worker's on the scheme and port
+ * the API is reached at (`apiBase`; https without one), an external one's on https, which its
+ * customer terminates (spec §4 rule 3).
+ */
+export function workerUrl(host: string, isInternal: boolean, apiBase?: string): string {
+  if (!isInternal || !apiBase) return `https://${host}/`;
+  const u = new URL(apiBase);
+  return `${u.protocol}//${host}${u.port ? `:${u.port}` : ''}/`;
+}
+
 /** A build's preview host: `{prefix}{first 8 hex of the build uuid}--{subdomain}.{domain part}`. */
 export function previewHost(buildUuid: string, a: WorkerAddress, environment: Environment, baseDomain: string): string {
   const short = buildUuid.replace(/-/g, '').slice(0, 8).toLowerCase();

@@ -12,7 +12,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { PageParams, pageOffset, parsePageRequest, resolvePage, type Page } from '../common/pagination.ts';
 import { dropReadOnly } from '../common/read-only.ts';
 import { likeEscape } from '../common/filters.ts';
-import { pgError, slugify } from '../common/slug.ts';
+import { insertWithUniqueSlug, uniqueViolation } from '../common/slug.ts';
 import { validate } from '../common/validation.ts';
 import type { Config } from '../config.ts';
 import { actorUuid, readsOf, type ServiceContext } from '../context.ts';
@@ -25,7 +25,8 @@ import { quotedSchema } from '../tenancy/schema.ts';
 import { authorizeSiteSubject, siteSchemaFor } from '../tenancy/site-access.ts';
 import { DEFAULT_ARCHIVE_LIMITS, type ArchiveLimits } from './archive.ts';
 import { collectWorkerBlobs, deployArchive, missingBlobs, parseBuildManifest, type Deployed } from './deploy.ts';
-import { checkExternalDomain, checkSubdomain, previewHost, suggestSubdomains, workerHost, workerSlugOf, type WorkerAddress } from './hostnames.ts';
+import { checkExternalDomain, checkSubdomain, previewHost, suggestSubdomains, workerHost, workerSlugOf, workerUrl, type WorkerAddress } from './hostnames.ts';
+import { subdomainFromName } from './names.ts';
 import { Availability, AvailabilityQuery, BuildUpload, MissingQuery, WorkerCreate, WorkerListQuery, WorkerUpdate, type BuildView, type WorkerListItem, type WorkerView } from './worker.schemas.ts';
 import { Type, type Static } from '@sinclair/typebox';
 
@@ -84,18 +85,8 @@ interface BuildRow {
 const select = (q: string) => `SELECT w.*, a.name AS app_name FROM ${q}.frontend_workers w LEFT JOIN ${q}.apps a ON a.id = w.app_id`;
 const BUILD_COLUMNS = 'uuid, worker_id, title, status, size, file_count, stored_files, error, created_by, created_at, ready_at';
 
-/**
- * The address a browser uses: internal workers on the platform's scheme and port (PLATFORM_PUBLIC_URL's,
- * else http on PORT); external ones on https, which the customer terminates (spec §4 rule 3).
- */
-export function webUrl(host: string, isInternal: boolean, s: WorkerSettings): string {
-  if (!isInternal) return `https://${host}/`;
-  if (s.publicUrl) {
-    const u = new URL(s.publicUrl);
-    return `${u.protocol}//${host}${u.port ? `:${u.port}` : ''}/`;
-  }
-  return `http://${host}:${s.port}/`;
-}
+/** A worker host's address: the API's public URL (PLATFORM_PUBLIC_URL, else http on PORT) gives an internal worker's scheme and port. */
+const webUrl = (host: string, isInternal: boolean, s: WorkerSettings): string => workerUrl(host, isInternal, s.publicUrl ?? `http://localhost:${s.port}`);
 
 const address = (w: Pick<WorkerRow, 'subdomain' | 'is_internal' | 'domain'>): WorkerAddress => ({ subdomain: w.subdomain, isInternal: w.is_internal, domain: w.domain });
 
@@ -163,11 +154,24 @@ async function workerFor(ctx: ServiceContext, slug: string, action: 'read' | 'up
 
 // ---------------------------------------------------------------- addresses
 
-/** Who holds `host`: a worker (with its site), a domain, or the platform API itself (PLATFORM_HOSTS: no site); undefined when free. */
-async function holderOf(em: EntityManager, host: string, s: WorkerSettings): Promise<{ site_uuid: string | null; worker_uuid: string | null } | undefined> {
-  if (s.platformHosts.includes(host)) return { site_uuid: null, worker_uuid: null };
-  return firstRow(em, `SELECT site_uuid, worker_uuid FROM public.worker_hosts WHERE host = ? UNION ALL SELECT site_uuid, NULL FROM public.domains WHERE domain = ? LIMIT 1`, [host, host]);
+/** Of these hosts, those held: by a worker (with its site), a domain (its site), or the platform API itself (PLATFORM_HOSTS: no site). */
+async function holders(em: EntityManager, hosts: string[], s: WorkerSettings): Promise<Map<string, { site_uuid: string | null; worker_uuid: string | null }>> {
+  const found = await rows<{ host: string; site_uuid: string; worker_uuid: string | null }>(
+    em,
+    `SELECT host, site_uuid, worker_uuid FROM public.worker_hosts WHERE host IN (SELECT jsonb_array_elements_text(?::jsonb))
+     UNION ALL SELECT domain, site_uuid, NULL FROM public.domains WHERE domain IN (SELECT jsonb_array_elements_text(?::jsonb))`,
+    [JSON.stringify(hosts), JSON.stringify(hosts)],
+  );
+  const held = new Map<string, { site_uuid: string | null; worker_uuid: string | null }>(found.map((r) => [r.host, r]));
+  for (const host of hosts) if (s.platformHosts.includes(host)) held.set(host, { site_uuid: null, worker_uuid: null });
+  return held;
 }
+
+/** A host's unique violation (the worker_hosts trigger refuses a domain's host too): the 400 saying it is taken. */
+const takenHostError = (err: unknown, field: string, host: string): unknown => {
+  const constraint = uniqueViolation(err);
+  return constraint === 'worker_hosts_pkey' || constraint === 'frontend_workers_host_key' ? hostTaken(field, host) : err;
+};
 
 async function siteOf(em: EntityManager, schema: string): Promise<{ uuid: string; name: string; slug: string }> {
   return (await firstRow<{ uuid: string; name: string; slug: string }>(em, 'SELECT uuid, name, slug FROM public.sites WHERE schema_name = ?', [schema]))!;
@@ -200,18 +204,13 @@ export async function checkAvailability(ctx: ServiceContext, deps: WorkerDeps, r
   const a = await addressOf(em, site.uuid, { subdomain: query.subdomain, field: 'subdomain', is_internal: query.is_internal, domain: query.domain }, s, false);
   const host = workerHost(a, s.environment, s.baseDomain);
   const excluded = query.exclude_slug ? await findWorker(em, schema, query.exclude_slug) : undefined;
-  const holder = excluded?.host === host ? undefined : await holderOf(em, host, s);
+  const holder = excluded?.host === host ? undefined : (await holders(em, [host], s)).get(host);
   const base = { subdomain: a.subdomain, full_domain: host, domain: a.domain ?? s.baseDomain, is_internal: a.isInternal };
   if (!holder) return { ...base, available: true, message: `${host} is available.` };
   const mine = holder.worker_uuid && holder.site_uuid === site.uuid ? await firstRow<{ slug: string; name: string }>(em, `SELECT slug, name FROM ${quotedSchema(schema)}.frontend_workers WHERE uuid = ?`, [holder.worker_uuid]) : undefined;
   const free = async (hosts: string[]) => {
-    const held = await rows<{ host: string }>(
-      em,
-      `SELECT host FROM public.worker_hosts WHERE host IN (SELECT jsonb_array_elements_text(?::jsonb)) UNION SELECT domain FROM public.domains WHERE domain IN (SELECT jsonb_array_elements_text(?::jsonb))`,
-      [JSON.stringify(hosts), JSON.stringify(hosts)],
-    );
-    const taken = new Set([...held.map((r) => r.host), ...s.platformHosts]);
-    return new Set(hosts.filter((h) => !taken.has(h)));
+    const held = await holders(em, hosts, s);
+    return new Set(hosts.filter((h) => !held.has(h)));
   };
   const suggestions = await suggestSubdomains({ subdomain: a.subdomain, tenantName: site.name, year: new Date().getFullYear(), address: { isInternal: a.isInternal, domain: a.domain } }, s.environment, s.baseDomain, free);
   return {
@@ -295,46 +294,43 @@ export async function createWorker(ctx: ServiceContext, deps: WorkerDeps, fields
   const s = deps.settings;
   const em = readsOf(ctx);
   const site = await siteOf(em, schema);
-  const a = await addressOf(em, site.uuid, { subdomain: input.subdomain_input ?? slugify(name, 63), field: 'subdomain_input', is_internal: input.is_internal, domain: input.domain }, s);
+  const a = await addressOf(em, site.uuid, { subdomain: input.subdomain_input ?? subdomainFromName(name), field: 'subdomain_input', is_internal: input.is_internal, domain: input.domain }, s);
   const host = workerHost(a, s.environment, s.baseDomain);
   const appId = await appOf(em, schema, input.app);
-  if (await holderOf(em, host, s)) throw hostTaken('subdomain_input', host);
+  // Taken before any deploy work (the trigger would refuse it at the insert anyway).
+  if ((await holders(em, [host], s)).size) throw hostTaken('subdomain_input', host);
   await authorizeSiteSubject(ctx, 'create', 'FrontendWorker', { schema, slug: workerSlugOf(a.subdomain) });
   const deployed = file ? await deploy(ctx, deps, schema, file, async () => undefined) : undefined;
   const q = quotedSchema(schema);
   const who = actorUuid(ctx);
   const uuid = randomUUID();
-  const buildUuid = deployed ? randomUUID() : null;
-  const base = workerSlugOf(a.subdomain);
+  const buildUuid = randomUUID();
+  // A slug stays with its worker when the subdomain changes: a new worker on a freed subdomain takes `{subdomain}-2`;
   // `check-subdomain-availability` is a path of its own (GET /api/frontend_workers/check-subdomain-availability/).
-  for (let attempt = base === 'check-subdomain-availability' ? 1 : 0; ; attempt++) {
-    // A slug stays with its worker when the subdomain changes: a new worker on a freed subdomain takes `{subdomain}-2`.
-    const slug = attempt ? `${base.slice(0, 60)}-${attempt + 1}` : base;
-    try {
-      await ctx.em.transactional(async (tx) => {
-        const t = tx as EntityManager;
-        const [row] = await t.execute(
-          `INSERT INTO ${q}.frontend_workers (uuid, slug, name, subdomain, is_internal, domain, host, app_id, spa_fallback, created_by, modified_by)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-          [uuid, slug, name, a.subdomain, a.isInternal, a.domain, host, appId, input.spa_fallback ?? true, who, who],
-        );
-        await t.execute('INSERT INTO public.worker_hosts (host, site_uuid, worker_uuid) VALUES (?, ?, ?)', [host, site.uuid, uuid]);
-        if (deployed && buildUuid) {
-          await insertBuild(t, q, { uuid: buildUuid, workerId: Number(row.id), title: input.build_title?.trim() || titleFromFilename(file!.filename), who, deployed });
-          if (input.set_active) await t.execute(`UPDATE ${q}.frontend_workers SET active_build_uuid = ? WHERE id = ?`, [buildUuid, row.id]);
-        }
-        await notifyRoutingChanged(t);
-      });
-      break;
-    } catch (err) {
-      const { code, constraint } = pgError(err);
-      if (code === '23505' && constraint === 'frontend_workers_slug_key' && attempt < 20) continue;
-      if (code === '23505' && (constraint === 'worker_hosts_pkey' || constraint === 'frontend_workers_host_key')) throw hostTaken('subdomain_input', host);
-      throw err;
-    }
-  }
+  const taken = async (base: string) => [
+    'check-subdomain-availability',
+    ...(await rows<{ slug: string }>(ctx.em, `SELECT slug FROM ${q}.frontend_workers WHERE slug = ? OR slug LIKE ?`, [base, `${likeEscape(base)}-%`])).map((r) => r.slug),
+  ];
+  const insert = (slug: string) =>
+    ctx.em.transactional(async (tx) => {
+      const t = tx as EntityManager;
+      const [row] = await t.execute(
+        `INSERT INTO ${q}.frontend_workers (uuid, slug, name, subdomain, is_internal, domain, host, app_id, spa_fallback, created_by, modified_by)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+        [uuid, slug, name, a.subdomain, a.isInternal, a.domain, host, appId, input.spa_fallback ?? true, who, who],
+      );
+      await t.execute('INSERT INTO public.worker_hosts (host, site_uuid, worker_uuid) VALUES (?, ?, ?)', [host, site.uuid, uuid]);
+      if (deployed) {
+        await insertBuild(t, q, { uuid: buildUuid, workerId: Number(row.id), title: input.build_title?.trim() || titleFromFilename(file!.filename), who, deployed });
+        if (input.set_active) await t.execute(`UPDATE ${q}.frontend_workers SET active_build_uuid = ? WHERE id = ?`, [buildUuid, row.id]);
+      }
+      await notifyRoutingChanged(t);
+    });
+  await insertWithUniqueSlug(workerSlugOf(a.subdomain), 'frontend_workers_slug_key', taken, insert, 20).catch((err: unknown) => {
+    throw takenHostError(err, 'subdomain_input', host);
+  });
   const worker = (await firstRow<WorkerRow>(ctx.em, `${select(q)} WHERE w.uuid = ?`, [uuid]))!;
-  const build = buildUuid ? (await firstRow<BuildRow>(ctx.em, `SELECT ${BUILD_COLUMNS} FROM ${q}.frontend_worker_builds WHERE uuid = ?`, [buildUuid]))! : undefined;
+  const build = deployed ? (await firstRow<BuildRow>(ctx.em, `SELECT ${BUILD_COLUMNS} FROM ${q}.frontend_worker_builds WHERE uuid = ?`, [buildUuid]))! : undefined;
   return { ...workerView(worker, s), build: build ? buildView(build, worker, s) : null };
 }
 
@@ -366,9 +362,7 @@ export async function updateWorker(ctx: ServiceContext, deps: WorkerDeps, slug: 
       await notifyRoutingChanged(t);
     });
   } catch (err) {
-    const { code, constraint } = pgError(err);
-    if (code === '23505' && (constraint === 'worker_hosts_pkey' || constraint === 'frontend_workers_host_key')) throw hostTaken(field, host);
-    throw err;
+    throw takenHostError(err, field, host);
   }
   return workerView((await findWorker(ctx.em, schema, slug))!, s);
 }
@@ -398,9 +392,10 @@ export async function listBuilds(ctx: ServiceContext, deps: WorkerDeps, slug: st
   return { ...p, count: n, results: found.map((b) => buildView(b, worker, deps.settings)) };
 }
 
-async function buildOf(em: EntityManager, schema: string, worker: WorkerRow, ref: string): Promise<BuildRow> {
+/** The worker's build `ref` (its uuid), or 404; `forShare`: locked for the caller's transaction. */
+async function buildOf(em: EntityManager, schema: string, worker: WorkerRow, ref: string, forShare = false): Promise<BuildRow> {
   const build = /^[0-9a-f-]{36}$/i.test(ref)
-    ? await firstRow<BuildRow>(em, `SELECT ${BUILD_COLUMNS} FROM ${quotedSchema(schema)}.frontend_worker_builds WHERE worker_id = ? AND uuid = ?`, [worker.id, ref.toLowerCase()])
+    ? await firstRow<BuildRow>(em, `SELECT ${BUILD_COLUMNS} FROM ${quotedSchema(schema)}.frontend_worker_builds WHERE worker_id = ? AND uuid = ?${forShare ? ' FOR SHARE' : ''}`, [worker.id, ref.toLowerCase()])
     : undefined;
   if (!build) throw notFound(`Build "${ref}"`);
   return build;
@@ -478,8 +473,7 @@ export async function activateBuild(ctx: ServiceContext, deps: WorkerDeps, slug:
   const q = quotedSchema(schema);
   await ctx.em.transactional(async (tx) => {
     const t = tx as EntityManager;
-    const [build] = await t.execute(`SELECT uuid, status FROM ${q}.frontend_worker_builds WHERE worker_id = ? AND uuid::text = ? FOR SHARE`, [worker.id, ref.toLowerCase()]);
-    if (!build) throw notFound(`Build "${ref}"`);
+    const build = await buildOf(t, schema, worker, ref, true);
     if (build.status !== 'ready') throw new DomainError('CONFLICT', `Build "${ref}" is ${build.status}: only a ready build can be activated.`);
     await t.execute(`UPDATE ${q}.frontend_workers SET active_build_uuid = ?, updated_at = now(), modified_by = ? WHERE id = ?`, [build.uuid, actorUuid(ctx), worker.id]);
     await notifyRoutingChanged(t);
