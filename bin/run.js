@@ -11,6 +11,8 @@ if (Number(process.versions.node.split('.')[0]) < 24) {
 // be written, Node runs without it.
 const { enableCompileCache } = await import('node:module');
 enableCompileCache?.(new URL('../node_modules/.cache/platform-compile', import.meta.url).pathname);
+// MikroORM and TypeBox from the bundle `npm ci` made (cli/vendor.ts), when it is current.
+if (process.env.PLATFORM_VENDOR !== '0') (await import('../cli/vendor.ts')).useVendorBundle();
 const { execute } = await import('@oclif/core');
 
 await execute({ dir: import.meta.url });

@@ -10,7 +10,7 @@ import { tokenSettings } from '../shared/auth/tokens.ts';
 import { createLogger } from '../shared/common/logger.ts';
 import type { Config } from '../shared/config.ts';
 import { openCommandDatabase, type Database } from '../shared/db/database.ts';
-import { migrationStatus } from '../shared/db/orm.ts';
+import { pendingPlatformMigrations } from '../shared/db/orm.ts';
 import { recordedPublicUrl } from '../shared/db/platform-settings.ts';
 import { DomainError } from '../shared/errors.ts';
 import { createMailer } from '../shared/mail/mailer.ts';
@@ -55,9 +55,8 @@ export class DirectTransport implements Transport {
     this.started ??= (async () => {
       const db = await openCommandDatabase(this.config, this.info);
       try {
-        const { pending } = await migrationStatus(db.orm);
-        if (pending.length) {
-          const n = pending.length;
+        const n = (await pendingPlatformMigrations(db.orm)).length;
+        if (n) {
           throw new DomainError('SERVICE_UNAVAILABLE', `The database schema is not current (${n} pending migration${n === 1 ? '' : 's'}): run \`platform migrate\` first.`);
         }
       } catch (err) {

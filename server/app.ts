@@ -20,8 +20,7 @@ import type { HostResolver } from '../shared/tenancy/host-resolver.ts';
 import { AppRateLimits } from '../shared/apps/app-limits.ts';
 import { requestCaches, type RequestCaches } from '../shared/common/request-caches.ts';
 import { bodyParser, requestContext, security } from './http/middleware.ts';
-import { RateLimits } from './http/rate-limit.ts';
-import { RouteRegistry, type RouteDef } from './http/registry.ts';
+import { RouteRegistry, type RouteDef, type RouteStep } from './http/registry.ts';
 import type { AppState } from './http/types.ts';
 import { authRoutes } from './routes/auth.routes.ts';
 import { docsRouter } from './routes/docs.routes.ts';
@@ -136,6 +135,15 @@ export function openapiDocument(registry: RouteRegistry): Record<string, unknown
   );
 }
 
+/**
+ * A route step made by the first request that reaches it: its module (and its libraries) is not
+ * loaded with the app, so the CLI's direct mode, whose app has no rate limits, never loads them.
+ */
+function loadedStep(make: () => Promise<RouteStep>): RouteStep {
+  let step: Promise<RouteStep> | undefined;
+  return async (ctx, def) => (await (step ??= make()))(ctx, def);
+}
+
 export function createApp(deps: AppDeps): Koa<AppState> {
   // Behind N trusted proxies the client address is the Nth X-Forwarded-For entry from the right:
   // the entries left of it were written by the client and are not trusted (Koa: maxIpsCount).
@@ -146,7 +154,10 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   const registry = buildRegistry({ ...deps, secrets, functions }).add(...(deps.extraRoutes ?? []));
   const caches = deps.caches ?? requestCaches();
   const steps = [authentication(deps.tokens, caches.users)];
-  if (deps.config.rateLimit.enabled) steps.push(new RateLimits(deps.config.rateLimit, deps.redis, deps.appLimits ?? new AppRateLimits(deps.orm), deps.config.redis).step());
+  if (deps.config.rateLimit.enabled) {
+    const appLimits = deps.appLimits ?? new AppRateLimits(deps.orm);
+    steps.push(loadedStep(async () => new (await import('./http/rate-limit.ts')).RateLimits(deps.config.rateLimit, deps.redis, appLimits, deps.config.redis).step()));
+  }
   const api = registry.router([...steps, bodyParser(deps.config)]);
   const isShuttingDown = deps.isShuttingDown ?? (() => false);
   const health = healthRouter(deps.probe ?? new DatabaseProbe(deps.orm.config.get('clientUrl')!, deps.config.db.readyTimeoutMs), isShuttingDown);

@@ -6,7 +6,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { pipeline as pipe } from 'node:stream';
 import { Args, Flags } from '@oclif/core';
-import mime from 'mime-types';
 import type { PageEnvelope } from '../../shared/common/pagination.ts';
 import { DomainError, fieldError } from '../../shared/errors.ts';
 import { globMatcher, literalPrefix } from '../../shared/storage/glob.ts';
@@ -143,6 +142,7 @@ class ObjectUploadCommand extends ApiCommand<typeof ObjectUploadCommand> {
       };
       let result: UploadResult;
       try {
+        const mime = (await import('mime-types')).default;
         const upload = { open, contentType: mime.lookup(p.file) || 'application/octet-stream', length: p.size };
         const body = await api.call<StorageBody<ObjectView>>({ method: 'PUT', site: f.site, path: objectsPath(f, p.key), query: { visibility: f.visibility }, headers, upload });
         result = { path: body.data.file_path, file: p.file, status: body.status_code === 201 ? 'created' : 'replaced', size: body.data.size };

@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import type { Next } from 'koa';
 import cors from '@koa/cors';
 import helmet from 'koa-helmet';
-import { koaBody } from 'koa-body';
 import type { Orm } from '../../shared/db/orm.ts';
 import type { Logger } from '../../shared/common/logger.ts';
 import { lazyEntityManager, makeContext } from '../../shared/context.ts';
@@ -116,26 +115,38 @@ export function security(config: Config) {
   return [headers, corsMiddleware] as const;
 }
 
+/** The methods whose JSON and form bodies are parsed. */
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
 /**
  * A route step that parses JSON and form bodies, after routing, authentication and limits: the
  * matched route's `bodyLimit` picks the size limit, and unknown or limited requests are not parsed.
+ * koa-body (with zod, formidable and co-body: a tenth of a second to load) is loaded by the first
+ * body, not with the app: reads and the CLI's commands that send none never pay for it.
  */
 export function bodyParser(config: Config): RouteStep {
-  const parser = (limit: number) =>
-    koaBody({
-      json: true,
-      jsonStrict: true,
-      urlencoded: true,
-      text: false,
-      multipart: false,
-      jsonLimit: limit,
-      formLimit: limit,
-      parsedMethods: ['POST', 'PUT', 'PATCH', 'DELETE'] as never,
-    });
-  const normal = parser(config.bodyLimitBytes);
-  const data = parser(config.dataBodyLimitBytes);
+  let parsers: Promise<{ normal: Parse; data: Parse }> | undefined;
+  const load = async () => {
+    const { koaBody } = await import('koa-body');
+    const parser = (limit: number) =>
+      koaBody({
+        json: true,
+        jsonStrict: true,
+        urlencoded: true,
+        text: false,
+        multipart: false,
+        jsonLimit: limit,
+        formLimit: limit,
+        parsedMethods: [...BODY_METHODS] as never,
+      }) as unknown as Parse;
+    return { normal: parser(config.bodyLimitBytes), data: parser(config.dataBodyLimitBytes) };
+  };
   const done = async () => undefined;
   return async (ctx, def) => {
-    if (def.bodyLimit !== 'stream') await (def.bodyLimit === 'data' ? data : normal)(ctx as never, done);
+    if (def.bodyLimit === 'stream' || !BODY_METHODS.has(ctx.method)) return;
+    const { normal, data } = await (parsers ??= load());
+    await (def.bodyLimit === 'data' ? data : normal)(ctx, done);
   };
 }
+
+type Parse = (ctx: AppContext, next: () => Promise<undefined>) => Promise<void>;

@@ -6,7 +6,6 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { koaBody } from 'koa-body';
 import { DomainError } from '../../shared/errors.ts';
 import type { AppContext } from './types.ts';
 
@@ -40,6 +39,7 @@ export async function withMultipart<T>(ctx: AppContext, options: MultipartOption
   const uploadDir = path.join(options.tmpDir, randomUUID());
   await mkdir(uploadDir, { recursive: true });
   try {
+    const { koaBody } = await import('koa-body'); // loaded by the first upload, not with the app (middleware.ts: bodyParser)
     try {
       await koaBody({
         multipart: true,

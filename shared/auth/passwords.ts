@@ -1,13 +1,16 @@
-import { hash, verify } from '@node-rs/argon2';
 import { validationError } from '../errors.ts';
 
+// The native argon2 binding is loaded by the first password hashed or verified, not with the app.
+const argon2 = () => import('@node-rs/argon2');
+
 // argon2id (the package default algorithm) with its default cost (~75 ms here).
-export const hashPassword = (password: string): Promise<string> => hash(password);
+export const hashPassword = async (password: string): Promise<string> => (await argon2()).hash(password);
 
 // Verifying against a real hash when the user does not exist keeps the timing of
 // "unknown user" and "wrong password" alike.
 let dummyHash: Promise<string> | undefined;
 export async function verifyPassword(stored: string | undefined, password: string): Promise<boolean> {
+  const { hash, verify } = await argon2();
   if (!stored) {
     dummyHash ??= hash('timing-equaliser-not-a-password');
     await verify(await dummyHash, password).catch(() => false);

@@ -1,9 +1,13 @@
 // JSON Web Tokens (HS256 only: `alg: none` and key-confusion tricks are refused).
 import { createSecretKey, randomUUID, type KeyObject } from 'node:crypto';
-import jwt from 'jsonwebtoken';
+import type JsonWebToken from 'jsonwebtoken';
+import type { JwtPayload } from 'jsonwebtoken';
+import { lazyRequire } from '../common/lazy-require.ts';
 import { resolveSecretKey } from '../common/secret-key.ts';
 import type { Config } from '../config.ts';
 import { invalidToken } from '../errors.ts';
+
+const jwt = lazyRequire<typeof JsonWebToken>('jsonwebtoken');
 
 export type TokenType = 'access' | 'refresh';
 
@@ -42,7 +46,7 @@ interface Signer {
    * bearer token again and again, and its HMAC and JSON need checking once. Expiry is checked on
    * every use; emptied when it reaches MAX_VERIFIED.
    */
-  verified: Map<string, jwt.JwtPayload>;
+  verified: Map<string, JwtPayload>;
 }
 const MAX_VERIFIED = 10_000;
 const signers = new Map<string, Signer>();
@@ -54,17 +58,17 @@ function signerFor(secret: string): Signer {
 const keyFor = (secret: string): KeyObject => signerFor(secret).key;
 
 /** The claims of a token signed with this secret by us, not expired (jsonwebtoken's checks, done once per token). */
-function verifiedClaims(secret: string, token: string): jwt.JwtPayload {
+function verifiedClaims(secret: string, token: string): JwtPayload {
   const signer = signerFor(secret);
   const known = signer.verified.get(token);
   if (known) {
     if (Math.floor(Date.now() / 1000) >= (known.exp ?? 0)) {
       signer.verified.delete(token);
-      throw new jwt.TokenExpiredError('jwt expired', new Date((known.exp ?? 0) * 1000));
+      throw new (jwt().TokenExpiredError)('jwt expired', new Date((known.exp ?? 0) * 1000));
     }
     return known;
   }
-  const claims = jwt.verify(token, signer.key, { algorithms: ['HS256'], issuer: ISSUER }) as jwt.JwtPayload;
+  const claims = jwt().verify(token, signer.key, { algorithms: ['HS256'], issuer: ISSUER }) as JwtPayload;
   if (signer.verified.size >= MAX_VERIFIED) signer.verified.clear();
   signer.verified.set(token, Object.freeze(claims));
   return claims;
@@ -72,7 +76,7 @@ function verifiedClaims(secret: string, token: string): jwt.JwtPayload {
 
 export function signToken(settings: TokenSettings, type: TokenType, user: { uuid: string; token_generation: number }, tenant: string | null = null): string {
   const ttl = type === 'access' ? settings.accessTtlSeconds : settings.refreshTtlSeconds;
-  return jwt.sign({ token_type: type, gen: user.token_generation, tenant }, keyFor(settings.secretKey), {
+  return jwt().sign({ token_type: type, gen: user.token_generation, tenant }, keyFor(settings.secretKey), {
     algorithm: 'HS256',
     expiresIn: ttl,
     subject: user.uuid,
@@ -83,11 +87,11 @@ export function signToken(settings: TokenSettings, type: TokenType, user: { uuid
 
 /** Verifies signature, expiry and type; throws 401 INVALID_TOKEN with the reason in `message`. */
 export function verifyToken(settings: TokenSettings, token: string, expected: TokenType): TokenClaims {
-  let claims: jwt.JwtPayload;
+  let claims: JwtPayload;
   try {
     claims = verifiedClaims(settings.secretKey, token);
   } catch (err) {
-    if (err instanceof jwt.TokenExpiredError) throw invalidToken('Token is expired.');
+    if (err instanceof jwt().TokenExpiredError) throw invalidToken('Token is expired.');
     throw invalidToken('Token is invalid.');
   }
   if (claims.token_type !== expected) throw invalidToken(`Token has wrong type: expected an ${expected} token.`);

@@ -12,7 +12,7 @@
 // Identifiers come only from the stored schema (target.ts); every value is bound. Both are long
 // operations (db/long-operations.ts): a slot of the site each, while they hold a connection.
 import { Readable, Transform } from 'node:stream';
-import { format, parse } from 'fast-csv';
+import type { parse as Parse } from 'fast-csv';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { spool } from '../common/spool.ts';
 import type { ServiceContext } from '../context.ts';
@@ -91,6 +91,7 @@ export async function exportCsv(ctx: ServiceContext, scope: TableScope, name: st
 }
 
 async function cursorCsv(ctx: ServiceContext, t: Target, where: SqlFragment, orderBy: string): Promise<Readable> {
+  const { format } = await import('fast-csv'); // loaded by the first CSV, not with the app
   const header = [...t.columns.keys()];
   const sql = `SELECT ${t.recordSql('t')} AS r FROM ${t.table} t WHERE ${where.sql} ORDER BY ${orderBy}`;
   const cursor = ctx.em.getConnection().stream<{ r: RecordRow }>(sql, where.params, ctx.em.getTransactionContext(), undefined, EXPORT_BATCH);
@@ -266,7 +267,7 @@ function reject(report: CsvImportReport, row: number, errors: FieldErrors): void
  * like a bulk create's records. `next()` gives the row with its record and its errors (then the
  * record holds only the fields without one), undefined at the end of the CSV. `close()` stops reading.
  */
-function csvRowSource(t: Target, input: Readable, delimiter: string, limits: { maxRows: number }, report: CsvImportReport) {
+function csvRowSource(parse: typeof Parse, t: Target, input: Readable, delimiter: string, limits: { maxRows: number }, report: CsvImportReport) {
   const parser = parse<string[], string[]>({ headers: false, ignoreEmpty: true, delimiter });
   const fail = (err: Error) => parser.destroy(err);
   input.on('error', fail);
@@ -379,7 +380,8 @@ export async function importCsv(ctx: ServiceContext, scope: TableScope, name: st
 async function importRows(ctx: ServiceContext, t: Target, input: Readable, maxRows: number, options: CsvImportOptions): Promise<CsvImportReport> {
   const { text, encoding, delimiter } = await csvText(input, options);
   const report: CsvImportReport = { dry_run: options.dry_run === true, delimiter, encoding, total_rows: 0, created: 0, failed: 0, errors: [] };
-  const source = csvRowSource(t, text, delimiter, { maxRows }, report);
+  const { parse } = await import('fast-csv'); // loaded by the first CSV, not with the app
+  const source = csvRowSource(parse, t, text, delimiter, { maxRows }, report);
   try {
     await source.header(options.mapping);
     const checks = await importChecks(ctx.em, t);

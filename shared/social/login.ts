@@ -16,8 +16,10 @@
 // second account, never an attachment.
 import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import jwt from 'jsonwebtoken';
-import * as oidc from 'openid-client';
+import type JsonWebToken from 'jsonwebtoken';
+import { lazyRequire } from '../common/lazy-require.ts';
+// openid-client (with oauth4webapi and jose) is loaded by the first sign-in, not with the app.
+import type { Configuration, TokenEndpointResponse, TokenEndpointResponseHelpers } from 'openid-client';
 import type { TokenPair } from '../auth/auth.service.ts';
 import type { TokenSettings } from '../auth/tokens.ts';
 import { slugify } from '../common/slug.ts';
@@ -32,6 +34,8 @@ import { insertSiteUser } from '../tenancy/tenant-users.service.ts';
 import type { UserEvents } from '../functions/events.service.ts';
 import { githubEndpoints, providerInfo, serverUrl, type ProviderInfo } from './providers.ts';
 import { appByLoginKey, openSecret, type SocialAppRow } from './social-app.service.ts';
+
+const jwt = lazyRequire<typeof JsonWebToken>('jsonwebtoken');
 
 export interface SocialLoginOptions {
   keyring: SecretKeyring;
@@ -69,10 +73,10 @@ function providerUnreachable(app: SocialAppRow, what: string, err: unknown): Dom
 // ---- the provider's configuration ------------------------------------------------------------
 
 /** One entry per app (`schema:id`), replaced when the app's provider, credentials or settings change. */
-const configs = new Map<string, { config: oidc.Configuration; version: string; at: number }>();
+const configs = new Map<string, { config: Configuration; version: string; at: number }>();
 
 /** openid-client's Configuration for an app (OIDC: from discovery), cached 10 minutes. */
-async function configFor(schema: string, app: SocialAppRow, info: ProviderInfo, options: SocialLoginOptions): Promise<oidc.Configuration> {
+async function configFor(schema: string, app: SocialAppRow, info: ProviderInfo, options: SocialLoginOptions): Promise<Configuration> {
   const server = serverUrl(info, app.settings);
   if (!server) throw badRequest(`Social app "${app.name}" is not configured (no server_url).`);
   const url = new URL(server);
@@ -82,10 +86,11 @@ async function configFor(schema: string, app: SocialAppRow, info: ProviderInfo, 
   const cached = configs.get(cacheKey);
   // Apple's client secret is a JWT of 5 minutes: signed again for each sign-in.
   if (cached && cached.version === version && Date.now() - cached.at < CONFIG_TTL_MS && info.id !== 'apple') return cached.config;
+  const oidc = await import('openid-client');
   const guarded = options.outbound.fetchFor(schema);
   const secret = openSecret(options.keyring, schema, app);
   const auth = oidc.ClientSecretPost(info.id === 'apple' ? appleClientSecret(app, secret) : secret);
-  let config: oidc.Configuration;
+  let config: Configuration;
   if (info.kind === 'github') {
     const ep = githubEndpoints(server);
     config = new oidc.Configuration({ issuer: server, authorization_endpoint: ep.authorize, token_endpoint: ep.token }, app.client_id, undefined, auth);
@@ -108,7 +113,7 @@ async function configFor(schema: string, app: SocialAppRow, info: ProviderInfo, 
 /** Apple's client secret: an ES256 JWT (5 minutes) signed with the app's private key, `key` its key ID. */
 function appleClientSecret(app: SocialAppRow, privateKey: string): string {
   try {
-    return jwt.sign({ sub: app.client_id }, privateKey, {
+    return jwt().sign({ sub: app.client_id }, privateKey, {
       algorithm: 'ES256',
       keyid: app.key,
       issuer: String(app.settings.team_id),
@@ -155,6 +160,7 @@ export async function socialRedirect(em: EntityManager, schema: string, loginKey
   const info = appInfo(app);
   const redirectUri = checkRedirectUri(query.redirect_uri, options.allowHttp);
   const config = await configFor(schema, app, info, options);
+  const oidc = await import('openid-client');
   const state = oidc.randomState();
   const nonce = oidc.randomNonce();
   const verifier = oidc.randomPKCECodeVerifier();
@@ -235,6 +241,7 @@ export async function socialToken(em: EntityManager, schema: string, loginKey: s
   }
   let identity: Identity;
   try {
+    const oidc = await import('openid-client');
     const tokens = await oidc.authorizationCodeGrant(config, callback, {
       pkceCodeVerifier: row.code_verifier,
       expectedState: state,
@@ -253,11 +260,12 @@ export async function socialToken(em: EntityManager, schema: string, loginKey: s
   });
 }
 
-async function oidcIdentity(config: oidc.Configuration, tokens: oidc.TokenEndpointResponse & oidc.TokenEndpointResponseHelpers): Promise<Identity> {
+async function oidcIdentity(config: Configuration, tokens: TokenEndpointResponse & TokenEndpointResponseHelpers): Promise<Identity> {
   const claims = tokens.claims();
   if (!claims) throw providerRefused('no ID token');
   let profile: Record<string, unknown> = claims as Record<string, unknown>;
   if (claims.email === undefined && config.serverMetadata().userinfo_endpoint) {
+    const oidc = await import('openid-client');
     profile = { ...(await oidc.fetchUserInfo(config, tokens.access_token, claims.sub)), ...claims };
   }
   const str = (k: string) => (typeof profile[k] === 'string' ? (profile[k] as string) : '');

@@ -4,7 +4,6 @@
 // with a 400 the moment it passes the bucket's size limit, so the store's put rejects and nothing
 // is kept. Nothing is buffered beyond the head and the stream's own high-water mark.
 import { Readable } from 'node:stream';
-import { fileTypeFromBuffer, supportedMimeTypes } from 'file-type';
 import { DomainError } from '../errors.ts';
 import { isTextType, mimeEssence, mimeMatches, mimeParameter, textTypeOfFilename, validMimeType } from './mime.ts';
 
@@ -145,6 +144,7 @@ function looksLikeText(head: Buffer, complete: boolean, declaredCharset: string 
 export async function sniffType(head: Buffer, options: { complete: boolean; declaredType?: string; filename: string }): Promise<string> {
   const essence = options.declaredType ? mimeEssence(options.declaredType) : '';
   const declared = validMimeType(essence) ? essence : undefined;
+  const { fileTypeFromBuffer, supportedMimeTypes } = await import('file-type'); // loaded by the first upload, not with the app
   const detected = await fileTypeFromBuffer(head);
   if (detected) {
     const sniffed = detected.mime.toLowerCase();

@@ -12,7 +12,8 @@
 import { createHash } from 'node:crypto';
 import { open } from 'node:fs/promises';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import mime from 'mime-types';
+import type MimeTypes from 'mime-types';
+import { lazyRequire } from '../common/lazy-require.ts';
 import { rows } from '../db/sql.ts';
 import { DomainError, fieldError } from '../errors.ts';
 import type { SiteStore } from '../storage/objstore/types.ts';
@@ -45,7 +46,10 @@ interface Pending {
   type: string;
 }
 
+const mimeTypes = lazyRequire<typeof MimeTypes>('mime-types');
+
 function contentType(path: string): string {
+  const mime = mimeTypes();
   const type = mime.lookup(path) || 'application/octet-stream';
   return mime.charset(type) ? `${type}; charset=utf-8` : type;
 }
