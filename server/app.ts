@@ -56,6 +56,7 @@ import { FunctionRuntime } from '../shared/functions/runtime.ts';
 import { OutboundGuard } from '../shared/net/outbound.ts';
 import { FunctionView, InvocationView } from '../shared/functions/function.schemas.ts';
 import { frontendWorkerRoutes } from './routes/frontend-workers.routes.ts';
+import { packageRoutes } from './routes/packages.routes.ts';
 import { BuildView, WorkerView } from '../shared/workers/worker.schemas.ts';
 
 export interface AppDeps {
@@ -119,7 +120,8 @@ export function buildRegistry(deps: Pick<AppDeps, 'config' | 'tokens' | 'mailer'
     .add(...appRoleRoutes(deps.config.publicUrl))
     .add(...storageRoutes({ store: deps.store, publicUrl: deps.config.publicUrl, doclibEnabled: deps.config.doclibEnabled }))
     .add(...functionRoutes({ runtime, publicUrl: deps.config.publicUrl }))
-    .add(...frontendWorkerRoutes({ config: deps.config, store: deps.store }));
+    .add(...frontendWorkerRoutes({ config: deps.config, store: deps.store }))
+    .add(...packageRoutes({ config: deps.config, store: deps.store }));
 }
 
 export function openapiDocument(registry: RouteRegistry): Record<string, unknown> {

@@ -1,10 +1,15 @@
 // `platform app …`: a site's apps (/sites/<site>/api/apps/).
+import { createHash } from 'node:crypto';
 import { Args, Flags } from '@oclif/core';
+import { EXPORT_OPTIONS } from '../../shared/packages/layout.ts';
+import type { ExportJobView } from '../../shared/packages/export.service.ts';
+import { DomainError } from '../../shared/errors.ts';
 import type { AppDetail, AppListItem, AppStats } from '../../shared/apps/app.schemas.ts';
 import type { SettingsView } from '../../shared/apps/app-settings.schemas.ts';
 import type { CreatedBody } from '../../shared/common/envelopes.ts';
 import { path } from '../api.ts';
-import { api, operation } from '../base.ts';
+import { api, ApiCommand, operation } from '../base.ts';
+import { bytes, progress, save, watch } from '../tables.ts';
 import { parseJson, siteFlag } from '../flags.ts';
 import { columns, keyValues, listOf, table } from '../output.ts';
 
@@ -14,7 +19,49 @@ function shown(body: CreatedBody<AppDetail>): string[] {
   return [body.message, keyValues(rest)];
 }
 
+/** `--no-storage`, `--widgets`, …: one flag per export option (`include_` dropped, `_` as `-`), its default the option's. */
+const exportOptionFlags = Object.fromEntries(
+  EXPORT_OPTIONS.map((o) => [o.key.slice('include_'.length).replaceAll('_', '-'), Flags.boolean({ summary: `${o.label}: ${o.help_text}`, allowNo: true, default: undefined })]),
+);
+
+class AppExportCommand extends ApiCommand<typeof AppExportCommand> {
+  static override summary = 'Export an app as a package (a ZIP: its configuration, schemas, policies, functions, files).';
+  static override description =
+    'Streams the package to --output (written whole or not at all) and checks its SHA-256 against the export job\'s. Every module is included but frontend workers and widgets; turn one off with --no-<module> (--no-storage, --no-secrets, …). The package also becomes the app\'s stored package (GET …/packages/1). With --json: {app, output, job, size, checksum}.';
+  static override examples = ['<%= config.bin %> app export crm -o crm.zip --site shop_prod', '<%= config.bin %> app export crm -o crm-config.zip --no-storage --site shop_prod --json'];
+  static override args = { app: Args.string({ description: 'The app slug', required: true }) };
+  static override flags = { site: siteFlag, output: Flags.string({ char: 'o', summary: 'The ZIP file to write.', required: true }), ...exportOptionFlags };
+
+  async run(): Promise<{ app: string; output: string; job: string; size: number; checksum: string }> {
+    const { flags: f, args } = this;
+    const options: Record<string, boolean> = {};
+    for (const o of EXPORT_OPTIONS) {
+      const value = (f as Record<string, unknown>)[o.key.slice('include_'.length).replaceAll('_', '-')];
+      if (typeof value === 'boolean') options[o.key] = value;
+    }
+    const client = await this.api();
+    this.info(`Exporting ${args.app} to ${f.output}…`);
+    const res = await client.receive({ method: 'POST', site: f.site, path: path`/api/apps/${args.app}/packages/`, body: options }, 'application/zip');
+    const job = res.header('x-export-job-uuid') ?? '';
+    const hash = createHash('sha256');
+    let size = 0;
+    const tick = progress((line) => this.info(line));
+    const tap = watch((chunk) => {
+      hash.update(chunk);
+      size += chunk.length;
+      tick(() => `  ${bytes(size)}…`);
+    });
+    await save(res.stream(), tap, f.output);
+    const checksum = `sha256:${hash.digest('hex')}`;
+    const recorded = await client.call<{ data: ExportJobView }>({ method: 'GET', site: f.site, path: path`/api/apps/${args.app}/packages/${job}/` });
+    if (recorded.data.checksum !== checksum) throw new DomainError('SERVICE_UNAVAILABLE', `The package written to ${f.output} has checksum ${checksum}, the export job ${job} recorded ${recorded.data.checksum}: download it again.`);
+    this.log(`Exported ${args.app} to ${f.output} (${bytes(size)}, ${checksum}; job ${job}).`);
+    return { app: args.app, output: f.output, job, size, checksum };
+  }
+}
+
 export const APP_COMMANDS = {
+  'app:export': AppExportCommand,
   'app:list': api('apps_list', {
     examples: ['app list --site shop_prod', 'app list --site shop_prod --inactive --json'],
     rename: { is_active: false },

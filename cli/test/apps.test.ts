@@ -145,3 +145,24 @@ test.serial('datasource create, get, update, delete in both modes', async (t) =>
   }
   t.is(shown.direct, shown.remote);
 });
+
+test.serial('app export: the package written whole in both modes, its checksum the job\'s; --no-<module> leaves a folder out', async (t) => {
+  const AdmZip = (await import('adm-zip')).default;
+  for (const mode of ['remote', 'direct'] as Mode[]) {
+    const out = `${configDir}/alpha-${mode}.zip`;
+    const r = await runCli(['app', 'export', 'alpha', '-o', out, '--no-storage', '--site', site.schema, '--json', ...(mode === 'direct' ? ['--direct'] : [])], env());
+    t.is(r.code, 0, r.stderr);
+    const body = json(r);
+    const bytes = fs.readFileSync(out);
+    t.like(body, { app: 'alpha', output: out, size: bytes.length });
+    t.is(body.checksum, `sha256:${(await import('node:crypto')).createHash('sha256').update(bytes).digest('hex')}`);
+    const zip = new AdmZip(bytes);
+    t.like(JSON.parse(zip.readAsText('manifest.json')), { format: 'app-package', package: { app_slug: 'alpha' }, export_options: { include_storage: false } });
+    t.false(zip.getEntries().some((e) => e.entryName.startsWith('storage/')));
+    t.true(zip.getEntries().some((e) => e.entryName === 'datatables/metadata.json'));
+    t.deepEqual(fs.readdirSync(configDir).filter((f) => f.includes('.part-')), [], 'no partial file left');
+  }
+  const missing = await runCli(['app', 'export', 'nope', '-o', `${configDir}/nope.zip`, '--site', site.schema], env());
+  t.not(missing.code, 0);
+  t.false(fs.existsSync(`${configDir}/nope.zip`));
+});

@@ -36,6 +36,8 @@ export interface ApiResponse {
   headers: Headers;
   body: any;
   text: string;
+  /** The body's bytes as they came (downloads). */
+  bytes: Buffer;
 }
 
 /** The platform's logger at `info`, keeping every line (one entry per line) instead of writing to stdout. */
@@ -62,11 +64,11 @@ export async function request(base: string, method: string, path: string, option
   }
   if (body !== undefined) headers['Content-Length'] = String(Buffer.byteLength(body));
   const url = new URL(path, base);
-  const { status, rawHeaders, text } = await new Promise<{ status: number; rawHeaders: string[]; text: string }>((resolve, reject) => {
+  const { status, rawHeaders, bytes } = await new Promise<{ status: number; rawHeaders: string[]; bytes: Buffer }>((resolve, reject) => {
     const req = http.request(url, { method, headers, agent: false }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, rawHeaders: res.rawHeaders, text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, rawHeaders: res.rawHeaders, bytes: Buffer.concat(chunks) }));
       res.on('error', reject);
     });
     req.on('error', reject);
@@ -74,13 +76,14 @@ export async function request(base: string, method: string, path: string, option
   });
   const responseHeaders = new Headers();
   for (let i = 0; i < rawHeaders.length; i += 2) responseHeaders.append(rawHeaders[i], rawHeaders[i + 1]);
+  const text = bytes.toString('utf8');
   let parsed: unknown = undefined;
   try {
     parsed = text ? JSON.parse(text) : undefined;
   } catch {
     parsed = undefined;
   }
-  return { status, headers: responseHeaders, body: parsed, text };
+  return { status, headers: responseHeaders, body: parsed, text, bytes };
 }
 
 /**

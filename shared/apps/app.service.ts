@@ -10,6 +10,7 @@ import { actorUuid, type ServiceContext } from '../context.ts';
 import { countOf, iso, rows } from '../db/sql.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { siteSchemaFor } from '../tenancy/site-access.ts';
+import { packageInfo } from '../packages/export.service.ts';
 import { checkSettings, insertSettings, settingsDetail, settingsLight, settingsOf } from './app-settings.service.ts';
 import { appFor, appSelect, findApp, type AppRow } from './lookup.ts';
 import { AppCreate, AppListQuery, AppUpdate, type AppDetail, type AppListItem, type AppStats } from './app.schemas.ts';
@@ -47,7 +48,7 @@ async function detail(em: EntityManager, schema: string, app: AppRow, baseUrl: s
     tables: tables.map((t) => ({ ...t, id: Number(t.id) })),
     datasources: sources.map((d) => ({ ...d, id: Number(d.id), table_count: Number(d.table_count) })),
     settings: settingsDetail(await settingsOf(em, schema, app.id), app.slug, baseUrl),
-    package_info: { has_package: false, generated_at: null, download_url: null },
+    package_info: await packageInfo(em, schema, app, baseUrl),
   };
 }
 

@@ -684,6 +684,47 @@ export const tenantMigrations: TenantMigration[] = [
       'ALTER TABLE app_settings ADD CONSTRAINT app_settings_default_frontend_worker FOREIGN KEY (default_frontend_worker) REFERENCES frontend_workers (id) ON DELETE SET NULL',
     ],
   },
+  {
+    version: 14,
+    name: 'app_packages',
+    // Issue 32 (docs/app-packages.md): export jobs (spec Part 2 §2 "App package and jobs"; the
+    // last completed one's ZIP is the stored package, under `package_key` in the site's store) and
+    // import jobs (the manifest, the report with its per-module counts, warnings and errors).
+    statements: [
+      `CREATE TABLE app_export_jobs (
+        id serial PRIMARY KEY,
+        uuid uuid NOT NULL UNIQUE DEFAULT gen_random_uuid(),
+        app_id integer REFERENCES apps (id) ON DELETE CASCADE,
+        app_name varchar(255) NOT NULL,
+        app_slug varchar(100) NOT NULL,
+        status varchar(20) NOT NULL DEFAULT 'in_progress' CHECK (status IN ('in_progress', 'completed', 'failed')),
+        options jsonb NOT NULL DEFAULT '{}',
+        size bigint,
+        checksum varchar(80),
+        package_key text,
+        error text,
+        triggered_by uuid,
+        started_at timestamptz NOT NULL DEFAULT now(),
+        completed_at timestamptz,
+        created_at timestamptz NOT NULL DEFAULT now()
+      )`,
+      'CREATE INDEX app_export_jobs_app_idx ON app_export_jobs (app_id, created_at DESC, id DESC)',
+      `CREATE TABLE app_import_jobs (
+        id serial PRIMARY KEY,
+        uuid uuid NOT NULL UNIQUE DEFAULT gen_random_uuid(),
+        app_slug varchar(100) NOT NULL,
+        status varchar(20) NOT NULL DEFAULT 'in_progress' CHECK (status IN ('in_progress', 'completed', 'failed')),
+        dry_run boolean NOT NULL DEFAULT false,
+        manifest jsonb,
+        report jsonb NOT NULL DEFAULT '{}',
+        error text,
+        triggered_by uuid,
+        started_at timestamptz NOT NULL DEFAULT now(),
+        completed_at timestamptz,
+        created_at timestamptz NOT NULL DEFAULT now()
+      )`,
+    ],
+  },
 ];
 
 export const CURRENT_TENANT_VERSION = tenantMigrations.at(-1)!.version;

@@ -1,0 +1,195 @@
+// App package export (issue 32; spec Part 2 §4 "Packages"): the ZIP's layout and manifest, every
+// digest and both checksums verifiable from the bytes, the flags, secrets never leaving as values,
+// storage (assets only, a bucket's own ZIP, an object named like the metadata file), the jobs,
+// the stored package `packages/1`, package_info, refusals that change nothing, and isolation.
+import { createHash } from 'node:crypto';
+import test from 'ava';
+import AdmZip from 'adm-zip';
+import type { TestSite } from '../../shared/testing/sites.ts';
+import { BUCKET_METADATA, SECRET_PLACEHOLDER, manifestChecksum, packageChecksum, type Manifest } from '../../shared/packages/layout.ts';
+import { startTestServer, type TestServer } from './helpers.ts';
+import { createTables, fixture, seedCrm } from './crm.ts';
+import { twoSitesWithUsers } from './site-users.ts';
+
+let s: TestServer;
+let a: TestSite;
+let b: TestSite;
+const tok: Record<string, string> = {};
+const P = '/api/apps/crm/packages/';
+const SECRET_VALUE = 'sk-live-never-in-a-package-4242';
+
+const on = (site: TestSite, method: string, path: string, body?: unknown, token = tok.adminA) => s.api(method, path, { host: site.domain, token, body });
+const onA = (method: string, path: string, body?: unknown, token?: string) => on(a, method, path, body, token);
+const put = (bucket: string, key: string, data: string) =>
+  s.api('PUT', `/api/apps/crm/storage/buckets/${bucket}/objects/${key}`, { host: a.domain, token: tok.adminA, raw: Buffer.from(data), headers: { 'Content-Type': 'text/plain' } });
+const sql = (text: string, params: unknown[] = []) => s.handle.db.orm.em.fork().getConnection().execute(text, params);
+const digest = (data: Buffer) => `sha256:${createHash('sha256').update(data).digest('hex')}`;
+const must = async (res: Promise<{ status: number; text: string }>, ...ok: number[]) => {
+  const r = await res;
+  if (!ok.includes(r.status)) throw new Error(`${r.status} ${r.text}`);
+};
+
+test.before(async () => {
+  s = await startTestServer();
+  ({ a, b } = await twoSitesWithUsers(s, tok));
+  await seedCrm(s, [a, b]);
+  await createTables((m, p, body) => onA(m, p, body), [['main', 'companies', fixture('companies.json')]]);
+  await must(onA('POST', '/api/apps/crm/roles/', { name: 'staff' }), 201);
+  await must(onA('POST', '/api/apps/crm/roles/', { name: 'manager', parent_name: 'staff' }), 201);
+  await must(onA('POST', '/api/secrets/', { key: 'API_TOKEN', value: SECRET_VALUE, app: 'crm' }), 201);
+  const fn = await onA('POST', '/api/apps/crm/functions/', { name: 'Audit', code: 'export default () => 1', environment: { TOKEN: 'API_TOKEN' } });
+  if (fn.status !== 201) throw new Error(fn.text);
+  await must(onA('POST', '/api/cloud/events/PRE_USER_CREATE/subscribe/', { function_id: fn.body.id ?? fn.body.data?.id }), 200, 201);
+  await must(onA('PUT', '/api/apps/crm/policies/', { resourcePolicy: { resource: 'datatable:companies', version: 'default', rules: [{ actions: ['read'], effect: 'EFFECT_ALLOW', roles: ['staff'] }] } }), 200, 201);
+  await must(onA('POST', '/api/apps/crm/storage/buckets/', { name: 'Media', app_category: 'assets' }), 201);
+  await must(onA('POST', '/api/apps/crm/storage/buckets/', { name: 'Inbox', app_category: 'attachments' }), 201);
+  await must(put('media', 'img/logo.txt', 'the logo'), 201);
+  await must(put('media', BUCKET_METADATA, 'an object that only looks like the metadata'), 201);
+  await must(put('inbox', 'letter.txt', 'attachments stay home'), 201);
+});
+test.after.always(async () => {
+  await s?.close();
+});
+
+/** Exports app crm of site A with `flags`; the response and the archive. */
+async function exportA(flags?: Record<string, unknown>) {
+  const res = await onA('POST', P, flags);
+  if (res.status !== 200) throw new Error(`${res.status} ${res.text}`);
+  return { res, zip: new AdmZip(res.bytes) };
+}
+
+const json = (zip: AdmZip, name: string) => JSON.parse(zip.readAsText(name));
+
+test.serial('export: the download, the layout of §4, and a manifest whose digests and checksums the bytes confirm', async (t) => {
+  const { res, zip } = await exportA();
+  t.is(res.headers.get('content-type'), 'application/zip');
+  t.regex(res.headers.get('content-disposition')!, /^attachment; filename=crm_package_\d{8}T\d{6}Z\.zip$/);
+  t.regex(res.headers.get('x-export-job-uuid')!, /^[0-9a-f-]{36}$/);
+  const names = zip.getEntries().map((e) => e.entryName).sort();
+  t.deepEqual(names, [
+    'analytics/metadata.json', 'app/metadata.json', 'app_roles/metadata.json', 'datatables/metadata.json', 'events/metadata.json', 'functions/metadata.json',
+    'manifest.json', 'policies/metadata.json', 'secrets/metadata.json', 'storage/buckets/media.zip', 'storage/metadata.json', 'tags/metadata.json',
+  ]);
+  t.is(zip.getEntries().at(-1)!.entryName, 'manifest.json', 'the manifest is written last');
+  const manifest = json(zip, 'manifest.json') as Manifest;
+  t.like(manifest, { format: 'app-package', version: '1.0.0', created_by: 'boss', package: { app_slug: 'crm', app_name: 'CRM' }, requires: { platform_version: '0.1.0' } });
+  t.like(manifest.export_options, { include_storage: true, include_frontend_workers: false, include_widgets: false });
+  t.like(manifest.modules, {
+    app: { count: 1 },
+    app_roles: { count: 2 },
+    datatables: { count: 1 },
+    functions: { count: 1 },
+    events: { count: 1 },
+    secrets: { count: 1 },
+    policies: { count: 1, by_type: { resource: 1, role: 0, derived_role: 0 } },
+    analytics: { count: 0 },
+    tags: { count: 0 },
+    storage: { count: 1, bucket_count: 1, total_files: 2 },
+  });
+  for (const m of Object.values(manifest.modules)) {
+    for (const [file, d] of Object.entries(m!.files)) t.is(d, digest(zip.readFile(file)!), file);
+  }
+  t.is(manifest.integrity.package_checksum, packageChecksum(manifest.modules));
+  t.is(manifest.integrity.manifest_checksum, manifestChecksum(manifest));
+  t.not(manifestChecksum({ ...manifest, created_by: 'mallory' }), manifest.integrity.manifest_checksum, 'a changed manifest has another checksum');
+  // The job's checksum is the archive's.
+  const job = await onA('GET', `${P}${res.headers.get('x-export-job-uuid')}/`);
+  t.like(job.body.data, { status: 'completed', app_slug: 'crm', app_name: 'CRM', size: res.bytes.length, checksum: digest(res.bytes), error_message: null });
+});
+
+test.serial('portable modules: roles by parent_name, events by function_slug, secrets as placeholders, policies without scope', async (t) => {
+  const { res, zip } = await exportA();
+  t.deepEqual(json(zip, 'app_roles/metadata.json').roles.map((r: { name: string; parent_name: string | null }) => [r.name, r.parent_name]), [['manager', 'staff'], ['staff', null]]);
+  t.deepEqual(json(zip, 'events/metadata.json').subscriptions, [{ event: 'PRE_USER_CREATE', function_slug: 'audit' }]);
+  t.like(json(zip, 'functions/metadata.json').functions[0], { slug: 'audit', environment: { TOKEN: 'API_TOKEN' } });
+  t.deepEqual(json(zip, 'secrets/metadata.json').secrets, [{ key: 'API_TOKEN', description: '', secret_type: null, value: SECRET_PLACEHOLDER }]);
+  const tables = json(zip, 'datatables/metadata.json');
+  t.like(tables.tables[0], { name: 'companies', data_source: 'main', is_materialized: true });
+  t.deepEqual(tables.tables[0].json_schema, fixture('companies.json'));
+  const [policy] = json(zip, 'policies/metadata.json').policies;
+  t.like(policy, { policy_type: 'resource', entity_type: 'datatable' });
+  t.false(JSON.stringify(policy).includes(a.schema), 'no scope, no site in a portable policy');
+  // Nothing the spec leaves out: no secret value, no user, no record, no other site, anywhere in the bytes (the bucket's ZIP stores its text files deflated: checked inside below).
+  for (const e of zip.getEntries()) {
+    const text = zip.readAsText(e);
+    t.false(text.includes(SECRET_VALUE), e.entryName);
+    t.false(/"(created_by|modified_by)"/.test(text) && e.entryName !== 'manifest.json', e.entryName);
+  }
+  t.false(res.bytes.includes(Buffer.from(SECRET_VALUE)));
+});
+
+test.serial('storage: assets buckets only, each a ZIP of its files at their paths and its metadata; an object named like the metadata keeps its bytes', async (t) => {
+  const { zip } = await exportA();
+  const storage = json(zip, 'storage/metadata.json');
+  t.deepEqual(storage.buckets.map((x: { slug: string }) => x.slug), ['media'], 'the attachments bucket stays with the workspace');
+  t.like(storage.buckets[0], { name: 'Media', file_count: 2, archive: 'storage/buckets/media.zip' });
+  const inner = new AdmZip(zip.readFile('storage/buckets/media.zip')!);
+  const meta = JSON.parse(inner.readAsText(BUCKET_METADATA));
+  t.like(meta, { slug: 'media', visibility: 'private' });
+  const byPath = Object.fromEntries(meta.objects.map((o: { path: string; entry: string; sha256: string }) => [o.path, o]));
+  t.is(inner.readAsText(byPath['img/logo.txt'].entry), 'the logo');
+  t.is(byPath['img/logo.txt'].entry, 'img/logo.txt');
+  t.not(byPath[BUCKET_METADATA].entry, BUCKET_METADATA);
+  t.is(inner.readAsText(byPath[BUCKET_METADATA].entry), 'an object that only looks like the metadata');
+  for (const o of meta.objects) t.is(o.sha256, digest(inner.readFile(o.entry)!));
+});
+
+test.serial('flags: an excluded module has no folder; widgets only when asked; frontend workers as an empty, skipped module', async (t) => {
+  const { zip } = await exportA({ include_storage: false, include_secrets: false, include_widgets: true, include_frontend_workers: true });
+  const names = zip.getEntries().map((e) => e.entryName);
+  t.false(names.some((n) => n.startsWith('storage/') || n.startsWith('secrets/')));
+  t.true(names.includes('widgets/metadata.json'));
+  t.deepEqual(json(zip, 'frontend_workers/metadata.json').workers, []);
+  const manifest = json(zip, 'manifest.json') as Manifest;
+  t.is(manifest.modules.storage, undefined);
+  t.like(manifest.modules.frontend_workers, { count: 0, build_count: 0 });
+  t.like(manifest.export_options, { include_storage: false, include_secrets: false, include_widgets: true, include_frontend_workers: true });
+});
+
+test.serial('a bad flag is a 400 naming it, and no job is recorded', async (t) => {
+  const count = async () => Number((await sql(`SELECT count(*)::int AS n FROM "${a.schema}".app_export_jobs`))[0].n);
+  const before = await count();
+  const wrongType = await onA('POST', P, { include_storage: 'yes' });
+  t.is(wrongType.status, 400);
+  t.truthy(wrongType.body.errors?.include_storage ?? wrongType.body.include_storage, wrongType.text);
+  const unknown = await onA('POST', P, { include_everything: true });
+  t.is(unknown.status, 400);
+  t.is(await count(), before);
+});
+
+test.serial('jobs: the list of §4 (status, ordering, pages of 10), the detail; the stored package is the last export; other versions 404', async (t) => {
+  const last = await exportA();
+  const list = await onA('GET', P);
+  t.like(list.body, { success: true, status_code: 200, page: 1, page_size: 10 });
+  t.true(list.body.total >= 5);
+  t.is(list.body.data[0].uuid, last.res.headers.get('x-export-job-uuid'), 'newest first');
+  t.deepEqual(Object.keys(list.body.data[0]).filter((k) => ['id', 'uuid', 'app_name', 'app_slug', 'status', 'started_at', 'completed_at', 'created_at'].includes(k)).length, 8);
+  t.true((await onA('GET', `${P}?status=failed`)).body.data.every((j: { status: string }) => j.status === 'failed'));
+  t.is((await onA('GET', `${P}?ordering=created_at&page_size=1`)).body.data.length, 1);
+  t.is((await onA('GET', `${P}?status=done`)).status, 400);
+  const stored = await onA('GET', `${P}1`);
+  t.is(stored.status, 200);
+  t.true(stored.bytes.equals(last.res.bytes), 'packages/1 is the latest export, byte for byte');
+  t.is((await onA('GET', `${P}2`)).status, 404);
+  t.is((await onA('GET', `${P}00000000-0000-0000-0000-000000000000/`)).status, 404);
+  const detail = await onA('GET', '/api/apps/crm/');
+  t.like(detail.body.data?.package_info ?? detail.body.package_info, { has_package: true });
+  // Only the latest package is kept in the store.
+  t.is(Number((await sql(`SELECT count(*)::int AS n FROM "${a.schema}".app_export_jobs WHERE package_key IS NOT NULL`))[0].n), 1);
+  const config = await onA('GET', `${P}export-config/`);
+  t.deepEqual(config.body.order, ['include_app_roles', 'include_datatables', 'include_functions', 'include_events', 'include_secrets', 'include_policies', 'include_analytics', 'include_storage', 'include_frontend_workers', 'include_widgets']);
+  t.like(config.body.options.find((o: { key: string }) => o.key === 'include_frontend_workers'), { default: false });
+  t.deepEqual(config.body.always_included, ['app', 'tags']);
+});
+
+test.serial('isolation: a site user who may not update the app, another site\'s administrator and another site\'s job reach nothing', async (t) => {
+  const job = (await onA('GET', P)).body.data[0].uuid;
+  t.is((await onA('POST', P, undefined, tok.pleb)).status, 403);
+  t.is((await onA('GET', P, undefined, tok.pleb)).status, 403);
+  t.is((await onA('GET', `${P}1`, undefined, tok.pleb)).status, 403);
+  t.true([401, 403, 404].includes((await onA('GET', P, undefined, tok.adminB)).status), 'B\'s token on A\'s host');
+  t.is((await on(b, 'GET', `${P}${job}/`, undefined, tok.adminB)).status, 404, 'A\'s job through B\'s app of the same slug');
+  const bList = await on(b, 'GET', P, undefined, tok.adminB);
+  t.is(bList.body.total, 0);
+  t.is((await onA('POST', '/api/apps/nope/packages/')).status, 404);
+});
