@@ -3,7 +3,15 @@
 // storage (assets only, a bucket's own ZIP, an object named like the metadata file), the jobs,
 // the stored package `packages/1`, package_info, refusals that change nothing, and isolation.
 import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import test from 'ava';
+import type { UserActor } from '../../shared/auth/actor.ts';
+import { makeContext } from '../../shared/context.ts';
+import { planImport, type ImportPlan } from '../../shared/packages/plan.ts';
+import { readPackage } from '../../shared/packages/reader.ts';
+import { storeFromConfig } from '../../shared/storage/objstore/index.ts';
 import AdmZip from 'adm-zip';
 import type { TestSite } from '../../shared/testing/sites.ts';
 import { BUCKET_METADATA, SECRET_PLACEHOLDER, manifestChecksum, packageChecksum, type Manifest } from '../../shared/packages/layout.ts';
@@ -40,7 +48,7 @@ test.before(async () => {
   const fn = await onA('POST', '/api/apps/crm/functions/', { name: 'Audit', code: 'export default () => 1', environment: { TOKEN: 'API_TOKEN' } });
   if (fn.status !== 201) throw new Error(fn.text);
   await must(onA('POST', '/api/cloud/events/PRE_USER_CREATE/subscribe/', { function_id: fn.body.id ?? fn.body.data?.id }), 200, 201);
-  await must(onA('PUT', '/api/apps/crm/policies/', { resourcePolicy: { resource: 'datatable:companies', version: 'default', rules: [{ actions: ['read'], effect: 'EFFECT_ALLOW', roles: ['staff'] }] } }), 200, 201);
+  await must(onA('PUT', '/api/apps/crm/policies/', { resourcePolicy: { resource: 'datatable:companies', version: 'default', rules: [{ actions: ['*'], effect: 'EFFECT_ALLOW', roles: ['*'] }, { actions: ['delete'], effect: 'EFFECT_DENY', roles: ['staff'] }] } }), 200, 201);
   await must(onA('POST', '/api/apps/crm/storage/buckets/', { name: 'Media', app_category: 'assets' }), 201);
   await must(onA('POST', '/api/apps/crm/storage/buckets/', { name: 'Inbox', app_category: 'attachments' }), 201);
   await must(put('media', 'img/logo.txt', 'the logo'), 201);
@@ -192,4 +200,76 @@ test.serial('isolation: a site user who may not update the app, another site\'s 
   const bList = await on(b, 'GET', P, undefined, tok.adminB);
   t.is(bList.body.total, 0);
   t.is((await onA('POST', '/api/apps/nope/packages/')).status, 404);
+});
+
+// ---- the plan of an import (item 4b) -----------------------------------------------------------
+
+/** The plan of importing `bytes` into `site` as its user `username`. */
+async function planOf(bytes: Buffer, site: TestSite, username: string, validateChecksum = true): Promise<ImportPlan> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'platform-plan-'));
+  const file = path.join(dir, 'p.zip');
+  fs.writeFileSync(file, bytes);
+  const [row] = await sql(`SELECT uuid, is_staff, is_superuser FROM "${site.schema}".users WHERE username = ?`, [username]);
+  const actor: UserActor = { kind: 'user', uuid: row.uuid, username, is_superuser: row.is_superuser, is_staff: row.is_staff, tenant: site.schema };
+  const store = await storeFromConfig(s.config.storage, s.config.dataDir);
+  const contents = await readPackage(file, { validateChecksum, tmpBase: path.join(dir, 'x') });
+  try {
+    return await planImport(makeContext(s.handle.db.orm.em.fork(), actor, site.schema), store.site(site.schema), contents);
+  } finally {
+    await contents.close();
+    await store.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const counts = (plan: ImportPlan) => Object.fromEntries(Object.entries(plan.modules).map(([k, m]) => [k, [m!.create.length, m!.update.length, m!.unchanged.length]]));
+
+test.serial('plan: the package of an app planned into that same app is 0 changes', async (t) => {
+  const { res } = await exportA();
+  const plan = await planOf(res.bytes, a, 'boss');
+  t.is(plan.summary, '0 changes', JSON.stringify(plan.modules));
+  t.true(plan.app_exists);
+  t.like(counts(plan), { app: [0, 0, 1], app_roles: [0, 0, 2], datatables: [0, 0, 2], functions: [0, 0, 1], events: [0, 0, 1], secrets: [0, 0, 1], policies: [0, 0, 1], storage: [0, 0, 3] });
+});
+
+test.serial('plan: into another site, what is missing there is created; secrets are said to need their values', async (t) => {
+  const { res } = await exportA();
+  const plan = await planOf(res.bytes, b, 'boss');
+  t.true(plan.app_exists, 'site B has an app crm of its own');
+  t.like(counts(plan), { app_roles: [2, 0, 0], functions: [1, 0, 0], events: [1, 0, 0], secrets: [1, 0, 0], policies: [1, 0, 0], storage: [3, 0, 0] });
+  t.deepEqual(plan.modules.datatables!.create, ['companies']);
+  t.deepEqual(plan.policies_changed.length, 1);
+  t.true(plan.warnings.some((w) => w.includes('Set the values of API_TOKEN')));
+  t.true(plan.changes >= 9);
+});
+
+test.serial('plan: changes made after the export are what an import would undo; a table change comes with its migration preview', async (t) => {
+  const { res } = await exportA();
+  await must(onA('PATCH', '/api/apps/crm/roles/staff/', { description: 'changed since' }), 200);
+  await must(onA('POST', '/api/apps/crm/functions/', { name: 'Later', code: 'export default () => 2' }), 201);
+  await must(put('media', 'img/logo.txt', 'another logo'), 200);
+  const table = await onA('GET', '/api/apps/crm/datatables/companies/');
+  const schema = table.body.data?.json_schema ?? table.body.json_schema;
+  const grown = { ...schema, fields: [...schema.fields, { name: 'added_later', type: 'string' }] };
+  await must(onA('PATCH', '/api/apps/crm/datatables/companies/', { json_schema: grown }), 200);
+  const plan = await planOf(res.bytes, a, 'boss');
+  t.deepEqual(plan.modules.app_roles!.update, ['staff']);
+  t.true(plan.modules.functions!.warnings.some((w) => w.includes('later')), 'a function the package lacks is kept');
+  t.deepEqual(plan.modules.storage!.update, ['media/img/logo.txt']);
+  t.deepEqual(plan.modules.datatables!.update, ['companies']);
+  const migration = plan.migrations.companies!;
+  t.true(migration.operations.some((o) => o.type === 'drop_column' && o.column === 'added_later'), JSON.stringify(migration));
+  t.true(migration.is_safe, 'a dropped column is a safe step by spec Part 2 §4 rule 4 (docs/migrations.md)');
+  t.is(plan.changes, 3);
+});
+
+test.serial('plan: a user who may not update the app is refused; a crafted module is a 400 naming it; a changed byte without validate_checksum still plans', async (t) => {
+  const { res } = await exportA();
+  await t.throwsAsync(planOf(res.bytes, a, 'pleb'), { code: 'PERMISSION_DENIED' });
+  const zip = new AdmZip(res.bytes);
+  zip.updateFile('functions/metadata.json', Buffer.from(JSON.stringify({ functions: [{ name: 'no slug' }] })));
+  const crafted = zip.toBuffer();
+  await t.throwsAsync(planOf(crafted, a, 'boss'), { message: /functions\/metadata\.json.*digest/ });
+  const err = await t.throwsAsync(planOf(crafted, a, 'boss', false));
+  t.regex(err!.message, /functions\/metadata\.json does not have the format's shape/);
 });

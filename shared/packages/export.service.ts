@@ -134,14 +134,14 @@ interface ObjectRow {
 }
 
 /** What the export reads from the database, in one snapshot. */
-interface Snapshot {
+export interface Snapshot {
   modules: Partial<Record<ModuleName, { file: unknown; count: number; extra?: Record<string, unknown> }>>;
   buckets: { bucket: BucketRow; objects: ObjectRow[] }[];
 }
 
 const num = (v: string | number | null): number | null => (v === null ? null : Number(v));
 
-async function readModules(em: EntityManager, schema: string, app: AppRow, flags: ExportFlags): Promise<Snapshot> {
+export async function readModules(em: EntityManager, schema: string, app: AppRow, flags: ExportFlags): Promise<Snapshot> {
   const q = quotedSchema(schema);
   const modules: Snapshot['modules'] = {};
   const settings = await firstRow<Record<string, unknown>>(
@@ -221,7 +221,7 @@ async function readModules(em: EntityManager, schema: string, app: AppRow, flags
 // ---- writing the package ------------------------------------------------------------------------
 
 /** A bucket's own metadata (bucket_metadata.json) without its objects. */
-const bucketMetadata = (b: BucketRow) => ({
+export const bucketMetadata = (b: BucketRow) => ({
   name: b.name,
   slug: b.slug,
   visibility: b.visibility,
