@@ -182,8 +182,14 @@ test.serial('jobs: the list of §4 (status, ordering, pages of 10), the detail; 
   t.is((await onA('GET', `${P}00000000-0000-0000-0000-000000000000/`)).status, 404);
   const detail = await onA('GET', '/api/apps/crm/');
   t.like(detail.body.data?.package_info ?? detail.body.package_info, { has_package: true });
-  // Only the latest package is kept in the store.
-  t.is(Number((await sql(`SELECT count(*)::int AS n FROM "${a.schema}".app_export_jobs WHERE package_key IS NOT NULL`))[0].n), 1);
+  // Only the latest package is kept, in the jobs and in the store.
+  const kept = await sql(`SELECT package_key FROM "${a.schema}".app_export_jobs WHERE package_key IS NOT NULL`);
+  t.is(kept.length, 1);
+  const store = await storeFromConfig(s.config.storage, s.config.dataDir);
+  const inStore: string[] = [];
+  for await (const key of store.site(a.schema).list('_packages/')) inStore.push(key);
+  await store.close();
+  t.deepEqual(inStore, [kept[0].package_key]);
   const config = await onA('GET', `${P}export-config/`);
   t.deepEqual(config.body.order, ['include_app_roles', 'include_datatables', 'include_functions', 'include_events', 'include_secrets', 'include_policies', 'include_analytics', 'include_storage', 'include_frontend_workers', 'include_widgets']);
   t.like(config.body.options.find((o: { key: string }) => o.key === 'include_frontend_workers'), { default: false });

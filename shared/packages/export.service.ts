@@ -350,9 +350,12 @@ export async function exportApp(ctx: ServiceContext, deps: PackageDeps, slug: st
     } as const;
     const { manifest, size, checksum } = await writePackage(fs.createWriteStream(`${spool}.zip`), spool, store, snapshot, header);
     await store.put(key, fs.createReadStream(`${spool}.zip`), { contentType: 'application/zip', size });
+    // The app's earlier stored packages: their keys as they were (RETURNING shows the row after the update, hence the join).
     const previous = await rows<{ package_key: string }>(
       ctx.em,
-      `UPDATE ${q}.app_export_jobs SET package_key = NULL WHERE app_id = ? AND package_key IS NOT NULL AND uuid <> ? RETURNING package_key`,
+      `UPDATE ${q}.app_export_jobs j SET package_key = NULL
+         FROM (SELECT id, package_key FROM ${q}.app_export_jobs WHERE app_id = ? AND package_key IS NOT NULL AND uuid <> ? FOR UPDATE) old
+        WHERE j.id = old.id RETURNING old.package_key`,
       [app.id, job.uuid],
     );
     const done = (await firstRow<ExportJobRow>(
