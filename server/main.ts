@@ -5,6 +5,7 @@
 // their connections closed) → close Redis and the pool → stop the embedded PostgreSQL.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import { Redis } from 'ioredis';
 import { AppRateLimits } from '../shared/apps/app-limits.ts';
 import { systemActor } from '../shared/auth/actor.ts';
@@ -29,6 +30,7 @@ import { SecretKeyring } from '../shared/secrets/crypto.ts';
 import { refreshUsage, storageSites } from '../shared/storage/bucket.service.ts';
 import { sweepBlobs } from '../shared/storage/blobs.ts';
 import { collectWorkerBlobs, failInterruptedBuilds, sweepWorkerBlobs } from '../shared/workers/deploy.ts';
+import { sweepPackages } from '../shared/packages/export.service.ts';
 import { staticSites } from './http/static-sites.ts';
 import { storeFromConfig } from '../shared/storage/objstore/index.ts';
 import type { ObjectStore } from '../shared/storage/objstore/types.ts';
@@ -90,20 +92,22 @@ const pruneJob = (db: Database) => async () => {
 };
 
 /** Storage upkeep of every site: usage counters and quota state (`check_storage_quotas`), then blobs no record holds (shared/storage/, shared/workers/). */
-const storageJob = (db: Database, store: ObjectStore) => async () => {
+const storageJob = (db: Database, store: ObjectStore, tmpDir: string) => async () => {
   const em = db.orm.em.fork();
   const sites = await storageSites(em);
-  const withWorkers = new Set((await em.execute('SELECT schema_name FROM public.tenant_schemas WHERE version >= 13')).map((r) => String(r.schema_name)));
+  const versions = new Map((await em.execute('SELECT schema_name, version FROM public.tenant_schemas')).map((r) => [String(r.schema_name), Number(r.version)]));
   let buckets = 0;
   let swept = 0;
   for (const schema of sites) {
     buckets += (await refreshUsage(em, schema)).buckets;
     swept += await sweepBlobs(em, store, schema);
     // Frontend workers' blobs: those a crash left half-stored, and those no build names any more (shared/workers/deploy.ts).
-    if (withWorkers.has(schema)) {
+    if ((versions.get(schema) ?? 0) >= 13) {
       await failInterruptedBuilds(em, schema);
       swept += (await sweepWorkerBlobs(em, store.site(schema), schema)) + (await collectWorkerBlobs(em, store.site(schema), schema));
     }
+    // App packages: interrupted exports, their spool files and stored packages no job names (shared/packages/).
+    if ((versions.get(schema) ?? 0) >= 14) swept += (await sweepPackages(em, store.site(schema), schema, tmpDir)).removed;
   }
   return buckets || swept ? { sites: sites.length, buckets, swept } : undefined;
 };
@@ -249,7 +253,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     functions.start(changes, url);
     const jobs = [
       config.blacklistPruneIntervalMs ? schedule(log, 'token blacklist pruning', config.blacklistPruneIntervalMs, pruneJob(db)) : undefined,
-      config.storageMaintenanceIntervalMs ? schedule(log, 'storage maintenance', config.storageMaintenanceIntervalMs, storageJob(db, objects)) : undefined,
+      config.storageMaintenanceIntervalMs ? schedule(log, 'storage maintenance', config.storageMaintenanceIntervalMs, storageJob(db, objects, path.join(config.dataDir, 'tmp'))) : undefined,
     ];
     let closing: Promise<void> | undefined;
     return {

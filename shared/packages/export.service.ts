@@ -6,7 +6,7 @@
 // job. What the spec leaves out is never read: records, domains, role assignments, principal and
 // system policies, created-by/modified-by references, secret values.
 import fs from 'node:fs';
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { IsolationLevel, type EntityManager } from '@mikro-orm/postgresql';
@@ -436,4 +436,37 @@ export async function getExportJob(ctx: ServiceContext, slug: string, uuid: stri
     : undefined;
   if (!row) throw notFound(`Export job "${uuid}"`);
   return jobView(row);
+}
+
+/** How long an export may run before upkeep takes it for interrupted (a 2 GB export takes about a minute). */
+export const EXPORT_GRACE_MS = 3600_000;
+
+/**
+ * Upkeep of one site's packages (the server's storage job): an export still `in_progress` after
+ * the grace period was interrupted (its server stopped) and is marked failed; its spool files
+ * under `tmpDir` and any bytes it stored go. A stored package no job names any more (a crash
+ * between replacing the stored package and removing the one before) goes too. The running
+ * exports' files are left alone. What was removed.
+ */
+export async function sweepPackages(em: EntityManager, store: SiteStore, schema: string, tmpDir: string, graceMs = EXPORT_GRACE_MS): Promise<{ interrupted: number; removed: number }> {
+  const q = quotedSchema(schema);
+  const interrupted = await rows<{ uuid: string }>(
+    em,
+    `UPDATE ${q}.app_export_jobs SET status = 'failed', error = 'The export was interrupted (its server stopped): export again.', completed_at = now()
+      WHERE status = 'in_progress' AND started_at < now() - (? * interval '1 millisecond') RETURNING uuid`,
+    [graceMs],
+  );
+  const spools = await readdir(tmpDir).catch(() => [] as string[]);
+  for (const { uuid } of interrupted) {
+    for (const name of spools) if (name.startsWith(`package-${uuid}.`)) await rm(path.join(tmpDir, name), { force: true });
+  }
+  const named = new Set((await rows<{ package_key: string }>(em, `SELECT package_key FROM ${q}.app_export_jobs WHERE package_key IS NOT NULL`)).map((r) => r.package_key));
+  const running = new Set((await rows<{ uuid: string }>(em, `SELECT uuid FROM ${q}.app_export_jobs WHERE status = 'in_progress'`)).map((r) => r.uuid));
+  const stray: string[] = [];
+  for await (const key of store.list(PACKAGE_PREFIX)) {
+    const job = /([0-9a-f-]{36})\.zip$/.exec(key)?.[1];
+    if (!named.has(key) && !(job && running.has(job))) stray.push(key);
+  }
+  if (stray.length) await store.delete(stray);
+  return { interrupted: interrupted.length, removed: stray.length };
 }
