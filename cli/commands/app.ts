@@ -43,6 +43,8 @@ class AppExportCommand extends ApiCommand<typeof AppExportCommand> {
     this.info(`Exporting ${args.app} to ${f.output}…`);
     const res = await client.receive({ method: 'POST', site: f.site, path: path`/api/apps/${args.app}/packages/`, body: options }, 'application/zip');
     const job = res.header('x-export-job-uuid') ?? '';
+    // The job is complete before the package is sent: its checksum is known before a byte is written.
+    const expected = (await client.call<{ data: ExportJobView }>({ method: 'GET', site: f.site, path: path`/api/apps/${args.app}/packages/${job}/` })).data.checksum;
     const hash = createHash('sha256');
     let size = 0;
     const tick = progress((line) => this.info(line));
@@ -51,10 +53,12 @@ class AppExportCommand extends ApiCommand<typeof AppExportCommand> {
       size += chunk.length;
       tick(() => `  ${bytes(size)}…`);
     });
-    await save(res.stream(), tap, f.output);
-    const checksum = `sha256:${hash.digest('hex')}`;
-    const recorded = await client.call<{ data: ExportJobView }>({ method: 'GET', site: f.site, path: path`/api/apps/${args.app}/packages/${job}/` });
-    if (recorded.data.checksum !== checksum) throw new DomainError('SERVICE_UNAVAILABLE', `The package written to ${f.output} has checksum ${checksum}, the export job ${job} recorded ${recorded.data.checksum}: download it again.`);
+    let checksum = '';
+    // Checked before the file takes its name: a package that does not match is not kept.
+    await save(res.stream(), tap, f.output, () => {
+      checksum = `sha256:${hash.digest('hex')}`;
+      if (checksum !== expected) throw new DomainError('SERVICE_UNAVAILABLE', `The package received has checksum ${checksum}, the export job ${job} recorded ${expected}: nothing was written; export again.`);
+    });
     this.log(`Exported ${args.app} to ${f.output} (${bytes(size)}, ${checksum}; job ${job}).`);
     return { app: args.app, output: f.output, job, size, checksum };
   }
