@@ -19,9 +19,12 @@ function shown(body: CreatedBody<AppDetail>): string[] {
   return [body.message, keyValues(rest)];
 }
 
-/** `--no-storage`, `--widgets`, …: one flag per export option (`include_` dropped, `_` as `-`), its default the option's. */
+/** The flag of an export option: `include_app_roles` → `app-roles` (`--app-roles` / `--no-app-roles`). */
+const flagOf = (key: string): string => key.slice('include_'.length).replaceAll('_', '-');
+
+/** `--no-storage`, `--widgets`, …: one flag per export option, unset unless given (the server's default). */
 const exportOptionFlags = Object.fromEntries(
-  EXPORT_OPTIONS.map((o) => [o.key.slice('include_'.length).replaceAll('_', '-'), Flags.boolean({ summary: `${o.label}: ${o.help_text}`, allowNo: true, default: undefined })]),
+  EXPORT_OPTIONS.map((o) => [flagOf(o.key), Flags.boolean({ summary: `${o.label}: ${o.help_text}`, allowNo: true, default: undefined })]),
 );
 
 class AppExportCommand extends ApiCommand<typeof AppExportCommand> {
@@ -36,7 +39,7 @@ class AppExportCommand extends ApiCommand<typeof AppExportCommand> {
     const { flags: f, args } = this;
     const options: Record<string, boolean> = {};
     for (const o of EXPORT_OPTIONS) {
-      const value = (f as Record<string, unknown>)[o.key.slice('include_'.length).replaceAll('_', '-')];
+      const value = (f as Record<string, unknown>)[flagOf(o.key)];
       if (typeof value === 'boolean') options[o.key] = value;
     }
     const client = await this.api();

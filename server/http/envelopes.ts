@@ -49,6 +49,9 @@ export function sendCreated(ctx: AppContext, message: string, data: unknown): vo
   ctx.body = createdBody(message, data);
 }
 
+/** The schema of the flag form's answer around `data` (sendFlagged). */
+export const FlaggedBody = (data: TSchema) => Type.Object({ success: Type.Literal(true), message: Type.String(), status_code: Type.Integer(), data });
+
 /** The flag form with its status code (spec Part 3 §4: storage, frontend workers): {success, message, status_code, data}; `data` left out when undefined. */
 export function sendFlagged(ctx: AppContext, status: number, message: string, data?: unknown): void {
   ctx.status = status;

@@ -11,7 +11,7 @@ import type { Page } from '../../shared/common/pagination.ts';
 import type { ObjectStore } from '../../shared/storage/objstore/types.ts';
 import * as workers from '../../shared/workers/worker.service.ts';
 import { Availability, AvailabilityQuery, BuildView, Missing, MissingQuery, WorkerListItem, WorkerListQuery, WorkerUpdate, WorkerView } from '../../shared/workers/worker.schemas.ts';
-import { sendFlagged } from '../http/envelopes.ts';
+import { FlaggedBody, sendFlagged } from '../http/envelopes.ts';
 import { withMultipart, type MultipartForm } from '../http/multipart.ts';
 import { defineRoute, type RouteDef } from '../http/registry.ts';
 import type { AppContext } from '../http/types.ts';
@@ -24,7 +24,6 @@ const ADMIN = 'Site administrators (superusers and staff) only.';
 const SlugRef = Type.Object({ slug: Type.String() });
 const BuildRef = Type.Object({ slug: Type.String(), build: Type.String({ description: 'The build uuid' }) });
 
-const answer = (data: TSchema) => Type.Object({ success: Type.Literal(true), message: Type.String(), status_code: Type.Integer(), data });
 const listAnswer = (item: TSchema) =>
   Type.Object({ success: Type.Literal(true), message: Type.String(), status_code: Type.Integer(), data: Type.Array(item), total: Type.Integer(), page: Type.Integer(), page_size: Type.Integer(), total_pages: Type.Integer() });
 
@@ -73,7 +72,7 @@ export function frontendWorkerRoutes(options: { config: Config; store: ObjectSto
       summary: 'Whether a subdomain is free, with suggestions when it is not',
       description: `\`subdomain\` (unprefixed; 400 with errors.subdomain when malformed), \`is_internal\` (default true), \`domain\` (external only), \`exclude_slug\` (a worker whose own address counts as free). Addresses are global: \`conflicts_with\` names the holder only when it is a worker of this site. Up to 5 suggestions, each verified free. ${ADMIN}`,
       query: AvailabilityQuery,
-      responses: { 200: answer(Availability) },
+      responses: { 200: FlaggedBody(Availability) },
       async handler(ctx, { query }) {
         const data = await workers.checkAvailability(ctx.state.service(), deps, query);
         ok(ctx, data.message, data);
@@ -88,7 +87,7 @@ export function frontendWorkerRoutes(options: { config: Config; store: ObjectSto
       description:
         'multipart/form-data (with `file`: a .zip, .tar, .tar.gz or .tgz archive of the built site), application/x-www-form-urlencoded or JSON: `name` (required), `subdomain_input` (default: from the name), `is_internal` (default true), `domain` (required when is_internal is false: a verified domain of the site), `app` (id), `build_title` (default: from the file name), `set_active` (default false), `spa_fallback` (default true). A refused archive creates nothing. ' +
         ADMIN,
-      responses: { 201: answer(Type.Composite([WorkerView, Type.Object({ build: Type.Union([BuildView, Type.Null()]) })])) },
+      responses: { 201: FlaggedBody(Type.Composite([WorkerView, Type.Object({ build: Type.Union([BuildView, Type.Null()]) })])) },
       async handler(ctx) {
         const data = await form(ctx, ({ fields, file }) => workers.createWorker(ctx.state.service(), deps, fields, file));
         ok(ctx, 'Frontend worker created.', data, 201);
@@ -102,7 +101,7 @@ export function frontendWorkerRoutes(options: { config: Config; store: ObjectSto
       summary: 'Get a frontend worker',
       description: ADMIN,
       params: SlugRef,
-      responses: { 200: answer(WorkerView) },
+      responses: { 200: FlaggedBody(WorkerView) },
       async handler(ctx, { params }) {
         ok(ctx, 'Frontend worker retrieved.', await workers.getWorker(ctx.state.service(), deps, params.slug!));
       },
@@ -117,7 +116,7 @@ export function frontendWorkerRoutes(options: { config: Config; store: ObjectSto
         description: `Writable: name, subdomain_input (a new address; the slug stays, the builds serve at once on the new host and the old host stops), app, spa_fallback. ${ADMIN}`,
         params: SlugRef,
         body: WorkerUpdate,
-        responses: { 200: answer(WorkerView) },
+        responses: { 200: FlaggedBody(WorkerView) },
         async handler(ctx, { params, body }) {
           ok(ctx, 'Frontend worker updated.', await workers.updateWorker(ctx.state.service(), deps, params.slug!, body));
         },
@@ -131,7 +130,7 @@ export function frontendWorkerRoutes(options: { config: Config; store: ObjectSto
       summary: 'Delete a frontend worker with its builds',
       description: `Its address stops serving at once; an app whose default_frontend_worker it was has none. ${ADMIN}`,
       params: SlugRef,
-      responses: { 200: answer(Type.Null()) },
+      responses: { 200: FlaggedBody(Type.Null()) },
       async handler(ctx, { params }) {
         await workers.deleteWorker(ctx.state.service(), deps, params.slug!);
         ok(ctx, 'Frontend worker deleted.', null);
@@ -159,7 +158,7 @@ export function frontendWorkerRoutes(options: { config: Config; store: ObjectSto
       summary: 'Upload a new build',
       description: `multipart/form-data: \`file\` (.zip, .tar, .tar.gz or .tgz), \`build_title\`, \`set_active\` (default false), \`manifest\` (JSON {path: SHA-256} of every file: the archive then carries only the contents the site lacks — ask builds/missing/ — or is left out when it lacks none). Only contents the site does not hold yet are stored. ${ADMIN}`,
       params: SlugRef,
-      responses: { 201: answer(BuildView) },
+      responses: { 201: FlaggedBody(BuildView) },
       async handler(ctx, { params }) {
         const data = await form(ctx, ({ fields, file }) => workers.uploadBuild(ctx.state.service(), deps, params.slug!, fields, file));
         ok(ctx, 'Build uploaded.', data, 201);
@@ -175,7 +174,7 @@ export function frontendWorkerRoutes(options: { config: Config; store: ObjectSto
       description: `Body {hashes: [SHA-256 hex of each file's content]}; answers {missing: [those the site does not hold]}. A deploy then uploads only those files with the build's \`manifest\` (Netlify-style: a build that changes 3 files sends 3). ${ADMIN}`,
       params: SlugRef,
       body: MissingQuery,
-      responses: { 200: answer(Missing) },
+      responses: { 200: FlaggedBody(Missing) },
       async handler(ctx, { params, body }) {
         ok(ctx, 'Missing contents listed.', await workers.missingContents(ctx.state.service(), params.slug!, body));
       },
@@ -188,7 +187,7 @@ export function frontendWorkerRoutes(options: { config: Config; store: ObjectSto
       summary: 'Get a build',
       description: ADMIN,
       params: BuildRef,
-      responses: { 200: answer(BuildView) },
+      responses: { 200: FlaggedBody(BuildView) },
       async handler(ctx, { params }) {
         ok(ctx, 'Build retrieved.', await workers.getBuild(ctx.state.service(), deps, params.slug!, params.build!));
       },
@@ -201,7 +200,7 @@ export function frontendWorkerRoutes(options: { config: Config; store: ObjectSto
       summary: 'Make a build the active one (deploy or roll back)',
       description: `A ready build only (409 otherwise). Every request after the switch is served by it; none mixes two builds. ${ADMIN}`,
       params: BuildRef,
-      responses: { 200: answer(WorkerView) },
+      responses: { 200: FlaggedBody(WorkerView) },
       async handler(ctx, { params }) {
         ok(ctx, 'Build activated.', await workers.activateBuild(ctx.state.service(), deps, params.slug!, params.build!));
       },
@@ -214,7 +213,7 @@ export function frontendWorkerRoutes(options: { config: Config; store: ObjectSto
       summary: 'Delete a build',
       description: `Not the active build (409). Its files go unless another build holds them. ${ADMIN}`,
       params: BuildRef,
-      responses: { 200: answer(Type.Null()) },
+      responses: { 200: FlaggedBody(Type.Null()) },
       async handler(ctx, { params }) {
         await workers.deleteBuild(ctx.state.service(), deps, params.slug!, params.build!);
         ok(ctx, 'Build deleted.', null);

@@ -2,12 +2,12 @@
 // export configuration, the export jobs, and the stored package `packages/1` (no trailing slash,
 // beside the `{uuid}/` job route). Who may: whoever may update the app (site administrators).
 import path from 'node:path';
-import { Type, type TSchema } from '@sinclair/typebox';
+import { Type } from '@sinclair/typebox';
 import type { Config } from '../../shared/config.ts';
-import { notFound } from '../../shared/errors.ts';
 import { EXPORT_CONFIG, ExportOptionsBody } from '../../shared/packages/layout.ts';
 import * as packages from '../../shared/packages/export.service.ts';
 import type { ObjectStore } from '../../shared/storage/objstore/types.ts';
+import { FlaggedBody, sendFlagged } from '../http/envelopes.ts';
 import { defineRoute, type RouteDef } from '../http/registry.ts';
 import type { AppContext } from '../http/types.ts';
 
@@ -17,12 +17,10 @@ const AppRef = Type.Object({ app_slug: Type.String() });
 const JobRef = Type.Object({ app_slug: Type.String(), uuid: Type.String({ description: 'The export job uuid' }) });
 const VersionRef = Type.Object({ app_slug: Type.String(), version: Type.String({ description: 'Only 1 (the latest)' }) });
 
-const envelope = (data: TSchema) => Type.Object({ success: Type.Literal(true), message: Type.String(), status_code: Type.Integer(), data });
-
-/** A package ZIP as a download: its name, its size, and (of an export) the job's uuid. */
-async function sendZip(ctx: AppContext, zip: { open: () => Promise<import('node:stream').Readable>; size: number; filename: string }, jobUuid: string): Promise<void> {
+/** A package ZIP as a download: its name, its size, and its export job's uuid. */
+async function sendZip(ctx: AppContext, zip: packages.PackageDownload): Promise<void> {
   ctx.set('Content-Disposition', `attachment; filename=${zip.filename}`);
-  ctx.set('X-Export-Job-UUID', jobUuid);
+  ctx.set('X-Export-Job-UUID', zip.job.uuid);
   ctx.type = 'application/zip';
   ctx.length = zip.size;
   ctx.body = await zip.open();
@@ -44,8 +42,7 @@ export function packageRoutes(options: { config: Config; store: ObjectStore }): 
       statementTimeout: 'long',
       responses: { 200: null },
       async handler(ctx, { params, body }) {
-        const result = await packages.exportApp(ctx.state.service(), deps, params.app_slug!, body);
-        await sendZip(ctx, result, result.job.uuid);
+        await sendZip(ctx, await packages.exportApp(ctx.state.service(), deps, params.app_slug!, body));
       },
     }),
     defineRoute({
@@ -85,10 +82,9 @@ export function packageRoutes(options: { config: Config; store: ObjectStore }): 
       summary: 'One export job',
       description: WHO,
       params: JobRef,
-      responses: { 200: envelope(Type.Record(Type.String(), Type.Unknown())) },
+      responses: { 200: FlaggedBody(Type.Record(Type.String(), Type.Unknown())) },
       async handler(ctx, { params }) {
-        const data = await packages.getExportJob(ctx.state.service(), params.app_slug!, params.uuid!);
-        ctx.body = { success: true, message: 'Export job retrieved.', status_code: 200, data };
+        sendFlagged(ctx, 200, 'Export job retrieved.', await packages.getExportJob(ctx.state.service(), params.app_slug!, params.uuid!));
       },
     }),
     defineRoute({
@@ -102,9 +98,7 @@ export function packageRoutes(options: { config: Config; store: ObjectStore }): 
       statementTimeout: 'long',
       responses: { 200: null },
       async handler(ctx, { params }) {
-        if (params.version !== '1') throw notFound(`Package version "${params.version}" (only version 1, the latest, exists)`);
-        const stored = await packages.storedPackage(ctx.state.service(), deps, params.app_slug!);
-        await sendZip(ctx, { open: async () => stored.body, size: stored.size, filename: stored.filename }, stored.job.uuid);
+        await sendZip(ctx, await packages.storedPackage(ctx.state.service(), deps, params.app_slug!, params.version!));
       },
     }),
   ];

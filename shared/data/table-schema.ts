@@ -2,6 +2,7 @@
 // returns EVERY problem as a message, the canonical form (stable key order) and its hash,
 // and the derived facts (field names, primary key). See docs/data-tables.md for the choices.
 import { createHash } from 'node:crypto';
+import { canonical, canonicalJson } from '../common/canonical.ts';
 import { patternProblem } from '../common/linear-regexp.ts';
 import { compileFragment } from './index-expression.ts';
 import { TYPE_FORMATS, TYPE_PROPERTIES, valueProblem } from './field-types.ts';
@@ -336,14 +337,10 @@ export function validateTableSchema(doc: unknown, tables: ReadonlyMap<string, re
 }
 
 /** Same document with object keys sorted at every depth (arrays keep their order): the hash input. */
-export function canonicalSchema<T>(value: T): T {
-  if (Array.isArray(value)) return value.map(canonicalSchema) as T;
-  if (!isObj(value)) return value;
-  return Object.fromEntries(Object.keys(value).sort().map((k) => [k, canonicalSchema(value[k])])) as T;
-}
+export const canonicalSchema = canonical;
 
 /** SHA-256 hex of the canonical JSON: key order does not change it. */
-export const schemaHash = (doc: unknown): string => createHash('sha256').update(JSON.stringify(canonicalSchema(doc))).digest('hex');
+export const schemaHash = (doc: unknown): string => createHash('sha256').update(canonicalJson(doc)).digest('hex');
 
 /**
  * Whether a document — any JSON, not validated yet (the json_schema of a PUT or PATCH) — is the

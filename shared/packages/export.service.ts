@@ -12,6 +12,7 @@ import type { Readable } from 'node:stream';
 import { IsolationLevel, type EntityManager } from '@mikro-orm/postgresql';
 import { Type } from '@sinclair/typebox';
 import { appFor, type AppRow } from '../apps/lookup.ts';
+import { isUuid } from '../common/slug.ts';
 import { PageParams, pageOffset, parsePageRequest, resolvePage, type Page } from '../common/pagination.ts';
 import { StringEnum, validate } from '../common/validation.ts';
 import { actorUuid, type ServiceContext } from '../context.ts';
@@ -305,17 +306,12 @@ async function writePackage(out: fs.WriteStream, spool: string, store: SiteStore
   }
 }
 
-export interface ExportResult {
-  job: ExportJobView;
+export interface ExportResult extends PackageDownload {
   manifest: Manifest;
-  /** The package's bytes (from the store, where it is kept as the stored package). */
-  open: () => Promise<Readable>;
-  size: number;
-  /** The package's file name: `{app_slug}_package_{timestamp}.zip`. */
-  filename: string;
 }
 
-const fileTimestamp = (d: Date): string => d.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+/** A package's file name: `{app_slug}_package_{YYYYMMDDTHHMMSSZ}.zip`. */
+const packageFilename = (slug: string, at: Date): string => `${slug}_package_${at.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}.zip`;
 
 /**
  * Exports the app: a job (in_progress, committed first, so a crash leaves a record), the package
@@ -364,7 +360,7 @@ export async function exportApp(ctx: ServiceContext, deps: PackageDeps, slug: st
       [size, checksum, key, job.id],
     ))!;
     await store.delete(previous.map((p) => p.package_key)).catch(() => undefined); // a leftover is collected with the app's prefix
-    return { job: jobView(done), manifest, open: () => store.get(key), size, filename: `${app.slug}_package_${fileTimestamp(createdAt)}.zip` };
+    return { job: jobView(done), manifest, open: () => store.get(key), size, filename: packageFilename(app.slug, createdAt) };
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     await ctx.em.execute(`UPDATE ${q}.app_export_jobs SET status = 'failed', error = ?, completed_at = now() WHERE id = ?`, [message.slice(0, 2000), job.id]).catch(() => undefined);
@@ -375,17 +371,25 @@ export async function exportApp(ctx: ServiceContext, deps: PackageDeps, slug: st
   }
 }
 
-/** The stored package of the app (`packages/1`): the last completed export's ZIP, made now when there is none. */
-export async function storedPackage(ctx: ServiceContext, deps: PackageDeps, slug: string): Promise<{ body: Readable; size: number; filename: string; job: ExportJobView }> {
+/** A package to download: its bytes (opened on demand), size, file name and export job. */
+export interface PackageDownload {
+  open: () => Promise<Readable>;
+  size: number;
+  filename: string;
+  job: ExportJobView;
+}
+
+/**
+ * The stored package of the app (`packages/{version}`): only version 1 exists, the last completed
+ * export's ZIP, made now when there is none (spec Part 2 §9).
+ */
+export async function storedPackage(ctx: ServiceContext, deps: PackageDeps, slug: string, version: string): Promise<PackageDownload> {
   const { schema, app } = await packageApp(ctx, slug);
-  let row = await latestPackage(ctx.em, schema, app.id);
-  if (!row) {
-    await exportApp(ctx, deps, slug, {});
-    row = (await latestPackage(ctx.em, schema, app.id))!;
-  }
+  if (version !== '1') throw notFound(`Package version "${version}" (only version 1, the latest, exists)`);
+  const row = await latestPackage(ctx.em, schema, app.id);
+  if (!row) return exportApp(ctx, deps, slug, {});
   const store = deps.store.site(schema);
-  const filename = `${app.slug}_package_${fileTimestamp(new Date(row.completed_at!))}.zip`;
-  return { body: await store.get(row.package_key!), size: Number(row.size), filename, job: jobView(row) };
+  return { open: () => store.get(row.package_key!), size: Number(row.size), filename: packageFilename(app.slug, new Date(row.completed_at!)), job: jobView(row) };
 }
 
 const latestPackage = (em: EntityManager, schema: string, appId: number) =>
@@ -431,7 +435,7 @@ export async function listExportJobs(ctx: ServiceContext, slug: string, rawQuery
 /** One export job of the app; 404 for another app's (or another site's) job. */
 export async function getExportJob(ctx: ServiceContext, slug: string, uuid: string): Promise<ExportJobView> {
   const { schema, app } = await packageApp(ctx, slug);
-  const row = /^[0-9a-f-]{36}$/i.test(uuid)
+  const row = isUuid(uuid)
     ? await firstRow<ExportJobRow>(ctx.em, `SELECT ${JOB_COLUMNS} FROM ${quotedSchema(schema)}.app_export_jobs WHERE app_id = ? AND uuid = ?`, [app.id, uuid])
     : undefined;
   if (!row) throw notFound(`Export job "${uuid}"`);
@@ -456,12 +460,15 @@ export async function sweepPackages(em: EntityManager, store: SiteStore, schema:
       WHERE status = 'in_progress' AND started_at < now() - (? * interval '1 millisecond') RETURNING uuid`,
     [graceMs],
   );
-  const spools = await readdir(tmpDir).catch(() => [] as string[]);
-  for (const { uuid } of interrupted) {
-    for (const name of spools) if (name.startsWith(`package-${uuid}.`)) await rm(path.join(tmpDir, name), { force: true });
+  if (interrupted.length) {
+    const spools = await readdir(tmpDir).catch(() => [] as string[]);
+    for (const { uuid } of interrupted) {
+      for (const name of spools) if (name.startsWith(`package-${uuid}.`)) await rm(path.join(tmpDir, name), { force: true });
+    }
   }
-  const named = new Set((await rows<{ package_key: string }>(em, `SELECT package_key FROM ${q}.app_export_jobs WHERE package_key IS NOT NULL`)).map((r) => r.package_key));
-  const running = new Set((await rows<{ uuid: string }>(em, `SELECT uuid FROM ${q}.app_export_jobs WHERE status = 'in_progress'`)).map((r) => r.uuid));
+  const jobs = await rows<{ uuid: string; package_key: string | null; status: JobStatus }>(em, `SELECT uuid, package_key, status FROM ${q}.app_export_jobs WHERE package_key IS NOT NULL OR status = 'in_progress'`);
+  const named = new Set(jobs.map((j) => j.package_key));
+  const running = new Set(jobs.filter((j) => j.status === 'in_progress').map((j) => j.uuid));
   const stray: string[] = [];
   for await (const key of store.list(PACKAGE_PREFIX)) {
     const job = /([0-9a-f-]{36})\.zip$/.exec(key)?.[1];

@@ -3,6 +3,7 @@
 // One place for what export writes and import reads.
 import { createHash } from 'node:crypto';
 import { Type } from '@sinclair/typebox';
+import { canonicalJson } from '../common/canonical.ts';
 
 export const PACKAGE_FORMAT = 'app-package';
 export const PACKAGE_VERSION = '1.0.0';
@@ -89,11 +90,11 @@ export interface Manifest {
 
 export const sha256 = (data: Buffer | string): string => `sha256:${createHash('sha256').update(data).digest('hex')}`;
 
-/** JSON with keys sorted at every level: the one text a checksum is taken over. */
-export function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) =>
-    v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v,
-  );
+/** `sha256:<hex>` of a stream's bytes, read to the end. */
+export async function streamDigest(stream: AsyncIterable<unknown>): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of stream) hash.update(chunk as Buffer);
+  return `sha256:${hash.digest('hex')}`;
 }
 
 /** `package_checksum`: over every module file's path and digest, sorted by path, one `path digest` line each. */

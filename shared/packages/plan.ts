@@ -4,7 +4,6 @@
 // safety) and the policies whose rules change. It reads only. The app as it is now is read by the
 // export's own reader (export.service.ts readModules) into the package's portable form, so the
 // comparison is of like with like: a package imported twice plans `0 changes`.
-import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Type, type TSchema } from '@sinclair/typebox';
 import { findApp } from '../apps/lookup.ts';
@@ -16,7 +15,8 @@ import { DomainError } from '../errors.ts';
 import type { SiteStore } from '../storage/objstore/types.ts';
 import { authorizeSiteSubject, siteSchemaFor } from '../tenancy/site-access.ts';
 import { bucketMetadata, readModules, type Snapshot } from './export.service.ts';
-import { canonicalJson, exportFlags, type ModuleName } from './layout.ts';
+import { canonicalJson } from '../common/canonical.ts';
+import { exportFlags, streamDigest, type ModuleName } from './layout.ts';
 import { refused, type BucketObject, type PackageContents } from './reader.ts';
 
 export interface ModulePlan {
@@ -102,12 +102,6 @@ const list = (file: Item | undefined, key: string): Item[] => (file?.[key] as It
 
 const policyKey = (p: Item) => [p.policy_type, p.entity_type, p.name, p.version ?? 'default'].filter((x) => x !== undefined).join(':');
 
-async function sha256Of(store: SiteStore, key: string): Promise<string> {
-  const hash = createHash('sha256');
-  for await (const chunk of await store.get(key)) hash.update(chunk as Buffer);
-  return `sha256:${hash.digest('hex')}`;
-}
-
 /**
  * The plan of importing `contents` into the caller's site. Needs the right to create the app when
  * it does not exist, to update it when it does (403 otherwise).
@@ -178,7 +172,7 @@ export async function planImport(ctx: ServiceContext, store: SiteStore, contents
         const k = `${bucketSlug}/${o.path}`;
         const now = existing.get(o.path);
         if (!now) files.create.push(k);
-        else if (Number(now.size) !== o.size || now.mimetype !== o.mimetype || !same(now.metadata, o.metadata) || now.visibility !== o.visibility || (await sha256Of(store, now.blob_key)) !== o.sha256) files.update.push(k);
+        else if (Number(now.size) !== o.size || now.mimetype !== o.mimetype || !same(now.metadata, o.metadata) || now.visibility !== o.visibility || (await streamDigest(await store.get(now.blob_key))) !== o.sha256) files.update.push(k);
         else files.unchanged.push(k);
         existing.delete(o.path);
       }

@@ -11,7 +11,6 @@
 //   in the manifest present and every file present listed; the same for each bucket's ZIP;
 // - with `validate_checksum` (default true): every file's SHA-256 against the manifest, the
 //   package and manifest checksums, and each bucket object's digest.
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { rm } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
@@ -28,6 +27,7 @@ import {
   SKIPPED_MODULES,
   manifestChecksum,
   packageChecksum,
+  streamDigest,
   type Manifest,
   type ModuleName,
 } from './layout.ts';
@@ -105,14 +105,11 @@ async function open(zip: yauzl.ZipFile, listed: Listed): Promise<Readable> {
 
 /** An entry's digest (`sha256:…`), reading it whole as a stream. */
 async function digestOf(zip: yauzl.ZipFile, listed: Listed, what: string): Promise<string> {
-  const hash = createHash('sha256');
   try {
-    const stream = await open(zip, listed);
-    for await (const chunk of stream) hash.update(chunk as Buffer);
+    return await streamDigest(await open(zip, listed));
   } catch (err) {
     throw refused(`${what}: "${listed.entry.fileName}" cannot be read (${(err as Error).message}).`);
   }
-  return `sha256:${hash.digest('hex')}`;
 }
 
 /** A JSON entry, at most maxJsonBytes. */

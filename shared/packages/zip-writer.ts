@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { Transform, type Readable, type Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import yazl from 'yazl';
+import { sha256 } from './layout.ts';
 
 export interface ZipResult {
   size: number;
@@ -47,7 +48,7 @@ export class ZipWriter {
   /** An entry from memory; its digest. */
   addBuffer(name: string, data: Buffer, compress = true): string {
     this.zip.addBuffer(data, name, { mtime: this.mtime, compress });
-    return `sha256:${createHash('sha256').update(data).digest('hex')}`;
+    return sha256(data);
   }
 
   /** An entry of JSON (two-space indented, as people read it); its digest. */
