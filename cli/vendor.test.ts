@@ -41,6 +41,19 @@ test.serial('a bundle resolves every vendored specifier, and each class exists o
   t.is(out.schema, 'object');
 });
 
+test.serial('made again from the same install (npx runs `prepare`), the bundle stays as it is; a build of other versions goes', async (t) => {
+  const map = currentVendorMap(bundle)!;
+  const chunksDir = path.join(bundle, path.dirname(map.files.kysely!), 'chunks');
+  const chunks = fs.readdirSync(chunksDir).map((name) => path.join(chunksDir, name));
+  const before = chunks.map((file) => fs.statSync(file).ino);
+  fs.mkdirSync(path.join(bundle, 'an-older-build/chunks'), { recursive: true });
+  t.deepEqual(await buildVendorBundle(bundle), map);
+  // The same files, never removed and made again (a command loading its chunks meanwhile finds them).
+  t.deepEqual(chunks.map((file) => fs.statSync(file).ino), before);
+  t.false(fs.existsSync(path.join(bundle, 'an-older-build')));
+  t.deepEqual(fs.readdirSync(bundle).sort(), [path.dirname(map.files.kysely!), 'map.json'].sort());
+});
+
 test.serial('a bundle made from other versions (or of other packages) is not used', (t) => {
   const file = path.join(bundle, 'map.json');
   const map = JSON.parse(fs.readFileSync(file, 'utf8'));

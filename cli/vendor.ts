@@ -12,6 +12,13 @@
 // of packages, is not used (the packages load as installed, slower, never wrong) until
 // `npm run vendor` (or the next `npm ci`/`npm install`) makes it again. The server and the tests
 // load the packages as installed.
+//
+// A bundle lives in a directory named by what it is made from (the versions, the entry points,
+// esbuild's version): making it again from the same install, as `npx platform` does (npm runs
+// `prepare` when it links the project), finds it there and changes nothing, so a command that is
+// loading its chunks at that moment never sees them go. A bundle of other versions is removed
+// once the map names the new one (its packages' installed files are gone by then too).
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { registerHooks } from 'node:module';
 import path from 'node:path';
@@ -34,9 +41,13 @@ const MAP_FILE = 'map.json';
 interface VendorMap {
   /** The version of each vendored package the bundle was made from. */
   versions: Record<string, string>;
-  /** Specifier → bundle file (relative to VENDOR_DIR). */
+  /** Specifier → bundle file (relative to VENDOR_DIR, inside the build's directory). */
   files: Record<string, string>;
 }
+
+/** The build's directory name: what the bundle is made from, so a build of the same install is found, not made again. */
+const buildId = (versions: Record<string, string>, esbuildVersion: string): string =>
+  createHash('sha256').update(JSON.stringify({ VENDORED, versions, esbuildVersion })).digest('hex').slice(0, 16);
 
 const installedVersion = (name: string): string => (JSON.parse(fs.readFileSync(path.join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
 
@@ -73,49 +84,67 @@ interface EsbuildOptions {
   plugins: { name: string; setup(build: { onResolve(options: { filter: RegExp }, resolve: (args: { path: string; kind: string }) => { path: string; external: boolean } | undefined): void }): void }[];
 }
 
-/** Bundles the vendored packages into `dir` (replaced whole); the map is written last. */
+/**
+ * Bundles the vendored packages into `dir`: a build directory named by what it is made from
+ * (kept as it is when it is there already, made under a temporary name and renamed otherwise),
+ * then the map, replaced by a rename; then other builds are removed.
+ */
 export async function buildVendorBundle(dir = VENDOR_DIR): Promise<VendorMap> {
   // Typed here, not from esbuild's declarations: they redeclare the global WebAssembly types
   // (for projects without the DOM library) and break the functions sandbox's.
-  const { build } = (await import('esbuild' as string)) as { build: (options: EsbuildOptions) => Promise<unknown> };
+  const { build, version: esbuildVersion } = (await import('esbuild' as string)) as { build: (options: EsbuildOptions) => Promise<unknown>; version: string };
   const names = Object.keys(VENDORED);
   const entries = Object.entries(VENDORED).flatMap(([name, subpaths]) =>
     subpaths.map((subpath) => ({ in: `${name}${subpath}`, out: `${name}${subpath}`.replace(/[@/]/g, (c) => (c === '/' ? '__' : '')) })),
   );
-  const staging = `${dir}.tmp-${process.pid}`;
-  fs.rmSync(staging, { recursive: true, force: true });
-  await build({
-    absWorkingDir: ROOT,
-    entryPoints: entries,
-    bundle: true,
-    splitting: true,
-    format: 'esm',
-    platform: 'node',
-    target: 'node24',
-    outdir: staging,
-    outExtension: { '.js': '.mjs' },
-    chunkNames: 'chunks/[name]-[hash]',
-    logLevel: 'warning',
-    plugins: [
-      {
-        name: 'only-vendored',
-        setup(b) {
-          // A bare specifier of another package stays an import, resolved as installed at run time.
-          b.onResolve({ filter: /^[^./]/ }, (args) => {
-            if (args.kind === 'entry-point') return undefined;
-            const name = args.path.startsWith('@') ? args.path.split('/').slice(0, 2).join('/') : args.path.split('/')[0]!;
-            return names.includes(name) ? undefined : { path: args.path, external: true };
-          });
+  const versions = Object.fromEntries(names.map((name) => [name, installedVersion(name)]));
+  const id = buildId(versions, esbuildVersion);
+  const map: VendorMap = { versions, files: Object.fromEntries(entries.map((e) => [e.in, `${id}/${e.out}.mjs`])) };
+  fs.mkdirSync(dir, { recursive: true });
+  const target = path.join(dir, id);
+  if (!Object.values(map.files).every((file) => fs.existsSync(path.join(dir, file)))) {
+    const staging = `${target}.tmp-${process.pid}`;
+    fs.rmSync(staging, { recursive: true, force: true });
+    fs.rmSync(target, { recursive: true, force: true }); // incomplete: no command can be using it
+    await build({
+      absWorkingDir: ROOT,
+      entryPoints: entries,
+      bundle: true,
+      splitting: true,
+      format: 'esm',
+      platform: 'node',
+      target: 'node24',
+      outdir: staging,
+      outExtension: { '.js': '.mjs' },
+      chunkNames: 'chunks/[name]-[hash]',
+      logLevel: 'warning',
+      plugins: [
+        {
+          name: 'only-vendored',
+          setup(b) {
+            // A bare specifier of another package stays an import, resolved as installed at run time.
+            b.onResolve({ filter: /^[^./]/ }, (args) => {
+              if (args.kind === 'entry-point') return undefined;
+              const name = args.path.startsWith('@') ? args.path.split('/').slice(0, 2).join('/') : args.path.split('/')[0]!;
+              return names.includes(name) ? undefined : { path: args.path, external: true };
+            });
+          },
         },
-      },
-    ],
-  });
-  const map: VendorMap = {
-    versions: Object.fromEntries(names.map((name) => [name, installedVersion(name)])),
-    files: Object.fromEntries(entries.map((e) => [e.in, `${e.out}.mjs`])),
-  };
-  fs.writeFileSync(path.join(staging, MAP_FILE), `${JSON.stringify(map, null, 2)}\n`);
-  fs.rmSync(dir, { recursive: true, force: true });
-  fs.renameSync(staging, dir);
+      ],
+    });
+    try {
+      fs.renameSync(staging, target);
+    } catch (err) {
+      // Another install made the same build meanwhile: theirs is used.
+      fs.rmSync(staging, { recursive: true, force: true });
+      if (!fs.existsSync(target)) throw err;
+    }
+  }
+  const mapTemp = path.join(dir, `${MAP_FILE}.tmp-${process.pid}`);
+  fs.writeFileSync(mapTemp, `${JSON.stringify(map, null, 2)}\n`);
+  fs.renameSync(mapTemp, path.join(dir, MAP_FILE));
+  for (const entry of fs.readdirSync(dir)) {
+    if (entry !== id && entry !== MAP_FILE && !entry.includes('.tmp-')) fs.rmSync(path.join(dir, entry), { recursive: true, force: true });
+  }
   return map;
 }
