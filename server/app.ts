@@ -56,7 +56,7 @@ import { FunctionRuntime } from '../shared/functions/runtime.ts';
 import { OutboundGuard } from '../shared/net/outbound.ts';
 import { FunctionView, InvocationView } from '../shared/functions/function.schemas.ts';
 import { frontendWorkerRoutes } from './routes/frontend-workers.routes.ts';
-import { packageRoutes } from './routes/packages.routes.ts';
+import { importRoutes, packageRoutes } from './routes/packages.routes.ts';
 import { BuildView, WorkerView } from '../shared/workers/worker.schemas.ts';
 
 export interface AppDeps {
@@ -115,6 +115,7 @@ export function buildRegistry(deps: Pick<AppDeps, 'config' | 'tokens' | 'mailer'
     .add(...tenantUserRoutes(deps.config.publicUrl))
     .add(...secretRoutes(keyring, deps.config.publicUrl), ...socialRoutes(keyring, deps.tokens, deps.config.socialAllowHttp, runtime.events, new OutboundGuard(deps.config.outbound)))
     .add(...dataTableRoutes(deps.config.publicUrl), ...migrationRoutes(deps.config.publicUrl), ...recordRoutes({ maxDepth: deps.config.graphMaxDepth }), ...edgeRoutes())
+    .add(...importRoutes({ config: deps.config, store: deps.store, keyring }))
     .add(...appRoutes(deps.config), ...dataSourceRoutes())
     .add(...policyRoutes())
     .add(...appRoleRoutes(deps.config.publicUrl))

@@ -124,6 +124,8 @@ export interface Config {
   functions: FunctionsConfig;
   /** Frontend workers' builds (docs/frontend-workers.md "Limits"). */
   workers: WorkersConfig;
+  /** The largest app package an import takes (PACKAGE_UPLOAD_LIMIT_BYTES, default 8 GiB; docs/app-packages.md). */
+  packageUploadLimitBytes: number;
 }
 
 export interface WorkersConfig {
@@ -342,6 +344,7 @@ export function loadConfig(env: Env = process.env): Config {
       maxTotalBytes: int(env, 'WORKER_MAX_BUILD_BYTES', 1024 * 1024 * 1024, 1024),
       keepBuilds: int(env, 'WORKER_KEEP_BUILDS', 0, 0, 100_000),
     },
+    packageUploadLimitBytes: int(env, 'PACKAGE_UPLOAD_LIMIT_BYTES', 8 * 1024 ** 3, 1024),
   };
 }
 

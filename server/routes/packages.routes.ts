@@ -1,13 +1,19 @@
 // App packages (spec Part 2 §4 "Packages"; docs/app-packages.md): export (a ZIP download), the
 // export configuration, the export jobs, and the stored package `packages/1` (no trailing slash,
-// beside the `{uuid}/` job route). Who may: whoever may update the app (site administrators).
+// beside the `{uuid}/` job route); the import (multipart `file`, `dry_run`, `validate_checksum`)
+// and its jobs. Who may: whoever may update the app (site administrators); an import, whoever may
+// create the app or update it.
 import path from 'node:path';
 import { Type } from '@sinclair/typebox';
 import type { Config } from '../../shared/config.ts';
 import { EXPORT_CONFIG, ExportOptionsBody } from '../../shared/packages/layout.ts';
 import * as packages from '../../shared/packages/export.service.ts';
+import * as imports from '../../shared/packages/import.service.ts';
+import type { SecretKeyring } from '../../shared/secrets/crypto.ts';
 import type { ObjectStore } from '../../shared/storage/objstore/types.ts';
+import { DomainError } from '../../shared/errors.ts';
 import { FlaggedBody, sendFlagged } from '../http/envelopes.ts';
+import { withMultipart } from '../http/multipart.ts';
 import { defineRoute, type RouteDef } from '../http/registry.ts';
 import type { AppContext } from '../http/types.ts';
 
@@ -25,6 +31,17 @@ async function sendZip(ctx: AppContext, zip: packages.PackageDownload): Promise<
   ctx.length = zip.size;
   ctx.body = await zip.open();
 }
+
+/** A form field that is a boolean (`true`/`false`, `1`/`0`); absent: the default. */
+function formBoolean(fields: Record<string, unknown>, name: string, def: boolean): boolean {
+  const v = fields[name];
+  if (v === undefined || v === '') return def;
+  if (v === true || v === 'true' || v === '1') return true;
+  if (v === false || v === 'false' || v === '0') return false;
+  throw new DomainError('VALIDATION_ERROR', 'Invalid input.', { errors: { [name]: ['Must be a boolean (true or false).'] } });
+}
+
+const IMPORT_FIELDS = ['dry_run', 'validate_checksum'];
 
 export function packageRoutes(options: { config: Config; store: ObjectStore }): RouteDef[] {
   const deps: packages.PackageDeps = { store: options.store, tmpDir: path.join(options.config.dataDir, 'tmp') };
@@ -99,6 +116,67 @@ export function packageRoutes(options: { config: Config; store: ObjectStore }): 
       responses: { 200: null },
       async handler(ctx, { params }) {
         await sendZip(ctx, await packages.storedPackage(ctx.state.service(), deps, params.app_slug!, params.version!));
+      },
+    }),
+  ];
+}
+
+/** The import and its jobs: registered before the apps' routes (`/api/apps/imports/` is not the app `imports`; that slug is reserved). */
+export function importRoutes(options: { config: Config; store: ObjectStore; keyring: SecretKeyring }): RouteDef[] {
+  const deps: imports.ImportDeps = { store: options.store, tmpDir: path.join(options.config.dataDir, 'tmp'), keyring: options.keyring, dataDir: options.config.dataDir };
+  const limit = options.config.packageUploadLimitBytes;
+  const tooLarge = () => new DomainError('PAYLOAD_TOO_LARGE', `The package is larger than ${limit} bytes (PACKAGE_UPLOAD_LIMIT_BYTES).`, { errors: { file: [`Ensure the package is at most ${limit} bytes.`] } });
+  const base = { scope: 'tenant' as const, auth: 'user' as const, tags: ['packages'] };
+  return [
+    defineRoute({
+      ...base,
+      method: 'post',
+      path: '/api/apps/imports/',
+      operationId: 'apps_imports',
+      summary: 'Import an app package (or plan it: dry_run)',
+      description:
+        'multipart/form-data: `file` (the package ZIP, required), `dry_run` (default false: validate and plan only, nothing changes), `validate_checksum` (default true: every digest checked). ' +
+        "The app slug comes from the manifest: an existing app is updated, otherwise created. 200 {success, message, status_code, data: {job, report}}: the report's `plan` lists per module what is (or would be) created, updated, left unchanged or skipped, the table migrations and the policies that change; `modules` counts them. " +
+        `A refused package is a 400 naming the problem (\`errors.file\`); a failure while importing leaves the site as it was (the job records it). Whoever may create the app, or update it when it exists (site administrators). At most PACKAGE_UPLOAD_LIMIT_BYTES (${limit}).`,
+      statementTimeout: 'long',
+      responses: { 200: FlaggedBody(Type.Object({ job: Type.Record(Type.String(), Type.Unknown()), report: Type.Record(Type.String(), Type.Unknown()) })) },
+      async handler(ctx) {
+        if (!ctx.is('multipart/form-data')) throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'Send multipart/form-data with the package as `file`.');
+        const result = await withMultipart(ctx, { tmpDir: deps.tmpDir, fileField: 'file', maxFileSize: limit, tooLarge }, async ({ fields, file }) => {
+          const unknown = Object.keys(fields).filter((k) => !IMPORT_FIELDS.includes(k));
+          if (unknown.length) throw new DomainError('VALIDATION_ERROR', 'Invalid input.', { errors: Object.fromEntries(unknown.map((k) => [k, ['Unknown field.']])) });
+          const dryRun = formBoolean(fields, 'dry_run', false);
+          const validateChecksum = formBoolean(fields, 'validate_checksum', true);
+          if (!file) throw new DomainError('VALIDATION_ERROR', 'Invalid input.', { errors: { file: ['No file was submitted.'] } });
+          return imports.importPackage(ctx.state.service(), deps, file.path, { dryRun, validateChecksum });
+        });
+        sendFlagged(ctx, 200, `${result.report.dry_run ? 'Dry run' : 'Imported'}: ${result.report.summary}.`, result);
+      },
+    }),
+    defineRoute({
+      ...base,
+      method: 'get',
+      path: '/api/apps/imports/',
+      operationId: 'apps_imports_list',
+      summary: "The site's import jobs (newest first, at most 100)",
+      description: 'Each: uuid, app_slug, status (in_progress, completed, failed), dry_run, triggered_by, started_at, completed_at, created_at, report, error_message. Whoever may create or update apps.',
+      responses: { 200: null },
+      async handler(ctx) {
+        const jobs = await imports.listImportJobs(ctx.state.service());
+        ctx.body = { success: true, message: 'Import jobs retrieved.', status_code: 200, data: jobs, total: jobs.length };
+      },
+    }),
+    defineRoute({
+      ...base,
+      method: 'get',
+      path: '/api/apps/imports/:uuid/',
+      operationId: 'apps_imports_job',
+      summary: 'One import job, with the manifest it imported',
+      description: 'Whoever may create or update apps.',
+      params: Type.Object({ uuid: Type.String({ description: 'The import job uuid' }) }),
+      responses: { 200: FlaggedBody(Type.Record(Type.String(), Type.Unknown())) },
+      async handler(ctx, { params }) {
+        sendFlagged(ctx, 200, 'Import job retrieved.', await imports.getImportJob(ctx.state.service(), params.uuid!));
       },
     }),
   ];

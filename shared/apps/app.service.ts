@@ -12,6 +12,7 @@ import { quotedSchema } from '../tenancy/schema.ts';
 import { siteSchemaFor } from '../tenancy/site-access.ts';
 import { packageInfo } from '../packages/export.service.ts';
 import { checkSettings, insertSettings, settingsDetail, settingsLight, settingsOf } from './app-settings.service.ts';
+import type { SettingsPatch } from './app-settings.schemas.ts';
 import { appFor, appSelect, findApp, type AppRow } from './lookup.ts';
 import { AppCreate, AppListQuery, AppUpdate, type AppDetail, type AppListItem, type AppStats } from './app.schemas.ts';
 
@@ -77,17 +78,19 @@ export async function createApp(ctx: ServiceContext, rawInput: unknown, baseUrl 
     slugify(input.name, 90) || 'app',
     'apps_slug_key',
     async (b) => [...RESERVED_APP_SLUGS.filter((r) => r === b), ...(await rows<{ slug: string }>(ctx.em, `SELECT slug FROM ${q}.apps WHERE slug = ? OR slug LIKE ?`, [b, `${b}-%`])).map((r) => r.slug)],
-    (candidate) =>
-      ctx.em.transactional(async (tx) => {
-        const [row] = await tx.execute(
-          `INSERT INTO ${q}.apps (name, slug, description, created_by, modified_by) VALUES (?, ?, ?, ?, ?) RETURNING id`,
-          [input.name, candidate, input.description ?? '', who, who],
-        );
-        await insertSettings(tx as EntityManager, schema, Number(row.id), input.name, settings);
-        return candidate;
-      }),
+    (candidate) => ctx.em.transactional(async (tx) => insertApp(tx as EntityManager, schema, { ...input, slug: candidate }, settings, who)),
   );
   return detail(ctx.em, schema, (await findApp(ctx.em, schema, slug))!, baseUrl);
+}
+
+/** Inserts an app with its settings row (inside the caller's transaction; an import gives the package's slug); the slug. */
+export async function insertApp(tx: EntityManager, schema: string, app: { name: string; slug: string; description?: string }, settings: SettingsPatch, who: string | null): Promise<string> {
+  const [row] = await tx.execute(
+    `INSERT INTO ${quotedSchema(schema)}.apps (name, slug, description, created_by, modified_by) VALUES (?, ?, ?, ?, ?) RETURNING id`,
+    [app.name, app.slug, app.description ?? '', who, who],
+  );
+  await insertSettings(tx, schema, Number(row.id), app.name, settings);
+  return app.slug;
 }
 
 export async function getApp(ctx: ServiceContext, slug: string, baseUrl = ''): Promise<AppDetail> {

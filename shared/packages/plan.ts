@@ -7,6 +7,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { Type, type TSchema } from '@sinclair/typebox';
 import { findApp } from '../apps/lookup.ts';
+import { rows } from '../db/sql.ts';
+import { quotedSchema } from '../tenancy/schema.ts';
 import { validate } from '../common/validation.ts';
 import type { ServiceContext } from '../context.ts';
 import { previewChanges } from '../data/migrations/migration.service.ts';
@@ -100,7 +102,8 @@ function compare(module: string, wanted: Item[], current: Item[], key: (i: Item)
 
 const list = (file: Item | undefined, key: string): Item[] => (file?.[key] as Item[] | undefined) ?? [];
 
-const policyKey = (p: Item) => [p.policy_type, p.entity_type, p.name, p.version ?? 'default'].filter((x) => x !== undefined).join(':');
+/** A policy's identity in a package: type, entity type, name and version. */
+export const policyKey = (p: Item) => [p.policy_type, p.entity_type, p.name, p.version ?? 'default'].filter((x) => x !== undefined).join(':');
 
 /**
  * The plan of importing `contents` into the caller's site. Needs the right to create the app when
@@ -154,7 +157,16 @@ export async function planImport(ctx: ServiceContext, store: SiteStore, contents
     // A value is never compared nor overwritten: an existing secret keeps its value; a new one gets the placeholder.
     const strip = (s: Item) => ({ key: s.key, description: s.description, secret_type: s.secret_type });
     const secrets = compare('secrets', list(modules.secrets, 'secrets').map(strip), list(cur('secrets'), 'secrets').map(strip), (s) => String(s.key));
-    if (secrets.create.length) secrets.warnings.push(`Set the values of ${secrets.create.join(', ')} after the import (they hold the placeholder).`);
+    // Secret types are the site's: a missing one is created, an existing one kept as it is.
+    const types = list(modules.secrets, 'secret_types');
+    const known = types.length ? await rows<Item>(ctx.em, `SELECT slug, name, description, json_schema FROM ${quotedSchema(schema)}.secret_types WHERE slug IN (?)`, [types.map((t) => t.slug)]) : [];
+    for (const type of types) {
+      const existing = known.find((k) => k.slug === type.slug);
+      if (!existing) secrets.create.unshift(`secret_type:${type.slug}`);
+      else if (!same(type, existing)) secrets.warnings.push(`secret type ${type.slug}: the site's own is kept (it differs from the package's).`);
+    }
+    const placeholders = secrets.create.filter((k) => !k.startsWith('secret_type:'));
+    if (placeholders.length) secrets.warnings.push(`Set the values of ${placeholders.join(', ')} after the import (they hold the placeholder).`);
     plan.secrets = secrets;
   }
   if (modules.policies) plan.policies = compare('policies', list(modules.policies, 'policies'), list(cur('policies'), 'policies'), policyKey);

@@ -150,6 +150,21 @@ export async function savePolicies(ctx: ServiceContext, appSlug: string, raw: un
   const many = raw.policies !== undefined && !isPortable(raw) && !KIND_KEYS.some((k) => raw[k] !== undefined);
   const items: unknown[] = many ? (Array.isArray(raw.policies) ? raw.policies : []) : [raw];
   if (many && (!items.length || items.length > MAX_POLICIES_PER_REQUEST)) throw fieldError('policies', `Give 1 to ${MAX_POLICIES_PER_REQUEST} policies.`);
+  const ids = await writePolicies(ctx.em, schema, app, policyInputs(items, place, mode, many), writerOf(ctx));
+  return { message: POLICY_MESSAGES.saved(ids), ids };
+}
+
+/**
+ * An app package's policies (portable form), any number, in one write: all valid and the app's
+ * resulting set compiling, or nothing stored (the import's transaction). Created or replaced.
+ */
+export async function importPolicies(ctx: ServiceContext, appSlug: string, items: unknown[]): Promise<{ id: string; created: boolean }[]> {
+  const { schema, app, place } = await managedApp(ctx, appSlug);
+  return items.length ? writePolicies(ctx.em, schema, app, policyInputs(items, place, 'put', true), writerOf(ctx)) : [];
+}
+
+/** Each item checked into a document to store (a 400 naming `policies.{i}.…` when one is not). */
+function policyInputs(items: unknown[], place: PolicyPlace, mode: 'create' | 'put', many: boolean): PolicyInput[] {
   const inputs: PolicyInput[] = [];
   const seen = new Set<string>();
   for (const [i, item] of items.entries()) {
@@ -168,8 +183,7 @@ export async function savePolicies(ctx: ServiceContext, appSlug: string, raw: un
     seen.add(id);
     inputs.push(input);
   }
-  const ids = await writePolicies(ctx.em, schema, app, inputs, writerOf(ctx));
-  return { message: POLICY_MESSAGES.saved(ids), ids };
+  return inputs;
 }
 
 const ids = (v: string | string[] | undefined): string[] | undefined => (v === undefined ? undefined : [...new Set(Array.isArray(v) ? v : [v])]);

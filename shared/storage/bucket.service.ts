@@ -202,26 +202,33 @@ export async function listBuckets(ctx: ServiceContext, appSlug: string, query: R
 
 export async function createBucket(ctx: ServiceContext, appSlug: string, raw: unknown, doclibEnabled: boolean): Promise<BucketView> {
   const schema = await siteSchemaFor(ctx, 'create', 'Bucket');
-  const input = validate(BucketCreate, raw);
-  checkFields(input);
+  const input = checkedBucket(raw);
   const app = await activeApp(readsOf(ctx), schema, appSlug);
   await authorizeSiteSubject(ctx, 'create', 'Bucket', { schema, app: app.slug });
   if (input.storage_provider === 'doclib') throw doclibUnavailable(doclibEnabled);
   const q = quotedSchema(schema);
-  const who = actorUuid(ctx);
-  const insert = (slug: string) =>
-    ctx.em.transactional(async (tx) => {
-      const [row] = await tx.execute(
-        `INSERT INTO ${q}.storage_buckets (app_id, name, slug, visibility, file_size_limit, allowed_mime_types, app_category, storage_provider, max_size_bytes, max_objects, created_by, modified_by)
-         VALUES (?, ?, ?, ?, ?, ARRAY(SELECT jsonb_array_elements_text(?::jsonb)), ?, ?, ?, ?, ?, ?) RETURNING slug`,
-        [app.id, input.name, slug, input.visibility ?? 'private', input.file_size_limit ?? DEFAULT_FILE_SIZE_LIMIT, JSON.stringify(normalizedTypes(input.allowed_mime_types) ?? []),
-          input.app_category, input.storage_provider ?? 'objstore', input.max_size_bytes ?? null, input.max_objects ?? null, who, who],
-      );
-      return String(row.slug);
-    });
+  const insert = (slug: string) => ctx.em.transactional(async (tx) => insertBucket(tx as EntityManager, schema, app.id, input, { slug, who: actorUuid(ctx) }));
   const taken = async (base: string) => (await rows<{ slug: string }>(readsOf(ctx), `SELECT slug FROM ${q}.storage_buckets WHERE app_id = ? AND (slug = ? OR slug LIKE ?)`, [app.id, base, `${base}-%`])).map((r) => r.slug);
   const slug = await insertWithUniqueSlug(slugifyRemovingSpecials(input.name, 100) || 'bucket', SLUG_KEY, taken, insert);
   return bucketView(await findBucket(ctx.em, schema, app, slug, true));
+}
+
+/** A bucket's creation fields, validated (400 naming the bad ones). */
+export function checkedBucket(raw: unknown): BucketCreate {
+  const input = validate(BucketCreate, raw);
+  checkFields(input);
+  return input;
+}
+
+/** Inserts a bucket row (`uuid`: one chosen before, as an import that stored its files first does); its slug. */
+export async function insertBucket(tx: EntityManager, schema: string, appId: number, input: BucketCreate, at: { slug: string; who: string | null; uuid?: string }): Promise<string> {
+  const [row] = await tx.execute(
+    `INSERT INTO ${quotedSchema(schema)}.storage_buckets (uuid, app_id, name, slug, visibility, file_size_limit, allowed_mime_types, app_category, storage_provider, max_size_bytes, max_objects, created_by, modified_by)
+     VALUES (coalesce(?::uuid, gen_random_uuid()), ?, ?, ?, ?, ?, ARRAY(SELECT jsonb_array_elements_text(?::jsonb)), ?, ?, ?, ?, ?, ?) RETURNING slug`,
+    [at.uuid ?? null, appId, input.name, at.slug, input.visibility ?? 'private', input.file_size_limit ?? DEFAULT_FILE_SIZE_LIMIT, JSON.stringify(normalizedTypes(input.allowed_mime_types) ?? []),
+      input.app_category, input.storage_provider ?? 'objstore', input.max_size_bytes ?? null, input.max_objects ?? null, at.who, at.who],
+  );
+  return String(row.slug);
 }
 
 /**

@@ -1,6 +1,7 @@
 // The one way into a bucket (issue 29 #5; docs/storage.md "The one way in"). Every path that puts
 // bytes into a bucket — upload, batch upload, copy, move, and any later import (packages,
-// frontend-worker builds) — ends in ingestObject, the only writer of a storage_objects row that
+// frontend-worker builds) — ends in ingestObject (or, inside an import's transaction,
+// ingestInTransaction: the same steps), the only writer of a storage_objects row that
 // comes to point at bytes (inserted, replaced, or moved to a new path). In one transaction it
 //   1. locks the destination bucket's row (FOR SHARE) and reads its rules as they are now;
 //   2. admits the object (admit): its size within `file_size_limit`, its type within
@@ -129,6 +130,16 @@ export async function ingestObject(ctx: ServiceContext, store: ObjectStore, dst:
   }
   if (result.old) await dropBlob(ctx, store, dst, result.old);
   return result;
+}
+
+/**
+ * ingestObject inside the caller's transaction, for a write that must commit with others (an app
+ * package's import): the same lock, admission, check and row. The blob key the object held before
+ * (a replace) is returned, for the caller to drop after its commit (dropBlobs); on a failure the
+ * arriving blob is the caller's to drop.
+ */
+export async function ingestInTransaction(tx: EntityManager, dst: BucketTarget, key: string, arrival: Extract<Arrival, { blob: unknown }>, check: WriteCheck): Promise<{ created: boolean; row: ObjectRow; old?: string }> {
+  return place(tx, dst, await lockedRules(tx, dst), key, arrival, check);
 }
 
 /** The bucket's rules as they are now, its row locked against changes and deletion until the write commits. */

@@ -1,0 +1,398 @@
+// App package import (spec Part 2 §2, §4 "Packages"; issue 32 items 2 and 4b; docs/app-packages.md
+// "Import"): the package read and checked (reader.ts), the plan made (plan.ts: what would be
+// created, updated, left unchanged or skipped), recorded as an import job; a dry run stops there.
+// An import then does exactly what the plan lists:
+//   1. the files to create or replace are stored first, each through the bucket's inspection
+//      (storeBlob: journaled blobs, no object yet), a new bucket's under the uuid it will have;
+//   2. every module is written in ONE database transaction, in dependency order (the app, roles,
+//      data sources and tables with their migrations, secrets, functions, event subscriptions,
+//      policies, buckets and their objects through ingestInTransaction), by the services of each
+//      module with a context bound to that transaction (their checks and rules apply);
+//   3. after the commit the blobs the replaced objects held are removed; on a failure the staged
+//      blobs are removed and nothing else has changed.
+// Caches: the services run without the process's caches (the transaction's uncommitted rows must
+// never be cached); the commit's notifications drop what other requests cached.
+import { randomUUID } from 'node:crypto';
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { insertApp, restoreApp, updateApp } from '../apps/app.service.ts';
+import { checkSettings, updateAppSettings } from '../apps/app-settings.service.ts';
+import { createRole, updateRole } from '../apps/app-roles.service.ts';
+import { createDataSource, updateDataSource } from '../apps/datasource.service.ts';
+import { activeApp, findApp, type ActiveApp } from '../apps/lookup.ts';
+import { isUuid } from '../common/slug.ts';
+import { actorUuid, makeContext, type ServiceContext } from '../context.ts';
+import { firstRow, iso, rows, type Timestamp } from '../db/sql.ts';
+import { longOperation } from '../db/long-operations.ts';
+import { createDataTable, materializeDataTable, updateDataTable } from '../data/datatable.service.ts';
+import { foreignKeysOf } from '../data/table-schema.ts';
+import { notFound } from '../errors.ts';
+import { subscribe } from '../functions/events.service.ts';
+import { createFunction, updateFunction } from '../functions/function.service.ts';
+import { importPolicies } from '../policies/policy.service.ts';
+import type { SecretKeyring } from '../secrets/crypto.ts';
+import { createSecret, updateSecret } from '../secrets/secret.service.ts';
+import { createSecretType } from '../secrets/secret-type.service.ts';
+import { dropBlobs } from '../storage/blobs.ts';
+import { checkedBucket, findBucket, insertBucket, updateBucket, type BucketRow, type BucketTarget } from '../storage/bucket.service.ts';
+import { ingestInTransaction, storeBlob, type StoredBlob } from '../storage/ingest.ts';
+import { quotedSchema } from '../tenancy/schema.ts';
+import { siteSchemaFor } from '../tenancy/site-access.ts';
+import type { PackageDeps } from './export.service.ts';
+import { SECRET_PLACEHOLDER, type Manifest, type ModuleName } from './layout.ts';
+import { planImport, policyKey, type ImportPlan } from './plan.ts';
+import { readPackage, type BucketObject, type PackageContents } from './reader.ts';
+
+export interface ImportDeps extends PackageDeps {
+  keyring: SecretKeyring;
+  /** The data directory (app settings' icons live there; an import never changes an icon). */
+  dataDir: string;
+  /** Where the import is (`reading`, `planning`, `storing files 10/200`, `applying`): the CLI's progress. */
+  progress?: (step: string) => void;
+}
+
+export interface ImportOptions {
+  /** Validate and plan only: nothing changes (the job is recorded). */
+  dryRun: boolean;
+  /** Check every digest (default true); the safety checks run either way. */
+  validateChecksum: boolean;
+}
+
+type JobStatus = 'in_progress' | 'completed' | 'failed';
+
+interface ImportJobRow {
+  id: number;
+  uuid: string;
+  app_slug: string;
+  status: JobStatus;
+  dry_run: boolean;
+  manifest: Manifest | null;
+  report: ImportReport | Record<string, never>;
+  error: string | null;
+  triggered_by: string | null;
+  started_at: Timestamp;
+  completed_at: Timestamp | null;
+  created_at: Timestamp;
+}
+
+/** Per module: what was (or, in a dry run, would be) created and updated. */
+export interface ModuleCounts {
+  created: number;
+  updated: number;
+  unchanged: number;
+  skipped: number;
+}
+
+/** What an import did (the dry run: would do): the plan, the counts, the warnings, the errors. */
+export interface ImportReport {
+  dry_run: boolean;
+  app_slug: string;
+  modules: Partial<Record<ModuleName, ModuleCounts>>;
+  plan: ImportPlan;
+  summary: string;
+  warnings: string[];
+  errors: string[];
+}
+
+export interface ImportJobView {
+  id: number;
+  uuid: string;
+  app_slug: string;
+  status: JobStatus;
+  dry_run: boolean;
+  triggered_by: string | null;
+  started_at: string;
+  completed_at: string | null;
+  created_at: string;
+  report: ImportReport | Record<string, never>;
+  error_message: string | null;
+}
+
+const JOB_COLUMNS = 'id, uuid, app_slug, status, dry_run, manifest, report, error, triggered_by, started_at, completed_at, created_at';
+
+const jobView = (r: ImportJobRow): ImportJobView => ({
+  id: r.id,
+  uuid: r.uuid,
+  app_slug: r.app_slug,
+  status: r.status,
+  dry_run: r.dry_run,
+  triggered_by: r.triggered_by,
+  started_at: iso(r.started_at),
+  completed_at: r.completed_at === null ? null : iso(r.completed_at),
+  created_at: iso(r.created_at),
+  report: r.report,
+  error_message: r.error,
+});
+
+/** An importer may create apps or update them (site administrators); anyone else is refused before the upload is read. */
+async function importerSchema(ctx: ServiceContext): Promise<string> {
+  try {
+    return await siteSchemaFor(ctx, 'update', 'App');
+  } catch {
+    return siteSchemaFor(ctx, 'create', 'App');
+  }
+}
+
+/**
+ * Imports the package at `file` into the caller's site (module comment). A refused package is a
+ * 400 before anything is recorded; a failure while applying leaves the site as it was and the job
+ * `failed` with the error (the error is thrown on).
+ */
+export async function importPackage(ctx: ServiceContext, deps: ImportDeps, file: string, options: ImportOptions): Promise<{ job: ImportJobView; report: ImportReport }> {
+  const schema = await importerSchema(ctx);
+  const progress = deps.progress ?? (() => undefined);
+  await mkdir(deps.tmpDir, { recursive: true });
+  progress('reading the package');
+  const contents = await readPackage(file, { validateChecksum: options.validateChecksum, tmpBase: path.join(deps.tmpDir, `import-${randomUUID()}`) });
+  try {
+    progress('planning');
+    const plan = await planImport(ctx, deps.store.site(schema), contents);
+    const q = quotedSchema(schema);
+    const job = (await firstRow<ImportJobRow>(
+      ctx.em,
+      `INSERT INTO ${q}.app_import_jobs (app_slug, dry_run, manifest, triggered_by) VALUES (?, ?, ?, ?) RETURNING ${JOB_COLUMNS}`,
+      [plan.app_slug, options.dryRun, JSON.stringify(contents.manifest), actorUuid(ctx)],
+    ))!;
+    const finish = async (status: JobStatus, report: ImportReport, error: string | null) =>
+      jobView((await firstRow<ImportJobRow>(
+        ctx.em,
+        `UPDATE ${q}.app_import_jobs SET status = ?, report = ?, error = ?, completed_at = now() WHERE id = ? RETURNING ${JOB_COLUMNS}`,
+        [status, JSON.stringify(report), error, job.id],
+      ))!);
+    const report = reportOf(plan, options.dryRun);
+    if (options.dryRun) return { job: await finish('completed', report, null), report };
+    try {
+      await apply(ctx, deps, schema, contents, plan, progress);
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      await finish('failed', { ...report, errors: [message] }, message.slice(0, 2000)).catch(() => undefined);
+      throw err;
+    }
+    return { job: await finish('completed', report, null), report };
+  } finally {
+    await contents.close();
+  }
+}
+
+function reportOf(plan: ImportPlan, dryRun: boolean): ImportReport {
+  const modules: ImportReport['modules'] = {};
+  for (const [name, m] of Object.entries(plan.modules) as [ModuleName, NonNullable<ImportPlan['modules'][ModuleName]>][]) {
+    modules[name] = { created: m.create.length, updated: m.update.length, unchanged: m.unchanged.length, skipped: m.skip.length };
+  }
+  return { dry_run: dryRun, app_slug: plan.app_slug, modules, plan, summary: plan.summary, warnings: plan.warnings, errors: [] };
+}
+
+type Item = Record<string, unknown>;
+const list = (file: unknown, key: string): Item[] => ((file as Item | undefined)?.[key] as Item[] | undefined) ?? [];
+const has = (plan: ImportPlan, module: ModuleName, key: string, what: 'create' | 'update') => plan.modules[module]?.[what].includes(key) ?? false;
+const changes = (plan: ImportPlan, module: ModuleName, key: string) => has(plan, module, key, 'create') || has(plan, module, key, 'update');
+
+/** A staged file: the object it becomes, in which bucket, with which blob. */
+interface Staged {
+  bucket: string;
+  object: BucketObject;
+  blob: StoredBlob;
+}
+
+async function apply(ctx: ServiceContext, deps: ImportDeps, schema: string, contents: PackageContents, plan: ImportPlan, progress: (step: string) => void): Promise<void> {
+  const release = await longOperation(ctx);
+  const staged: Staged[] = [];
+  const stagingTargets = new Map<string, BucketTarget>();
+  try {
+    // 1. The files, stored first (outside the transaction), each inspected against its bucket's rules as the package sets them.
+    const existingApp = plan.app_exists ? await findApp(ctx.em, schema, plan.app_slug, true) : undefined;
+    const wanted = [...contents.buckets].flatMap(([slug, archive]) => archive.metadata.objects.filter((o) => changes(plan, 'storage', `${slug}/${o.path}`)).map((object) => ({ slug, object })));
+    for (const [i, { slug, object }] of wanted.entries()) {
+      let target = stagingTargets.get(slug);
+      if (!target) {
+        target = await stagingTarget(ctx, schema, existingApp, contents, slug);
+        stagingTargets.set(slug, target);
+      }
+      if (i % 100 === 0) progress(`storing files ${i}/${wanted.length}`);
+      const archive = contents.buckets.get(slug)!;
+      const blob = await storeBlob(ctx, deps.store, target, { body: await archive.open(object), declaredType: object.mimetype, declaredSize: object.size, filename: object.filename });
+      staged.push({ bucket: slug, object, blob });
+    }
+    if (wanted.length) progress(`storing files ${wanted.length}/${wanted.length}`);
+
+    // 2. Every module in one transaction.
+    progress('applying');
+    const replaced: string[] = [];
+    await ctx.em.fork().transactional(async (tx) => {
+      const t = makeContext(tx as EntityManager, ctx.actor, ctx.tenant, { ability: ctx.ability, events: ctx.events });
+      Object.assign(t, { grants: ctx.grants, sitePermissions: ctx.sitePermissions });
+      await applyModules(t, deps, schema, contents, plan);
+      replaced.push(...(await applyObjects(t, schema, contents, plan, staged, stagingTargets)));
+    });
+    // 3. The bytes the replaced objects held.
+    if (replaced.length) await dropBlobs(ctx.em, deps.store.site(schema), schema, replaced);
+  } catch (err) {
+    await dropBlobs(ctx.em, deps.store.site(schema), schema, staged.map((s) => s.blob.blobKey));
+    throw err;
+  } finally {
+    release();
+  }
+}
+
+/** Where a bucket's files are staged: the bucket as it is, or the one the import will create (its uuid chosen now), with the package's rules. */
+async function stagingTarget(ctx: ServiceContext, schema: string, app: { id: number } | undefined, contents: PackageContents, slug: string): Promise<BucketTarget> {
+  const wanted = list(contents.modules.storage, 'buckets').find((b) => b.slug === slug)!;
+  const existing = app ? await findBucket(ctx.em, schema, app, slug).catch(() => undefined) : undefined;
+  const rules = checkedBucket(bucketInput(wanted));
+  const bucket = {
+    ...(existing ?? { id: 0, uuid: randomUUID(), slug }),
+    file_size_limit: rules.file_size_limit ?? existing?.file_size_limit ?? Number.MAX_SAFE_INTEGER,
+    allowed_mime_types: rules.allowed_mime_types ?? existing?.allowed_mime_types ?? [],
+  } as BucketRow;
+  return { schema, app: { id: app?.id ?? 0, name: '', slug: contents.manifest.package.app_slug }, bucket };
+}
+
+/** A bucket of the package as the bucket API's creation body. */
+const bucketInput = (b: Item) => ({
+  name: b.name,
+  app_category: 'assets',
+  visibility: b.visibility,
+  storage_provider: b.storage_provider,
+  file_size_limit: b.file_size_limit,
+  allowed_mime_types: b.allowed_mime_types,
+  max_size_bytes: b.max_size_bytes,
+  max_objects: b.max_objects,
+});
+
+/** Tables in an order where each one's foreign-key targets (in the package) come first. */
+function tableOrder(tables: Item[]): Item[] {
+  const byName = new Map(tables.map((t) => [String(t.name), t]));
+  const done = new Set<string>();
+  const out: Item[] = [];
+  const visit = (t: Item, path: Set<string>) => {
+    const name = String(t.name);
+    if (done.has(name) || path.has(name)) return;
+    path.add(name);
+    for (const fk of foreignKeysOf(t.json_schema as never)) {
+      const target = byName.get(fk.reference.resource);
+      if (target) visit(target, path);
+    }
+    done.add(name);
+    out.push(t);
+  };
+  for (const t of tables) visit(t, new Set());
+  return out;
+}
+
+async function applyModules(t: ServiceContext, deps: ImportDeps, schema: string, contents: PackageContents, plan: ImportPlan): Promise<void> {
+  const m = contents.modules;
+  const slug = plan.app_slug;
+  const who = actorUuid(t);
+
+  // The app: created with the package's slug, or updated (and restored when it was deleted).
+  const appFile = m.app as Item;
+  const settings = checkSettings(appFile.settings ?? {});
+  if (!plan.app_exists) {
+    await insertApp(t.em, schema, { name: String(appFile.name), slug, description: String(appFile.description ?? '') }, settings, who);
+  } else {
+    const found = (await findApp(t.em, schema, slug, true))!;
+    if (!found.is_active) await restoreApp(t, slug);
+    if (has(plan, 'app', slug, 'update')) {
+      await updateApp(t, slug, { name: appFile.name, description: appFile.description });
+      await updateAppSettings(t, { dataDir: deps.dataDir }, slug, settings);
+    }
+  }
+
+  // Roles by name: created without a parent first, then every changed one gets its parent (a parent may come later in the list).
+  const roles = list(m.app_roles, 'roles');
+  for (const r of roles) if (has(plan, 'app_roles', String(r.name), 'create')) await createRole(t, slug, { name: r.name, description: r.description ?? '' });
+  for (const r of roles) if (changes(plan, 'app_roles', String(r.name))) await updateRole(t, slug, String(r.name), { description: r.description ?? '', parent_name: r.parent_name ?? null });
+
+  // Data sources by slug, then tables by name (foreign-key targets first), materialized as in the package.
+  for (const d of list(m.datatables, 'data_sources')) {
+    const body = { name: d.name, provider_config: d.provider_config ?? {}, description: d.description ?? '' };
+    if (has(plan, 'datatables', `data_source:${d.slug}`, 'create')) await createDataSource(t, slug, { ...body, slug: d.slug, provider_type: d.provider_type });
+    else if (has(plan, 'datatables', `data_source:${d.slug}`, 'update')) await updateDataSource(t, slug, String(d.slug), body);
+  }
+  for (const table of tableOrder(list(m.datatables, 'tables'))) {
+    const name = String(table.name);
+    const scope = { app_slug: slug, ds: String(table.data_source) };
+    if (has(plan, 'datatables', name, 'create')) {
+      await createDataTable(t, scope, { name, description: table.description ?? '', json_schema: table.json_schema });
+    } else if (has(plan, 'datatables', name, 'update')) {
+      await updateDataTable(t, { app_slug: slug }, name, { description: table.description ?? '', json_schema: table.json_schema });
+    } else continue;
+    const now = await firstRow<{ is_materialized: boolean }>(t.em, `SELECT t.is_materialized FROM ${quotedSchema(schema)}.data_tables t JOIN ${quotedSchema(schema)}.apps a ON a.id = t.app_id WHERE a.slug = ? AND t.name = ?`, [slug, name]);
+    if (table.is_materialized === true && !now!.is_materialized) await materializeDataTable(t, { app_slug: slug }, name);
+  }
+
+  // Secrets: the site's missing types, then the app's secrets; a value is never overwritten, a new secret holds the placeholder.
+  for (const type of list(m.secrets, 'secret_types')) {
+    if (has(plan, 'secrets', `secret_type:${type.slug}`, 'create')) await createSecretType(t, { slug: type.slug, name: type.name, description: type.description ?? '', json_schema: type.json_schema ?? {} });
+  }
+  for (const s of list(m.secrets, 'secrets')) {
+    const key = String(s.key);
+    if (has(plan, 'secrets', key, 'create')) {
+      await createSecret(t, deps.keyring, { key, value: SECRET_PLACEHOLDER, app: slug, description: s.description ?? '' });
+      // The type is set beside the value's check: the placeholder stands in until the value is set.
+      if (s.secret_type) await t.em.execute(`UPDATE ${quotedSchema(schema)}.secrets SET secret_type_uuid = (SELECT uuid FROM ${quotedSchema(schema)}.secret_types WHERE slug = ?) WHERE key = ? AND app_slug = ?`, [s.secret_type, key, slug]);
+    } else if (has(plan, 'secrets', key, 'update')) {
+      await updateSecret(t, deps.keyring, key, { app: slug }, { description: s.description ?? '', secret_type: s.secret_type ?? null });
+    }
+  }
+
+  // Functions by slug (their environment names the secrets above), then event subscriptions by function slug.
+  for (const f of list(m.functions, 'functions')) {
+    const body = { name: f.name, description: f.description ?? '', runtime: f.runtime, code: f.code, timeout: f.timeout, environment: f.environment ?? {}, is_active: f.is_active };
+    if (has(plan, 'functions', String(f.slug), 'create')) await createFunction(t, slug, { ...body, slug: f.slug });
+    else if (has(plan, 'functions', String(f.slug), 'update')) await updateFunction(t, slug, String(f.slug), body);
+  }
+  for (const e of list(m.events, 'subscriptions')) {
+    if (!has(plan, 'events', `${e.event}:${e.function_slug}`, 'create')) continue;
+    const fn = await firstRow<{ id: number }>(t.em, `SELECT f.id FROM ${quotedSchema(schema)}.functions f JOIN ${quotedSchema(schema)}.apps a ON a.id = f.app_id WHERE a.slug = ? AND f.slug = ?`, [slug, e.function_slug]);
+    if (!fn) throw notFound(`Function "${e.function_slug}" (named by an event subscription of the package)`);
+    await subscribe(t, String(e.event), { function_id: fn.id });
+  }
+
+  // Policies: every created or changed one in one write (the app's set must compile as a whole).
+  const policies = list(m.policies, 'policies');
+  const changed = new Set(plan.policies_changed);
+  await importPolicies(t, slug, policies.filter((p) => changed.has(policyKey(p))));
+
+  // Buckets changed by the package (new ones and the objects follow in applyObjects).
+  for (const b of list(m.storage, 'buckets')) if (has(plan, 'storage', `bucket:${b.slug}`, 'update')) await updateBucket(t, slug, String(b.slug), bucketInput(b));
+}
+
+/** The buckets the package creates, then its objects placed (created or replaced); the blobs the replaced objects held. */
+async function applyObjects(t: ServiceContext, schema: string, contents: PackageContents, plan: ImportPlan, staged: Staged[], targets: Map<string, BucketTarget>): Promise<string[]> {
+  const app: ActiveApp = await activeApp(t.em, schema, plan.app_slug);
+  const who = actorUuid(t);
+  for (const b of list(contents.modules.storage, 'buckets')) {
+    if (!has(plan, 'storage', `bucket:${b.slug}`, 'create')) continue;
+    await insertBucket(t.em, schema, app.id, checkedBucket(bucketInput(b)), { slug: String(b.slug), who, uuid: targets.get(String(b.slug))?.bucket.uuid });
+  }
+  const replaced: string[] = [];
+  const buckets = new Map<string, BucketTarget>();
+  for (const s of staged) {
+    let dst = buckets.get(s.bucket);
+    if (!dst) {
+      dst = { schema, app, bucket: await findBucket(t.em, schema, app, s.bucket) };
+      buckets.set(s.bucket, dst);
+    }
+    const visibility = s.object.visibility === 'public' || s.object.visibility === 'private' ? s.object.visibility : null;
+    // The importer may update the app (checked by the plan): the app's own bytes come back as they were exported.
+    const placed = await ingestInTransaction(t.em, dst, s.object.path, { blob: s.blob, metadata: s.object.metadata ?? {}, visibility, who }, async () => undefined);
+    if (placed.old) replaced.push(placed.old);
+  }
+  return replaced;
+}
+
+/** The import jobs of the caller's site, newest first (at most 100). */
+export async function listImportJobs(ctx: ServiceContext): Promise<ImportJobView[]> {
+  const schema = await importerSchema(ctx);
+  return (await rows<ImportJobRow>(ctx.em, `SELECT ${JOB_COLUMNS} FROM ${quotedSchema(schema)}.app_import_jobs ORDER BY created_at DESC, id DESC LIMIT 100`)).map(jobView);
+}
+
+/** One import job of the caller's site (404 for another site's). */
+export async function getImportJob(ctx: ServiceContext, uuid: string): Promise<ImportJobView & { manifest: Manifest | null }> {
+  const schema = await importerSchema(ctx);
+  const row = isUuid(uuid) ? await firstRow<ImportJobRow>(ctx.em, `SELECT ${JOB_COLUMNS} FROM ${quotedSchema(schema)}.app_import_jobs WHERE uuid = ?`, [uuid]) : undefined;
+  if (!row) throw notFound(`Import job "${uuid}"`);
+  return { ...jobView(row), manifest: row.manifest };
+}
