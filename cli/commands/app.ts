@@ -1,8 +1,11 @@
 // `platform app …`: a site's apps (/sites/<site>/api/apps/).
 import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import nodePath from 'node:path';
 import { Args, Flags } from '@oclif/core';
 import { EXPORT_OPTIONS } from '../../shared/packages/layout.ts';
 import type { ExportJobView } from '../../shared/packages/export.service.ts';
+import type { ImportJobView, ImportReport } from '../../shared/packages/import.service.ts';
 import { DomainError } from '../../shared/errors.ts';
 import type { AppDetail, AppListItem, AppStats } from '../../shared/apps/app.schemas.ts';
 import type { SettingsView } from '../../shared/apps/app-settings.schemas.ts';
@@ -10,6 +13,7 @@ import type { CreatedBody } from '../../shared/common/envelopes.ts';
 import { path } from '../api.ts';
 import { api, ApiCommand, operation } from '../base.ts';
 import { bytes, progress, save, watch } from '../tables.ts';
+import { multipartUpload } from '../multipart.ts';
 import { parseJson, siteFlag } from '../flags.ts';
 import { columns, keyValues, listOf, table } from '../output.ts';
 
@@ -67,8 +71,59 @@ class AppExportCommand extends ApiCommand<typeof AppExportCommand> {
   }
 }
 
+/** An import's report as a table of modules, then its migrations, policies and warnings. */
+function reportLines(report: ImportReport): string[] {
+  const rows = Object.entries(report.modules).map(([module, c]) => ({ module, ...c! }));
+  const lines = [table(rows, columns('module created updated unchanged skipped'))];
+  for (const [name, m] of Object.entries(report.plan.modules)) {
+    for (const what of ['create', 'update'] as const) if (m![what].length) lines.push(`${name} ${what}: ${m![what].join(', ')}`);
+  }
+  for (const [name, p] of Object.entries(report.plan.migrations)) lines.push(`migration of ${name} (${p.is_safe ? 'safe' : 'UNSAFE'}): ${p.operations.map((o) => `${o.type} ${o.column ?? ''}`.trim()).join(', ')}`);
+  if (report.plan.policies_changed.length) lines.push(`policies changed: ${report.plan.policies_changed.join(', ')}`);
+  for (const w of report.warnings) lines.push(`warning: ${w}`);
+  return lines;
+}
+
+class AppImportCommand extends ApiCommand<typeof AppImportCommand> {
+  static override summary = 'Import an app package (a ZIP made by `app export`), or plan it first (--dry-run).';
+  static override description =
+    'The app slug comes from the package: an existing app is updated, otherwise created, all modules in one transaction (a failure changes nothing). --dry-run plans only: module by module what would be created, updated, left unchanged or skipped, the table migrations and the policies that change. Every digest is checked unless --no-checksum. Upload progress on stderr. Exit code 0 when done, 1 on an error; with --detailed-exitcode, 2 when the plan has changes (for CI: `app import pkg.zip --dry-run --detailed-exitcode`). With --json: {job, report}.';
+  static override examples = ['<%= config.bin %> app import crm.zip --dry-run --site shop_staging', '<%= config.bin %> app import crm.zip --site shop_prod --json'];
+  static override args = { file: Args.string({ description: 'The package ZIP', required: true }) };
+  static override flags = {
+    site: siteFlag,
+    'dry-run': Flags.boolean({ summary: 'Validate and plan only; nothing changes.' }),
+    checksum: Flags.boolean({ summary: 'Check every digest of the package (--no-checksum: only its safety checks).', allowNo: true, default: true }),
+    'detailed-exitcode': Flags.boolean({ summary: 'Exit with 2 when the import made (or the dry run plans) changes, 0 when none.' }),
+  };
+
+  async run(): Promise<{ job: ImportJobView; report: ImportReport }> {
+    const { flags: f, args } = this;
+    let size: number;
+    try {
+      size = fs.statSync(args.file).size;
+    } catch {
+      throw new DomainError('VALIDATION_ERROR', `No package at ${args.file}.`, { errors: { file: [`No such file: ${args.file}`] } });
+    }
+    const client = await this.api();
+    this.info(`${f['dry-run'] ? 'Planning the import of' : 'Importing'} ${args.file} (${bytes(size)})…`);
+    const tick = progress((line) => this.info(line));
+    const upload = multipartUpload(
+      { dry_run: f['dry-run'] ? 'true' : 'false', validate_checksum: f.checksum ? 'true' : 'false' },
+      { path: args.file, name: nodePath.basename(args.file), size },
+      (n) => tick(() => `  ${bytes(n)} of ${bytes(size)} sent (${size ? Math.floor((n / size) * 100) : 100}%)…`),
+    );
+    const answer = await client.call<{ message: string; data: { job: ImportJobView; report: ImportReport } }>({ method: 'POST', site: f.site, path: '/api/apps/imports/', upload });
+    const { job, report } = answer.data;
+    this.log([...reportLines(report), `${report.dry_run ? 'Dry run' : 'Imported'} ${report.app_slug}: ${report.summary} (job ${job.uuid}).`].join('\n'));
+    if (f['detailed-exitcode'] && report.plan.changes > 0) process.exitCode = 2;
+    return answer.data;
+  }
+}
+
 export const APP_COMMANDS = {
   'app:export': AppExportCommand,
+  'app:import': AppImportCommand,
   'app:list': api('apps_list', {
     examples: ['app list --site shop_prod', 'app list --site shop_prod --inactive --json'],
     rename: { is_active: false },

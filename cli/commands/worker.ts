@@ -7,13 +7,12 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Readable } from 'node:stream';
 import { Args, Flags } from '@oclif/core';
 import { DomainError, fieldError } from '../../shared/errors.ts';
 import { subdomainFromName } from '../../shared/workers/names.ts';
 import type { BuildView, WorkerListItem, WorkerView } from '../../shared/workers/worker.schemas.ts';
-import type { ApiRequest } from '../api.ts';
 import { path as apiPath } from '../api.ts';
+import { multipartUpload } from '../multipart.ts';
 import { api, ApiCommand } from '../base.ts';
 import { siteFlag } from '../flags.ts';
 import { columns, keyValues, table, when } from '../output.ts';
@@ -40,31 +39,6 @@ const buildLines = (b: BuildView) =>
 
 const listed = <T>(what: [string, string], spec: string) => (body: ListAnswer<T>) =>
   body.data.length ? [table(body.data, columns<T>(spec)), `${plural(body.total, what[0], what[1])} (page ${body.page} of ${body.total_pages}).`] : `No ${what[1]}.`;
-
-/** A multipart/form-data body of `fields` and the archive, streamed (its length known in advance), with a progress tap. */
-function multipartUpload(fields: Record<string, string | undefined>, file: { path: string; name: string; size: number } | undefined, sent: (n: number) => void): NonNullable<ApiRequest['upload']> {
-  const boundary = `----platform${Math.random().toString(16).slice(2)}${Date.now().toString(16)}`;
-  const head = Buffer.from(
-    Object.entries(fields)
-      .filter(([, v]) => v !== undefined)
-      .map(([k, v]) => `--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`)
-      .join('') + (file ? `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${file.name.replace(/["\r\n]/g, '_')}"\r\nContent-Type: application/octet-stream\r\n\r\n` : ''),
-  );
-  const tail = Buffer.from(`${file ? '\r\n' : ''}--${boundary}--\r\n`);
-  async function* parts() {
-    yield head;
-    let n = 0;
-    if (file) {
-      for await (const chunk of fs.createReadStream(file.path)) {
-        n += (chunk as Buffer).length;
-        sent(n);
-        yield chunk as Buffer;
-      }
-    }
-    yield tail;
-  }
-  return { open: () => Readable.from(parts()), contentType: `multipart/form-data; boundary=${boundary}`, length: head.length + (file?.size ?? 0) + tail.length };
-}
 
 class WorkerDeployCommand extends ApiCommand<typeof WorkerDeployCommand> {
   static override summary = 'Deploy a folder of built files (or an archive) as a build of a frontend worker.';

@@ -166,3 +166,30 @@ test.serial('app export: the package written whole in both modes, its checksum t
   t.not(missing.code, 0);
   t.false(fs.existsSync(`${configDir}/nope.zip`));
 });
+
+test.serial('app import: a plan (--dry-run) and an import in both modes; --detailed-exitcode says whether there are changes; a missing file is exit 1', async (t) => {
+  const out = `${configDir}/alpha-import.zip`;
+  t.is((await runCli(['app', 'export', 'alpha', '-o', out, '--site', site.schema], env())).code, 0);
+  for (const mode of ['remote', 'direct'] as Mode[]) {
+    const direct = mode === 'direct' ? ['--direct'] : [];
+    t.is((await api('PATCH', '/api/apps/alpha/', { description: `changed ${mode}` })).status, 200);
+    const plan = await runCli(['app', 'import', out, '--dry-run', '--detailed-exitcode', '--site', site.schema, ...direct], env());
+    t.is(plan.code, 2, plan.stderr);
+    t.regex(plan.stdout, /^app update: alpha$/m);
+    t.regex(plan.stdout, /^Dry run alpha: 1 change \(job [0-9a-f-]{36}\)\.$/m);
+    t.regex(plan.stderr, /Planning the import of .*alpha-import\.zip/);
+    t.is((await api('GET', '/api/apps/alpha/')).body.data.description, `changed ${mode}`, 'a dry run changes nothing');
+
+    const done = await runCli(['app', 'import', out, '--site', site.schema, '--json', ...direct], env());
+    t.is(done.code, 0, done.stderr);
+    t.like(json(done), { job: { status: 'completed', dry_run: false, app_slug: 'alpha' }, report: { summary: '1 change', modules: { app: { updated: 1 } } } });
+    t.is((await api('GET', '/api/apps/alpha/')).body.data.description, '', 'the package\'s description is back');
+
+    const again = await runCli(['app', 'import', out, '--dry-run', '--detailed-exitcode', '--site', site.schema, ...direct], env());
+    t.is(again.code, 0, again.stderr);
+    t.regex(again.stdout, /Dry run alpha: 0 changes/);
+  }
+  const missing = await runCli(['app', 'import', `${configDir}/none.zip`, '--site', site.schema], env());
+  t.is(missing.code, 1);
+  t.regex(missing.stderr, /No package at .*none\.zip/);
+});
