@@ -1,4 +1,4 @@
-// `npm run bench:packages`: app package export (issue 32) of a large app, against a bare baseline.
+// `npm run bench:packages`: app package export and import (issue 32) of a large app, against bare baselines.
 // ONE platform server (a child process: bench/server.ts) on a fresh database, the filesystem
 // store. Setup (not measured): a site and an app with BENCH_TABLES materialized tables (50),
 // BENCH_POLICIES resource policies (200), and an assets bucket of BENCH_FILES files (10,000) of
@@ -12,6 +12,11 @@
 // Baseline, in the same run: what an engineer would write by hand for the storage part, the bulk
 // of the bytes: yazl streaming the same local files into one ZIP on disk (no database, no
 // hashing, no store), wall time.
+// Then the import of that package into another site (holding an older version of the app: one
+// table), `POST /api/apps/imports/` streamed from disk as multipart (as `platform app import`
+// sends it): wall time to the answer, the server's CPU seconds and peak memory; the report is
+// checked (every table, policy and file created). Its baseline: yauzl extracting the bucket's ZIP
+// out of the package and every file out of it into a directory (no checks, no database).
 //
 // Environment: BENCH_DATABASE_URL | TEST_DATABASE_URL (else an embedded PostgreSQL), BENCH_TABLES,
 // BENCH_POLICIES, BENCH_FILES, BENCH_FILE_BYTES. The full size takes minutes and 6 GB of disk:
@@ -24,6 +29,8 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import AdmZip from 'adm-zip';
 import yazl from 'yazl';
+import yauzl from 'yauzl';
+import { multipartUpload } from '../cli/multipart.ts';
 import { cpuSeconds, runBench, startChild, type Child } from './children.ts';
 import { openBenchDatabase, type BenchDatabase } from './database.ts';
 import { api, APP, envNumber, ok, r2, serverEnv, setupTable } from './records-setup.ts';
@@ -50,7 +57,7 @@ const rssKiB = (pid: number): number => Number(/VmRSS:\s+(\d+)/.exec(fs.readFile
 async function main(): Promise<number> {
   db = await openBenchDatabase(log);
   const dataDir = path.join(scratch, 'data');
-  platform = await startChild('platform', 'server.ts', { env: { ...serverEnv(db.url, SECRET), PLATFORM_DATA_DIR: dataDir } });
+  platform = await startChild('platform', 'server.ts', { env: { ...serverEnv(db.url, SECRET), PLATFORM_DATA_DIR: dataDir }, cpuProfileDir: process.env.BENCH_CPU_PROFILE });
   const { site, token } = await setupTable(platform.url);
   const base = `${platform.url}/sites/${site}/api/apps/${APP}`;
   log(`setup: ${TABLES} tables, ${POLICIES} policies, ${FILES} files of ${FILE_BYTES} bytes`);
@@ -103,7 +110,6 @@ async function main(): Promise<number> {
   if (manifest.modules.datatables.count !== TABLES || manifest.modules.policies.count !== POLICIES || manifest.modules.storage.total_files !== FILES) {
     throw new Error(`the package's counts are wrong: ${JSON.stringify(manifest.modules)}`);
   }
-  fs.rmSync(out);
 
   // The baseline: yazl over the same files on disk.
   const b0 = performance.now();
@@ -113,6 +119,40 @@ async function main(): Promise<number> {
   zip.end();
   await written;
   const baselineS = (performance.now() - b0) / 1000;
+  fs.rmSync(path.join(scratch, 'baseline.zip'));
+  fs.rmSync(local, { recursive: true });
+
+  // The import into another site, with the server's memory sampled.
+  const target = await setupTable(platform.url);
+  const importBefore = rssKiB(platform.pid);
+  let importPeak = importBefore;
+  const importSampler = setInterval(() => (importPeak = Math.max(importPeak, rssKiB(platform!.pid))), 50);
+  const icpu0 = cpuSeconds(platform.pid);
+  const i0 = performance.now();
+  const form = multipartUpload({ dry_run: 'false', validate_checksum: 'true' }, { path: out, name: 'package.zip', size }, () => undefined);
+  const imported = await fetch(`${platform.url}/sites/${target.site}/api/apps/imports/`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${target.token}`, 'content-type': form.contentType, 'content-length': String(form.length) },
+    body: Readable.toWeb(form.open()) as never,
+    duplex: 'half',
+  } as RequestInit);
+  const answer = (await imported.json()) as { data?: { report: { modules: Record<string, { created: number }> } } };
+  const importS = (performance.now() - i0) / 1000;
+  clearInterval(importSampler);
+  const icpu = cpuSeconds(platform.pid);
+  if (imported.status !== 200) throw new Error(`import: ${imported.status} ${JSON.stringify(answer).slice(0, 500)}`);
+  const created = answer.data!.report.modules;
+  if (created.datatables!.created !== TABLES - 1 || created.policies!.created !== POLICIES || created.storage!.created !== FILES + 1) throw new Error(`the import's counts are wrong: ${JSON.stringify(created)}`);
+
+  // Its baseline: yauzl extracting the bucket's ZIP from the package, then its files into a directory.
+  const x0 = performance.now();
+  const inner = path.join(scratch, 'bucket.zip');
+  await extractEach(out, (name) => (name.startsWith('storage/buckets/') ? inner : undefined));
+  const extracted = path.join(scratch, 'extracted');
+  fs.mkdirSync(extracted);
+  await extractEach(inner, (name) => (name.startsWith('files/') ? path.join(extracted, path.basename(name)) : undefined));
+  const importBaselineS = (performance.now() - x0) / 1000;
+  fs.rmSync(out);
 
   const totalMiB = r2((FILES * FILE_BYTES) / 1024 ** 2);
   const result = {
@@ -129,11 +169,38 @@ async function main(): Promise<number> {
     server_rss_peak_mib: r2(peak / 1024),
     baseline_s: r2(baselineS),
     ratio: r2(exportS / baselineS),
+    import_s: r2(importS),
+    import_mib_per_s: r2(totalMiB / importS),
+    import_server_cpu_s: icpu0 !== null && icpu !== null ? r2(icpu - icpu0) : null,
+    import_server_rss_before_mib: r2(importBefore / 1024),
+    import_server_rss_peak_mib: r2(importPeak / 1024),
+    import_baseline_s: r2(importBaselineS),
+    import_ratio: r2(importS / importBaselineS),
   };
   console.log(JSON.stringify(result, null, 2));
   const timestamp = new Date().toISOString();
   writeResults('packages', { timestamp, machine: machineInfo(), command: reproduceCommand('bench:packages'), ...result }, timestamp, log);
   return 0;
+}
+
+/** Extracts the entries of the ZIP at `file` for which `to` names a path, one after the other (yauzl, streamed). */
+function extractEach(file: string, to: (name: string) => string | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    yauzl.open(file, { lazyEntries: true }, (err, zip) => {
+      if (err) return reject(err);
+      zip.on('entry', (entry: yauzl.Entry) => {
+        const dest = to(entry.fileName);
+        if (!dest) return zip.readEntry();
+        zip.openReadStream(entry, (e, stream) => {
+          if (e) return reject(e);
+          pipeline(stream, fs.createWriteStream(dest)).then(() => zip.readEntry(), reject);
+        });
+      });
+      zip.on('end', resolve);
+      zip.on('error', reject);
+      zip.readEntry();
+    });
+  });
 }
 
 await runBench(main, cleanup, log);

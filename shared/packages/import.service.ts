@@ -27,7 +27,7 @@ import { firstRow, iso, rows, type Timestamp } from '../db/sql.ts';
 import { longOperation } from '../db/long-operations.ts';
 import { createDataTable, materializeDataTable, updateDataTable } from '../data/datatable.service.ts';
 import { foreignKeysOf } from '../data/table-schema.ts';
-import { notFound } from '../errors.ts';
+import { DomainError, notFound } from '../errors.ts';
 import { subscribe } from '../functions/events.service.ts';
 import { createFunction, updateFunction } from '../functions/function.service.ts';
 import { importPolicies } from '../policies/policy.service.ts';
@@ -38,7 +38,7 @@ import { dropBlobs } from '../storage/blobs.ts';
 import { checkedBucket, findBucket, insertBucket, updateBucket, type BucketRow, type BucketTarget } from '../storage/bucket.service.ts';
 import { ingestInTransaction, storeBlob, type StoredBlob } from '../storage/ingest.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
-import { siteSchemaFor } from '../tenancy/site-access.ts';
+import { authorizeSiteSubject, siteSchemaFor } from '../tenancy/site-access.ts';
 import type { PackageDeps } from './export.service.ts';
 import { SECRET_PLACEHOLDER, type Manifest, type ModuleName } from './layout.ts';
 import { planImport, policyKey, type ImportPlan } from './plan.ts';
@@ -183,9 +183,20 @@ function reportOf(plan: ImportPlan, dryRun: boolean): ImportReport {
   return { dry_run: dryRun, app_slug: plan.app_slug, modules, plan, summary: plan.summary, warnings: plan.warnings, errors: [] };
 }
 
+/** Files stored at once while staging. */
+const STAGING_PARALLEL = 4;
+
 type Item = Record<string, unknown>;
 const list = (file: unknown, key: string): Item[] => ((file as Item | undefined)?.[key] as Item[] | undefined) ?? [];
-const has = (plan: ImportPlan, module: ModuleName, key: string, what: 'create' | 'update') => plan.modules[module]?.[what].includes(key) ?? false;
+/** The plan's lists as sets (10,000 files: no list search per file). */
+const planSets = new WeakMap<ImportPlan, Map<string, Set<string>>>();
+function has(plan: ImportPlan, module: ModuleName, key: string, what: 'create' | 'update'): boolean {
+  let sets = planSets.get(plan);
+  if (!sets) planSets.set(plan, (sets = new Map()));
+  let set = sets.get(`${module}:${what}`);
+  if (!set) sets.set(`${module}:${what}`, (set = new Set(plan.modules[module]?.[what])));
+  return set.has(key);
+}
 const changes = (plan: ImportPlan, module: ModuleName, key: string) => has(plan, module, key, 'create') || has(plan, module, key, 'update');
 
 /** A staged file: the object it becomes, in which bucket, with which blob. */
@@ -202,26 +213,40 @@ async function apply(ctx: ServiceContext, deps: ImportDeps, schema: string, cont
   try {
     // 1. The files, stored first (outside the transaction), each inspected against its bucket's rules as the package sets them.
     const existingApp = plan.app_exists ? await findApp(ctx.em, schema, plan.app_slug, true) : undefined;
-    const wanted = [...contents.buckets].flatMap(([slug, archive]) => archive.metadata.objects.filter((o) => changes(plan, 'storage', `${slug}/${o.path}`)).map((object) => ({ slug, object })));
-    for (const [i, { slug, object }] of wanted.entries()) {
-      let target = stagingTargets.get(slug);
-      if (!target) {
-        target = await stagingTarget(ctx, schema, existingApp, contents, slug);
-        stagingTargets.set(slug, target);
-      }
-      if (i % 100 === 0) progress(`storing files ${i}/${wanted.length}`);
-      const archive = contents.buckets.get(slug)!;
-      const blob = await storeBlob(ctx, deps.store, target, { body: await archive.open(object), declaredType: object.mimetype, declaredSize: object.size, filename: object.filename });
-      staged.push({ bucket: slug, object, blob });
+    for (const b of list(contents.modules.storage, 'buckets')) {
+      // Checked before a byte is stored: the bucket API's own rules; a document-library bucket is not made by an import.
+      const input = checkedBucket(bucketInput(b));
+      if (input.storage_provider === 'doclib' && has(plan, 'storage', `bucket:${b.slug}`, 'create')) throw new DomainError('BAD_REQUEST', `Bucket "${b.slug}": an import does not create document-library buckets (create it, then import again).`);
     }
-    if (wanted.length) progress(`storing files ${wanted.length}/${wanted.length}`);
+    const wanted = [...contents.buckets].flatMap(([slug, archive]) => archive.metadata.objects.filter((o) => changes(plan, 'storage', `${slug}/${o.path}`)).map((object) => ({ slug, object })));
+    for (const slug of new Set(wanted.map((w) => w.slug))) stagingTargets.set(slug, await stagingTarget(ctx, schema, existingApp, contents, slug));
+    // STAGING_PARALLEL files at a time (the store's latency overlaps); the first failure stops the others.
+    let next = 0;
+    let failed = false;
+    const stage = async () => {
+      while (!failed && next < wanted.length) {
+        const { slug, object } = wanted[next++]!;
+        if (next % 500 === 0) progress(`storing files ${next}/${wanted.length}`);
+        try {
+          const blob = await storeBlob(ctx, deps.store, stagingTargets.get(slug)!, { body: await contents.buckets.get(slug)!.open(object), declaredType: object.mimetype, declaredSize: object.size, filename: object.filename });
+          staged.push({ bucket: slug, object, blob });
+        } catch (err) {
+          failed = true;
+          throw err;
+        }
+      }
+    };
+    const results = await Promise.allSettled(Array.from({ length: STAGING_PARALLEL }, stage));
+    const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failure) throw failure.reason;
+    if (wanted.length) progress(`stored ${wanted.length} files`);
 
     // 2. Every module in one transaction.
     progress('applying');
     const replaced: string[] = [];
     await ctx.em.fork().transactional(async (tx) => {
       const t = makeContext(tx as EntityManager, ctx.actor, ctx.tenant, { ability: ctx.ability, events: ctx.events });
-      Object.assign(t, { grants: ctx.grants, sitePermissions: ctx.sitePermissions });
+      Object.assign(t, { grants: ctx.grants, sitePermissions: ctx.sitePermissions, statementTimeoutMs: ctx.statementTimeoutMs });
       await applyModules(t, deps, schema, contents, plan);
       replaced.push(...(await applyObjects(t, schema, contents, plan, staged, stagingTargets)));
     });
@@ -365,6 +390,7 @@ async function applyObjects(t: ServiceContext, schema: string, contents: Package
   const who = actorUuid(t);
   for (const b of list(contents.modules.storage, 'buckets')) {
     if (!has(plan, 'storage', `bucket:${b.slug}`, 'create')) continue;
+    await authorizeSiteSubject(t, 'create', 'Bucket', { schema, app: app.slug });
     await insertBucket(t.em, schema, app.id, checkedBucket(bucketInput(b)), { slug: String(b.slug), who, uuid: targets.get(String(b.slug))?.bucket.uuid });
   }
   const replaced: string[] = [];

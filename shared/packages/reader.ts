@@ -13,7 +13,7 @@
 //   package and manifest checksums, and each bucket object's digest.
 import fs from 'node:fs';
 import { rm } from 'node:fs/promises';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import yauzl from 'yauzl';
 import { DomainError } from '../errors.ts';
@@ -59,11 +59,35 @@ interface Listed {
   size: number;
 }
 
-/** Opens `file` and checks its directory: every entry's name, type, size and ratio; the entries by name. */
-async function directory(file: string, limits: ReadLimits, what: string): Promise<{ zip: yauzl.ZipFile; entries: Map<string, Listed> }> {
+const ZIP_OPTIONS: yauzl.Options = { lazyEntries: true, autoClose: false, strictFileNames: true, validateEntrySizes: true };
+
+/**
+ * A stored (uncompressed) entry of the package read in place as a ZIP of its own (a bucket's ZIP):
+ * ranges of the package's file at the entry's offset, so the bucket's gigabytes are never copied.
+ */
+class EntrySlice extends yauzl.RandomAccessReader {
+  private readonly file: string;
+  private readonly offset: number;
+
+  constructor(file: string, offset: number) {
+    super();
+    this.file = file;
+    this.offset = offset;
+  }
+
+  override _readStreamForRange(start: number, end: number): Readable {
+    if (end <= start) return Readable.from([]);
+    return fs.createReadStream(this.file, { start: this.offset + start, end: this.offset + end - 1 });
+  }
+}
+
+/** Opens the ZIP (a file, or a stored entry of another) and checks its directory: every entry's name, type, size and ratio; the entries by name. */
+async function directory(source: string | { reader: EntrySlice; size: number }, limits: ReadLimits, what: string): Promise<{ zip: yauzl.ZipFile; entries: Map<string, Listed> }> {
   let zip: yauzl.ZipFile;
   try {
-    zip = await yauzl.openPromise(file, { lazyEntries: true, autoClose: false, strictFileNames: true, validateEntrySizes: true });
+    zip = typeof source === 'string'
+      ? await yauzl.openPromise(source, ZIP_OPTIONS)
+      : await new Promise<yauzl.ZipFile>((resolve, reject) => yauzl.fromRandomAccessReader(source.reader, source.size, ZIP_OPTIONS, (err, z) => (err ? reject(err) : resolve(z))));
   } catch (err) {
     throw refused(`${what} is not a ZIP archive (${(err as Error).message}).`);
   }
@@ -243,10 +267,18 @@ export async function readPackage(file: string, options: { validateChecksum: boo
         continue;
       }
       const slug = m[1]!;
-      const inner = `${options.tmpBase}.bucket-${buckets.size}.zip`;
-      extracted.push(inner);
-      await pipeline(await open(zip, listedEntry), fs.createWriteStream(inner));
-      buckets.set(slug, await bucketArchive(inner, slug, limits, options.validateChecksum, opened));
+      let source: Parameters<typeof directory>[0];
+      if (listedEntry.entry.compressionMethod === 0) {
+        // Stored, as the export writes it: read in place.
+        const { fileDataStart } = await zip.readLocalFileHeaderPromise(listedEntry.entry, { minimal: true });
+        source = { reader: new EntrySlice(file, fileDataStart), size: listedEntry.entry.compressedSize };
+      } else {
+        // Deflated by another writer: inflated to a file of its own first.
+        source = `${options.tmpBase}.bucket-${buckets.size}.zip`;
+        extracted.push(source);
+        await pipeline(await open(zip, listedEntry), fs.createWriteStream(source));
+      }
+      buckets.set(slug, await bucketArchive(source, slug, limits, options.validateChecksum, opened));
     }
     return { manifest, modules, buckets, warnings, close };
   } catch (err) {
@@ -256,7 +288,7 @@ export async function readPackage(file: string, options: { validateChecksum: boo
 }
 
 /** A bucket's ZIP checked like the package: names, types, sizes; its metadata; each object's entry present (and its digest, with validateChecksum). */
-async function bucketArchive(file: string, slug: string, limits: ReadLimits, validateChecksum: boolean, opened: yauzl.ZipFile[]): Promise<BucketArchive> {
+async function bucketArchive(file: Parameters<typeof directory>[0], slug: string, limits: ReadLimits, validateChecksum: boolean, opened: yauzl.ZipFile[]): Promise<BucketArchive> {
   const what = `storage/buckets/${slug}.zip`;
   const { zip, entries } = await directory(file, limits, what);
   opened.push(zip);
