@@ -237,6 +237,21 @@ test.serial('a failure halfway (a policy that does not compile) leaves the site 
   t.deepEqual(job.report.errors, [job.error_message]);
 });
 
+test.serial('two imports of one package at once into a fresh site: one app, never a 500; the later one finds the first\'s work (0 changes) or is a 409 that changed nothing', async (t) => {
+  const e = await freshSite('e');
+  const zip = await exportOf(a, tok.adminA);
+  const answers = await Promise.all([importInto(e, tok.e, zip), importInto(e, tok.e, zip)]);
+  const statuses = answers.map((r) => r.status).sort();
+  t.true(JSON.stringify(statuses) === '[200,200]' || JSON.stringify(statuses) === '[200,409]', answers.map((r) => r.text.slice(0, 300)).join('\n'));
+  const conflict = answers.find((r) => r.status === 409);
+  if (conflict) t.regex(conflict.body.message ?? conflict.text, /changed while the import was planned/);
+  else t.deepEqual(answers.map((r) => r.body.data.report.summary).filter((x: string) => x === '0 changes').length, 1);
+  t.deepEqual(await sql(`SELECT slug FROM "${e.schema}".apps`), [{ slug: 'crm' }]);
+  t.is((await sql(`SELECT count(*)::int AS n FROM "${e.schema}".storage_objects`))[0].n, 3);
+  const replan = await importInto(e, tok.e, zip, { dry_run: 'true' });
+  t.is(replan.body.data.report.summary, '0 changes');
+});
+
 test.serial('bad requests: no file, a field that is not a boolean, an unknown field, JSON instead of a form; each a 400/415 that records nothing', async (t) => {
   const zip = await exportOf(a, tok.adminA);
   const noFile = await s.api('POST', '/api/apps/imports/', { host: b.domain, token: tok.adminB, body: { dry_run: true } });

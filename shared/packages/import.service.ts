@@ -21,7 +21,7 @@ import { checkSettings, updateAppSettings } from '../apps/app-settings.service.t
 import { createRole, updateRole } from '../apps/app-roles.service.ts';
 import { createDataSource, updateDataSource } from '../apps/datasource.service.ts';
 import { activeApp, findApp, type ActiveApp } from '../apps/lookup.ts';
-import { isUuid } from '../common/slug.ts';
+import { isUuid, uniqueViolation } from '../common/slug.ts';
 import { actorUuid, makeContext, type ServiceContext } from '../context.ts';
 import { firstRow, iso, rows, type Timestamp } from '../db/sql.ts';
 import { longOperation } from '../db/long-operations.ts';
@@ -165,7 +165,8 @@ export async function importPackage(ctx: ServiceContext, deps: ImportDeps, file:
     try {
       await apply(ctx, deps, schema, contents, plan, progress);
     } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
+      // What the caller is told too; an unexpected failure's own text (SQL, paths) stays in the server's log.
+      const message = err instanceof DomainError ? [err.message, ...(err.errors ? [JSON.stringify(err.errors)] : [])].join(' ') : 'An internal error occurred; nothing was imported.';
       await finish('failed', { ...report, errors: [message] }, message.slice(0, 2000)).catch(() => undefined);
       throw err;
     }
@@ -245,6 +246,8 @@ async function apply(ctx: ServiceContext, deps: ImportDeps, schema: string, cont
     progress('applying');
     const replaced: string[] = [];
     await ctx.em.fork().transactional(async (tx) => {
+      // Imports of one app in one site, one at a time: the second finds what the first made (a conflict below).
+      await tx.execute('SELECT pg_advisory_xact_lock(hashtext(?))', [`app-import:${schema}:${plan.app_slug}`]);
       const t = makeContext(tx as EntityManager, ctx.actor, ctx.tenant, { ability: ctx.ability, events: ctx.events });
       Object.assign(t, { grants: ctx.grants, sitePermissions: ctx.sitePermissions, statementTimeoutMs: ctx.statementTimeoutMs });
       await applyModules(t, deps, schema, contents, plan);
@@ -254,6 +257,9 @@ async function apply(ctx: ServiceContext, deps: ImportDeps, schema: string, cont
     if (replaced.length) await dropBlobs(ctx.em, deps.store.site(schema), schema, replaced);
   } catch (err) {
     await dropBlobs(ctx.em, deps.store.site(schema), schema, staged.map((s) => s.blob.blobKey));
+    // Something the plan would create exists now: made meanwhile (another import, another client).
+    const constraint = uniqueViolation(err);
+    if (constraint !== undefined) throw new DomainError('CONFLICT', `The app "${plan.app_slug}" changed while the import was planned (${constraint || 'a unique key'}); nothing was imported: import again.`);
     throw err;
   } finally {
     release();
