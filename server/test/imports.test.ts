@@ -178,8 +178,11 @@ test.serial('round trip into a fresh site: the dry run plans and changes nothing
 
 test.serial('into a site holding an older version: the table migrates, its own secret value and extras stay, and a second plan is 0 changes', async (t) => {
   const zip = await exportOf(a, tok.adminA);
+  const before = await rowVersions(b);
   const dry = await importInto(b, tok.adminB, zip, { dry_run: 'true' });
   t.is(dry.status, 200, dry.text);
+  t.deepEqual(await rowVersions(b), before, 'the rehearsed migration and writes are rolled back');
+  t.deepEqual((await sql(`SELECT column_name FROM information_schema.columns WHERE table_schema = ? AND column_name = 'revenue'`, [b.schema])), []);
   const plan = dry.body.data.report.plan;
   t.deepEqual(plan.modules.datatables.update, ['companies']);
   t.true(plan.migrations.companies.is_safe);
@@ -222,7 +225,12 @@ test.serial('a failure halfway (a policy that does not compile) leaves the site 
   t.regex(JSON.stringify(refused.body), /policies\/metadata\.json.*digest/);
   t.deepEqual((await on(d, 'GET', '/api/apps/imports/', undefined, tok.d)).body.data, []);
 
-  // Without them the package is read, planned, and fails while applying: everything is rolled back.
+  // Without them the package is read and planned; the dry run rehearses the writes and finds the policy refused, changing nothing.
+  const rehearsed = await importInto(d, tok.d, bad, { validate_checksum: 'false', dry_run: 'true' });
+  t.is(rehearsed.status, 400, rehearsed.text);
+  t.regex(rehearsed.text, /policies/);
+  t.deepEqual(await rowVersions(d), before, 'the rehearsal is rolled back');
+  // The import fails while applying: everything is rolled back.
   const failed = await importInto(d, tok.d, bad, { validate_checksum: 'false' });
   t.is(failed.status, 400, failed.text);
   t.deepEqual(await rowVersions(d), before, 'no row of any module');
@@ -231,7 +239,8 @@ test.serial('a failure halfway (a policy that does not compile) leaves the site 
   const keys: string[] = [];
   for await (const key of store.list('')) keys.push(key);
   t.deepEqual(keys, [], 'the staged files are removed from the store');
-  const [job] = (await on(d, 'GET', '/api/apps/imports/', undefined, tok.d)).body.data;
+  const [job, dryJob] = (await on(d, 'GET', '/api/apps/imports/', undefined, tok.d)).body.data;
+  t.like(dryJob, { status: 'failed', dry_run: true });
   t.like(job, { status: 'failed', dry_run: false });
   t.truthy(job.error_message);
   t.deepEqual(job.report.errors, [job.error_message]);

@@ -1,7 +1,8 @@
 // App package import (spec Part 2 §2, §4 "Packages"; issue 32 items 2 and 4b; docs/app-packages.md
 // "Import"): the package read and checked (reader.ts), the plan made (plan.ts: what would be
-// created, updated, left unchanged or skipped), recorded as an import job; a dry run stops there.
-// An import then does exactly what the plan lists:
+// created, updated, left unchanged or skipped), recorded as an import job. A dry run rehearses
+// step 2 below in a transaction it rolls back (every service's checks run; no file is stored), so
+// what it accepts the import accepts. An import then does exactly what the plan lists:
 //   1. the files to create or replace are stored first, each through the bucket's inspection
 //      (storeBlob: journaled blobs, no object yet), a new bucket's under the uuid it will have;
 //   2. every module is written in ONE database transaction, in dependency order (the app, roles,
@@ -36,7 +37,7 @@ import { createSecret, updateSecret } from '../secrets/secret.service.ts';
 import { createSecretType } from '../secrets/secret-type.service.ts';
 import { dropBlobs } from '../storage/blobs.ts';
 import { checkedBucket, findBucket, insertBucket, updateBucket, type BucketRow, type BucketTarget } from '../storage/bucket.service.ts';
-import { ingestInTransaction, storeBlob, type StoredBlob } from '../storage/ingest.ts';
+import { admit, ingestInTransaction, storeBlob, type StoredBlob } from '../storage/ingest.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { authorizeSiteSubject, siteSchemaFor } from '../tenancy/site-access.ts';
 import type { PackageDeps } from './export.service.ts';
@@ -48,8 +49,6 @@ export interface ImportDeps extends PackageDeps {
   keyring: SecretKeyring;
   /** The data directory (app settings' icons live there; an import never changes an icon). */
   dataDir: string;
-  /** Where the import is (`reading`, `planning`, `storing files 10/200`, `applying`): the CLI's progress. */
-  progress?: (step: string) => void;
 }
 
 export interface ImportOptions {
@@ -141,12 +140,9 @@ async function importerSchema(ctx: ServiceContext): Promise<string> {
  */
 export async function importPackage(ctx: ServiceContext, deps: ImportDeps, file: string, options: ImportOptions): Promise<{ job: ImportJobView; report: ImportReport }> {
   const schema = await importerSchema(ctx);
-  const progress = deps.progress ?? (() => undefined);
   await mkdir(deps.tmpDir, { recursive: true });
-  progress('reading the package');
   const contents = await readPackage(file, { validateChecksum: options.validateChecksum, tmpBase: path.join(deps.tmpDir, `import-${randomUUID()}`) });
   try {
-    progress('planning');
     const plan = await planImport(ctx, deps.store.site(schema), contents);
     const q = quotedSchema(schema);
     const job = (await firstRow<ImportJobRow>(
@@ -161,9 +157,8 @@ export async function importPackage(ctx: ServiceContext, deps: ImportDeps, file:
         [status, JSON.stringify(report), error, job.id],
       ))!);
     const report = reportOf(plan, options.dryRun);
-    if (options.dryRun) return { job: await finish('completed', report, null), report };
     try {
-      await apply(ctx, deps, schema, contents, plan, progress);
+      await apply(ctx, deps, schema, contents, plan, options.dryRun);
     } catch (err) {
       // What the caller is told too; an unexpected failure's own text (SQL, paths) stays in the server's log.
       const message = err instanceof DomainError ? [err.message, ...(err.errors ? [JSON.stringify(err.errors)] : [])].join(' ') : 'An internal error occurred; nothing was imported.';
@@ -207,7 +202,17 @@ interface Staged {
   blob: StoredBlob;
 }
 
-async function apply(ctx: ServiceContext, deps: ImportDeps, schema: string, contents: PackageContents, plan: ImportPlan, progress: (step: string) => void): Promise<void> {
+/** Thrown at the end of a dry run's transaction to roll it back. */
+class Rehearsed extends Error {}
+
+/**
+ * The import's writes (module comment), or with `dryRun` their rehearsal: every module written in
+ * the transaction exactly as the import would (so the services' checks run: a policy set that
+ * does not compile, a refused migration, a function the limits refuse), each file admitted
+ * against its bucket's rules as they will be (size, declared type; no byte stored), then rolled
+ * back. What the rehearsal refuses, the import would refuse.
+ */
+async function apply(ctx: ServiceContext, deps: ImportDeps, schema: string, contents: PackageContents, plan: ImportPlan, dryRun: boolean): Promise<void> {
   const release = await longOperation(ctx);
   const staged: Staged[] = [];
   const stagingTargets = new Map<string, BucketTarget>();
@@ -221,29 +226,9 @@ async function apply(ctx: ServiceContext, deps: ImportDeps, schema: string, cont
     }
     const wanted = [...contents.buckets].flatMap(([slug, archive]) => archive.metadata.objects.filter((o) => changes(plan, 'storage', `${slug}/${o.path}`)).map((object) => ({ slug, object })));
     for (const slug of new Set(wanted.map((w) => w.slug))) stagingTargets.set(slug, await stagingTarget(ctx, schema, existingApp, contents, slug));
-    // STAGING_PARALLEL files at a time (the store's latency overlaps); the first failure stops the others.
-    let next = 0;
-    let failed = false;
-    const stage = async () => {
-      while (!failed && next < wanted.length) {
-        const { slug, object } = wanted[next++]!;
-        if (next % 500 === 0) progress(`storing files ${next}/${wanted.length}`);
-        try {
-          const blob = await storeBlob(ctx, deps.store, stagingTargets.get(slug)!, { body: await contents.buckets.get(slug)!.open(object), declaredType: object.mimetype, declaredSize: object.size, filename: object.filename });
-          staged.push({ bucket: slug, object, blob });
-        } catch (err) {
-          failed = true;
-          throw err;
-        }
-      }
-    };
-    const results = await Promise.allSettled(Array.from({ length: STAGING_PARALLEL }, stage));
-    const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (failure) throw failure.reason;
-    if (wanted.length) progress(`stored ${wanted.length} files`);
+    if (!dryRun) await stageFiles(ctx, deps, contents, wanted, stagingTargets, staged);
 
     // 2. Every module in one transaction.
-    progress('applying');
     const replaced: string[] = [];
     await ctx.em.fork().transactional(async (tx) => {
       // Imports of one app in one site, one at a time: the second finds what the first made (a conflict below).
@@ -251,11 +236,17 @@ async function apply(ctx: ServiceContext, deps: ImportDeps, schema: string, cont
       const t = makeContext(tx as EntityManager, ctx.actor, ctx.tenant, { ability: ctx.ability, events: ctx.events });
       Object.assign(t, { grants: ctx.grants, sitePermissions: ctx.sitePermissions, statementTimeoutMs: ctx.statementTimeoutMs });
       await applyModules(t, deps, schema, contents, plan);
-      replaced.push(...(await applyObjects(t, schema, contents, plan, staged, stagingTargets)));
+      const app = await createBuckets(t, schema, contents, plan, stagingTargets);
+      if (dryRun) {
+        for (const { slug, object } of wanted) admit(await findBucket(t.em, schema, app, slug), object);
+        throw new Rehearsed();
+      }
+      replaced.push(...(await placeObjects(t, schema, app, staged)));
     });
     // 3. The bytes the replaced objects held.
     if (replaced.length) await dropBlobs(ctx.em, deps.store.site(schema), schema, replaced);
   } catch (err) {
+    if (err instanceof Rehearsed) return;
     await dropBlobs(ctx.em, deps.store.site(schema), schema, staged.map((s) => s.blob.blobKey));
     // Something the plan would create exists now: made meanwhile (another import, another client).
     const constraint = uniqueViolation(err);
@@ -264,6 +255,27 @@ async function apply(ctx: ServiceContext, deps: ImportDeps, schema: string, cont
   } finally {
     release();
   }
+}
+
+/** Stores the files STAGING_PARALLEL at a time (the store's latency overlaps) into `staged`; the first failure stops the others. */
+async function stageFiles(ctx: ServiceContext, deps: ImportDeps, contents: PackageContents, wanted: { slug: string; object: BucketObject }[], targets: Map<string, BucketTarget>, staged: Staged[]): Promise<void> {
+  let next = 0;
+  let failed = false;
+  const stage = async () => {
+    while (!failed && next < wanted.length) {
+      const { slug, object } = wanted[next++]!;
+      try {
+        const blob = await storeBlob(ctx, deps.store, targets.get(slug)!, { body: await contents.buckets.get(slug)!.open(object), declaredType: object.mimetype, declaredSize: object.size, filename: object.filename });
+        staged.push({ bucket: slug, object, blob });
+      } catch (err) {
+        failed = true;
+        throw err;
+      }
+    }
+  };
+  const results = await Promise.allSettled(Array.from({ length: STAGING_PARALLEL }, stage));
+  const failure = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failure) throw failure.reason;
 }
 
 /** Where a bucket's files are staged: the bucket as it is, or the one the import will create (its uuid chosen now), with the package's rules. */
@@ -390,15 +402,21 @@ async function applyModules(t: ServiceContext, deps: ImportDeps, schema: string,
   for (const b of list(m.storage, 'buckets')) if (has(plan, 'storage', `bucket:${b.slug}`, 'update')) await updateBucket(t, slug, String(b.slug), bucketInput(b));
 }
 
-/** The buckets the package creates, then its objects placed (created or replaced); the blobs the replaced objects held. */
-async function applyObjects(t: ServiceContext, schema: string, contents: PackageContents, plan: ImportPlan, staged: Staged[], targets: Map<string, BucketTarget>): Promise<string[]> {
-  const app: ActiveApp = await activeApp(t.em, schema, plan.app_slug);
+/** Creates the buckets the package adds (a staged one with the uuid its files were stored under); the app. */
+async function createBuckets(t: ServiceContext, schema: string, contents: PackageContents, plan: ImportPlan, targets: Map<string, BucketTarget>): Promise<ActiveApp> {
+  const app = await activeApp(t.em, schema, plan.app_slug);
   const who = actorUuid(t);
   for (const b of list(contents.modules.storage, 'buckets')) {
     if (!has(plan, 'storage', `bucket:${b.slug}`, 'create')) continue;
     await authorizeSiteSubject(t, 'create', 'Bucket', { schema, app: app.slug });
     await insertBucket(t.em, schema, app.id, checkedBucket(bucketInput(b)), { slug: String(b.slug), who, uuid: targets.get(String(b.slug))?.bucket.uuid });
   }
+  return app;
+}
+
+/** The staged files placed as objects (created or replaced); the blobs the replaced objects held. */
+async function placeObjects(t: ServiceContext, schema: string, app: ActiveApp, staged: Staged[]): Promise<string[]> {
+  const who = actorUuid(t);
   const replaced: string[] = [];
   const buckets = new Map<string, BucketTarget>();
   for (const s of staged) {
