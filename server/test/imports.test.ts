@@ -246,6 +246,31 @@ test.serial('a failure halfway (a policy that does not compile) leaves the site 
   t.deepEqual(job.report.errors, [job.error_message]);
 });
 
+test.serial('an unsafe migration (text the package makes an integer) is refused, dry run included, unless the site\'s own data source allows data loss; the package never changes that setting', async (t) => {
+  const f = await freshSite('f');
+  await seedCrm(s, [f]);
+  // Here `employees` holds text: the package's integer is a conversion that may lose data (unsafe).
+  const texts = fixture('companies.json');
+  texts.fields = texts.fields.map((x) => (x.name === 'employees' ? { name: 'employees', type: 'string' } : x));
+  await createTables((m, p, body) => on(f, m, p, body, tok.f), [['main', 'companies', texts]]);
+  await must(on(f, 'POST', '/api/apps/crm/datatables/companies/data/', { id: 1, name: 'Acme', employees: '12' }, tok.f), 201);
+  const zip = await exportOf(a, tok.adminA);
+  const before = await rowVersions(f);
+  for (const dry_run of ['true', 'false']) {
+    const refused = await importInto(f, tok.f, zip, { dry_run });
+    t.is(refused.status, 400, refused.text);
+    t.regex(refused.text, /unsafe operations.*allow_data_loss/);
+  }
+  t.deepEqual(await rowVersions(f), before, 'nothing changed');
+  t.is((await on(f, 'PATCH', '/api/apps/crm/datasources/main/', { provider_config: { allow_data_loss: true } }, tok.f)).status, 200);
+  const done = await importInto(f, tok.f, zip);
+  t.is(done.status, 200, done.text);
+  t.false(done.body.data.report.plan.migrations.companies.is_safe);
+  t.deepEqual(await sql(`SELECT data_type FROM information_schema.columns WHERE table_schema = ? AND table_name LIKE '%companies' AND column_name = 'employees'`, [f.schema]), [{ data_type: 'bigint' }]);
+  const [source] = await sql(`SELECT provider_config FROM "${f.schema}".data_sources WHERE slug = 'main'`);
+  t.deepEqual(source.provider_config, { allow_data_loss: true }, 'the site keeps its own setting');
+});
+
 test.serial('two imports of one package at once into a fresh site: one app, never a 500; the later one finds the first\'s work (0 changes) or is a 409 that changed nothing', async (t) => {
   const e = await freshSite('e');
   const zip = await exportOf(a, tok.adminA);

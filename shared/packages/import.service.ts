@@ -42,7 +42,7 @@ import { quotedSchema } from '../tenancy/schema.ts';
 import { authorizeSiteSubject, siteSchemaFor } from '../tenancy/site-access.ts';
 import type { PackageDeps } from './export.service.ts';
 import { SECRET_PLACEHOLDER, type Manifest, type ModuleName } from './layout.ts';
-import { planImport, policyKey, type ImportPlan } from './plan.ts';
+import { planImport, policyKey, withoutDataLoss, type ImportPlan } from './plan.ts';
 import { readPackage, type BucketObject, type PackageContents } from './reader.ts';
 
 export interface ImportDeps extends PackageDeps {
@@ -351,7 +351,12 @@ async function applyModules(t: ServiceContext, deps: ImportDeps, schema: string,
   for (const d of list(m.datatables, 'data_sources')) {
     const body = { name: d.name, provider_config: d.provider_config ?? {}, description: d.description ?? '' };
     if (has(plan, 'datatables', `data_source:${d.slug}`, 'create')) await createDataSource(t, slug, { ...body, slug: d.slug, provider_type: d.provider_type });
-    else if (has(plan, 'datatables', `data_source:${d.slug}`, 'update')) await updateDataSource(t, slug, String(d.slug), body);
+    else if (has(plan, 'datatables', `data_source:${d.slug}`, 'update')) {
+      // The site's own allow_data_loss stays as it is: a package never lets a production table lose data.
+      const [own] = await rows<{ allow: unknown }>(t.em, `SELECT d.provider_config -> 'allow_data_loss' AS allow FROM ${quotedSchema(schema)}.data_sources d JOIN ${quotedSchema(schema)}.apps a ON a.id = d.app_id WHERE a.slug = ? AND d.slug = ?`, [slug, d.slug]);
+      const config = withoutDataLoss(d).provider_config as Item;
+      await updateDataSource(t, slug, String(d.slug), { ...body, provider_config: own?.allow === undefined || own.allow === null ? config : { ...config, allow_data_loss: own.allow } });
+    }
   }
   for (const table of tableOrder(list(m.datatables, 'tables'))) {
     const name = String(table.name);

@@ -102,6 +102,12 @@ function compare(module: string, wanted: Item[], current: Item[], key: (i: Item)
 
 const list = (file: Item | undefined, key: string): Item[] => (file?.[key] as Item[] | undefined) ?? [];
 
+/** A data source without its `provider_config.allow_data_loss` (the target's own safety setting). */
+export const withoutDataLoss = (d: Item): Item => {
+  const { allow_data_loss: _a, ...config } = (d.provider_config ?? {}) as Item;
+  return { ...d, provider_config: config };
+};
+
 /** A policy's identity in a package: type, entity type, name and version. */
 export const policyKey = (p: Item) => [p.policy_type, p.entity_type, p.name, p.version ?? 'default'].filter((x) => x !== undefined).join(':');
 
@@ -130,7 +136,8 @@ export async function planImport(ctx: ServiceContext, store: SiteStore, contents
   }
   if (modules.app_roles) plan.app_roles = compare('app_roles', list(modules.app_roles, 'roles'), list(cur('app_roles'), 'roles'), (r) => String(r.name));
   if (modules.datatables) {
-    const sources = compare('data sources', list(modules.datatables, 'data_sources'), list(cur('datatables'), 'data_sources'), (d) => `data_source:${d.slug}`);
+    // The site's own allow_data_loss decides whether its tables may lose data: never compared, never imported over (import.service.ts).
+    const sources = compare('data sources', list(modules.datatables, 'data_sources').map(withoutDataLoss), list(cur('datatables'), 'data_sources').map(withoutDataLoss), (d) => `data_source:${d.slug}`);
     const tables = compare('data tables', list(modules.datatables, 'tables'), list(cur('datatables'), 'tables'), (t) => String(t.name), (a, b) => same({ ...a, schema_hash: undefined }, { ...b, schema_hash: undefined }));
     const nowTables = new Map(list(cur('datatables'), 'tables').map((t) => [String(t.name), t]));
     for (const name of tables.update) {
