@@ -119,10 +119,8 @@ export type WriteCheck = (current: ObjectRow | undefined) => Promise<void>;
 export async function ingestObject(ctx: ServiceContext, store: ObjectStore, dst: BucketTarget, key: string, arrival: Arrival, check: WriteCheck): Promise<{ created: boolean; row: ObjectRow }> {
   let result: { created: boolean; row: ObjectRow; old?: string };
   try {
-    result = await ctx.em.transactional(async (tx) => {
-      const rules = await lockedRules(tx, dst);
-      return 'blob' in arrival ? place(tx, dst, rules, key, arrival, check) : repoint(tx, dst, rules, key, arrival, check);
-    });
+    result = await ctx.em.transactional(async (tx) =>
+      'blob' in arrival ? ingestInTransaction(tx, dst, key, arrival, check) : repoint(tx, dst, await lockedRules(tx, dst), key, arrival, check));
   } catch (err) {
     if ('blob' in arrival) await dropBlob(ctx, store, dst, arrival.blob.blobKey);
     if (uniqueViolation(err) === 'storage_objects_bucket_id_path_key') throw new DomainError('CONFLICT', `An object already exists at "${key}".`);
