@@ -12,6 +12,12 @@
 //   POST …/data/  [ … ]      INSERT … SELECT … FROM jsonb_to_recordset($1::jsonb) RETURNING <columns>
 //                            → 201 {data: [...]}; the body is JSON.parse'd (an array of at most
 //                            10,000, else 400) and sent as the parameter text: no per-field checks
+//   POST …/data/  { … }      one record: INSERT … SELECT … FROM jsonb_populate_record(NULL::…, $1::jsonb)
+//                            RETURNING <columns> → 201 {data}
+//   PATCH …/data/{id}/ {…}   UPDATE … SET each column = coalesce of the body's value (a record of
+//                            the body by jsonb_populate_record, the columns it names) WHERE id = $1
+//                            RETURNING <columns> → 200 {data}, 404 when absent
+//   DELETE …/data/{id}/      DELETE … WHERE id = $1 → 204, 404 when absent
 //   GET  /readyz             200 (bench/children.ts waits for it)
 //
 // Under /sites/{HOTPATH_SCHEMA}/api/apps/{HOTPATH_APP}/datatables/{HOTPATH_TABLE}/data/, the
@@ -64,8 +70,17 @@ function listStatement(sort: string, count: boolean) {
     text: `WITH page AS (${page}) SELECT c.total, page.* FROM (SELECT count(*) AS total FROM ${TABLE} WHERE ${WHERE}) c LEFT JOIN page ON true ORDER BY ${orderBy(sort, 'page.')}`,
   };
 }
+const WRITABLE = COLUMNS.split(', ').filter((c) => c !== 'id');
 const statements = {
   get: { name: 'get', text: `SELECT ${COLUMNS} FROM ${TABLE} WHERE id = $1` },
+  insertOne: { name: 'insert one', text: `INSERT INTO ${TABLE} (${COLUMNS}) SELECT ${COLUMNS} FROM jsonb_to_record($1::jsonb) AS x(${TYPED}) RETURNING ${COLUMNS}` },
+  // The columns the body names take its values (`?` tells a key present from a null); the others stay.
+  update: {
+    name: 'update',
+    text: `UPDATE ${TABLE} t SET ${WRITABLE.map((c) => `${c} = CASE WHEN $2::jsonb ? '${c}' THEN x.${c} ELSE t.${c} END`).join(', ')}
+             FROM jsonb_to_record($2::jsonb) AS x(${TYPED}) WHERE t.id = $1 RETURNING ${COLUMNS.split(', ').map((c) => `t.${c}`).join(', ')}`,
+  },
+  delete: { name: 'delete', text: `DELETE FROM ${TABLE} WHERE id = $1` },
   insert: { name: 'insert', text: `INSERT INTO ${TABLE} (${COLUMNS}) SELECT ${COLUMNS} FROM jsonb_to_recordset($1::jsonb) AS x(${TYPED}) RETURNING ${COLUMNS}` },
   list: new Map(Object.keys(SORTS).flatMap((sort) => [true, false].map((count) => [`${sort} ${count}`, listStatement(sort, count)] as const))),
 };
@@ -134,11 +149,40 @@ async function create(ctx: Koa.Context): Promise<void> {
   } catch {
     return fail(ctx, 400, 'Invalid JSON.');
   }
+  if (records && typeof records === 'object' && !Array.isArray(records)) {
+    const { rows } = await pool.query({ ...statements.insertOne, values: [text] });
+    ctx.status = 201;
+    ctx.body = { data: rows[0] };
+    return;
+  }
   if (!Array.isArray(records) || !records.length || records.length > MAX_BULK) return fail(ctx, 400, `Expected an array of 1 to ${MAX_BULK} records.`);
   // The text just parsed is the parameter: PostgreSQL reads it as jsonb (no second JSON.stringify).
   const { rows } = await pool.query({ ...statements.insert, values: [text] });
   ctx.status = 201;
   ctx.body = { data: rows };
+}
+
+async function update(ctx: Koa.Context, id: string): Promise<void> {
+  if (!/^\d{1,18}$/.test(id)) return fail(ctx, 404, 'Record not found.');
+  const text = await readBody(ctx);
+  if (text === null) return fail(ctx, 413, 'Body too large.');
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return fail(ctx, 400, 'Invalid JSON.');
+  }
+  if (!body || typeof body !== 'object' || Array.isArray(body)) return fail(ctx, 400, 'Expected an object.');
+  const { rows } = await pool.query({ ...statements.update, values: [id, text] });
+  if (!rows[0]) return fail(ctx, 404, 'Record not found.');
+  ctx.body = { data: rows[0] };
+}
+
+async function remove(ctx: Koa.Context, id: string): Promise<void> {
+  if (!/^\d{1,18}$/.test(id)) return fail(ctx, 404, 'Record not found.');
+  const { rowCount } = await pool.query({ ...statements.delete, values: [id] });
+  if (!rowCount) return fail(ctx, 404, 'Record not found.');
+  ctx.status = 204;
 }
 
 const app = new Koa();
@@ -153,7 +197,12 @@ app.use(async (ctx) => {
   const rest = ctx.path.slice(PREFIX.length);
   if (rest === '' && ctx.method === 'GET') return list(ctx);
   if (rest === '' && ctx.method === 'POST') return create(ctx);
-  if (ctx.method === 'GET' && rest.endsWith('/') && !rest.slice(0, -1).includes('/')) return get(ctx, decodeURIComponent(rest.slice(0, -1)));
+  if (rest.endsWith('/') && !rest.slice(0, -1).includes('/')) {
+    const id = decodeURIComponent(rest.slice(0, -1));
+    if (ctx.method === 'GET') return get(ctx, id);
+    if (ctx.method === 'PATCH') return update(ctx, id);
+    if (ctx.method === 'DELETE') return remove(ctx, id);
+  }
   fail(ctx, 404, 'Not found.');
 });
 app.on('error', (err: Error) => console.error(err.message));

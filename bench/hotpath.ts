@@ -17,6 +17,9 @@
 //   get           GET …/data/{random id}/
 //   list          GET …/data/?age__gte=30&age__lt=32&_sort=-age&page_size=20 (page + exact total)
 //   list-nocount  the same with &_count=none (skipped, with the reason, when the platform refuses it)
+//   create        POST …/data/ one new record (a fresh id each request)
+//   update        PATCH …/data/{random id}/ one field (score)
+//   delete        DELETE …/data/{id}/ of rows seeded for it (BENCH_DELETE_ROWS, 500,000; one id per request)
 //   bulk          POST …/data/ with BENCH_BULK (10,000) new records, sequential, BENCH_BULK_REPEAT
 //                 (3) times per server alternating (after one discarded warm-up each when
 //                 BENCH_WARMUP > 0); every answer must give back the records sent.
@@ -24,9 +27,10 @@
 // PIDs of `pg_stat_activity` rows of the bench database with the server's application_name,
 // listed right before and right after each run (union), their utime + stime from /proc.
 //
-// Targets (BENCH_STRICT=1: exit 1 when one is missed): at BENCH_CONNECTIONS, get and list each
+// Targets (BENCH_STRICT=1: exit 1 when one is missed): at BENCH_CONNECTIONS, get, list, create,
+// update and delete each
 // ≥ 0.8x the baseline's req/s and ≤ 1.5x its CPU per request (server + PostgreSQL); at 1
-// connection, get and list p50 ≤ 1.5x the baseline's; bulk p50 ≤ 1.2x the baseline's ms.
+// connection, their p50 ≤ 1.5x the baseline's (issue 33 for the writes); bulk p50 ≤ 1.2x the baseline's ms.
 // Output: a table on stdout, bench/results/hotpath-latest.json and a timestamped copy.
 //
 // Environment: BENCH_DATABASE_URL | TEST_DATABASE_URL (else an embedded PostgreSQL), BENCH_ROWS
@@ -56,7 +60,14 @@ const SEQ_DURATION = envNumber('BENCH_SEQ_DURATION', settings.durationSec);
 const ROWS = Math.max(100, Math.round(envNumber('BENCH_ROWS', 100_000)));
 const BULK = Math.max(1, Math.round(envNumber('BENCH_BULK', 10_000)));
 const BULK_REPEAT = Math.max(1, Math.round(envNumber('BENCH_BULK_REPEAT', 15)));
-const SCENARIOS = ['get', 'list', 'list-nocount', 'bulk'];
+const SCENARIOS = ['get', 'list', 'list-nocount', 'create', 'update', 'delete', 'bulk'];
+const WRITES = ['create', 'update', 'delete'];
+const DELETE_ROWS = Math.max(1000, Math.round(envNumber('BENCH_DELETE_ROWS', 500_000)));
+/** Ids the write scenarios use, far above the seeded rows and the bulk creates. */
+const DELETE_BASE = 50_000_000;
+const CREATE_BASE = 90_000_000;
+let nextCreate = CREATE_BASE;
+let nextDelete = DELETE_BASE;
 const ONLY = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
 const unknown = ONLY?.filter((s) => !SCENARIOS.includes(s));
 if (unknown?.length) throw new Error(`BENCH_ONLY: unknown scenario ${unknown.join(', ')} (${SCENARIOS.join(', ')})`);
@@ -115,6 +126,26 @@ async function checkEquivalence(platform: string, baseline: string, prefix: stri
   return { nocount: null };
 }
 
+/** Both servers write alike: a created record, an update of one field, a delete (and a 404 for a missing one). */
+async function checkWrites(platform: string, baseline: string, prefix: string, token: string): Promise<void> {
+  const both = async (method: string, path: (server: number) => string, body?: (server: number) => unknown) =>
+    Promise.all([platform, baseline].map((url, i) => api(url + path(i), method, { token, body: body?.(i) })));
+  const ids = [++nextCreate, ++nextCreate];
+  const created = await both('POST', () => prefix, (i) => makeRecords(ids[i]!, 1)[0]);
+  for (const r of created) assert.equal(r.status, 201, `create: ${r.text.slice(0, 300)}`);
+  assert.deepEqual(created[1]!.body.data, makeRecords(ids[1]!, 1)[0], "create: the baseline's answer is the record sent");
+  assert.deepEqual(created[0]!.body.data, makeRecords(ids[0]!, 1)[0], "create: the platform's answer is the record sent");
+  const updated = await both('PATCH', (i) => `${prefix}${ids[i]}/`, () => ({ score: 12.5 }));
+  for (const [i, r] of updated.entries()) {
+    assert.equal(r.status, 200, `update: ${r.text.slice(0, 300)}`);
+    assert.deepEqual(r.body.data, { ...makeRecords(ids[i]!, 1)[0], score: 12.5 }, `update on ${i ? 'the baseline' : 'the platform'}: one field changed`);
+  }
+  const deleted = await both('DELETE', (i) => `${prefix}${ids[i]}/`);
+  assert.deepEqual(deleted.map((r) => r.status), [204, 204], 'delete: 204 from both');
+  const again = await both('DELETE', (i) => `${prefix}${ids[i]}/`);
+  assert.deepEqual(again.map((r) => r.status), [404, 404], 'delete of a missing record: 404 from both');
+}
+
 interface Load {
   id: string;
   title: string;
@@ -129,6 +160,9 @@ function loads(scenario: string, prefix: string, token: string): Load[] {
     get: ['get by random id', { method: 'GET', path: `${prefix}1/`, headers: auth, nextPath: () => `${prefix}${randomId()}/` }],
     list: ['list, filtered + sorted page of 20 + total', { method: 'GET', path: `${prefix}?${FILTER}`, headers: auth }],
     'list-nocount': ['list, the same page, _count=none', { method: 'GET', path: `${prefix}?${NOCOUNT}`, headers: auth }],
+    create: ['create one record', { method: 'POST', path: prefix, headers: auth, nextBody: () => JSON.stringify(makeRecords(++nextCreate, 1)[0]) }],
+    update: ['update one field by id', { method: 'PATCH', path: `${prefix}1/`, headers: auth, nextPath: () => `${prefix}${randomId()}/`, nextBody: () => JSON.stringify({ score: Math.round(Math.random() * 10000) / 100 }) }],
+    delete: ['delete by id', { method: 'DELETE', path: `${prefix}${++nextDelete}/`, headers: auth, nextPath: () => `${prefix}${++nextDelete}/` }],
   };
   const [title, request] = requests[scenario]!;
   return [
@@ -254,7 +288,7 @@ function verdicts(results: ScenarioResult[]): Record<string, Verdict> {
   const out: Record<string, Verdict> = {};
   const byId = (id: string) => results.find((r) => r.id === id);
   const n = settings.connections;
-  for (const kind of ['get', 'list']) {
+  for (const kind of ['get', 'list', ...WRITES]) {
     const many = byId(`${kind}-n`);
     const one = byId(`${kind}-1`);
     if (many) {
@@ -332,7 +366,17 @@ async function main(): Promise<number> {
   const problems: string[] = [];
   const skipped: Record<string, string> = {};
   const results: ScenarioResult[] = [];
-  for (const scenario of ['get', 'list', 'list-nocount'].filter(wanted)) {
+  if (WRITES.some(wanted)) {
+    await checkWrites(platform.url, baseline.url, prefix, await siteToken(platform.url, site));
+    log(`both servers create, update and delete alike; seeding ${DELETE_ROWS.toLocaleString('en')} rows to delete…`);
+    await mon.query(
+      `INSERT INTO ${table} (id, name, email, age, city, created_at, score)
+       SELECT i, 'Gone ' || i, 'gone' || i || '@example.com', 30, 'Oslo', timestamptz '2024-01-01 00:00:00+00', 1 FROM generate_series($1::bigint, $2::bigint) AS i`,
+      [DELETE_BASE + 1, DELETE_BASE + DELETE_ROWS],
+    );
+    await mon.query(`VACUUM ANALYZE ${table}`);
+  }
+  for (const scenario of ['get', 'list', 'list-nocount', ...WRITES].filter(wanted)) {
     if (scenario === 'list-nocount' && nocount) {
       skipped[scenario] = nocount;
       log(`list-nocount skipped: ${nocount}`);
@@ -343,7 +387,7 @@ async function main(): Promise<number> {
       log(`${l.title}…`);
       const { platform: p, baseline: b, roundRatios } = await compare(targets.platform, targets.baseline, l.request, { ...settings, connections: l.connections, durationSec: l.durationSec });
       problems.push(...problemsOf(l.id, 'platform', p), ...problemsOf(l.id, 'baseline', b));
-      results.push(scenarioResult(l.id, l.title, `${l.request.method} ${l.request.nextPath ? `${prefix}{random id}/` : l.request.path}`, p, b, roundRatios));
+      results.push(scenarioResult(l.id, l.title, `${l.request.method} ${l.request.nextPath ? `${prefix}{id}/` : l.request.path}`, p, b, roundRatios));
     }
   }
   let bulkSamples: BulkSample[] = [];

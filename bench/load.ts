@@ -13,7 +13,7 @@ import autocannon from 'autocannon';
 import { cpuSeconds } from './children.ts';
 
 export interface Request {
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   path: string;
   headers?: Record<string, string>;
   body?: string;
@@ -21,6 +21,8 @@ export interface Request {
   bodies?: string[];
   /** A fresh path for every request (e.g. a random id; overrides `path` after the first request). */
   nextPath?: () => string;
+  /** A fresh body for every request (e.g. a new record's id; overrides `body`). */
+  nextBody?: () => string;
 }
 
 export interface LoadSettings {
@@ -133,10 +135,12 @@ async function run(target: Target, request: Request, connections: number, durati
   const instance = autocannon({
     url: target.url + request.path,
     method: request.method,
-    headers: { ...(request.body || bodies ? { 'content-type': 'application/json' } : {}), ...request.headers },
+    headers: { ...(request.body || bodies || request.nextBody ? { 'content-type': 'application/json' } : {}), ...request.headers },
     body: request.body ?? bodies?.[0],
     setupClient: bodies ? (client) => client.setBody(bodies[next++ % bodies.length]) : undefined,
-    requests: request.nextPath ? [{ method: request.method, setupRequest: (r) => ({ ...r, path: request.nextPath!() }) }] : undefined,
+    requests: request.nextPath || request.nextBody
+      ? [{ method: request.method, setupRequest: (r) => ({ ...r, ...(request.nextPath ? { path: request.nextPath() } : {}), ...(request.nextBody ? { body: request.nextBody() } : {}) }) }]
+      : undefined,
     connections,
     duration: durationSec,
     timeout: 30,

@@ -36,9 +36,12 @@ export interface TableRoute {
   idempotent?: RouteDef['idempotent'];
 }
 
+/** The tags of the per-table routes whose writes are data (records, edges), never cached metadata (RouteDef.writes). */
+const DATA_TAGS = new Set(['records', 'edges']);
+
 /** One per-table operation, with and without the data source segment. */
 export function perTable(r: TableRoute, tag = 'datatables'): RouteDef[] {
-  const base = { auth: 'user' as const, scope: 'tenant' as const, tags: [tag] };
+  const base = { auth: 'user' as const, scope: 'tenant' as const, tags: [tag], ...(DATA_TAGS.has(tag) ? { writes: 'data' as const } : {}) };
   const { suffix, operationId, extraParams, ...rest } = r;
   const params = (p: typeof TableParams | typeof SourceTableParams) => (extraParams ? Type.Object({ ...p.properties, ...extraParams }) : p);
   return [

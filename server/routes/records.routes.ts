@@ -169,7 +169,7 @@ export function recordRoutes(graph: GraphSettings): RouteDef[] {
       body: Type.Unknown(),
       responses: { 200: RecordData },
       async handler(ctx, { params, body }) {
-        ctx.body = { data: await records.patchRecord(ctx.state.service(), scopeOf(params), params.name!, params.pk!, body) };
+        send(ctx, { data: await records.patchRecord(ctx.state.service(), scopeOf(params), params.name!, params.pk!, body) });
       },
     }, 'records'),
     ...perTable({

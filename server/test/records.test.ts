@@ -158,6 +158,38 @@ test.serial('one round trip: a warm get or list (exact total) sends one statemen
   t.is(await sent(`${C}1/`), 1, 'and is cached again');
 });
 
+test.serial('issue 33: a warm single-record create, update and delete by id each send one statement, outside any transaction', async (t) => {
+  const connection = s.handle.db.orm.em.getConnection() as BoundConnection;
+  const begin = connection.begin.bind(connection);
+  let transactions = 0;
+  connection.begin = (...args) => {
+    transactions++;
+    return begin(...args);
+  };
+  try {
+    const sent = async (method: string, path: string, body?: unknown, status = 200) => {
+      const [before, began] = [connection.statements, transactions];
+      const res = await onA(method, path, body);
+      t.is(res.status, status, res.text);
+      return { statements: connection.statements - before, transactions: transactions - began, body: res.body };
+    };
+    await sent('POST', C, { id: 9001, name: 'Warm-up' }, 201); // warms the user and the table
+    const created = await sent('POST', C, { id: 9002, name: 'One trip' }, 201);
+    t.like(created, { statements: 1, transactions: 0 });
+    t.like(created.body.data, { id: 9002, name: 'One trip' });
+    const patched = await sent('PATCH', `${C}9002/`, { employees: 7 });
+    t.like(patched, { statements: 1, transactions: 0 });
+    t.like(patched.body.data, { id: 9002, name: 'One trip', employees: 7 });
+    t.like(await sent('DELETE', `${C}9002/`, undefined, 204), { statements: 1, transactions: 0 });
+    t.like(await sent('DELETE', `${C}9001/`, undefined, 204), { statements: 1, transactions: 0 });
+    // Several records are one transaction (all or nothing).
+    t.like(await sent('POST', C, [{ id: 9003, name: 'A' }, { id: 9004, name: 'B', employees: 3 }], 201), { transactions: 1 });
+    t.is((await onA('DELETE', `${C}?ids=9003,9004`)).status, 200);
+  } finally {
+    connection.begin = begin;
+  }
+});
+
 test.serial('filters: unknown field, unknown operator or bad value → 400 naming it', async (t) => {
   const unknown = await onA('GET', `${C}?nope=1`);
   t.is(unknown.status, 400);

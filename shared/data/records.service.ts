@@ -9,7 +9,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { readsOf, type ServiceContext } from '../context.ts';
 import { DomainError, fieldError, permissionDenied, validationError, type FieldErrors } from '../errors.ts';
-import { preparedRows, rows } from '../db/sql.ts';
+import { preparedRows, quoteIdent, rows } from '../db/sql.ts';
 import type { TableScope } from './datatable.service.ts';
 import { parseQueryFilters, type Filter, type SqlFragment } from './query/filter.ts';
 import { aggregate, compileOn, listQuery, pageOf, plain, plannedCount, populate, selectRecords } from './records/read.ts';
@@ -157,7 +157,8 @@ export async function createRecords(ctx: ServiceContext, scope: TableScope, name
   const ok = valid as RecordRow[];
   await requireAllowed(ctx, t, 'create', ok);
   try {
-    const created = await ctx.em.transactional((tx) => insertRecords(tx as EntityManager, t, ok, 'json'));
+    // One record is one statement (atomic by itself, one round trip); several may be several (one per set of fields given): one transaction.
+    const created = many ? await ctx.em.transactional((tx) => insertRecords(tx as EntityManager, t, ok, 'json')) : await insertRecords(ctx.em, t, ok, 'json');
     if (typeof created[0] === 'string') return new JsonText(many ? `[${created.join(',')}]` : created[0]);
     return many ? (created as RecordRow[]) : (created[0] as RecordRow);
   } catch (err) {
@@ -195,15 +196,45 @@ export async function upsertRecord(ctx: ServiceContext, scope: TableScope, name:
 }
 
 /** A partial update, validated as the whole record it produces. */
-export async function patchRecord(ctx: ServiceContext, scope: TableScope, name: string, id: string, body: unknown): Promise<RecordRow> {
+export async function patchRecord(ctx: ServiceContext, scope: TableScope, name: string, id: string, body: unknown): Promise<RecordRow | JsonText> {
   const t = await openTarget(ctx, scope, name, 'update');
   const updatable = await rowsAllowed(ctx, t, 'update');
+  if (t.provider === 'flat_table' && t.jsonSql && typeof body === 'object' && body !== null && !Array.isArray(body) && Object.keys(body).length) {
+    return patchInPlace(ctx, t, updatable, id, body as RecordRow);
+  }
   return ctx.em.transactional(async (tx) => {
     const errors: FieldErrors = {};
     const row = await patchOne(tx as EntityManager, t, updatable, id, body, '', errors);
     if (!row) throw validationError(errors, 'Invalid record.');
     return row;
   });
+}
+
+/**
+ * A flat table's record patched by one statement (issue 33): the patch validated in process (a
+ * flat table's checks are per field, and only the patched fields can be at fault: recordErrors),
+ * then `UPDATE … WHERE <key, readable and updatable: the caller's policy conditions on the old
+ * values> RETURNING` the answer's JSON, named, outside any transaction. Nothing updated: a
+ * record the caller reads but may not update is a 403, else a 404 (a second statement, on that
+ * path only).
+ */
+async function patchInPlace(ctx: ServiceContext, t: Target, updatable: SqlFragment, id: string, rec: RecordRow): Promise<JsonText> {
+  const errors: FieldErrors = {};
+  if (!recordErrors(t, { ...rec }, '', errors, rec)) throw validationError(errors, 'Invalid record.');
+  const where = keyCondition(t, id);
+  if (!where) throw recordNotFound();
+  const visible = withinAllowed(t.readable, where);
+  const target = withinAllowed(updatable, visible);
+  const set = Object.keys(rec).map((f) => `${quoteIdent(f)} = x.${quoteIdent(f)}`).join(', ');
+  const [row] = await guarded(t, () =>
+    preparedRows<{ r: string }>(ctx.em, `UPDATE ${t.table} AS t SET ${set} FROM jsonb_populate_record(NULL::${t.table}, ?::jsonb) AS x WHERE ${target.sql} RETURNING ${t.jsonSql} AS r`, [
+      JSON.stringify(rec),
+      ...target.params,
+    ]),
+  );
+  if (row) return new JsonText(row.r);
+  if (target !== visible && (await rows(readsOf(ctx), `SELECT 1 FROM ${t.table} t WHERE ${visible.sql}`, visible.params)).length) throw permissionDenied();
+  throw recordNotFound();
 }
 
 /** PATCH on the collection: an array of partial records each carrying its key; all or nothing. */
@@ -240,7 +271,7 @@ export async function deleteRecord(ctx: ServiceContext, scope: TableScope, name:
   if (!where) throw recordNotFound();
   const visible = withinAllowed(t.readable, where);
   const deletable = withinAllowed(await rowsAllowed(ctx, t, 'delete'), visible);
-  const gone = await guarded(t, () => rows(ctx.em, `DELETE FROM ${t.table} t WHERE ${deletable.sql} RETURNING 1`, deletable.params));
+  const gone = await guarded(t, () => preparedRows(ctx.em, `DELETE FROM ${t.table} t WHERE ${deletable.sql} RETURNING 1`, deletable.params));
   if (gone.length) return;
   // Nothing deleted: a missing record, or one the actor may not read, is a 404; one the actor reads
   // but may not delete a 403.

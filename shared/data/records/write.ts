@@ -3,7 +3,7 @@
 // docs/data-tables.md "Records API".
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ValidateFunction } from 'ajv';
-import { quoteIdent, rows } from '../../db/sql.ts';
+import { preparedRows, quoteIdent, rows } from '../../db/sql.ts';
 import { DomainError, addFieldError, fieldError, notFound, validationError, type FieldErrors } from '../../errors.ts';
 import { quoteLiteral } from '../ddl.ts';
 import { recordCaster, toStored, type RecordCast } from '../field-types.ts';
@@ -197,12 +197,14 @@ export async function insertRecords(em: EntityManager, t: TableView, records: Re
     return [];
   }
   const text = as === 'json' ? t.jsonSql : undefined;
+  // Named (prepared once per connection) outside a transaction: a single record's create is one
+  // statement, one round trip (records.service.ts createRecords).
   const returned = async (sql: string, params: unknown[]): Promise<unknown[]> => {
     if (as === 'nothing') {
-      await rows(em, sql, params);
+      await preparedRows(em, sql, params);
       return [];
     }
-    return text ? (await rows<{ r: string }>(em, `${sql} RETURNING ${text} AS r`, params)).map((x) => x.r) : selectRecords(em, t, `${sql} RETURNING to_jsonb(t.*) AS r`, params);
+    return text ? (await preparedRows<{ r: string }>(em, `${sql} RETURNING ${text} AS r`, params)).map((x) => x.r) : selectRecords(em, t, `${sql} RETURNING to_jsonb(t.*) AS r`, params);
   };
   // Records grouped by the set of fields they give; a record with exactly the fields of the
   // one before it joins that one's group without building a key (a batch usually has one set).
