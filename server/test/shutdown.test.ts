@@ -4,8 +4,11 @@ import { defineRoute } from '../http/registry.ts';
 import { freshQuery } from './dependencies.ts';
 import { startTestServer } from './helpers.ts';
 
-const slow = (ms: number) =>
-  defineRoute({
+/** A route answering after `ms`; `started` resolves when a request is in its handler (in flight: no fixed wait on a loaded machine). */
+function slow(ms: number) {
+  let begun = () => {};
+  const started = new Promise<void>((resolve) => (begun = resolve));
+  const route = defineRoute({
     method: 'get',
     path: '/api/test/slow/',
     operationId: 'test_slow',
@@ -14,16 +17,20 @@ const slow = (ms: number) =>
     auth: 'public',
     responses: { 200: null },
     async handler(ctx) {
+      begun();
       await new Promise((r) => setTimeout(r, ms));
       ctx.body = { done: true };
     },
   });
+  return { route, started };
+}
 
 test('shutdown finishes in-flight requests, refuses new ones, then closes the pool', async (t) => {
-  const s = await startTestServer({}, { extraRoutes: [slow(400)] });
+  const { route, started } = slow(400);
+  const s = await startTestServer({}, { extraRoutes: [route] });
   try {
     const inflight = s.api('GET', '/api/test/slow/');
-    await new Promise((r) => setTimeout(r, 100));
+    await started;
     const closing = s.handle.close();
     await new Promise((r) => setTimeout(r, 50));
     await t.throwsAsync(fetch(`${s.url}/healthz`));
@@ -38,7 +45,7 @@ test('shutdown finishes in-flight requests, refuses new ones, then closes the po
 });
 
 test('requests still running at the shutdown timeout are cut off', async (t) => {
-  const s = await startTestServer({ SHUTDOWN_TIMEOUT_MS: '200' }, { extraRoutes: [slow(5_000)] });
+  const s = await startTestServer({ SHUTDOWN_TIMEOUT_MS: '200' }, { extraRoutes: [slow(5_000).route] });
   try {
     const inflight = s.api('GET', '/api/test/slow/').then(
       () => 'answered',
@@ -67,7 +74,7 @@ function keepAliveGet(url: string, agent: http.Agent): Promise<{ status: number;
 }
 
 test('keep-alive connections do not hold shutdown: idle ones close at once, busy ones when their answer is out', async (t) => {
-  const s = await startTestServer({ SHUTDOWN_TIMEOUT_MS: '8000' }, { extraRoutes: [slow(500)] });
+  const s = await startTestServer({ SHUTDOWN_TIMEOUT_MS: '8000' }, { extraRoutes: [slow(500).route] });
   const idle = new http.Agent({ keepAlive: true });
   const agent = new http.Agent({ keepAlive: true });
   try {
