@@ -95,6 +95,9 @@ export function bytes(n: number): string {
 }
 
 /** A pass-through stream that shows each chunk to `see` (progress, counts) on its way. */
+/** A progress line of an upload: `  1.2 MB of 3.4 MB sent (35%)…` (with `what` in front when given). */
+export const sentLine = (sent: number, total: number, what = ''): string => `  ${what ? `${what}: ` : ''}${bytes(sent)} of ${bytes(total)} sent (${total ? Math.floor((sent / total) * 100) : 100}%)…`;
+
 export const watch = (see: (chunk: Buffer) => void): Transform =>
   new Transform({
     transform(chunk: Buffer, _enc, done) {

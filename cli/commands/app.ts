@@ -12,7 +12,7 @@ import type { SettingsView } from '../../shared/apps/app-settings.schemas.ts';
 import type { CreatedBody } from '../../shared/common/envelopes.ts';
 import { path } from '../api.ts';
 import { api, ApiCommand, operation } from '../base.ts';
-import { bytes, progress, save, watch } from '../tables.ts';
+import { bytes, progress, save, sentLine, watch } from '../tables.ts';
 import { multipartUpload } from '../multipart.ts';
 import { parseJson, siteFlag } from '../flags.ts';
 import { columns, keyValues, listOf, table } from '../output.ts';
@@ -111,7 +111,7 @@ class AppImportCommand extends ApiCommand<typeof AppImportCommand> {
     const upload = multipartUpload(
       { dry_run: f['dry-run'] ? 'true' : 'false', validate_checksum: f.checksum ? 'true' : 'false' },
       { path: args.file, name: nodePath.basename(args.file), size },
-      (n) => tick(() => `  ${bytes(n)} of ${bytes(size)} sent (${size ? Math.floor((n / size) * 100) : 100}%)…`),
+      (n) => tick(() => sentLine(n, size)),
     );
     const answer = await client.call<{ message: string; data: { job: ImportJobView; report: ImportReport } }>({ method: 'POST', site: f.site, path: '/api/apps/imports/', upload });
     const { job, report } = answer.data;

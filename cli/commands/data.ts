@@ -10,7 +10,7 @@ import { DomainError, fieldError } from '../../shared/errors.ts';
 import { path as apiPath, type Api, type ApiRequest } from '../api.ts';
 import { api, ApiCommand, operation } from '../base.ts';
 import { asksHierarchy, hierarchyFlags, hierarchyLines, hierarchyQuery } from '../hierarchy.ts';
-import { appFlag, bytes, CsvRowCounter, fileSize, filterFlag, jsonInput, jsonObject, pageLines, plural, progress, recordLines, recordQuery, recordsTable, save, siteFlag, sortFlag, tableFlag, watch, type RecordRow } from '../tables.ts';
+import { appFlag, bytes, CsvRowCounter, fileSize, filterFlag, jsonInput, jsonObject, pageLines, plural, progress, recordLines, recordQuery, recordsTable, save, sentLine, siteFlag, sortFlag, tableFlag, watch, type RecordRow } from '../tables.ts';
 
 const tableFlags = { site: siteFlag, app: appFlag, table: tableFlag };
 type TableFlags = { site: string; app: string; table: string };
@@ -144,7 +144,7 @@ class DataImportCommand extends ApiCommand<typeof DataImportCommand> {
     for (const [header, field] of Object.entries(mapping ?? {})) if (typeof field !== 'string') throw fieldError('mapping', `The field for "${header}" must be a string.`);
     const tick = progress((line) => this.info(line));
     this.info(`${f['dry-run'] ? 'Checking' : 'Importing'} ${path.basename(f.file)} (${bytes(size)}) into ${f.table}…`);
-    const onSent = (n: number) => tick(() => `  ${bytes(n)} of ${bytes(size)} sent (${size ? Math.floor((n / size) * 100) : 100}%)…`);
+    const onSent = (n: number) => tick(() => sentLine(n, size));
     const query = { dry_run: f['dry-run'] ? 'true' : 'false', mapping: mapping && JSON.stringify(mapping), delimiter: f.delimiter, encoding: f.encoding };
     const report = await this.call<CsvImportReport>(upload(f, f.file, onSent, query));
     if (report.failed > 0) process.exitCode = 1; // a dry run's failing rows; with --json too

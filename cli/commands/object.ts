@@ -15,7 +15,7 @@ import { path as apiPath } from '../api.ts';
 import { api, ApiCommand, type ApiSpec } from '../base.ts';
 import { columns, errorLine, keyValues, pageTable, table, when } from '../output.ts';
 import { jsonObject, pageFlags, siteFlag } from '../flags.ts';
-import { bytes, plural, progress, recordQuery, save, watch } from '../tables.ts';
+import { bytes, plural, progress, recordQuery, save, sentLine, watch } from '../tables.ts';
 
 const bucket = Flags.string({ char: 'b', summary: 'The bucket slug.', required: true });
 const objectFlags = { site: siteFlag, app: Flags.string({ summary: 'The app slug.', required: true }), bucket };
@@ -135,7 +135,7 @@ class ObjectUploadCommand extends ApiCommand<typeof ObjectUploadCommand> {
         let sent = 0;
         const tap = watch((chunk) => {
           sent += chunk.length;
-          tick(() => `  ${p.key}: ${bytes(sent)} of ${bytes(p.size)} sent (${p.size ? Math.floor((sent / p.size) * 100) : 100}%)…`);
+          tick(() => sentLine(sent, p.size, p.key));
         });
         pipe(fs.createReadStream(p.file), tap, () => undefined); // a read error fails `tap`, hence the upload
         return tap;

@@ -17,7 +17,7 @@ import { api, ApiCommand } from '../base.ts';
 import { siteFlag } from '../flags.ts';
 import { columns, keyValues, table, when } from '../output.ts';
 import { packDirectory, siteFiles } from '../pack.ts';
-import { bytes, plural, progress } from '../tables.ts';
+import { bytes, plural, progress, sentLine } from '../tables.ts';
 
 interface Answer<T> {
   message: string;
@@ -114,7 +114,7 @@ class WorkerDeployCommand extends ApiCommand<typeof WorkerDeployCommand> {
           manifest: manifest && JSON.stringify(manifest),
         },
         archive,
-        (n) => tick(() => `  ${bytes(n)} of ${bytes(archive!.size)} sent (${archive!.size ? Math.floor((n / archive!.size) * 100) : 100}%)…`),
+        (n) => tick(() => sentLine(n, archive!.size)),
       );
       let worker: WorkerView;
       let build: BuildView | null;

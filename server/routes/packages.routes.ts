@@ -32,17 +32,6 @@ async function sendZip(ctx: AppContext, zip: packages.PackageDownload): Promise<
   ctx.body = await zip.open();
 }
 
-/** A form field that is a boolean (`true`/`false`, `1`/`0`); absent: the default. */
-function formBoolean(fields: Record<string, unknown>, name: string, def: boolean): boolean {
-  const v = fields[name];
-  if (v === undefined || v === '') return def;
-  if (v === true || v === 'true' || v === '1') return true;
-  if (v === false || v === 'false' || v === '0') return false;
-  throw new DomainError('VALIDATION_ERROR', 'Invalid input.', { errors: { [name]: ['Must be a boolean (true or false).'] } });
-}
-
-const IMPORT_FIELDS = ['dry_run', 'validate_checksum'];
-
 export function packageRoutes(options: { config: Config; store: ObjectStore }): RouteDef[] {
   const deps: packages.PackageDeps = { store: options.store, tmpDir: path.join(options.config.dataDir, 'tmp') };
   const base = { scope: 'tenant' as const, auth: 'user' as const, tags: ['packages'] };
@@ -143,12 +132,9 @@ export function importRoutes(options: { config: Config; store: ObjectStore; keyr
       async handler(ctx) {
         if (!ctx.is('multipart/form-data')) throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'Send multipart/form-data with the package as `file`.');
         const result = await withMultipart(ctx, { tmpDir: deps.tmpDir, fileField: 'file', maxFileSize: limit, tooLarge }, async ({ fields, file }) => {
-          const unknown = Object.keys(fields).filter((k) => !IMPORT_FIELDS.includes(k));
-          if (unknown.length) throw new DomainError('VALIDATION_ERROR', 'Invalid input.', { errors: Object.fromEntries(unknown.map((k) => [k, ['Unknown field.']])) });
-          const dryRun = formBoolean(fields, 'dry_run', false);
-          const validateChecksum = formBoolean(fields, 'validate_checksum', true);
+          const options = imports.importOptions(fields);
           if (!file) throw new DomainError('VALIDATION_ERROR', 'Invalid input.', { errors: { file: ['No file was submitted.'] } });
-          return imports.importPackage(ctx.state.service(), deps, file.path, { dryRun, validateChecksum });
+          return imports.importPackage(ctx.state.service(), deps, file.path, options);
         });
         sendFlagged(ctx, 200, `${result.report.dry_run ? 'Dry run' : 'Imported'}: ${result.report.summary}.`, result);
       },

@@ -233,8 +233,16 @@ async function patchInPlace(ctx: ServiceContext, t: Target, updatable: SqlFragme
     ]),
   );
   if (row) return new JsonText(row.r);
-  if (target !== visible && (await rows(readsOf(ctx), `SELECT 1 FROM ${t.table} t WHERE ${visible.sql}`, visible.params)).length) throw permissionDenied();
-  throw recordNotFound();
+  throw await missingOrDenied(ctx, t, visible, target);
+}
+
+/**
+ * Why a write by key changed nothing: a record the actor reads (`visible`) but may not write
+ * (`allowed` narrower) is a 403; a missing one, or one the actor may not read, a 404.
+ */
+async function missingOrDenied(ctx: ServiceContext, t: Target, visible: SqlFragment, allowed: SqlFragment): Promise<DomainError> {
+  if (allowed !== visible && (await rows(readsOf(ctx), `SELECT 1 FROM ${t.table} t WHERE ${visible.sql}`, visible.params)).length) return permissionDenied();
+  return recordNotFound();
 }
 
 /** PATCH on the collection: an array of partial records each carrying its key; all or nothing. */
@@ -272,11 +280,7 @@ export async function deleteRecord(ctx: ServiceContext, scope: TableScope, name:
   const visible = withinAllowed(t.readable, where);
   const deletable = withinAllowed(await rowsAllowed(ctx, t, 'delete'), visible);
   const gone = await guarded(t, () => preparedRows(ctx.em, `DELETE FROM ${t.table} t WHERE ${deletable.sql} RETURNING 1`, deletable.params));
-  if (gone.length) return;
-  // Nothing deleted: a missing record, or one the actor may not read, is a 404; one the actor reads
-  // but may not delete a 403.
-  if (deletable !== visible && (await rows(readsOf(ctx), `SELECT 1 FROM ${t.table} t WHERE ${visible.sql}`, visible.params)).length) throw permissionDenied();
-  throw recordNotFound();
+  if (!gone.length) throw await missingOrDenied(ctx, t, visible, deletable);
 }
 
 /**

@@ -20,7 +20,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { insertApp, restoreApp, updateApp } from '../apps/app.service.ts';
 import { checkSettings, updateAppSettings } from '../apps/app-settings.service.ts';
 import { createRole, updateRole } from '../apps/app-roles.service.ts';
-import { createDataSource, updateDataSource } from '../apps/datasource.service.ts';
+import { createDataSource, getDataSource, updateDataSource } from '../apps/datasource.service.ts';
 import { activeApp, findApp, type ActiveApp } from '../apps/lookup.ts';
 import { isUuid, uniqueViolation } from '../common/slug.ts';
 import { actorUuid, makeContext, type ServiceContext } from '../context.ts';
@@ -28,14 +28,15 @@ import { firstRow, iso, rows, type Timestamp } from '../db/sql.ts';
 import { longOperation } from '../db/long-operations.ts';
 import { createDataTable, materializeDataTable, updateDataTable } from '../data/datatable.service.ts';
 import { foreignKeysOf } from '../data/table-schema.ts';
-import { DomainError, notFound } from '../errors.ts';
+import { DomainError, fieldError, notFound, validationError } from '../errors.ts';
 import { subscribe } from '../functions/events.service.ts';
-import { createFunction, updateFunction } from '../functions/function.service.ts';
+import { createFunction, getFunction, updateFunction } from '../functions/function.service.ts';
 import { importPolicies } from '../policies/policy.service.ts';
 import type { SecretKeyring } from '../secrets/crypto.ts';
 import { createSecret, updateSecret } from '../secrets/secret.service.ts';
 import { createSecretType } from '../secrets/secret-type.service.ts';
 import { dropBlobs } from '../storage/blobs.ts';
+import type { BucketCreate } from '../storage/bucket.schemas.ts';
 import { checkedBucket, findBucket, insertBucket, updateBucket, type BucketRow, type BucketTarget } from '../storage/bucket.service.ts';
 import { admit, ingestInTransaction, storeBlob, type StoredBlob } from '../storage/ingest.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
@@ -56,6 +57,22 @@ export interface ImportOptions {
   dryRun: boolean;
   /** Check every digest (default true); the safety checks run either way. */
   validateChecksum: boolean;
+}
+
+/** A form field that is a boolean (`true`/`false`, `1`/`0`); absent or empty: the default. */
+function formBoolean(fields: Record<string, unknown>, name: string, def: boolean): boolean {
+  const v = fields[name];
+  if (v === undefined || v === '') return def;
+  if (v === true || v === 'true' || v === '1') return true;
+  if (v === false || v === 'false' || v === '0') return false;
+  throw fieldError(name, 'Must be a boolean (true or false).');
+}
+
+/** The import's form fields (spec Part 2 §4): `dry_run` (default false), `validate_checksum` (default true); another field is a 400 naming it. */
+export function importOptions(fields: Record<string, unknown>): ImportOptions {
+  const unknown = Object.keys(fields).filter((k) => k !== 'dry_run' && k !== 'validate_checksum');
+  if (unknown.length) throw validationError(Object.fromEntries(unknown.map((k) => [k, ['Unknown field.']])));
+  return { dryRun: formBoolean(fields, 'dry_run', false), validateChecksum: formBoolean(fields, 'validate_checksum', true) };
 }
 
 type JobStatus = 'in_progress' | 'completed' | 'failed';
@@ -219,13 +236,13 @@ async function apply(ctx: ServiceContext, deps: ImportDeps, schema: string, cont
   try {
     // 1. The files, stored first (outside the transaction), each inspected against its bucket's rules as the package sets them.
     const existingApp = plan.app_exists ? await findApp(ctx.em, schema, plan.app_slug, true) : undefined;
-    for (const b of list(contents.modules.storage, 'buckets')) {
-      // Checked before a byte is stored: the bucket API's own rules; a document-library bucket is not made by an import.
-      const input = checkedBucket(bucketInput(b));
-      if (input.storage_provider === 'doclib' && has(plan, 'storage', `bucket:${b.slug}`, 'create')) throw new DomainError('BAD_REQUEST', `Bucket "${b.slug}": an import does not create document-library buckets (create it, then import again).`);
+    // Each bucket checked before a byte is stored, by the bucket API's own rules; a document-library bucket is not made by an import.
+    const buckets = new Map(list(contents.modules.storage, 'buckets').map((b) => [String(b.slug), checkedBucket(bucketInput(b))]));
+    for (const [slug, input] of buckets) {
+      if (input.storage_provider === 'doclib' && has(plan, 'storage', `bucket:${slug}`, 'create')) throw new DomainError('BAD_REQUEST', `Bucket "${slug}": an import does not create document-library buckets (create it, then import again).`);
     }
     const wanted = [...contents.buckets].flatMap(([slug, archive]) => archive.metadata.objects.filter((o) => changes(plan, 'storage', `${slug}/${o.path}`)).map((object) => ({ slug, object })));
-    for (const slug of new Set(wanted.map((w) => w.slug))) stagingTargets.set(slug, await stagingTarget(ctx, schema, existingApp, contents, slug));
+    for (const slug of new Set(wanted.map((w) => w.slug))) stagingTargets.set(slug, await stagingTarget(ctx, schema, existingApp, plan.app_slug, slug, buckets.get(slug)!));
     if (!dryRun) await stageFiles(ctx, deps, contents, wanted, stagingTargets, staged);
 
     // 2. Every module in one transaction.
@@ -235,8 +252,8 @@ async function apply(ctx: ServiceContext, deps: ImportDeps, schema: string, cont
       await tx.execute('SELECT pg_advisory_xact_lock(hashtext(?))', [`app-import:${schema}:${plan.app_slug}`]);
       const t = makeContext(tx as EntityManager, ctx.actor, ctx.tenant, { ability: ctx.ability, events: ctx.events });
       Object.assign(t, { grants: ctx.grants, sitePermissions: ctx.sitePermissions, statementTimeoutMs: ctx.statementTimeoutMs });
-      await applyModules(t, deps, schema, contents, plan);
-      const app = await createBuckets(t, schema, contents, plan, stagingTargets);
+      const app = await applyModules(t, deps, schema, contents, plan);
+      await createBuckets(t, schema, app, plan, buckets, stagingTargets);
       if (dryRun) {
         for (const { slug, object } of wanted) admit(await findBucket(t.em, schema, app, slug), object);
         throw new Rehearsed();
@@ -279,16 +296,14 @@ async function stageFiles(ctx: ServiceContext, deps: ImportDeps, contents: Packa
 }
 
 /** Where a bucket's files are staged: the bucket as it is, or the one the import will create (its uuid chosen now), with the package's rules. */
-async function stagingTarget(ctx: ServiceContext, schema: string, app: { id: number } | undefined, contents: PackageContents, slug: string): Promise<BucketTarget> {
-  const wanted = list(contents.modules.storage, 'buckets').find((b) => b.slug === slug)!;
+async function stagingTarget(ctx: ServiceContext, schema: string, app: { id: number } | undefined, appSlug: string, slug: string, rules: BucketCreate): Promise<BucketTarget> {
   const existing = app ? await findBucket(ctx.em, schema, app, slug).catch(() => undefined) : undefined;
-  const rules = checkedBucket(bucketInput(wanted));
   const bucket = {
     ...(existing ?? { id: 0, uuid: randomUUID(), slug }),
     file_size_limit: rules.file_size_limit ?? existing?.file_size_limit ?? Number.MAX_SAFE_INTEGER,
     allowed_mime_types: rules.allowed_mime_types ?? existing?.allowed_mime_types ?? [],
   } as BucketRow;
-  return { schema, app: { id: app?.id ?? 0, name: '', slug: contents.manifest.package.app_slug }, bucket };
+  return { schema, app: { id: app?.id ?? 0, name: '', slug: appSlug }, bucket };
 }
 
 /** A bucket of the package as the bucket API's creation body. */
@@ -323,7 +338,8 @@ function tableOrder(tables: Item[]): Item[] {
   return out;
 }
 
-async function applyModules(t: ServiceContext, deps: ImportDeps, schema: string, contents: PackageContents, plan: ImportPlan): Promise<void> {
+/** Every module but the objects, in dependency order; the app. */
+async function applyModules(t: ServiceContext, deps: ImportDeps, schema: string, contents: PackageContents, plan: ImportPlan): Promise<ActiveApp> {
   const m = contents.modules;
   const slug = plan.app_slug;
   const who = actorUuid(t);
@@ -341,6 +357,7 @@ async function applyModules(t: ServiceContext, deps: ImportDeps, schema: string,
       await updateAppSettings(t, { dataDir: deps.dataDir }, slug, settings);
     }
   }
+  const app = await activeApp(t.em, schema, slug);
 
   // Roles by name: created without a parent first, then every changed one gets its parent (a parent may come later in the list).
   const roles = list(m.app_roles, 'roles');
@@ -353,21 +370,20 @@ async function applyModules(t: ServiceContext, deps: ImportDeps, schema: string,
     if (has(plan, 'datatables', `data_source:${d.slug}`, 'create')) await createDataSource(t, slug, { ...body, slug: d.slug, provider_type: d.provider_type });
     else if (has(plan, 'datatables', `data_source:${d.slug}`, 'update')) {
       // The site's own allow_data_loss stays as it is: a package never lets a production table lose data.
-      const [own] = await rows<{ allow: unknown }>(t.em, `SELECT d.provider_config -> 'allow_data_loss' AS allow FROM ${quotedSchema(schema)}.data_sources d JOIN ${quotedSchema(schema)}.apps a ON a.id = d.app_id WHERE a.slug = ? AND d.slug = ?`, [slug, d.slug]);
+      const own = (await getDataSource(t, slug, String(d.slug))).provider_config.allow_data_loss;
       const config = withoutDataLoss(d).provider_config as Item;
-      await updateDataSource(t, slug, String(d.slug), { ...body, provider_config: own?.allow === undefined || own.allow === null ? config : { ...config, allow_data_loss: own.allow } });
+      await updateDataSource(t, slug, String(d.slug), { ...body, provider_config: own === undefined || own === null ? config : { ...config, allow_data_loss: own } });
     }
   }
   for (const table of tableOrder(list(m.datatables, 'tables'))) {
     const name = String(table.name);
     const scope = { app_slug: slug, ds: String(table.data_source) };
-    if (has(plan, 'datatables', name, 'create')) {
-      await createDataTable(t, scope, { name, description: table.description ?? '', json_schema: table.json_schema });
-    } else if (has(plan, 'datatables', name, 'update')) {
-      await updateDataTable(t, { app_slug: slug }, name, { description: table.description ?? '', json_schema: table.json_schema });
-    } else continue;
-    const now = await firstRow<{ is_materialized: boolean }>(t.em, `SELECT t.is_materialized FROM ${quotedSchema(schema)}.data_tables t JOIN ${quotedSchema(schema)}.apps a ON a.id = t.app_id WHERE a.slug = ? AND t.name = ?`, [slug, name]);
-    if (table.is_materialized === true && !now!.is_materialized) await materializeDataTable(t, { app_slug: slug }, name);
+    const body = { description: table.description ?? '', json_schema: table.json_schema };
+    let now: { is_materialized: boolean };
+    if (has(plan, 'datatables', name, 'create')) now = await createDataTable(t, scope, { name, ...body });
+    else if (has(plan, 'datatables', name, 'update')) now = await updateDataTable(t, { app_slug: slug }, name, body);
+    else continue;
+    if (table.is_materialized === true && !now.is_materialized) await materializeDataTable(t, { app_slug: slug }, name);
   }
 
   // Secrets: the site's missing types, then the app's secrets; a value is never overwritten, a new secret holds the placeholder.
@@ -393,9 +409,7 @@ async function applyModules(t: ServiceContext, deps: ImportDeps, schema: string,
   }
   for (const e of list(m.events, 'subscriptions')) {
     if (!has(plan, 'events', `${e.event}:${e.function_slug}`, 'create')) continue;
-    const fn = await firstRow<{ id: number }>(t.em, `SELECT f.id FROM ${quotedSchema(schema)}.functions f JOIN ${quotedSchema(schema)}.apps a ON a.id = f.app_id WHERE a.slug = ? AND f.slug = ?`, [slug, e.function_slug]);
-    if (!fn) throw notFound(`Function "${e.function_slug}" (named by an event subscription of the package)`);
-    await subscribe(t, String(e.event), { function_id: fn.id });
+    await subscribe(t, String(e.event), { function_id: (await getFunction(t, slug, String(e.function_slug))).id });
   }
 
   // Policies: every created or changed one in one write (the app's set must compile as a whole).
@@ -403,20 +417,18 @@ async function applyModules(t: ServiceContext, deps: ImportDeps, schema: string,
   const changed = new Set(plan.policies_changed);
   await importPolicies(t, slug, policies.filter((p) => changed.has(policyKey(p))));
 
-  // Buckets changed by the package (new ones and the objects follow in applyObjects).
+  // Buckets changed by the package (new ones and the objects follow: createBuckets, placeObjects).
   for (const b of list(m.storage, 'buckets')) if (has(plan, 'storage', `bucket:${b.slug}`, 'update')) await updateBucket(t, slug, String(b.slug), bucketInput(b));
+  return app;
 }
 
-/** Creates the buckets the package adds (a staged one with the uuid its files were stored under); the app. */
-async function createBuckets(t: ServiceContext, schema: string, contents: PackageContents, plan: ImportPlan, targets: Map<string, BucketTarget>): Promise<ActiveApp> {
-  const app = await activeApp(t.em, schema, plan.app_slug);
-  const who = actorUuid(t);
-  for (const b of list(contents.modules.storage, 'buckets')) {
-    if (!has(plan, 'storage', `bucket:${b.slug}`, 'create')) continue;
+/** Creates the buckets the package adds (a staged one with the uuid its files were stored under). */
+async function createBuckets(t: ServiceContext, schema: string, app: ActiveApp, plan: ImportPlan, buckets: Map<string, BucketCreate>, targets: Map<string, BucketTarget>): Promise<void> {
+  for (const [slug, input] of buckets) {
+    if (!has(plan, 'storage', `bucket:${slug}`, 'create')) continue;
     await authorizeSiteSubject(t, 'create', 'Bucket', { schema, app: app.slug });
-    await insertBucket(t.em, schema, app.id, checkedBucket(bucketInput(b)), { slug: String(b.slug), who, uuid: targets.get(String(b.slug))?.bucket.uuid });
+    await insertBucket(t.em, schema, app.id, input, { slug, who: actorUuid(t), uuid: targets.get(slug)?.bucket.uuid });
   }
-  return app;
 }
 
 /** The staged files placed as objects (created or replaced); the blobs the replaced objects held. */
