@@ -54,9 +54,9 @@ export function killGroup(child: ChildProcess): void {
 
 /**
  * Two `platform serve` processes on one test database: A migrates, B does not (`--no-migrate`).
- * `env` adds to the shared environment (Redis, limits).
+ * `env` adds to the shared environment (Redis, limits); `envB` to B's alone.
  */
-export async function serveTwo(db: TestDatabase, env: Record<string, string> = {}): Promise<{ a: Served; b: Served }> {
+export async function serveTwo(db: TestDatabase, env: Record<string, string> = {}, envB: Record<string, string> = {}): Promise<{ a: Served; b: Served }> {
   const all = {
     PATH: process.env.PATH ?? '',
     HOME: process.env.HOME ?? '',
@@ -72,7 +72,7 @@ export async function serveTwo(db: TestDatabase, env: Record<string, string> = {
   };
   const a = await serve(process.execPath, ['bin/run.js', 'serve'], all);
   try {
-    return { a, b: await serve(process.execPath, ['bin/run.js', 'serve', '--no-migrate'], all) };
+    return { a, b: await serve(process.execPath, ['bin/run.js', 'serve', '--no-migrate'], { ...all, ...envB }) };
   } catch (err) {
     await stopServed(a);
     throw err;

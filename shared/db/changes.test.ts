@@ -1,8 +1,11 @@
 // ChangeListener.settled(): a caller's committed changes have reached this process when it
 // resolves; concurrent callers share markers, one query at a time on the listening connection.
+// Another listening process (behind a proxy that delays the notifications it receives) has them
+// too, or is dropped from the wait when silent or gone.
 import test from 'ava';
 import pg from 'pg';
 import { createTestDatabase, type TestDatabase } from '../testing/database.ts';
+import { startDelayProxy } from '../testing/delay-proxy.ts';
 import { CHANGES_CHANNEL, ChangeListener } from './changes.ts';
 
 let db: TestDatabase;
@@ -71,4 +74,44 @@ test.serial('without a connection, settled() resolves at once', async (t) => {
   const started = Date.now();
   await idle.settled(5000);
   t.true(Date.now() - started < 1000);
+});
+
+const sleep = (ms: number) => new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), ms));
+
+test.serial("another listening process: settled() resolves once that process has the changes committed before the call; silent, it costs one timeout and is waited for again once it speaks; gone (bye), it is not waited for", async (t) => {
+  const { hostname, port } = new URL(db.url);
+  const proxy = await startDelayProxy({ host: hostname, port: Number(port) }, 300);
+  const peerSeen = new Set<string>();
+  const peer = new ChangeListener().on('tables', (key) => void (key !== null && peerSeen.add(key)));
+  t.teardown(async () => {
+    proxy.release();
+    await peer.close();
+    await proxy.close();
+  });
+  await peer.listen(proxy.url(db.url));
+  await listener.settled(5000); // its hello has come
+  for (let i = 0; i < 3; i++) {
+    await writer.query('SELECT pg_notify($1, $2)', [CHANGES_CHANNEL, `tables:p${i}`]);
+    await listener.settled(5000);
+    t.true(peerSeen.has(`p${i}`), `change ${i} reached the other process (300 ms late) before settled() resolved`);
+  }
+
+  // Silent (its notifications held back): one timeout, then not waited for.
+  proxy.hold();
+  await writer.query('SELECT pg_notify($1, $2)', [CHANGES_CHANNEL, 'tables:held']);
+  await listener.settled(300);
+  await sleep(200); // the marker's own timeout, just after the caller's
+  t.false(peerSeen.has('held'));
+  t.is(await Promise.race([listener.settled(60_000).then(() => 'settled' as const), sleep(5000)]), 'settled', 'a silent process is not waited for again');
+  // It speaks again (acknowledges the markers it missed): waited for again.
+  proxy.release();
+  for (let i = 0; i < 100 && !peerSeen.has('held'); i++) await sleep(50);
+  await sleep(1000);
+  await writer.query('SELECT pg_notify($1, $2)', [CHANGES_CHANNEL, 'tables:back']);
+  await listener.settled(5000);
+  t.true(peerSeen.has('back'), 'the process that spoke again is waited for');
+
+  // Gone: its bye is the last thing it sends (else a marker would wait for it until its timeout).
+  await peer.close();
+  t.is(await Promise.race([listener.settled(60_000).then(() => 'settled' as const), sleep(5000)]), 'settled', 'a process that said bye is not waited for');
 });

@@ -5,6 +5,10 @@
 // listening connection (ChangeListener) and tells the caches subscribed to that topic; when the
 // connection drops or is made again, every subscriber drops everything, as notifications may
 // have been missed meanwhile.
+//
+// Read-your-writes across processes: a request that changed metadata answers once every server
+// process listening on the channel has its change (settled(): a marker each process acknowledges),
+// so the caller's next request sees it whichever process serves it.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { EntityManager } from '@mikro-orm/postgresql';
@@ -23,6 +27,10 @@ export async function notifyChanged(em: EntityManager, topic: ChangeTopic, key =
   await em.execute('SELECT pg_notify(?, ?)', [CHANGES_CHANNEL, `${topic}:${key}`]);
 }
 
+/** What the listening processes tell each other (settled()), beside the change topics. */
+const PEER_MESSAGES = new Set(['settled', 'acked', 'hello', 'here', 'bye'] as const);
+type PeerMessage = typeof PEER_MESSAGES extends Set<infer M> ? M : never;
+
 /** `key` is null when everything may have changed (the listener (re)connected). */
 type Handler = (key: string | null) => void;
 
@@ -33,10 +41,20 @@ export class ChangeListener {
   private client: pg.Client | undefined;
   private stopped = false;
   private connected = false;
-  /** settled(): the markers this process waits for (`settled:<id>.<n>`; other processes see them and ignore them). */
+  /**
+   * settled(): the markers this process waits for (`settled:<id>.<n>`), each until it came back
+   * and every peer in `pending` acknowledged it (`acked:<id>.<n> <peer>`).
+   */
   private readonly id = randomUUID();
   private sequence = 0;
-  private readonly waiting = new Map<string, () => void>();
+  private readonly waiting = new Map<string, { back: boolean; pending: Set<string>; resolve: () => void }>();
+  /**
+   * The other processes listening on the channel: learnt from what they notify (`hello:` when they
+   * start listening, `here:` in answer, their markers and acknowledgements); forgotten when they
+   * say `bye:` or leave a marker unacknowledged until its timeout (a process that speaks again is
+   * known again).
+   */
+  private readonly peers = new Set<string>();
   /** The marker query on the wire: the listening connection runs one query at a time. */
   private sending: Promise<unknown> = Promise.resolve();
   /** The marker the callers of settled() wait for, sent once the one on the wire has gone. */
@@ -71,8 +89,10 @@ export class ChangeListener {
       client.on('notification', (n) => {
         const payload = n.payload ?? '';
         const at = payload.indexOf(':');
-        if (payload.startsWith('settled:')) this.waiting.get(payload.slice(at + 1))?.();
-        else this.emit(at < 0 ? payload : payload.slice(0, at), at < 0 ? null : payload.slice(at + 1));
+        const topic = at < 0 ? payload : payload.slice(0, at);
+        const rest = at < 0 ? null : payload.slice(at + 1);
+        if (PEER_MESSAGES.has(topic as PeerMessage) && rest !== null) this.fromPeer(client, topic as PeerMessage, rest);
+        else this.emit(topic, rest);
       });
       client.on('error', (err) => {
         if (this.client === client) this.connected = false;
@@ -89,6 +109,7 @@ export class ChangeListener {
       try {
         await client.connect();
         await client.query(`LISTEN ${CHANGES_CHANNEL}`);
+        await client.query('SELECT pg_notify($1, $2)', [CHANGES_CHANNEL, `hello:${this.id}`]);
       } catch (err) {
         client.end().catch(() => undefined);
         throw err;
@@ -101,10 +122,43 @@ export class ChangeListener {
   }
 
   /**
-   * Resolves once every change committed before the call has reached this process's caches (at
-   * most `timeoutMs`): a marker notified now comes back after all of them, as PostgreSQL delivers
-   * notifications in commit order. A request that wrote waits for it before answering, so that its
-   * caller's next request, served by this process, sees its change (server/http/middleware.ts).
+   * A message of another process (or this one's own marker, back). The handlers of a notification
+   * run when it arrives, so a process that acknowledges a marker has handled every change
+   * committed before it.
+   */
+  private fromPeer(client: pg.Client, kind: PeerMessage, rest: string): void {
+    const [key, peer] = kind === 'acked' ? rest.split(' ') : [rest, rest.split('.')[0]];
+    if (!key || !peer || peer === this.id) {
+      if (kind === 'settled') this.arrived(key, undefined);
+      return;
+    }
+    if (kind === 'bye') {
+      this.peers.delete(peer);
+      for (const k of this.waiting.keys()) this.arrived(k, peer);
+      return;
+    }
+    this.peers.add(peer);
+    const answer = kind === 'hello' ? `here:${this.id}` : kind === 'settled' ? `acked:${key} ${this.id}` : undefined;
+    if (answer) this.send(client, answer).catch(() => undefined);
+    if (kind === 'acked') this.arrived(key, peer);
+  }
+
+  /** The marker `key` came back (`peer` undefined) or was acknowledged by `peer`. */
+  private arrived(key: string, peer: string | undefined): void {
+    const w = this.waiting.get(key);
+    if (!w) return;
+    if (peer === undefined) w.back = true;
+    else w.pending.delete(peer);
+    if (w.back && w.pending.size === 0) w.resolve();
+  }
+
+  /**
+   * Resolves once every change committed before the call has reached the caches of this process
+   * and of every other listening process (at most `timeoutMs`): a marker notified now comes back,
+   * and reaches each of them, after all of them, as PostgreSQL delivers notifications in commit
+   * order; each process acknowledges it. A request that changed metadata waits for it before
+   * answering, so that its caller's next request sees its change whichever process serves it
+   * (server/http/middleware.ts).
    * The callers that come while a marker is being sent share the next one (a marker sent before
    * a call may precede the caller's commit): under load, one marker serves many writes.
    */
@@ -119,18 +173,28 @@ export class ChangeListener {
     clearTimeout(timer);
   }
 
+  /** Notifies `payload` on the listening connection, after what is on the wire (one query at a time). */
+  private send(client: pg.Client, payload: string): Promise<unknown> {
+    const sent = this.sending.then(() => client.query('SELECT pg_notify($1, $2)', [CHANGES_CHANNEL, payload]));
+    this.sending = sent.catch(() => undefined);
+    return sent;
+  }
+
   /** Sends a marker and resolves when it comes back (at most `timeoutMs`), never rejecting. */
   private async mark(timeoutMs: number): Promise<void> {
     const client = this.client;
     if (!this.connected || !client) return;
     const key = `${this.id}.${++this.sequence}`;
+    const pending = new Set(this.peers);
     let timer: NodeJS.Timeout | undefined;
     const arrived = new Promise<void>((resolve) => {
-      this.waiting.set(key, resolve);
-      timer = setTimeout(resolve, timeoutMs);
+      this.waiting.set(key, { back: false, pending, resolve });
+      timer = setTimeout(() => {
+        for (const peer of pending) this.peers.delete(peer); // silent: not waited for until it speaks again
+        resolve();
+      }, timeoutMs);
     });
-    const sent = client.query('SELECT pg_notify($1, $2)', [CHANGES_CHANNEL, `settled:${key}`]);
-    this.sending = sent.catch(() => undefined);
+    const sent = this.send(client, `settled:${key}`);
     try {
       await sent;
       await arrived;
@@ -147,6 +211,10 @@ export class ChangeListener {
     this.connected = false;
     const client = this.client;
     this.client = undefined;
+    // Bye: the others stop waiting for this process (at most a second: the database may not answer).
+    let timer: NodeJS.Timeout | undefined;
+    if (client) await Promise.race([this.send(client, `bye:${this.id}`).catch(() => undefined), new Promise((resolve) => (timer = setTimeout(resolve, 1000)))]);
+    clearTimeout(timer);
     await client?.end().catch(() => undefined);
   }
 }
