@@ -87,7 +87,7 @@ const BENCHES: Bench[] = [
   },
   {
     name: 'hotpath',
-    short: { BENCH_ONLY: 'get,list,create,update,delete,bulk', BENCH_DURATION: '4', BENCH_SEQ_DURATION: '1', BENCH_ROUNDS: '2', BENCH_WARMUP: '1', BENCH_DELETE_ROWS: '50000', BENCH_BULK_REPEAT: '3' },
+    short: { BENCH_ONLY: 'get,list,create,update,delete,bulk', BENCH_DURATION: '4', BENCH_SEQ_DURATION: '1', BENCH_ROUNDS: '2', BENCH_WARMUP: '1', BENCH_DELETE_ROWS: '200000', BENCH_BULK_REPEAT: '3' },
     rows: (j) =>
       j.scenarios
         .filter((s: any) => s.id.endsWith('-n') || s.id === 'bulk')
@@ -143,7 +143,7 @@ const BENCHES: Bench[] = [
   },
   {
     name: 'hierarchy',
-    short: { BENCH_LEVELS: '5', BENCH_SQL_RUNS: '5', BENCH_HTTP_RUNS: '5' },
+    short: { BENCH_LEVELS: '6', BENCH_SQL_RUNS: '5', BENCH_HTTP_RUNS: '5' },
     rows: (j) => j.scenarios.map((s: any) => time('hierarchy', `${s.title} (baseline: hand-written closure)`, 'ms SQL', s.ours.ms, s.closure.ms, 0.5)),
   },
   {
@@ -220,7 +220,7 @@ if (unknown?.length) throw new Error(`BENCH_ONLY: unknown bench ${unknown.join('
 const TIMEOUT_MIN = FULL ? 120 : 6;
 const RESULTS = path.join(import.meta.dirname, 'results');
 const ROOT = path.resolve(import.meta.dirname, '..');
-const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
+const log = (msg: string) => process.stderr.write(`[bench:run] ${msg}\n`);
 
 interface Outcome {
   name: string;
@@ -291,7 +291,7 @@ async function runOne(bench: Bench): Promise<Outcome> {
 const fmt = (n: number | null) => (n === null ? '–' : Math.abs(n) >= 100 ? Math.round(n).toLocaleString('en') : String(r2(n)));
 
 function table(outcomes: Outcome[]): string {
-  const head = ['bench', 'scenario', 'ours', 'baseline', 'unit', 'ratio', 'CPU', 'target', ''];
+  const head = ['bench', 'scenario', 'ours', 'baseline', 'unit', 'ratio', 'CPU', 'target', 'result'];
   const body = outcomes.flatMap((o) => [
     ...o.rows.map((r) => [r.bench, r.scenario, fmt(r.ours), fmt(r.baseline), r.unit, r.ratio === null ? '–' : `${r.ratio.toFixed(2)}x`, r.cpu === null ? '' : `${r.cpu.toFixed(2)}x`, r.target ?? '', r.pass === null ? '' : r.pass ? 'PASS' : 'MISS']),
     ...(o.error ? [[o.name, `FAILED: ${o.error}`, '', '', '', '', '', '', 'FAIL']] : []),
