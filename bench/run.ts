@@ -102,7 +102,8 @@ const BENCHES: Bench[] = [
     rows: (j) => [
       rate('functions', `invoke echo, ${j.throughput_per_s.concurrency} concurrent`, 'inv/s', j.throughput_per_s.platform, j.throughput_per_s.bare, 0.6),
       time('functions', 'invoke echo, sequential', 'ms p50', j.warm_ms.platform.p50, j.warm_ms.bare.p50),
-      time('functions', 'echo beside a hostile site (baseline: alone)', 'ms p99', j.noisy_neighbour_ms.beside_hostile.p99, j.noisy_neighbour_ms.alone.p99, 0.5),
+      // No target: at a few hundred calls a p99 is the slowest two; the fairness test asserts issue 29's bound (2x).
+      time('functions', 'echo beside a hostile site (baseline: alone)', 'ms p99', j.noisy_neighbour_ms.beside_hostile.p99, j.noisy_neighbour_ms.alone.p99),
     ],
   },
   {
@@ -190,14 +191,20 @@ const BENCHES: Bench[] = [
       return [
         rate('tenancy', 'probe route on a site host (baseline: platform host)', 'req/s', r.siteHost.requestsPerSec, r.platform.requestsPerSec, undefined, div(r.siteHost.cpuUsPerRequest, r.platform.cpuUsPerRequest)),
         rate('tenancy', 'probe route under /sites/{schema}/ (baseline: platform host)', 'req/s', r.sitePath.requestsPerSec, r.platform.requestsPerSec, undefined, div(r.sitePath.cpuUsPerRequest, r.platform.cpuUsPerRequest)),
+        bound('tenancy', 'site creation in process', 'ms p95', j.siteCreation.inProcess.p95Ms, null, '<', 500),
         bound('tenancy', 'site creation over HTTP', 'ms p95', j.siteCreation.http.p95Ms, null, '<', 500),
+        bound('tenancy', 'host resolution, warm cache', 'µs', r2(j.hostResolution.resolveHostMs * 1000), null, '<', 100),
       ];
     },
   },
   {
     name: 'migrations',
     short: null,
-    rows: (j) => j.results.map((m: any) => (m.target ? bound('migrations', `${m.what} (baseline: bare DDL)`, 'ms', m.httpMs, m.bareMs, '<', 100) : time('migrations', `${m.what} (baseline: bare DDL)`, 'ms', m.httpMs, m.bareMs))),
+    rows: (j) =>
+      j.results.map((m: any) => {
+        const title = m.bareMs === null ? m.what : `${m.what} (baseline: bare DDL)`;
+        return m.target ? bound('migrations', title, 'ms', m.httpMs, m.bareMs, '<', 100) : time('migrations', title, 'ms', m.httpMs, m.bareMs);
+      }),
   },
   {
     name: 'cli',
@@ -312,6 +319,7 @@ function gitCommit(): { commit: string | null; dirty: boolean | null } {
 
 const timestamp = new Date().toISOString();
 const machine = machineInfo();
+const { commit, dirty } = gitCommit(); // what is measured: the tree as the run starts
 const selected = BENCHES.filter((b) => (ONLY ? ONLY.includes(b.name) : FULL || b.short));
 const skipped = selected.filter((b) => !FULL && !b.short).map((b) => b.name);
 if (skipped.length) log(`full mode only (BENCH_FULL=1): ${skipped.join(', ')}`);
@@ -324,7 +332,6 @@ for (const bench of selected.filter((b) => FULL || b.short)) {
 
 const failed = outcomes.filter((o) => o.error).map((o) => o.name);
 const missed = outcomes.flatMap((o) => o.rows).filter((r) => r.pass === false);
-const { commit, dirty } = gitCommit();
 const mode = FULL ? 'full' : 'short';
 const minutes = r2((performance.now() - t0) / 60_000);
 const md = [
