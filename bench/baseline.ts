@@ -1,4 +1,4 @@
-// The bare baseline of `npm run bench` (bench/run.ts): its three request paths as a skilled
+// The bare baseline of `npm run bench:auth` (bench/auth.ts): its three request paths as a skilled
 // engineer would write them by hand — Koa alone (no router, no middleware stack, no ORM) over a
 // `pg` Pool of 20 (the platform's size), answering the same JSON as the platform, with the same
 // checks (JWT, active user of the token's generation, argon2). What the platform spends beyond

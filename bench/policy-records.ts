@@ -30,7 +30,7 @@
 // rows its filter matches, an unfiltered list's total is BENCH_ROWS, a record of another city reads
 // 200; under (b) the list's total is the number of Paris rows its filter matches and every record of
 // its page is of Paris, an unfiltered list's total is the number of Paris rows, a record of another
-// city is 403 and one of Paris 200; a missing id is 404 under both; then (a) again after switching
+// city is 404 (missing to the reader) and one of Paris 200; a missing id is 404 under both; then (a) again after switching
 // back; under (a) the list with `&city=Paris` gives exactly (b)'s page and total. Then each list's
 // SQL, as the server sent it (pg_stat_activity of its backends), is prepared on the bench's own
 // connection, executed 5 times (PostgreSQL may then switch a prepared statement to its generic
@@ -324,7 +324,7 @@ async function main(): Promise<number> {
     const all = await asReader(`${prefix}?page_size=1`);
     assert.equal(all.body.total, filtered ? expected.region : expected.all, `unfiltered list under ${mode}: its total`);
     assert.equal((await asReader(`${prefix}${randomRegionId()}/`)).status, 200, `get of a ${REGION} record under ${mode}`);
-    assert.equal((await asReader(`${prefix}${otherId}/`)).status, filtered ? 403 : 200, `get of a ${OTHER_REGION} record under ${mode}`);
+    assert.equal((await asReader(`${prefix}${otherId}/`)).status, filtered ? 404 : 200, `get of a ${OTHER_REGION} record under ${mode}`);
     assert.equal((await asReader(`${prefix}${ROWS * 10 + 7}/`)).status, 404, `get of a missing record under ${mode}`);
   };
   await check('system');
@@ -334,7 +334,7 @@ async function main(): Promise<number> {
   assert.equal(pages.explicit.total, pages.policy.total, `the explicit list under (a) and the list under (b): the same total`);
   log(
     `checked: the list's total is ${pages.system.total} under (a), ${pages.policy.total} under (b) (the ${REGION} rows of its filter), ` +
-      `and with &city=${REGION} under (a) the page and total of (b); a ${OTHER_REGION} record: 200 under (a), 403 under (b)`,
+      `and with &city=${REGION} under (a) the page and total of (b); a ${OTHER_REGION} record: 200 under (a), 404 under (b)`,
   );
 
   // The plans PostgreSQL gives the lists, as the server's prepared statements run them: prepared,

@@ -3,7 +3,7 @@
 // CSV export with the platform's memory. The HTTP comparisons with a hand-written baseline (get,
 // list, bulk create) are `npm run bench:hotpath` (bench/hotpath.ts).
 //
-// Setup (not measured; bench/records-setup.ts). A fresh database (as `npm run bench`) served by
+// Setup (not measured; bench/records-setup.ts). A fresh database (bench/database.ts) served by
 // the platform child (bench/server.ts, rate limits off). Over the platform's HTTP API: a site,
 // its superuser's token, an app, a flat_table data source and a table `people` (id integer
 // primary key, name, email, age with an index, city, created_at, score), materialized. The rows

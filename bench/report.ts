@@ -1,5 +1,5 @@
 // The benches' output: a table on stdout and the same figures as JSON in bench/results/
-// (latest.json and a timestamped copy; both ignored by git). When the scenarios carry the
+// ({bench}-latest.json and a timestamped copy; both ignored by git). When the scenarios carry the
 // CPU of the servers' PostgreSQL backends (`npm run bench:hotpath`), the table shows it next
 // to the server's, their sum, and the ratios platform ÷ baseline.
 import fs from 'node:fs';
@@ -82,7 +82,7 @@ export function formatTable(report: Pick<Report, 'scenarios' | 'targets' | 'prob
     ...(withDb ? [fixed(m.dbCpuUsPerRequest, 0), fixed(totalCpuUs(m), 0)] : []),
   ];
   const sideHead = (who: string) => [`${who} req/s`, 'p50 ms', 'p99 ms', withDb ? 'srv µs/req' : 'CPU µs/req', ...(withDb ? ['pg µs/req', 'Σ µs/req'] : [])];
-  // bench:hotpath reads throughput as platform ÷ baseline (≥ 0.8 wanted); npm run bench as overhead, baseline ÷ platform.
+  // bench:hotpath reads throughput as platform ÷ baseline (≥ 0.8 wanted); npm run bench:auth as overhead, baseline ÷ platform.
   const head = ['scenario', ...sideHead('platform'), ...sideHead('baseline'), withDb ? 'req/s P÷B' : 'overhead', 'CPU ratio'];
   const rows = report.scenarios.map((s) => [
     s.title,
@@ -107,15 +107,6 @@ export function formatTable(report: Pick<Report, 'scenarios' | 'targets' | 'prob
   for (const t of Object.values(report.targets)) out.push(`${t.ok ? 'PASS' : 'MISS'}  ${t.description}: ${t.value}`);
   for (const p of report.problems) out.push(`INVALID  ${p}`);
   return out.join('\n');
-}
-
-/** Writes latest.json and <ISO timestamp>.json; returns the paths. */
-export function writeReport(report: Report, dir: string): string[] {
-  fs.mkdirSync(dir, { recursive: true });
-  const json = JSON.stringify(report, null, 2) + '\n';
-  const files = [path.join(dir, 'latest.json'), path.join(dir, `${report.timestamp.replace(/:/g, '-')}.json`)];
-  for (const file of files) fs.writeFileSync(file, json);
-  return files;
 }
 
 /** bench/results/{name}-latest.json and a timestamped copy (not committed). */

@@ -1,180 +1,365 @@
-// `npm run bench`: throughput and latency of three request paths of the platform, each
-// measured against a bare baseline serving the same path in the same run.
+// `npm run bench`: every side-by-side benchmark, one after the other, and one table of their
+// headline figures — the platform ("ours") beside the baseline it is measured against in the
+// same run.
 //
-// Method. A fresh database (BENCH_USERS users, default 10,000) is served by two child
-// processes: the platform (bench/server.ts: startServer, the whole middleware stack,
-// MikroORM) and the baseline (bench/baseline.ts: Koa alone + pg, the same checks and answers
-// with the SQL a hand-writer would send — the users page and its count in one statement).
-// autocannon, in this process, drives both with the same connections (default 50): a warm-up each, then
-// BENCH_DURATION seconds each (default 10) split over rounds in alternating order
-// (P B | B P), so load that comes and goes on the machine falls on both alike. Absolute
-// req/s depends on the machine and on whatever else runs on it; the ratio of two servers
-// measured side by side holds much better, so the overhead ratio (baseline req/s ÷ platform
-// req/s) is the figure to track, with the servers' CPU time per request as a cross-check.
+// Each bench runs as a child process (`node bench/<name>.ts`, as its own `npm run bench:<name>`)
+// with the settings of the mode: short (the default: shorter durations, fewer rounds, smaller
+// seeds — every bench's own knobs, below — about 8 minutes on 2 cores) or full (BENCH_FULL=1 or
+// `--full`: each bench's own defaults, and also tenancy, migrations and cli; an hour or more).
+// Then its bench/results/<name>-latest.json is read and its headline rows taken: scenario,
+// ours, baseline, unit, ratio, the CPU ratio where measured, target and PASS/MISS.
+// ratio = how ours compares with the baseline, higher is better: ours ÷ baseline for a rate
+// (req/s, MB/s, rows/s), baseline ÷ ours for a time; 1.00 = as fast as the baseline. A target is
+// a minimum of that ratio (issue 33: reads ≥ 0.9x, writes ≥ 0.8x, functions ≥ 0.6x, storage
+// upload ≥ 0.7x and download ≥ 0.8x; the others the benches' own), or a bound on ours alone.
+// CPU = ours ÷ baseline CPU per request (lower is better).
 //
-// Environment: BENCH_DATABASE_URL | TEST_DATABASE_URL (else an embedded PostgreSQL),
-// BENCH_DURATION, BENCH_WARMUP (default 2), BENCH_ROUNDS (default 2), BENCH_CONNECTIONS,
-// BENCH_USERS, BENCH_ONLY=token,profile,users (a subset), BENCH_CPU_PROF=<dir> (V8 CPU
-// profiles of both servers), BENCH_STRICT=1 (exit 1 when a target is missed).
-import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
+// A bench that fails (exit code, timeout, no JSON) is reported as failed and the run goes on.
+// Output: the table on stdout and in bench/results/summary-latest.md, the whole summary (machine,
+// commit, settings, rows, each bench's duration and why it failed) in bench/results/summary-latest.json
+// and a timestamped copy; the benches' output goes to stderr. Exit 1 when a bench failed, and with
+// BENCH_STRICT=1 also when a target is missed.
+//
+// Environment: BENCH_FULL=1, BENCH_ONLY=auth,hotpath,… (a subset, in this order), BENCH_STRICT=1,
+// BENCH_DATABASE_URL | TEST_DATABASE_URL (passed on; else each bench starts an embedded
+// PostgreSQL). Other BENCH_* variables pass on to every bench and win over the mode's settings.
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { runBench, startChild, type Child } from './children.ts';
-import { openBenchDatabase, seedUsername, seedUsers, SEED_PASSWORD, type BenchDatabase } from './database.ts';
-import { compare, type LoadSettings, type Request } from './load.ts';
-import { formatTable, machineInfo, targets, writeReport, type Report, type ScenarioResult } from './report.ts';
+import { machineInfo, writeResults } from './report.ts';
 
-const num = (name: string, def: number) => {
-  const v = Number(process.env[name] || def);
-  if (!Number.isFinite(v) || v < 0) throw new Error(`${name} must be a non-negative number`);
-  return v;
-};
-const settings: LoadSettings = {
-  connections: num('BENCH_CONNECTIONS', 50),
-  durationSec: num('BENCH_DURATION', 10),
-  warmupSec: num('BENCH_WARMUP', 2),
-  rounds: Math.max(1, Math.round(num('BENCH_ROUNDS', 2))),
-  settleMs: 1000,
-};
-const USERS = num('BENCH_USERS', 10_000);
-const ADMIN = { username: 'benchadmin', password: 'bench-admin-password' };
-const SECRET = randomBytes(32).toString('base64url');
-const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
-
-let db: BenchDatabase | undefined;
-const children: Child[] = [];
-let cleaning: Promise<void> | undefined;
-/** Stops the children (by PID), then drops the database and stops the embedded PostgreSQL. */
-const cleanup = () =>
-  (cleaning ??= (async () => {
-    await Promise.allSettled(children.map((c) => c.stop()));
-    await db?.close().catch((err) => log(`dropping the bench database failed: ${err.message}`));
-  })());
-async function api(base: string, method: string, path: string, init: { token?: string; body?: unknown } = {}) {
-  const res = await fetch(base + path, {
-    method,
-    headers: { ...(init.token ? { authorization: `Bearer ${init.token}` } : {}), ...(init.body ? { 'content-type': 'application/json' } : {}) },
-    body: init.body ? JSON.stringify(init.body) : undefined,
-  });
-  return { status: res.status, body: (await res.json()) as Record<string, any> };
+interface Row {
+  bench: string;
+  scenario: string;
+  unit: string;
+  ours: number | null;
+  baseline: number | null;
+  /** ours against the baseline, higher is better (see the header). */
+  ratio: number | null;
+  /** ours ÷ baseline CPU per request or per GB, where measured. */
+  cpu: number | null;
+  target: string | null;
+  pass: boolean | null;
 }
 
-/** Both servers answer each request path alike (so the comparison compares the same work). */
-async function checkEquivalence(platform: string, baseline: string, token: string): Promise<void> {
-  const [p1, b1] = [await api(platform, 'GET', '/api/profile/', { token }), await api(baseline, 'GET', '/api/profile/', { token })];
-  assert.equal(p1.status, 200, 'platform profile');
-  assert.deepEqual(b1, p1, 'baseline profile body differs from the platform');
-  const list = '/api/cloud/users/?page_size=100';
-  const [p2, b2] = [await api(platform, 'GET', list, { token }), await api(baseline, 'GET', list, { token })];
-  assert.equal(p2.status, 200, 'platform user list');
-  const strip = (b: Record<string, any>) => ({ ...b, next: b.next && new URL(b.next).search, previous: b.previous && new URL(b.previous).search });
-  assert.deepEqual(strip(b2.body), strip(p2.body), 'baseline user list differs from the platform');
-  const login = { username: seedUsername(1), password: SEED_PASSWORD };
-  for (const base of [platform, baseline]) {
-    const res = await api(base, 'POST', '/api/auth/jwt/token/', { body: login });
-    assert.equal(res.status, 200, `token issue on ${base}`);
-    assert.deepEqual(Object.keys(res.body).sort(), ['access', 'refresh']);
-  }
+interface Bench {
+  name: string;
+  /** Settings of the short run; null: full mode only. */
+  short: Record<string, string> | null;
+  /** The headline rows of its bench/results/<name>-latest.json. */
+  rows(json: any): Row[];
+  /** It exits 1 when one of its targets is missed, whatever BENCH_STRICT says: then its exit code alone is no failure. */
+  exitsOnMiss?: true;
 }
 
-interface Scenario {
-  id: string;
-  title: string;
-  request: Request;
-  settleMs?: number;
-}
+const r2 = (n: number) => Math.round(n * 100) / 100;
+const div = (a: number | null | undefined, b: number | null | undefined) => (a && b ? r2(a / b) : null);
 
-function scenarios(token: string, seeded: number): Scenario[] {
-  const auth = { authorization: `Bearer ${token}` };
-  // Each connection logs in as its own user, as 50 clients would, spread over the whole
-  // table (where a user sits matters to a lookup that cannot use an index).
-  const n = Math.max(1, Math.min(settings.connections, seeded));
-  const logins = Array.from({ length: n }, (_, k) =>
-    JSON.stringify({ username: seedUsername(1 + Math.floor((k * (seeded - 1)) / Math.max(1, n - 1))), password: SEED_PASSWORD }),
-  );
-  return [
-    {
-      id: 'token',
-      title: 'token issue (argon2)',
-      request: { method: 'POST', path: '/api/auth/jwt/token/', bodies: logins },
-      // argon2 at tens of ms a hash: abandoned logins take seconds of CPU to drain.
-      settleMs: 5000,
+/** A figure of ours beside the baseline's: a rate (higher is better) or a time; `min`: the target ratio. */
+const compared =
+  (isRate: boolean) =>
+  (bench: string, scenario: string, unit: string, ours: number | null, baseline: number | null, min?: number, cpu: number | null = null): Row => {
+    const ratio = isRate ? div(ours, baseline) : div(baseline, ours);
+    return { bench, scenario, unit, ours, baseline, ratio, cpu, target: min === undefined ? null : `≥ ${min}x`, pass: min === undefined ? null : ratio !== null && ratio >= min };
+  };
+const rate = compared(true);
+const time = compared(false);
+/** A bound on ours alone (`ours < limit` or `ours ≤ limit`), with the baseline beside it when there is one. */
+const bound = (bench: string, scenario: string, unit: string, ours: number | null, baseline: number | null, op: '<' | '≤', limit: number): Row => ({
+  ...time(bench, scenario, unit, ours, baseline),
+  target: `${op} ${limit} ${unit}`,
+  pass: ours === null ? null : op === '<' ? ours < limit : ours <= limit,
+});
+
+const READS = 0.9;
+const WRITES = 0.8;
+
+const BENCHES: Bench[] = [
+  {
+    name: 'auth',
+    short: { BENCH_DURATION: '4', BENCH_ROUNDS: '2', BENCH_WARMUP: '1' },
+    rows: (j) =>
+      j.scenarios.map((s: any) =>
+        rate('auth', s.title, 'req/s', s.platform.requestsPerSec, s.baseline.requestsPerSec, s.id === 'profile' ? 0.5 : undefined, s.cpuRatio),
+      ),
+  },
+  {
+    name: 'hotpath',
+    short: { BENCH_ONLY: 'get,list,create,update,delete,bulk', BENCH_DURATION: '4', BENCH_SEQ_DURATION: '1', BENCH_ROUNDS: '2', BENCH_WARMUP: '1', BENCH_DELETE_ROWS: '100000', BENCH_BULK_REPEAT: '3' },
+    rows: (j) =>
+      j.scenarios
+        .filter((s: any) => s.id.endsWith('-n') || s.id === 'bulk')
+        .map((s: any) =>
+          s.id === 'bulk'
+            ? time('hotpath', s.title, 'ms p50', s.platform.p50Ms, s.baseline.p50Ms, r2(1 / 1.2), s.totalCpuRatio)
+            : rate('hotpath', s.title, 'req/s', s.platform.requestsPerSec, s.baseline.requestsPerSec, ['get-n', 'list-n', 'list-nocount-n'].includes(s.id) ? READS : WRITES, s.totalCpuRatio),
+        ),
+  },
+  {
+    name: 'functions',
+    short: { BENCH_COLD_RUNS: '1', BENCH_WARM_RUNS: '50', BENCH_DURATION: '3', BENCH_ROUNDS: '2', BENCH_USERS_RUNS: '5', BENCH_NEIGHBOUR_RUNS: '20' },
+    rows: (j) => [
+      rate('functions', `invoke echo, ${j.throughput_per_s.concurrency} concurrent`, 'inv/s', j.throughput_per_s.platform, j.throughput_per_s.bare, 0.6),
+      time('functions', 'invoke echo, sequential', 'ms p50', j.warm_ms.platform.p50, j.warm_ms.bare.p50),
+      // No target: at a few hundred calls a p99 is the slowest two; the fairness test asserts issue 29's bound (2x).
+      time('functions', 'echo beside a hostile site (baseline: alone)', 'ms p99', j.noisy_neighbour_ms.beside_hostile.p99, j.noisy_neighbour_ms.alone.p99),
+    ],
+  },
+  {
+    name: 'storage',
+    short: { BENCH_ONLY: 'transfer', BENCH_SMALL_COUNT: '50', BENCH_MEDIUM_COUNT: '6', BENCH_LARGE_MIB: '256', BENCH_LARGE_ROUNDS: '2', BENCH_ROUNDS: '2' },
+    rows: (j) => [
+      ...j.transfers.flatMap((t: any) =>
+        (['upload', 'download'] as const).map((op) =>
+          rate('storage', `${op} ${t.title}`, 'MB/s', t[op].platform.mbps, t[op].bare.mbps, op === 'upload' ? 0.7 : 0.8, div(t[op].platform.cpuSecPerGB, t[op].bare.cpuSecPerGB)),
+        ),
+      ),
+      ...j.list.queries.filter((q: any) => q.target).map((q: any) => bound('storage', `list: ${q.title}`, 'ms p50', q.p50Ms, null, '<', 20)),
+    ],
+  },
+  {
+    name: 'policies',
+    short: { BENCH_DURATION: '1', BENCH_WARMUP: '0.5', BENCH_ROUNDS: '2' },
+    rows: (j) =>
+      j.scenarios.map((s: any) =>
+        s.resourcesPerRequest === 1
+          ? time('policies', 'check 1 resource (baseline: Cerbos over HTTP)', 'µs p50', s.inProcess.p50Us, s.cerbos.p50Us, 100)
+          : bound('policies', `check ${s.resourcesPerRequest} resources (baseline: Cerbos over HTTP)`, 'µs/decision', s.inProcess.usPerDecision, s.cerbos.usPerDecision, '≤', 20),
+      ),
+  },
+  {
+    name: 'policy-records',
+    short: { BENCH_ONLY: 'list,get', BENCH_ROWS: '100000', BENCH_DURATION: '4', BENCH_SEQ_DURATION: '1', BENCH_ROUNDS: '2', BENCH_WARMUP: '1' },
+    rows: (j) =>
+      j.scenarios.map((s: any) => {
+        const limit = s.scenario === 'list' ? 1.3 : s.scenario === 'get' ? 1.2 : undefined;
+        const min = limit && r2(1 / limit);
+        const title = `${s.title}, city policy (baseline: system policies)`;
+        return s.connections === 1
+          ? time('policy-records', title, 'ms p50', s.policy.p50Ms, s.system.p50Ms, min, s.cpuRatio)
+          : rate('policy-records', title, 'req/s', s.policy.requestsPerSec, s.system.requestsPerSec, min, s.cpuRatio);
+      }),
+  },
+  {
+    name: 'hierarchy',
+    short: { BENCH_LEVELS: '6', BENCH_SQL_RUNS: '5', BENCH_HTTP_RUNS: '5' },
+    rows: (j) => j.scenarios.map((s: any) => time('hierarchy', `${s.title} (baseline: hand-written closure)`, 'ms SQL', s.ours.ms, s.closure.ms, 0.5)),
+  },
+  {
+    name: 'import',
+    short: { BENCH_ONLY: 'service,http,baseline', BENCH_ROWS: '50000', BENCH_ROUNDS: '2' },
+    rows: (j) =>
+      (['service', 'http'] as const)
+        .filter((s) => j.summary[s])
+        .map((s) => rate('import', `CSV import of ${j.settings.rows.toLocaleString('en')} rows, ${s} (baseline: pg by hand)`, 'rows/s', j.summary[s].medianRowsPerSec, j.summary.baseline?.medianRowsPerSec ?? null)),
+  },
+  {
+    name: 'workers',
+    short: { BENCH_ONLY: 'throughput', BENCH_DURATION: '3', BENCH_ROUNDS: '1' },
+    rows: (j) => {
+      const t = j.throughput.summary;
+      const d = j.deploy.summary;
+      const a = j.activation.summary;
+      return [
+        ...(t
+          ? [
+              rate('workers', 'static 10 KiB, platform br (baseline: nginx gzip)', 'req/s', t.platformBr, t.nginxGzip, 0.5),
+              rate('workers', 'static 10 KiB, platform gzip (baseline: nginx gzip)', 'req/s', t.platformGzip, t.nginxGzip),
+              rate('workers', 'static 10 KiB, platform gzip (baseline: bare Node)', 'req/s', t.platformGzip, t.nodeBareGzip),
+            ]
+          : []),
+        ...(d ? [bound('workers', 'first deploy of 5,000 files', 's', d.firstMedianSeconds, null, '<', 10)] : []),
+        ...(a ? [bound('workers', 'activation', 'ms', a.p50Ms, null, '<', 50)] : []),
+      ];
     },
-    { id: 'profile', title: 'GET /api/profile/', request: { method: 'GET', path: '/api/profile/', headers: auth } },
-    { id: 'users', title: `GET /api/cloud/users/?page_size=100`, request: { method: 'GET', path: '/api/cloud/users/?page_size=100', headers: auth } },
-  ];
+  },
+  {
+    name: 'packages',
+    short: { BENCH_TABLES: '5', BENCH_POLICIES: '20', BENCH_FILES: '200', BENCH_FILE_BYTES: '204800' },
+    rows: (j) => [
+      time('packages', `export (${j.files} files, ${j.total_mib} MiB; baseline: yazl)`, 's', j.export_s, j.baseline_s),
+      time('packages', `import (the same; baseline: yauzl)`, 's', j.import_s, j.import_baseline_s),
+    ],
+  },
+  {
+    name: 'tenancy',
+    short: null,
+    exitsOnMiss: true,
+    rows: (j) => {
+      const r = j.routingThroughServer;
+      return [
+        rate('tenancy', 'probe route on a site host (baseline: platform host)', 'req/s', r.siteHost.requestsPerSec, r.platform.requestsPerSec, undefined, div(r.siteHost.cpuUsPerRequest, r.platform.cpuUsPerRequest)),
+        rate('tenancy', 'probe route under /sites/{schema}/ (baseline: platform host)', 'req/s', r.sitePath.requestsPerSec, r.platform.requestsPerSec, undefined, div(r.sitePath.cpuUsPerRequest, r.platform.cpuUsPerRequest)),
+        bound('tenancy', 'site creation in process', 'ms p95', j.siteCreation.inProcess.p95Ms, null, '<', 500),
+        bound('tenancy', 'site creation over HTTP', 'ms p95', j.siteCreation.http.p95Ms, null, '<', 500),
+        bound('tenancy', 'host resolution, warm cache', 'µs', r2(j.hostResolution.resolveHostMs * 1000), null, '<', 100),
+      ];
+    },
+  },
+  {
+    name: 'migrations',
+    short: null,
+    rows: (j) =>
+      j.results.map((m: any) => {
+        const title = m.bareMs === null ? m.what : `${m.what} (baseline: bare DDL)`;
+        return m.target ? bound('migrations', title, 'ms', m.httpMs, m.bareMs, '<', 100) : time('migrations', title, 'ms', m.httpMs, m.bareMs);
+      }),
+  },
+  {
+    name: 'cli',
+    short: null,
+    exitsOnMiss: true,
+    rows: (j) => {
+      const floor = j.lines.find((l: any) => l.how.startsWith('baseline'))?.medianS ?? null;
+      return j.lines.filter((l: any) => l.how === 'launcher' && l.where === 'inside').map((l: any) => bound('cli', `platform ${l.command} (baseline: node -e 0)`, 's', l.medianS, floor, '≤', 0.5));
+    },
+  },
+];
+
+const FULL = process.env.BENCH_FULL === '1' || process.argv.includes('--full');
+const STRICT = process.env.BENCH_STRICT === '1';
+const ONLY = process.env.BENCH_ONLY?.split(',').map((s) => s.trim()).filter(Boolean);
+const unknown = ONLY?.filter((n) => !BENCHES.some((b) => b.name === n));
+if (unknown?.length) throw new Error(`BENCH_ONLY: unknown bench ${unknown.join(', ')} (${BENCHES.map((b) => b.name).join(', ')})`);
+/** A bench that runs longer is stopped (SIGTERM: it cleans up) and counted as failed. */
+const TIMEOUT_MIN = FULL ? 120 : 6;
+const RESULTS = path.join(import.meta.dirname, 'results');
+const ROOT = path.resolve(import.meta.dirname, '..');
+const log = (msg: string) => process.stderr.write(`[bench:run] ${msg}\n`);
+
+interface Outcome {
+  name: string;
+  settings: Record<string, string>;
+  seconds: number;
+  /** Why it failed: its exit code, a timeout, its JSON missing or unreadable; null when it ran through. */
+  error: string | null;
+  rows: Row[];
 }
 
-async function main(): Promise<number> {
-  const timestamp = new Date().toISOString();
-  const machine = machineInfo();
-  db = await openBenchDatabase(log);
-  log(`database: ${db.source} (${db.version.split(',')[0]})`);
-  const env = {
-    PATH: process.env.PATH ?? '',
-    DATABASE_URL: db.url,
-    PLATFORM_SECRET_KEY: SECRET,
-    PLATFORM_ADMIN_USERNAME: ADMIN.username,
-    PLATFORM_ADMIN_PASSWORD: ADMIN.password,
-    PLATFORM_DATA_DIR: path.join(os.tmpdir(), 'platform-bench-data'), // unused with DATABASE_URL and a secret set
-    RATE_LIMIT_ENABLED: 'false',
-    LOG_LEVEL: 'warn',
-  };
-  const cpuProfileDir = process.env.BENCH_CPU_PROF ? path.resolve(process.env.BENCH_CPU_PROF) : undefined;
-  const platform = await startChild('platform', 'server.ts', { env, cpuProfileDir });
-  children.push(platform);
-  const baseline = await startChild('baseline', 'baseline.ts', { env, cpuProfileDir });
-  children.push(baseline);
-  log(`platform pid ${platform.pid} at ${platform.url}; baseline pid ${baseline.pid} at ${baseline.url}`);
+let current: ChildProcess | undefined;
+let interrupted = false;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    log(`${signal}: stopping${current ? ` pid ${current.pid}` : ''}; no further bench runs`);
+    interrupted = true;
+    current?.kill('SIGTERM');
+  });
+}
 
-  const users = await seedUsers(db.url, USERS);
-  log(`users table holds ${users} users`);
-  const login = await api(platform.url, 'POST', '/api/auth/jwt/token/', { body: ADMIN });
-  assert.equal(login.status, 200, 'admin login');
-  const token = login.body.access as string;
-  await checkEquivalence(platform.url, baseline.url, token);
-  log('both servers answer alike; measuring');
-
-  const results: ScenarioResult[] = [];
-  const problems: string[] = [];
-  const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
-  for (const s of scenarios(token, users - 1).filter((s) => !only || only.includes(s.id))) {
-    log(`${s.title}…`);
-    const { platform: p, baseline: b, roundRatios } = await compare(platform, baseline, s.request, { ...settings, settleMs: s.settleMs ?? settings.settleMs });
-    for (const [who, m] of [['platform', p], ['baseline', b]] as const) {
-      if (m.non2xx || m.errors || m.timeouts) problems.push(`${s.id} on ${who}: ${m.non2xx} non-2xx, ${m.errors} errors, ${m.timeouts} timeouts`);
-    }
-    const ratio = (x: number | null, y: number | null) => (x && y ? Math.round((x / y) * 100) / 100 : null);
-    results.push({
-      id: s.id,
-      title: s.title,
-      request: `${s.request.method} ${s.request.path}`,
-      platform: p,
-      baseline: b,
-      overheadRatio: ratio(b.requestsPerSec, p.requestsPerSec) ?? NaN,
-      roundRatios,
-      cpuRatio: ratio(p.serverCpuUsPerRequest, b.serverCpuUsPerRequest),
+/** Runs `node bench/<name>.ts` with `settings` over this environment (the caller's BENCH_* win); its output goes to stderr. */
+function runChild(name: string, settings: Record<string, string>): Promise<string | null> {
+  const env: Record<string, string | undefined> = { ...settings, ...process.env };
+  for (const own of ['BENCH_ONLY', 'BENCH_FULL', 'BENCH_STRICT']) env[own] = settings[own];
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [path.join(import.meta.dirname, `${name}.ts`)], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    current = child;
+    child.stdout.pipe(process.stderr);
+    child.stderr.pipe(process.stderr);
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      log(`${name}: over ${TIMEOUT_MIN} min, stopping pid ${child.pid}`);
+      child.kill('SIGTERM');
+      setTimeout(() => child.kill('SIGKILL'), 60_000).unref();
+    }, TIMEOUT_MIN * 60_000);
+    child.on('error', (err) => resolve(err.message));
+    child.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      current = undefined;
+      resolve(timedOut ? `stopped after ${TIMEOUT_MIN} min` : code === 0 ? null : `exit ${code ?? signal}`);
     });
-  }
-
-  const report: Report = {
-    timestamp,
-    machine: { ...machine, loadAverageAtEnd: os.loadavg().map((n) => Math.round(n * 100) / 100) },
-    database: { source: db.source, version: db.version, users },
-    settings: { ...settings, tokenSettleMs: 5000, loadGenerator: 'autocannon 8 (in the bench process)' },
-    scenarios: results,
-    targets: targets(results),
-    valid: problems.length === 0,
-    problems,
-  };
-  console.log(`\n${formatTable(report)}\n`);
-  const files = writeReport(report, path.join(import.meta.dirname, 'results'));
-  log(`written: ${files.map((f) => path.relative(process.cwd(), f)).join(', ')}`);
-  if (cpuProfileDir) log(`CPU profiles (written when the servers stop): ${cpuProfileDir}`);
-  if (!report.valid) return 1;
-  const missed = Object.values(report.targets).some((t) => !t.ok);
-  return missed && process.env.BENCH_STRICT === '1' ? 1 : 0;
+  });
 }
 
-await runBench(main, cleanup, log);
+async function runOne(bench: Bench): Promise<Outcome> {
+  const settings = FULL ? {} : bench.short!;
+  const file = path.join(RESULTS, `${bench.name}-latest.json`);
+  fs.rmSync(file, { force: true }); // a JSON left by an earlier run is never read as this one's
+  log(`${bench.name}: node bench/${bench.name}.ts ${Object.entries(settings).map(([k, v]) => `${k}=${v}`).join(' ')}`);
+  const t0 = performance.now();
+  const error = await runChild(bench.name, settings);
+  const seconds = Math.round((performance.now() - t0) / 100) / 10;
+  let rows: Row[] = [];
+  let problem = error;
+  if (fs.existsSync(file)) {
+    try {
+      rows = bench.rows(JSON.parse(fs.readFileSync(file, 'utf8')));
+      if (bench.exitsOnMiss && error === 'exit 1' && rows.some((r) => r.pass === false)) problem = null;
+    } catch (err) {
+      problem = [problem, `its ${path.basename(file)} could not be read: ${(err as Error).message}`].filter(Boolean).join('; ');
+    }
+  } else problem = [problem, `no ${path.basename(file)}`].filter(Boolean).join('; ');
+  log(`${bench.name}: ${problem ?? 'done'} in ${seconds} s`);
+  return { name: bench.name, settings, seconds, error: problem, rows };
+}
+
+const fmt = (n: number | null) => (n === null ? '–' : Math.abs(n) >= 100 ? Math.round(n).toLocaleString('en') : String(r2(n)));
+
+function table(outcomes: Outcome[]): string {
+  const head = ['bench', 'scenario', 'ours', 'baseline', 'unit', 'ratio', 'CPU', 'target', 'result'];
+  const body = outcomes.flatMap((o) => [
+    ...o.rows.map((r) => [r.bench, r.scenario, fmt(r.ours), fmt(r.baseline), r.unit, r.ratio === null ? '–' : `${r.ratio.toFixed(2)}x`, r.cpu === null ? '' : `${r.cpu.toFixed(2)}x`, r.target ?? '', r.pass === null ? '' : r.pass ? 'PASS' : 'MISS']),
+    ...(o.error ? [[o.name, `FAILED: ${o.error}`, '', '', '', '', '', '', 'FAIL']] : []),
+  ]);
+  const right = new Set([2, 3, 5, 6]);
+  const line = (cells: string[]) => `| ${cells.join(' | ')} |`;
+  return [line(head), `|${head.map((_, i) => (right.has(i) ? '---:' : '---')).join('|')}|`, ...body.map(line)].join('\n');
+}
+
+function gitCommit(): { commit: string | null; dirty: boolean | null } {
+  try {
+    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: ROOT, encoding: 'utf8' }).trim() !== '';
+    return { commit, dirty };
+  } catch {
+    return { commit: null, dirty: null };
+  }
+}
+
+const timestamp = new Date().toISOString();
+const machine = machineInfo();
+const { commit, dirty } = gitCommit(); // what is measured: the tree as the run starts
+const selected = BENCHES.filter((b) => (ONLY ? ONLY.includes(b.name) : FULL || b.short));
+const skipped = selected.filter((b) => !FULL && !b.short).map((b) => b.name);
+if (skipped.length) log(`full mode only (BENCH_FULL=1): ${skipped.join(', ')}`);
+const t0 = performance.now();
+const outcomes: Outcome[] = [];
+for (const bench of selected.filter((b) => FULL || b.short)) {
+  if (interrupted) break;
+  outcomes.push(await runOne(bench));
+}
+
+const failed = outcomes.filter((o) => o.error).map((o) => o.name);
+const missed = outcomes.flatMap((o) => o.rows).filter((r) => r.pass === false);
+const mode = FULL ? 'full' : 'short';
+const minutes = r2((performance.now() - t0) / 60_000);
+const md = [
+  `${mode} run of ${timestamp.slice(0, 16).replace('T', ' ')} UTC, commit ${commit ?? '?'}${dirty ? ' (with uncommitted changes)' : ''}, ${minutes} min; ${machine.cpus} × ${machine.cpuModel}, Node ${machine.node}, load average ${(machine.loadAverageAtStart as number[]).join(' ')} at the start, ${os.loadavg().map(r2).join(' ')} at the end; database: ${process.env.BENCH_DATABASE_URL ? 'BENCH_DATABASE_URL' : process.env.TEST_DATABASE_URL ? 'TEST_DATABASE_URL' : 'embedded'}.`,
+  '',
+  table(outcomes),
+  '',
+  'ratio: ours against the baseline, higher is better (ours ÷ baseline for a rate, baseline ÷ ours for a time); CPU: ours ÷ baseline CPU per request (lower is better).',
+  `${missed.length} target(s) missed; ${failed.length ? `failed: ${failed.join(', ')}` : 'no bench failed'}.`,
+].join('\n');
+writeResults(
+  'summary',
+  {
+    timestamp,
+    mode,
+    commit,
+    dirty,
+    machine: { ...machine, loadAverageAtEnd: os.loadavg().map(r2) },
+    database: process.env.BENCH_DATABASE_URL ? 'BENCH_DATABASE_URL' : process.env.TEST_DATABASE_URL ? 'TEST_DATABASE_URL' : 'embedded',
+    minutes,
+    benches: outcomes.map(({ rows, ...o }) => ({ ...o, rows: rows.length })),
+    rows: outcomes.flatMap((o) => o.rows),
+    failed,
+    missed: missed.map((r) => `${r.bench}: ${r.scenario}`),
+  },
+  timestamp,
+  log,
+);
+fs.writeFileSync(path.join(RESULTS, 'summary-latest.md'), `${md}\n`);
+console.log(`\n${md}\n`);
+process.exit(failed.length || (STRICT && missed.length) ? 1 : 0);

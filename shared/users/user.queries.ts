@@ -1,6 +1,6 @@
 // Lean reads of the users table for hot paths (authentication on every request, lists):
 // plain rows through the query builder, no entity hydration (measured: the entity path
-// costs about half of an authenticated request; see docs/benchmarks.md).
+// costs about half of an authenticated request: `npm run bench:auth`, docs/benchmarks.md).
 import { raw } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { iso, type Timestamp } from '../db/sql.ts';
