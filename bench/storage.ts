@@ -41,7 +41,8 @@
 // Environment: BENCH_DATABASE_URL | TEST_DATABASE_URL (else an embedded PostgreSQL), BENCH_ROUNDS
 // (2), BENCH_SMALL_COUNT (200), BENCH_MEDIUM_COUNT (20), BENCH_LARGE_MIB (1024),
 // BENCH_LARGE_ROUNDS (2), BENCH_LIST_ROWS (1000000), BENCH_LIST_RUNS (200), BENCH_ONLY (comma
-// list of transfer, list), BENCH_CPU_PROFILE (a directory: V8 CPU profiles of both servers,
+// list of transfer, list, or transfer scenarios by id: 100k-c1, 100k-c8, 10m-c1, 10m-c4, 1g —
+// `BENCH_ONLY=100k-c1,100k-c8` runs the small objects alone), BENCH_CPU_PROFILE (a directory: V8 CPU profiles of both servers,
 // written when they stop), BENCH_STRICT=1 (exit 1 when a target is missed).
 import { spawnSync } from 'node:child_process';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
@@ -223,7 +224,12 @@ async function benchMain(): Promise<void> {
   const LARGE_ROUNDS = Math.max(1, Math.round(envNumber('BENCH_LARGE_ROUNDS', 2)));
   const LIST_RUNS = Math.max(1, Math.round(envNumber('BENCH_LIST_RUNS', 200)));
   const LIST_WARMUP = 20;
+  const TRANSFERS = ['100k-c1', '100k-c8', '10m-c1', '10m-c4', '1g'];
   const ONLY = new Set((process.env.BENCH_ONLY || 'transfer,list').split(',').map((s) => s.trim()));
+  const unknown = [...ONLY].filter((s) => s !== 'transfer' && s !== 'list' && !TRANSFERS.includes(s));
+  if (unknown.length) throw new Error(`BENCH_ONLY: unknown part ${unknown.join(', ')} (transfer, list, ${TRANSFERS.join(', ')})`);
+  /** A transfer scenario runs with `transfer`, or when named itself. */
+  const wanted = (id: string) => ONLY.has('transfer') || ONLY.has(id);
   const SECRET = randomBytes(32).toString('base64url');
   const APP = 'bench';
   const TARGET_SHARE = 70;
@@ -318,7 +324,7 @@ async function benchMain(): Promise<void> {
     const plans: Record<string, string[]> = {};
     let transactionsPerObject: { upload: number; download: number } | undefined;
 
-    if (ONLY.has('transfer')) {
+    if (TRANSFERS.some(wanted)) {
       // Source files: random bytes, written once and fsynced (no writeback during the runs).
       const makeFiles = async (prefix: string, size: number, count: number) => {
         const list: string[] = [];
@@ -340,8 +346,8 @@ async function benchMain(): Promise<void> {
       };
       log('source files…');
       const small = await makeFiles('small', 100 * KiB, SMALL_COUNT);
-      const medium = await makeFiles('medium', 10 * MiB, MEDIUM_COUNT);
-      const large = await makeFiles('large', LARGE, 1);
+      const medium = wanted('10m-c1') || wanted('10m-c4') ? await makeFiles('medium', 10 * MiB, MEDIUM_COUNT) : [];
+      const large = wanted('1g') ? await makeFiles('large', LARGE, 1) : [];
       const synced = spawnSync('sync', [...small, ...medium, ...large]);
       if (synced.status !== 0) throw new Error(`sync failed: ${synced.stderr}`);
 
@@ -351,7 +357,7 @@ async function benchMain(): Promise<void> {
         { id: '10m-c1', title: `10 MiB × ${MEDIUM_COUNT}, sequential`, size: 10 * MiB, files: medium, concurrency: 1, rounds: ROUNDS },
         { id: '10m-c4', title: `10 MiB × ${MEDIUM_COUNT}, 4 concurrent`, size: 10 * MiB, files: medium, concurrency: 4, rounds: ROUNDS },
         { id: '1g', title: `${LARGE / MiB >= 1024 ? `${LARGE / 1024 / MiB} GiB` : `${LARGE / MiB} MiB`} × 1 per round`, size: LARGE, files: large, concurrency: 1, rounds: LARGE_ROUNDS },
-      ];
+      ].filter((s) => wanted(s.id));
 
       type Who = 'platform' | 'bare';
       const keyOf = (id: string, round: number, i: number) => `${id}/r${round}/obj${String(i).padStart(4, '0')}.bin`;
@@ -449,7 +455,7 @@ async function benchMain(): Promise<void> {
 
       // Warm-up (not measured): both servers' code paths compiled, connections and caches made.
       token = await siteToken(platform.url, site);
-      const warm = { ...scenarios[0]!, id: 'warmup', files: small.slice(0, 20), concurrency: 2 };
+      const warm = { id: 'warmup', title: 'warm-up', size: 100 * KiB, files: small.slice(0, 20), concurrency: 2, rounds: 1 };
       for (const who of ['bare', 'platform'] as const) {
         await batch(who, 'upload', warm, 0);
         await batch(who, 'download', warm, 0);
@@ -555,7 +561,7 @@ async function benchMain(): Promise<void> {
         log(`${s.title}: upload ${up.platform.mbps} MB/s (bare ${up.bare.mbps}, cp+fsync ${up.cp.mbps}); download ${down.platform.mbps} MB/s (bare ${down.bare.mbps}, cat ${down.cat.mbps})`);
       }
       const mib = (n: number) => r1(n / MiB);
-      for (const who of ['platform', 'bare'] as const) {
+      for (const who of wanted('1g') ? (['platform', 'bare'] as const) : []) {
         const p = peaks[who];
         memory.push({
           server: who,

@@ -50,7 +50,7 @@ export function requestContext(
     } finally {
       // A write is answered once its change has reached this process's caches: the caller's next
       // request sees it (other processes see it within their notification's delivery). Writes of
-      // data change nothing cached: they answer at once (RouteDef.writes).
+      // data (records, edges, storage objects) change nothing cached: they answer at once (RouteDef.writes).
       if (!SAFE_METHODS.has(ctx.method) && ctx.state.route?.writes !== 'data') await caches.settled();
       if (options.isShuttingDown()) ctx.set('Connection', 'close');
       if (options.logRequests && log.isLevelEnabled('info')) {

@@ -235,6 +235,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       bodyLimit: 'stream',
       idempotent: true,
       operationId: 'storage_objects_create',
+      writes: 'data',
       summary: 'Upload (legacy multipart)',
       description: 'multipart/form-data: `file` (required), `path` (default: the file name), `metadata` (a JSON object as text), `visibility`. 201 created / 200 replaced, {success, message, status_code, data: object}. An empty file is 400 {error}.',
       params: BucketRef,
@@ -254,6 +255,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       bodyLimit: 'stream',
       idempotent: true,
       operationId: 'storage_objects_batch_upload',
+      writes: 'data',
       summary: 'Upload up to 10 files',
       description: `multipart: \`files\` (repeated, at most ${MAX_BATCH_FILES}, ${MAX_BATCH_BYTES / 1024 / 1024} MB in all), \`paths\` (a JSON array of paths, parallel to files; default: the file names). Each file is checked on its own: 201 when all were stored, 207 when some failed, 400 when none; data: {uploaded: [object], failed: [{path, error}]}.`,
       params: BucketRef,
@@ -270,6 +272,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       method: 'post',
       path: `${OBJECTS}batch-delete/`,
       operationId: 'storage_objects_batch_delete',
+      writes: 'data',
       summary: 'Delete up to 100 objects',
       description: 'Body {paths: [...]} (duplicates removed). 200 when all were deleted, 207 when some failed (not found, permission denied), 400 for an empty list or more than 100: data {deleted_count, failed: [{path, error}]}.',
       params: BucketRef,
@@ -288,6 +291,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       method: 'post',
       path: `${OBJECTS}search/`,
       operationId: 'storage_objects_search',
+      writes: 'data',
       summary: 'Search objects (legacy)',
       description: 'Body {prefix?, search?, sortBy?: {column: created_at|updated_at|size|filename, order: asc|desc}, limit? (default 100, at most 1000), offset?} → data {objects, count, bucket}.',
       params: BucketRef,
@@ -310,6 +314,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       method: 'post',
       path: `${OBJECTS}copy/`,
       operationId: 'storage_objects_copy',
+      writes: 'data',
       summary: 'Copy an object',
       description: 'Body {source_path, destination_bucket? (a bucket of the same app; default this one), destination_path}: a new object (new uuid; metadata plus `copied_from`); the source is unchanged. 201; 404 when the source is missing; 500 with data.detail when the store fails.',
       params: BucketRef,
@@ -330,6 +335,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       method: 'post',
       path: `${OBJECTS}move/`,
       operationId: 'storage_objects_move',
+      writes: 'data',
       summary: 'Move (rename) an object in its bucket',
       description: 'Body {source_path, destination_path}: the same object (uuid kept) at a new path; 409 when the destination exists.',
       params: BucketRef,
@@ -384,8 +390,9 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
           return sendObject(ctx, store, b, o, ctx.state.reads());
         }
         const service = ctx.state.service();
-        const b = await bucketTarget(ctx, params, 'read');
-        const o = await objects.objectFor(service, b, key, asJson ? 'read' : 'download');
+        const at = await objects.objectsBucketAt(service, params.app_slug!, params.bucket!, 'read', key);
+        const b = at.b;
+        const o = await objects.permittedObject(service, b, key, at.o, asJson ? 'read' : 'download');
         if (asJson) return sendFlagged(ctx, 200, 'Object retrieved.', objects.objectView(b, o));
         await sendObject(ctx, store, b, o, ctx.state.reads());
       },
@@ -399,14 +406,15 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
         bodyLimit: 'stream',
         idempotent: true,
         operationId: `storage_objects_upload_${method}`,
+        writes: 'data',
         summary: 'Upload or replace the object at a key',
         description: 'Raw body (its Content-Type declared; the type is sniffed from the bytes) with `X-Metadata-<Name>` (or `X-<vendor>-Meta-<Name>`) headers, or multipart with `file`. 201 created / 200 replaced. Size over the bucket\'s file_size_limit or a type outside allowed_mime_types: 400 naming them, nothing stored.',
         params: ObjectKeyRef,
         responses: { 201: StorageEnvelope(), 200: StorageEnvelope() },
         async handler(ctx, { params }) {
           const key = keyOf(params);
-          const b = await bucketTarget(ctx, params, 'create');
-          const { created, object } = await uploadAt(ctx, store, b, key);
+          const { b, o } = await objects.objectsBucketAt(ctx.state.service(), params.app_slug!, params.bucket!, 'create', key);
+          const { created, object } = await uploadAt(ctx, store, b, { key, existing: o });
           sendFlagged(ctx, created ? 201 : 200, created ? 'File uploaded successfully.' : 'File updated successfully.', object);
         },
       }),
@@ -418,6 +426,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       path: `${OBJECTS}*key/`,
       aliases: [`${OBJECTS}*key`],
       operationId: 'storage_objects_partial_update',
+      writes: 'data',
       summary: 'Update an object\'s metadata or visibility',
       description: 'Body {metadata?, visibility? (private, public or null: the bucket\'s)}; the other fields of the object may be sent back unchanged. Owner or staff.',
       params: ObjectKeyRef,
@@ -435,6 +444,7 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
       path: `${OBJECTS}*key`,
       aliases: [`${OBJECTS}*key/`],
       operationId: 'storage_objects_destroy',
+      writes: 'data',
       summary: 'Delete an object',
       description: 'Owner or staff. 200 {success, message, status_code}.',
       params: ObjectKeyRef,

@@ -3,6 +3,7 @@
 // (storeBlob), then the one way in makes them objects (commitBlob → ingestObject); whatever is
 // refused or fails, the blobs stored for it are removed before the answer.
 import type { ServiceContext } from '../../shared/context.ts';
+import type { ObjectRow } from '../../shared/storage/access.ts';
 import { DomainError, validationError } from '../../shared/errors.ts';
 import type { BucketTarget } from '../../shared/storage/bucket.service.ts';
 import { dropBlob, storeBlob, type StoredBlob } from '../../shared/storage/ingest.ts';
@@ -38,11 +39,15 @@ export function visibilityValue(raw: unknown): 'private' | 'public' | null | und
   throw validationError({ visibility: ['One of private, public, null.'] });
 }
 
-/** A single upload at `key` (raw body or multipart with `file`; without a key, multipart only): created or replaced. */
-export async function uploadAt(ctx: AppContext, store: ObjectStore, b: BucketTarget, key: string | undefined): Promise<{ created: boolean; object: objects.ObjectView }> {
+/**
+ * A single upload at `key` (raw body or multipart with `file`; without a key, multipart only):
+ * created or replaced. `at`: the key and the object there, if any (objectsBucketAt).
+ */
+export async function uploadAt(ctx: AppContext, store: ObjectStore, b: BucketTarget, at?: { key: string; existing: ObjectRow | undefined }): Promise<{ created: boolean; object: objects.ObjectView }> {
   const service = ctx.state.service();
+  const key = at?.key;
+  if (at) objects.checkUploadTarget(service, b, at.existing);
   if (isMultipart(ctx)) {
-    if (key) await objects.checkUploadTarget(service, b, key);
     const parsed = await streamMultipart(ctx, { fileFields: ['file'], maxFiles: 1 }, (part) =>
       storeBlob(service, store, b, { body: part.stream, declaredType: part.mimeType, filename: part.filename || key || 'file' }),
     ).catch(async (err) => {
@@ -67,7 +72,6 @@ export async function uploadAt(ctx: AppContext, store: ObjectStore, b: BucketTar
     return objects.commitBlob(service, store, b, target, file.result!, { metadata: { ...metadata, ...metadataFromHeaders(ctx.req.headers) }, visibility });
   }
   if (!key) throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'Send the file as multipart/form-data (field "file").');
-  await objects.checkUploadTarget(service, b, key);
   const blob = await storeBlob(service, store, b, { body: ctx.req, declaredType: ctx.get('Content-Type') || undefined, declaredSize: declaredSize(ctx), filename: key.slice(key.lastIndexOf('/') + 1) });
   return objects.commitBlob(service, store, b, key, blob, { metadata: metadataFromHeaders(ctx.req.headers), visibility: visibilityValue(ctx.query.visibility) });
 }

@@ -76,12 +76,13 @@ test.after.always(async () => {
 
 const storageFull = { status: 'error', code: 'INSUFFICIENT_STORAGE', message: 'Not enough storage space to complete the request; nothing was written.', detail: 'Insufficient storage.' };
 
-run(title('issue 29 #14: an upload onto a full disk (a 1 MiB filesystem) answers 507 INSUFFICIENT_STORAGE, stores nothing and leaves no temp file; a small one then succeeds'), async (t) => {
+run(title('issue 29 #14: an upload onto a full disk (a 1 MiB filesystem) answers 507 INSUFFICIENT_STORAGE, stores nothing and leaves no staged or temp file; a small one then succeeds'), async (t) => {
   t.is((await on('POST', B, { body: { name: 'files', app_category: 'attachments' } })).status, 201);
   const big = await on('PUT', `${B}files/objects/big.bin`, { raw: Buffer.alloc(2 * 1024 * 1024, 7), headers: { 'Content-Type': 'application/octet-stream' } });
   t.is(big.status, 507, big.text);
   t.deepEqual(big.body, storageFull);
-  t.deepEqual(fs.readdirSync(path.join(storageDir!, '.tmp')), [], 'no temp file left');
+  const files = fs.readdirSync(storageDir!, { recursive: true, withFileTypes: true }).filter((e) => e.isFile());
+  t.deepEqual(files.map((e) => e.name), [], 'no staged or temp file left');
   t.is((await on('GET', `${B}files/objects/big.bin`)).status, 404);
   const small = await on('PUT', `${B}files/objects/small.bin`, { raw: Buffer.alloc(10 * 1024, 7), headers: { 'Content-Type': 'application/octet-stream' } });
   t.true(small.status === 200 || small.status === 201, small.text);

@@ -4,7 +4,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Action } from '../auth/actor.ts';
 import type { ServiceContext } from '../context.ts';
-import { firstRow } from '../db/sql.ts';
+import { firstRow, preparedRows } from '../db/sql.ts';
 import { notFound } from '../errors.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { authorizeSiteSubject } from '../tenancy/site-access.ts';
@@ -56,7 +56,7 @@ export interface ActiveApp {
 
 /** The active app with this slug; 404 for an unknown or soft-deleted one (as in the apps API). */
 export async function activeApp(em: EntityManager, schema: string, slug: string): Promise<ActiveApp> {
-  const app = await firstRow<ActiveApp>(em, `SELECT id, name, slug FROM ${quotedSchema(schema)}.apps WHERE slug = ? AND is_active`, [slug]);
+  const [app] = await preparedRows<ActiveApp>(em, `SELECT id, name, slug FROM ${quotedSchema(schema)}.apps WHERE slug = ? AND is_active`, [slug]);
   if (!app) throw appNotFound(slug);
   return app;
 }

@@ -4,13 +4,13 @@
 // step 2 below in a transaction it rolls back (every service's checks run; no file is stored), so
 // what it accepts the import accepts. An import then does exactly what the plan lists:
 //   1. the files to create or replace are stored first, each through the bucket's inspection
-//      (storeBlob: journaled blobs, no object yet), a new bucket's under the uuid it will have;
+//      (storeBlob: staged or journaled blobs, no object yet), a new bucket's under the uuid it will have;
 //   2. every module is written in ONE database transaction, in dependency order (the app, roles,
 //      data sources and tables with their migrations, secrets, functions, event subscriptions,
 //      policies, buckets and their objects through ingestInTransaction), by the services of each
 //      module with a context bound to that transaction (their checks and rules apply);
-//   3. after the commit the blobs the replaced objects held are removed; on a failure the staged
-//      blobs are removed and nothing else has changed.
+//   3. after the commit the staged blobs are published and the blobs the replaced objects held
+//      removed; on a failure the stored blobs are removed and nothing else has changed.
 // Caches: the services run without the process's caches (the transaction's uncommitted rows must
 // never be cached); the commit's notifications drop what other requests cached.
 import { randomUUID } from 'node:crypto';
@@ -38,7 +38,7 @@ import { createSecretType } from '../secrets/secret-type.service.ts';
 import { dropBlobs } from '../storage/blobs.ts';
 import type { BucketCreate } from '../storage/bucket.schemas.ts';
 import { checkedBucket, findBucket, insertBucket, updateBucket, type BucketRow, type BucketTarget } from '../storage/bucket.service.ts';
-import { admit, ingestInTransaction, storeBlob, type StoredBlob } from '../storage/ingest.ts';
+import { admit, ingestInTransaction, publishBlobs, storeBlob, type StoredBlob } from '../storage/ingest.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { authorizeSiteSubject, siteSchemaFor } from '../tenancy/site-access.ts';
 import type { PackageDeps } from './export.service.ts';
@@ -260,7 +260,8 @@ async function apply(ctx: ServiceContext, deps: ImportDeps, schema: string, cont
       }
       replaced.push(...(await placeObjects(t, schema, app, staged)));
     });
-    // 3. The bytes the replaced objects held.
+    // 3. The staged bytes into place; the bytes the replaced objects held removed.
+    await publishBlobs(deps.store.site(schema), staged.map((s) => s.blob));
     if (replaced.length) await dropBlobs(ctx.em, deps.store.site(schema), schema, replaced);
   } catch (err) {
     if (err instanceof Rehearsed) return;

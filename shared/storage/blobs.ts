@@ -1,6 +1,8 @@
 // The blob journal (docs/storage.md "The blob journal"): `storage_blob_journal` names every blob
-// that may be in the store without a record — an upload or copy in flight (`upload`), a blob a
-// replace or delete left behind (`orphan`) — so nothing half-made outlives a failure or a crash.
+// that may be in the store without a record — an upload or copy in flight (`upload`) in a store
+// that cannot stage, a blob a replace or delete left behind (`orphan`) — so nothing half-made
+// outlives a failure or a crash. A staged blob (the filesystem's uploads: SiteStore.stage) is
+// its own entry: the sweep publishes those a row holds and removes the others.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { rows } from '../db/sql.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
@@ -24,10 +26,32 @@ export async function dropBlobs(em: EntityManager, store: SiteStore, schema: str
 }
 
 /**
- * Removes what crashed or failed writes left: journaled blobs no object holds — uploads in flight
- * for longer than `uploadGraceMs` (a live upload is never touched before that), orphans at once.
+ * Finishes or removes what crashed or failed writes left: staged blobs a row holds are published
+ * (a crash came between the row's commit and the move), the others removed once staged for
+ * longer than `uploadGraceMs` (a live upload is never touched before that); journaled blobs no
+ * object holds — uploads in flight for longer than `uploadGraceMs`, orphans at once — removed.
  */
 export async function sweepBlobs(em: EntityManager, store: ObjectStore, schema: string, uploadGraceMs = 24 * 3600_000): Promise<number> {
+  return (await sweepStaged(em, store.site(schema), schema, uploadGraceMs)) + (await sweepJournal(em, store, schema, uploadGraceMs));
+}
+
+async function sweepStaged(em: EntityManager, site: SiteStore, schema: string, uploadGraceMs: number): Promise<number> {
+  if (!site.staged) return 0;
+  const found: { key: string; ageMs: number }[] = [];
+  for await (const entry of site.staged()) found.push(entry);
+  let swept = 0;
+  for (let i = 0; i < found.length; i += 1000) {
+    const batch = found.slice(i, i + 1000);
+    const held = new Set((await rows<{ blob_key: string }>(em, `SELECT blob_key FROM ${quotedSchema(schema)}.storage_objects WHERE blob_key = ANY(ARRAY(SELECT jsonb_array_elements_text(?::jsonb)))`, [JSON.stringify(batch.map((e) => e.key))])).map((r) => r.blob_key));
+    for (const e of batch) if (held.has(e.key)) await site.publish!(e.key);
+    const stale = batch.filter((e) => !held.has(e.key) && e.ageMs > uploadGraceMs).map((e) => e.key);
+    await site.delete(stale);
+    swept += held.size + stale.length;
+  }
+  return swept;
+}
+
+async function sweepJournal(em: EntityManager, store: ObjectStore, schema: string, uploadGraceMs: number): Promise<number> {
   const q = quotedSchema(schema);
   const stale = await rows<{ blob_key: string }>(
     em,

@@ -11,7 +11,7 @@ import { dropReadOnly } from '../common/read-only.ts';
 import { insertWithUniqueSlug, slugifyRemovingSpecials } from '../common/slug.ts';
 import { validate } from '../common/validation.ts';
 import { actorUuid, readsOf, type ServiceContext } from '../context.ts';
-import { assignments, countOf, firstRow, iso, rows } from '../db/sql.ts';
+import { assignments, countOf, iso, preparedRows, rows } from '../db/sql.ts';
 import { DomainError, notFound, permissionDenied, validationError, type FieldErrors } from '../errors.ts';
 import { likeEscape } from '../common/filters.ts';
 import { decide } from '../policies/hook.ts';
@@ -116,11 +116,13 @@ export function bucketView(b: BucketRow): BucketView {
   };
 }
 
+export const bucketNotFound = (slug: string) => notFound(`Bucket "${slug}"`);
+
 /** A bucket by slug, or 404; `withCount`: with its exact object_count (a count of its objects: only where the view is shown, never on the object routes). */
 export async function findBucket(em: EntityManager, schema: string, app: Pick<ActiveApp, 'id'>, slug: string, withCount = false): Promise<BucketRow> {
   const q = quotedSchema(schema);
-  const row = await firstRow<BucketRow>(em, `${withCount ? select(q) : `SELECT b.* FROM ${q}.storage_buckets b`} WHERE b.app_id = ? AND b.slug = ?`, [app.id, slug]);
-  if (!row) throw notFound(`Bucket "${slug}"`);
+  const [row] = await preparedRows<BucketRow>(em, `${withCount ? select(q) : `SELECT b.* FROM ${q}.storage_buckets b`} WHERE b.app_id = ? AND b.slug = ?`, [app.id, slug]);
+  if (!row) throw bucketNotFound(slug);
   return row;
 }
 

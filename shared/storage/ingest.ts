@@ -2,23 +2,28 @@
 // bytes into a bucket — upload, batch upload, copy, move, and any later import (packages,
 // frontend-worker builds) — ends in ingestObject (or, inside an import's transaction,
 // ingestInTransaction: the same steps), the only writer of a storage_objects row that
-// comes to point at bytes (inserted, replaced, or moved to a new path). In one transaction it
-//   1. locks the destination bucket's row (FOR SHARE) and reads its rules as they are now;
-//   2. admits the object (admit): its size within `file_size_limit`, its type within
+// comes to point at bytes (inserted, replaced, or moved to a new path). Under the bucket's row
+// locked FOR SHARE (its rules as they are now) it
+//   1. admits the object (admit): its size within `file_size_limit`, its type within
 //      `allowed_mime_types`. The type is the stored one: it was sniffed from the bytes when they
 //      came in, and a blob is never rewritten (a replace writes a new blob), so it still is the
 //      type of those bytes;
-//   3. runs the caller's permission check on the object as it will be, under the row's lock;
-//   4. inserts the row, replaces the one at the key, or repoints the (locked) source row of a move.
+//   2. runs the caller's permission check on the object as it will be, under the row's lock;
+//   3. inserts the row, replaces the one at the key, or repoints the (locked) source row of a move.
+// A new object is one statement (placeNew: the rules and the check as the request found them,
+// the statement inserting only while the locked bucket row still has those rules); anything else
+// (a replace, a move, rules changed meanwhile) one transaction.
 // ingest.test.ts fails when another module inserts object rows or changes what a row points at.
 // The bytes come in through storeBlob (an upload's stream, inspected while it flows: inspect.ts)
-// or copyBlob (a server-side copy, admitted before a byte is copied), both journaled (blobs.ts).
+// or copyBlob (a server-side copy, admitted before a byte is copied): staged where the store
+// stages (the staged file is its own journal entry, published once the row holds it), else
+// journaled before they are written (blobs.ts).
 import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { uniqueViolation } from '../common/slug.ts';
 import { readsOf, type ServiceContext } from '../context.ts';
-import { firstRow, rows } from '../db/sql.ts';
+import { firstRow, preparedRows, rows } from '../db/sql.ts';
 import { DomainError, notFound } from '../errors.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import type { ObjectRow } from './access.ts';
@@ -26,7 +31,7 @@ import { dropBlobs, journal, unjournal } from './blobs.ts';
 import { StorageFailure, type BucketRow, type BucketTarget } from './bucket.service.ts';
 import { fileTooLarge, inspect, mimeMatches, typeNotAllowed } from './inspect.ts';
 import { filenameOf, objectNotFound } from './keys.ts';
-import { BlobNotFound, type ObjectStore } from './objstore/types.ts';
+import { BlobNotFound, type ObjectStore, type SiteStore } from './objstore/types.ts';
 
 /** What a bucket asks of every object in it. */
 export type BucketRules = Pick<BucketRow, 'file_size_limit' | 'allowed_mime_types'>;
@@ -50,12 +55,14 @@ export interface BlobInput {
   filename: string;
 }
 
-/** Bytes stored under a new, journaled key, not yet any object's (ingestObject or dropBlob follows). */
+/** Bytes stored under a new key, not yet any object's (ingestObject or dropBlob follows). */
 export interface StoredBlob {
   blobKey: string;
   size: number;
   etag: string;
   mimetype: string;
+  /** Staged (SiteStore.stage): published once a row holds it. Else in place, journaled (`upload`) until the row's statement unjournals it. */
+  staged: boolean;
 }
 
 /** A new blob key of the bucket, journaled (committed) before a byte is written. */
@@ -67,18 +74,31 @@ async function newBlobKey(ctx: ServiceContext, b: BucketTarget): Promise<string>
 
 /**
  * Streams an upload through the inspection (the bucket's size limit, the sniffed type against its
- * allowed types) into a new blob of the bucket. Whatever fails, nothing is left behind.
+ * allowed types) into a new blob of the bucket: staged where the store stages (no statement:
+ * the staged file is the record of the bytes in flight), else journaled first and put in place.
+ * Whatever fails, nothing is left behind.
  */
 export async function storeBlob(ctx: ServiceContext, store: ObjectStore, b: BucketTarget, input: BlobInput): Promise<StoredBlob> {
   const inspected = await inspect(input.body, { limit: Number(b.bucket.file_size_limit), declaredType: input.declaredType, declaredSize: input.declaredSize, filename: input.filename, allowed: b.bucket.allowed_mime_types });
-  const blobKey = await newBlobKey(ctx, b);
+  const site = store.site(b.schema);
+  const staged = site.stage !== undefined;
+  const blobKey = staged ? `${b.bucket.uuid}/${randomUUID()}` : await newBlobKey(ctx, b);
   try {
-    const stored = await store.site(b.schema).put(blobKey, inspected.body, { contentType: inspected.mimetype });
-    return { blobKey, size: stored.size, etag: stored.etag, mimetype: inspected.mimetype };
+    const options = { contentType: inspected.mimetype };
+    const stored = staged ? await site.stage!(blobKey, inspected.body, options) : await site.put(blobKey, inspected.body, options);
+    return { blobKey, size: stored.size, etag: stored.etag, mimetype: inspected.mimetype, staged };
   } catch (err) {
     await dropBlob(ctx, store, b, blobKey);
     throw err;
   }
+}
+
+/**
+ * Moves staged blobs that rows now hold into place, after the rows' commit. A failure changes
+ * nothing for readers (`get` finds a staged blob too): the sweep publishes it (sweepBlobs).
+ */
+export async function publishBlobs(store: SiteStore, blobs: StoredBlob[]): Promise<void> {
+  for (const blob of blobs) if (blob.staged) await store.publish!(blob.blobKey).catch(() => undefined);
 }
 
 /** A server-side copy of an object's bytes into a new blob of `dst` (a bucket of the same site), admitted there before a byte is copied. */
@@ -93,7 +113,7 @@ export async function copyBlob(ctx: ServiceContext, store: ObjectStore, o: Objec
     if (err instanceof BlobNotFound) throw objectNotFound(o.path);
     throw new StorageFailure(`The object could not be copied in storage: ${(err as Error).message}`, err);
   }
-  return { blobKey, ...blob };
+  return { blobKey, ...blob, staged: false };
 }
 
 /** Removes a stored blob that will not become an object (a refused or failed upload). */
@@ -119,22 +139,54 @@ export type WriteCheck = (current: ObjectRow | undefined) => Promise<void>;
 export async function ingestObject(ctx: ServiceContext, store: ObjectStore, dst: BucketTarget, key: string, arrival: Arrival, check: WriteCheck): Promise<{ created: boolean; row: ObjectRow }> {
   let result: { created: boolean; row: ObjectRow; old?: string };
   try {
-    result = await ctx.em.transactional(async (tx) =>
-      'blob' in arrival ? ingestInTransaction(tx, dst, key, arrival, check) : repoint(tx, dst, await lockedRules(tx, dst), key, arrival, check));
+    result = ('blob' in arrival ? await placeNew(ctx.em, dst, key, arrival, check) : undefined) ??
+      (await ctx.em.transactional(async (tx) =>
+        'blob' in arrival ? ingestInTransaction(tx, dst, key, arrival, check) : repoint(tx, dst, await lockedRules(tx, dst), key, arrival, check)));
   } catch (err) {
     if ('blob' in arrival) await dropBlob(ctx, store, dst, arrival.blob.blobKey);
     if (uniqueViolation(err) === 'storage_objects_bucket_id_path_key') throw new DomainError('CONFLICT', `An object already exists at "${key}".`);
     throw err;
   }
+  if ('blob' in arrival) await publishBlobs(store.site(dst.schema), [arrival.blob]);
   if (result.old) await dropBlob(ctx, store, dst, result.old);
   return result;
 }
 
 /**
+ * A new object in one statement, outside any transaction (named: the upload's hot path): admitted
+ * by the bucket's rules as the request read them and checked as a new object, then inserted under
+ * the bucket's row locked FOR SHARE only while that row still has those rules (and its `upload`
+ * journal entry removed, for a journaled blob). Undefined when that is not what happened — an
+ * object at the key, rules changed, a refusal — for the transaction to decide under its locks.
+ */
+async function placeNew(em: EntityManager, b: BucketTarget, key: string, a: Extract<Arrival, { blob: unknown }>, check: WriteCheck): Promise<{ created: boolean; row: ObjectRow } | undefined> {
+  try {
+    admit(b.bucket, a.blob);
+    await check(undefined);
+  } catch {
+    return undefined;
+  }
+  const q = quotedSchema(b.schema);
+  const [row] = await preparedRows<ObjectRow>(
+    em,
+    `WITH placed AS (
+       INSERT INTO ${q}.storage_objects (uuid, bucket_id, path, filename, size, mimetype, metadata, visibility, blob_key, etag, created_by, modified_by)
+       SELECT ?, b.id, ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?, ? FROM ${q}.storage_buckets b
+        WHERE b.id = ? AND b.file_size_limit = ? AND to_jsonb(b.allowed_mime_types) = ?::jsonb FOR SHARE
+       ON CONFLICT (bucket_id, path) DO NOTHING RETURNING *
+     ), unjournaled AS (DELETE FROM ${q}.storage_blob_journal WHERE blob_key IN (SELECT blob_key FROM placed))
+     SELECT * FROM placed`,
+    [randomUUID(), key, filenameOf(key), a.blob.size, a.blob.mimetype, JSON.stringify(a.metadata), a.visibility ?? null, a.blob.blobKey, a.blob.etag, a.who, a.who,
+      b.bucket.id, b.bucket.file_size_limit, JSON.stringify(b.bucket.allowed_mime_types)],
+  );
+  return row && { created: true, row };
+}
+
+/**
  * ingestObject inside the caller's transaction, for a write that must commit with others (an app
- * package's import): the same lock, admission, check and row. The blob key the object held before
- * (a replace) is returned, for the caller to drop after its commit (dropBlobs); on a failure the
- * arriving blob is the caller's to drop.
+ * package's import): the same lock, admission, check and row. After its commit the caller
+ * publishes the arriving blob (publishBlobs) and drops the blob key the object held before (a
+ * replace, returned: dropBlobs); on a failure the arriving blob is the caller's to drop.
  */
 export async function ingestInTransaction(tx: EntityManager, dst: BucketTarget, key: string, arrival: Extract<Arrival, { blob: unknown }>, check: WriteCheck): Promise<{ created: boolean; row: ObjectRow; old?: string }> {
   return place(tx, dst, await lockedRules(tx, dst), key, arrival, check);
@@ -163,7 +215,7 @@ async function place(tx: EntityManager, b: BucketTarget, rules: BucketRules, key
         [a.blob.blobKey, a.blob.size, a.blob.etag, a.blob.mimetype, metadata, a.visibility ?? null, filenameOf(key), a.who, current.id],
       );
       await journal(tx, b.schema, [current.blob_key], 'orphan');
-      await unjournal(tx, b.schema, [a.blob.blobKey]);
+      if (!a.blob.staged) await unjournal(tx, b.schema, [a.blob.blobKey]);
       return { created: false, row: row!, old: current.blob_key };
     }
     const [row] = await rows<ObjectRow>(
@@ -173,7 +225,7 @@ async function place(tx: EntityManager, b: BucketTarget, rules: BucketRules, key
       [randomUUID(), b.bucket.id, key, filenameOf(key), a.blob.size, a.blob.mimetype, metadata, a.visibility ?? null, a.blob.blobKey, a.blob.etag, a.who, a.who],
     );
     if (row) {
-      await unjournal(tx, b.schema, [a.blob.blobKey]);
+      if (!a.blob.staged) await unjournal(tx, b.schema, [a.blob.blobKey]);
       return { created: true, row };
     }
     // Another upload made the row since: replace it (under its lock) instead.

@@ -6,17 +6,17 @@
 // that the sweep (sweepBlobs) clears. docs/storage.md.
 import type { Readable } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { activeApp } from '../apps/lookup.ts';
+import { activeApp, appNotFound, type ActiveApp } from '../apps/lookup.ts';
 import type { Action } from '../auth/actor.ts';
 import { actorUuid, readsOf, type ServiceContext } from '../context.ts';
-import { firstRow, iso, rows } from '../db/sql.ts';
+import { iso, preparedRows, rows } from '../db/sql.ts';
 import { DomainError, addFieldError, permissionDenied, validationError, type FieldErrors } from '../errors.ts';
 import { READ_ONLY_MESSAGE, sameValue } from '../common/read-only.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { authorizeSiteSubject, siteSchemaFor } from '../tenancy/site-access.ts';
 import { objectsAllowed, requireNewObject, requireObject, ruleAllows, type ObjectAction, type ObjectRow } from './access.ts';
-import { dropBlobs, journal } from './blobs.ts';
-import { doclibUnavailable, findBucket, StorageFailure, type BucketTarget } from './bucket.service.ts';
+import { dropBlobs } from './blobs.ts';
+import { bucketNotFound, doclibUnavailable, findBucket, StorageFailure, type BucketRow, type BucketTarget } from './bucket.service.ts';
 import { copyBlob, ingestObject, type StoredBlob } from './ingest.ts';
 import { isDocumentEditable } from './inspect.ts';
 import { filenameOf, metadataValue, normalizeKey, objectNotFound } from './keys.ts';
@@ -80,8 +80,36 @@ export async function objectsBucket(ctx: ServiceContext, appSlug: string, bucket
   return { schema, app, bucket };
 }
 
+/**
+ * objectsBucket and the object at `key` in the bucket (undefined: none), the app, the bucket and
+ * the object looked up by one named statement (lookupAt): the object routes' hot path.
+ */
+export async function objectsBucketAt(ctx: ServiceContext, appSlug: string, bucketSlug: string, action: Action, key: string): Promise<{ b: BucketTarget; o: ObjectRow | undefined }> {
+  const schema = await siteSchemaFor(ctx, action, 'StorageObject');
+  const found = await lookupAt(readsOf(ctx), schema, appSlug, bucketSlug, key);
+  await authorizeSiteSubject(ctx, action, 'StorageObject', { schema, app: found.b.app.slug, bucket: found.b.bucket.slug });
+  return found;
+}
+
+/** The active app, its bucket and the object at `key`: one statement; 404 for a missing app or bucket, as activeApp and findBucket answer. */
+async function lookupAt(em: EntityManager, schema: string, appSlug: string, bucketSlug: string, key: string): Promise<{ b: BucketTarget; o: ObjectRow | undefined }> {
+  const q = quotedSchema(schema);
+  const [found] = await preparedRows<{ app: ActiveApp; bucket: BucketRow | null; object: ObjectRow | null }>(
+    em,
+    `SELECT jsonb_build_object('id', a.id, 'name', a.name, 'slug', a.slug) AS app, to_jsonb(b) AS bucket, to_jsonb(o) AS object
+       FROM ${q}.apps a
+       LEFT JOIN ${q}.storage_buckets b ON b.app_id = a.id AND b.slug = ?
+       LEFT JOIN ${q}.storage_objects o ON o.bucket_id = b.id AND o.path = ?
+      WHERE a.slug = ? AND a.is_active`,
+    [bucketSlug, key, appSlug],
+  );
+  if (!found) throw appNotFound(appSlug);
+  if (!found.bucket) throw bucketNotFound(bucketSlug);
+  return { b: { schema, app: found.app, bucket: found.bucket }, o: found.object ?? undefined };
+}
+
 export async function findObject(em: EntityManager, b: BucketTarget, key: string): Promise<ObjectRow | undefined> {
-  return firstRow<ObjectRow>(em, `SELECT * FROM ${quotedSchema(b.schema)}.storage_objects WHERE bucket_id = ? AND path = ?`, [b.bucket.id, key]);
+  return (await preparedRows<ObjectRow>(em, `SELECT * FROM ${quotedSchema(b.schema)}.storage_objects WHERE bucket_id = ? AND path = ?`, [b.bucket.id, key]))[0];
 }
 
 /**
@@ -90,7 +118,11 @@ export async function findObject(em: EntityManager, b: BucketTarget, key: string
  * is learnt of its existence; one they may read but not `action` is a 403.
  */
 export async function objectFor(ctx: ServiceContext, b: BucketTarget, key: string, action: ObjectAction): Promise<ObjectRow> {
-  const o = await findObject(readsOf(ctx), b, key);
+  return permittedObject(ctx, b, key, await findObject(readsOf(ctx), b, key), action);
+}
+
+/** objectFor with the row at `key` already looked up (objectsBucketAt). */
+export async function permittedObject(ctx: ServiceContext, b: BucketTarget, key: string, o: ObjectRow | undefined, action: ObjectAction): Promise<ObjectRow> {
   if (!o) throw objectNotFound(key);
   if ((await objectsAllowed(ctx, b, action, [o]))[0]) return o;
   const readable = action !== 'read' && (await objectsAllowed(ctx, b, 'read', [o]))[0];
@@ -104,9 +136,7 @@ export async function objectFor(ctx: ServiceContext, b: BucketTarget, key: strin
  */
 export async function publicObject(em: EntityManager, schema: string, appSlug: string, bucketSlug: string, key: string): Promise<{ b: BucketTarget; o: ObjectRow }> {
   try {
-    const app = await activeApp(em, schema, appSlug);
-    const b = { schema, app, bucket: await findBucket(em, schema, app, bucketSlug) };
-    const o = await findObject(em, b, key);
+    const { b, o } = await lookupAt(em, schema, appSlug, bucketSlug, key);
     if (o && (o.visibility ?? b.bucket.visibility) === 'public') return { b, o };
   } catch (err) {
     if (!(err instanceof DomainError && err.code === 'NOT_FOUND')) throw err;
@@ -117,11 +147,11 @@ export async function publicObject(em: EntityManager, schema: string, appSlug: s
 // ---- writes (through the one way in: ingest.ts) ------------------------------------------------
 
 /**
- * 403 unless the actor may upload at `key` (before any byte is read): replacing an object needs
- * being its owner or staff. The policies are asked once the bytes' type and size are known (commitBlob).
+ * 403 unless the actor may upload over `existing`, the object at the key (objectsBucketAt), before
+ * any byte is read: replacing an object needs being its owner or staff. The policies are asked
+ * once the bytes' type and size are known (commitBlob).
  */
-export async function checkUploadTarget(ctx: ServiceContext, b: BucketTarget, key: string): Promise<void> {
-  const existing = await findObject(readsOf(ctx), b, key);
+export function checkUploadTarget(ctx: ServiceContext, b: BucketTarget, existing: ObjectRow | undefined): void {
   if (existing && !ruleAllows(ctx, b, existing, 'upload')) throw permissionDenied();
 }
 
@@ -202,20 +232,22 @@ export async function patchObject(ctx: ServiceContext, b: BucketTarget, key: str
 }
 
 /**
- * Deletes objects' records in one statement and then their blobs (journaled in the same
- * transaction). Each where it was found: one moved meanwhile (another path now) is not deleted.
+ * Deletes objects' records and journals their blobs in one statement (atomic by itself: no
+ * transaction), then removes the blobs. Each where it was found: one moved meanwhile (another
+ * path now) is not deleted.
  */
 async function deleteRows(ctx: ServiceContext, store: ObjectStore, b: BucketTarget, found: Pick<ObjectRow, 'id' | 'path'>[]): Promise<string[]> {
   const q = quotedSchema(b.schema);
-  const deleted = await ctx.em.transactional(async (tx) => {
-    const gone = await rows<{ path: string; blob_key: string }>(
-      tx,
-      `DELETE FROM ${q}.storage_objects WHERE bucket_id = ? AND (id, path) IN (SELECT (e->>0)::bigint, e->>1 FROM jsonb_array_elements(?::jsonb) e) RETURNING path, blob_key`,
-      [b.bucket.id, JSON.stringify(found.map((o) => [String(o.id), o.path]))],
-    );
-    await journal(tx, b.schema, gone.map((g) => g.blob_key), 'orphan');
-    return gone;
-  });
+  const deleted = await preparedRows<{ path: string; blob_key: string }>(
+    ctx.em,
+    `WITH gone AS (
+       DELETE FROM ${q}.storage_objects WHERE bucket_id = ? AND (id, path) IN (SELECT (e->>0)::bigint, e->>1 FROM jsonb_array_elements(?::jsonb) e) RETURNING path, blob_key
+     ), journaled AS (
+       INSERT INTO ${q}.storage_blob_journal (blob_key, reason) SELECT blob_key, 'orphan' FROM gone ON CONFLICT (blob_key) DO UPDATE SET reason = EXCLUDED.reason
+     )
+     SELECT path, blob_key FROM gone`,
+    [b.bucket.id, JSON.stringify(found.map((o) => [String(o.id), o.path]))],
+  );
   await dropBlobs(readsOf(ctx), store.site(b.schema), b.schema, deleted.map((d) => d.blob_key));
   return deleted.map((d) => d.path);
 }

@@ -2,9 +2,12 @@
 // file in `{root}/.tmp/` (the same filesystem, so the final rename is atomic), are flushed to
 // disk, and are renamed into place only when the whole body arrived: a reader sees the old bytes
 // or the new ones, and a failed upload leaves nothing but a temp file that is removed at once
-// (or by sweepTemp after a crash). docs/storage.md "Providers".
+// (or by sweepTemp after a crash). A blob may also be staged (`stage`): written and made durable
+// under `{root}/.staged/{schema}/{key}`, where `get` finds it too, and moved into place by
+// `publish` once a record holds it — the staged file is then its own journal entry (a crash
+// leaves it where the sweep looks: blobs.ts sweepBlobs). docs/storage.md "Providers".
 import { constants, createReadStream, createWriteStream } from 'node:fs';
-import { copyFile, mkdir, open, readdir, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, open, readdir, rename, rm, stat, unlink, writeFile, type FileHandle } from 'node:fs/promises';
 import { createHash, randomUUID, type Hash } from 'node:crypto';
 import path from 'node:path';
 import { Transform, type Readable } from 'node:stream';
@@ -15,6 +18,8 @@ import { BlobNotFound, InvalidRange, type BlobStat, type ByteRange, type ObjectS
 
 /** The directory of in-flight writes under the root (never a site: schema names have no dot). */
 export const TEMP_DIR = '.tmp';
+/** The directory of staged blobs under the root, by site: `{root}/.staged/{schema}/{key}`. */
+export const STAGED_DIR = '.staged';
 
 export function filesystemStore(root: string): ObjectStore {
   const base = path.resolve(root);
@@ -69,14 +74,20 @@ const MISSING = new Set(['ENOENT', 'ENOTDIR', 'EISDIR']);
 class FilesystemSiteStore implements SiteStore {
   readonly #root: string;
   readonly #dir: string;
+  readonly #staged: string;
 
   constructor(root: string, schema: string) {
     this.#root = root;
     this.#dir = path.join(root, schema);
+    this.#staged = path.join(root, STAGED_DIR, schema);
   }
 
   #path(key: string): string {
     return path.join(this.#dir, ...assertKey(key).split('/'));
+  }
+
+  #stagedPath(key: string): string {
+    return path.join(this.#staged, ...assertKey(key).split('/'));
   }
 
   async #tempFile(): Promise<string> {
@@ -87,7 +98,7 @@ class FilesystemSiteStore implements SiteStore {
 
   /** Renames a complete temp file into place and makes the rename durable. */
   async #commit(temp: string, target: string): Promise<void> {
-    await mkdir(path.dirname(target), { recursive: true });
+    await makeDirectory(path.dirname(target));
     await rename(temp, target);
     await fsyncDirectory(path.dirname(target));
   }
@@ -95,26 +106,48 @@ class FilesystemSiteStore implements SiteStore {
   async put(key: string, body: Readable, options: { contentType: string; size?: number }): Promise<PutResult> {
     const target = this.#path(key);
     const temp = await this.#tempFile();
-    const hash = contentHash();
-    let size = 0;
-    const meter = new Transform({
-      transform(chunk: Buffer, _encoding, callback) {
-        hash.update(chunk);
-        size += chunk.length;
-        callback(null, chunk);
-      },
-    });
+    const written = await writeDurably(temp, body, options.size);
     try {
-      // `flush`: the file is fsynced before it closes, so the rename publishes durable bytes.
-      await pipeline(body, meter, createWriteStream(temp, { flags: 'wx', flush: true }));
-      if (options.size !== undefined && options.size !== size) throw new Error(`Expected ${options.size} bytes, received ${size}.`);
       await this.#commit(temp, target);
     } catch (e) {
       await rm(temp, { force: true });
-      if (!body.destroyed) body.destroy();
       throw e;
     }
-    return { size, etag: etagOf(hash) };
+    return written;
+  }
+
+  /**
+   * The bytes durable at the key's staged path (the file and its directory entry fsynced), where
+   * `get` finds them; no rename, no other fsync. A key's staged file is made once (`wx`).
+   */
+  async stage(key: string, body: Readable, options: { contentType: string; size?: number }): Promise<PutResult> {
+    const file = this.#stagedPath(key);
+    await makeDirectory(path.dirname(file));
+    const written = await writeDurably(file, body, options.size);
+    await fsyncDirectory(path.dirname(file));
+    return written;
+  }
+
+  /**
+   * Moves a staged blob into place (idempotent: already moved, or removed, is fine). Not made
+   * durable: after a crash that loses the rename the blob is staged again, found there by `get`
+   * and published again by the sweep.
+   */
+  async publish(key: string): Promise<void> {
+    const target = this.#path(key);
+    await makeDirectory(path.dirname(target));
+    try {
+      await rename(this.#stagedPath(key), target);
+    } catch (e) {
+      if (code(e) !== 'ENOENT') throw e;
+    }
+  }
+
+  async *staged(): AsyncIterable<{ key: string; ageMs: number }> {
+    for await (const key of walk(this.#staged, '')) {
+      const info = await stat(this.#stagedPath(key)).catch(() => null);
+      if (info) yield { key, ageMs: Date.now() - info.mtimeMs };
+    }
   }
 
   async putMany(items: { key: string; data: Buffer; contentType: string }[]): Promise<void> {
@@ -139,14 +172,9 @@ class FilesystemSiteStore implements SiteStore {
   }
 
   async get(key: string, range?: ByteRange): Promise<Readable> {
-    const file = this.#path(key);
-    let handle;
-    try {
-      handle = await open(file, 'r');
-    } catch (e) {
-      if (MISSING.has(code(e) ?? '')) throw new BlobNotFound(key);
-      throw e;
-    }
+    // In place, else staged; a publish between the two opens moved it into place (rename is atomic).
+    const handle = (await openFile(this.#path(key))) ?? (await openFile(this.#stagedPath(key))) ?? (await openFile(this.#path(key)));
+    if (!handle) throw new BlobNotFound(key);
     try {
       const info = await handle.stat();
       if (!info.isFile()) throw new BlobNotFound(key);
@@ -195,21 +223,28 @@ class FilesystemSiteStore implements SiteStore {
     }
   }
 
+  /**
+   * Each key's staged file, then the one in place (a publish racing this one finds nothing to
+   * move, or moves it before it is removed); the removals made durable (each directory fsynced
+   * once) before this resolves, so that a journal entry dropped after it never outlives them.
+   */
   async delete(keys: string[]): Promise<void> {
-    const files = keys.map((k) => this.#path(k));
-    for (const file of files) {
+    const dirs = new Set<string>();
+    for (const file of keys.flatMap((k) => [this.#stagedPath(k), this.#path(k)])) {
       try {
         await unlink(file);
+        dirs.add(path.dirname(file));
       } catch (e) {
         if (!MISSING.has(code(e) ?? '') && code(e) !== 'EPERM') throw e;
       }
     }
+    for (const dir of dirs) await fsyncDirectory(dir);
   }
 
   async deletePrefix(prefix: string): Promise<void> {
     assertPrefix(prefix);
     if (prefix === '' || prefix.endsWith('/')) {
-      await rm(path.join(this.#dir, ...prefix.split('/').filter(Boolean)), { recursive: true, force: true });
+      for (const dir of [this.#dir, this.#staged]) await rm(path.join(dir, ...prefix.split('/').filter(Boolean)), { recursive: true, force: true });
       return;
     }
     const keys: string[] = [];
@@ -251,6 +286,48 @@ async function* walk(dir: string, base: string, first = ''): AsyncGenerator<stri
     if (entry.isDirectory()) yield* walk(path.join(dir, entry.name), `${base}${entry.name}/`);
     else if (entry.isFile()) yield `${base}${entry.name}`;
   }
+}
+
+/**
+ * Streams `body` into a new file (`wx`), hashing and counting on the way, fsynced before it
+ * closes (`flush`); with `size`, a body of another length is refused. On failure the file is
+ * removed and the body destroyed.
+ */
+async function writeDurably(file: string, body: Readable, expected?: number): Promise<PutResult> {
+  const hash = contentHash();
+  let size = 0;
+  const meter = new Transform({
+    transform(chunk: Buffer, _encoding, callback) {
+      hash.update(chunk);
+      size += chunk.length;
+      callback(null, chunk);
+    },
+  });
+  try {
+    await pipeline(body, meter, createWriteStream(file, { flags: 'wx', flush: true }));
+    if (expected !== undefined && expected !== size) throw new Error(`Expected ${expected} bytes, received ${size}.`);
+  } catch (e) {
+    await rm(file, { force: true });
+    if (!body.destroyed) body.destroy();
+    throw e;
+  }
+  return { size, etag: etagOf(hash) };
+}
+
+/** A file opened for reading, or undefined when there is none. */
+async function openFile(file: string): Promise<FileHandle | undefined> {
+  try {
+    return await open(file, 'r');
+  } catch (e) {
+    if (MISSING.has(code(e) ?? '')) return undefined;
+    throw e;
+  }
+}
+
+/** mkdir -p; a directory it made is made durable in its parent (the first one made: its own new subdirectories are in it). */
+async function makeDirectory(dir: string): Promise<void> {
+  const made = await mkdir(dir, { recursive: true });
+  if (made) await fsyncDirectory(path.dirname(made));
 }
 
 /** Makes a rename in `dir` durable (a no-op where directories cannot be fsynced). */

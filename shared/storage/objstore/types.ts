@@ -35,6 +35,18 @@ export interface SiteStore {
    */
   put(key: string, body: Readable, options: { contentType: string; size?: number }): Promise<PutResult>;
   /**
+   * Optional (the filesystem store; S3 cannot move an object): writes `body` under `key` staged —
+   * durable when this resolves, read by `get(key)`, not listed — for `publish` to move into place
+   * once a record holds the key. A staged blob is its own journal entry: `staged()` finds those a
+   * crash or a failure left, and `delete` removes staged blobs too. On a rejection nothing of
+   * this write is left, as with `put`.
+   */
+  stage?(key: string, body: Readable, options: { contentType: string; size?: number }): Promise<PutResult>;
+  /** Moves a staged blob into place (idempotent: done already, or the key removed, is fine). */
+  publish?(key: string): Promise<void>;
+  /** The keys staged and not published, with how long ago each was last written. */
+  staged?(): AsyncIterable<{ key: string; ageMs: number }>;
+  /**
    * Writes many small blobs held in memory (a frontend worker's build files), each durable when
    * this resolves; cheaper than a put each (the filesystem makes each directory durable once).
    * On a rejection, any of them may or may not have been written, whole (never a part of one).
@@ -49,7 +61,7 @@ export interface SiteStore {
   stat(key: string): Promise<BlobStat | null>;
   /** A server-side copy (no bytes through this process where the store can avoid it). */
   copy(from: string, to: string): Promise<void>;
-  /** Removes these keys; absent ones are fine. */
+  /** Removes these keys (staged or in place), durably when this resolves; absent ones are fine. */
   delete(keys: string[]): Promise<void>;
   /** Removes every key under `prefix` (a bucket's blobs: `{bucket_uuid}/`). */
   deletePrefix(prefix: string): Promise<void>;
