@@ -371,7 +371,7 @@ async function main(): Promise<number> {
     log(`both servers create, update and delete alike; seeding ${DELETE_ROWS.toLocaleString('en')} rows to delete…`);
     await mon.query(
       `INSERT INTO ${table} (id, name, email, age, city, created_at, score)
-       SELECT i, 'Gone ' || i, 'gone' || i || '@example.com', 30, 'Oslo', timestamptz '2024-01-01 00:00:00+00', 1 FROM generate_series($1::bigint, $2::bigint) AS i`,
+       SELECT i, 'Gone ' || i, 'gone' || i || '@example.com', 120, 'Oslo', timestamptz '2024-01-01 00:00:00+00', 1 FROM generate_series($1::bigint, $2::bigint) AS i`,
       [DELETE_BASE + 1, DELETE_BASE + DELETE_ROWS],
     );
     await mon.query(`VACUUM ANALYZE ${table}`);
