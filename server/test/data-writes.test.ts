@@ -1,4 +1,4 @@
-// Data writes answer without waiting for the caches (issue 33 item 2; RouteDef.writes = 'data'):
+// Data writes answer without waiting for the caches (issue 33 items 2 and 3; RouteDef.writes = 'data'):
 // safe only because they change nothing the process caches. Every such route is exercised here
 // while a session LISTENs on the change channel, and none may notify a cache topic (the list
 // of routes comes from the registry: a new data route fails this test until it is exercised
@@ -27,12 +27,14 @@ test.before(async () => {
   ({ a } = await twoSitesWithUsers(s, tok));
   await seedCrm(s, [a]);
   await createTables((m, p, body) => on(m, p, body), [['main', 'companies', fixture('companies.json')], ['main', 'org', ORG_SCHEMA as never]]);
+  const fn = await on('POST', '/api/apps/crm/functions/', { name: 'echo', code: 'export default (e) => e' });
+  if (fn.status !== 201) throw new Error(fn.text);
 });
 test.after.always(async () => {
   await s?.close();
 });
 
-/** The routes declared as data writes, by operation id (without the `_by_app` twin). */
+/** The routes declared as data writes (records, edges, function invocations), by operation id (without the `_by_app` twin). */
 function dataWriteOperations(): string[] {
   const config = loadConfig({ PLATFORM_SECRET_KEY: 'x'.repeat(32), DATABASE_URL: 'postgres://localhost/unused' });
   const unused = {} as never;
@@ -40,7 +42,7 @@ function dataWriteOperations(): string[] {
   return [...new Set(registry.routes.filter((r) => r.writes === 'data' && r.method !== 'get').map((r) => r.operationId.replace(/_by_app$/, '')))].sort();
 }
 
-test.serial('every data write (records, edges) notifies no cache topic: answering without the marker is safe', async (t) => {
+test.serial('every data write (records, edges, function invocations) notifies no cache topic: answering without the marker is safe', async (t) => {
   const listener = new pg.Client({ connectionString: s.config.databaseUrl });
   await listener.connect();
   const heard: string[] = [];
@@ -68,6 +70,8 @@ test.serial('every data write (records, edges) notifies no cache topic: answerin
     const edges = await call('edges_create', 'POST', `${ORG}edges/`, [{ from_id: 2, to_id: 1, type: 'reports_to' }]);
     await call('edges_update', 'PATCH', `${ORG}edges/${edges.body.results[0].id}/`, { metadata: { since: 2020 } });
     await call('edges_destroy_many', 'DELETE', `${ORG}edges/`, { edge_ids: [edges.body.results[0].id] });
+    await call('functions_invoke', 'POST', '/api/apps/crm/functions/echo/invoke/', { payload: 1 });
+    await call('functions_invoke', 'POST', '/api/apps/crm/functions/echo/invoke/', { payload: 2, async: true }, [202]);
     // Anything notified arrives within a round trip of its commit: a marker of our own after them all.
     await listener.query(`SELECT pg_notify($1, 'test:end')`, [CHANGES_CHANNEL]);
     for (let i = 0; i < 50 && !heard.includes('test:end'); i++) await new Promise((r) => setTimeout(r, 20));
