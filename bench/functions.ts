@@ -23,11 +23,12 @@
 //    and the failures.
 //
 // BENCH_ONLY=cold,warm,throughput,users,neighbour runs a subset (e.g. warm,throughput while
-// iterating on the invocation path).
+// iterating on the invocation path); BENCH_CPU_PROF=<dir>: V8 CPU profiles of the servers.
 //
 // Output: tables on stdout, the reproduce command, bench/results/functions-latest.json.
 import http from 'node:http';
 import { randomBytes } from 'node:crypto';
+import path from 'node:path';
 
 const ROLE = process.env.BENCH_FUNCTIONS_ROLE;
 const SCENARIOS = ['cold', 'warm', 'throughput', 'users', 'neighbour'];
@@ -95,7 +96,7 @@ async function benchMain(): Promise<void> {
     await db?.close().catch((err: Error) => log(`dropping the bench database failed: ${err.message}`));
   };
   const start = async (name: string, script: string, env: Record<string, string>) => {
-    const c = await startChild(name, script, { env });
+    const c = await startChild(name, script, { env, cpuProfileDir: process.env.BENCH_CPU_PROF ? path.resolve(process.env.BENCH_CPU_PROF) : undefined });
     children.add(c);
     return c;
   };

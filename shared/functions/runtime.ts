@@ -86,13 +86,14 @@ interface ExecutionRow {
 
 /**
  * The columns of an ExecutionRow, over the invocation `i`, its function `f` and app `a` of the
- * schema `q`: the invoking user, and the secrets the function's environment names.
+ * schema `q`: the invoking user, and the secrets the function's environment names (not looked
+ * for without an environment: CASE evaluates the subquery only then).
  */
 const executionColumns = (q: string) => `i.id, i.uuid, i.payload, i.trigger, i.event, i.invoked_by, f.id AS function_id, f.slug AS function_slug, f.name AS function_name,
   f.code, f.timeout, f.environment, f.is_active AND a.is_active AS is_active, a.id AS app_id, a.slug AS app_slug,
   (SELECT u.username FROM ${q}.users u WHERE u.uuid = i.invoked_by) AS username,
   (SELECT u.token_generation FROM ${q}.users u WHERE u.uuid = i.invoked_by AND u.is_active AND NOT u.is_deleted) AS token_generation,
-  (SELECT coalesce(jsonb_agg(s), '[]') FROM (${appSecretsSql(q, 'SELECT value FROM jsonb_each_text(f.environment)', 'a.slug')}) s) AS secrets`;
+  CASE WHEN f.environment = '{}' THEN '[]' ELSE (SELECT coalesce(jsonb_agg(s), '[]') FROM (${appSecretsSql(q, 'SELECT value FROM jsonb_each_text(f.environment)', 'a.slug')}) s) END AS secrets`;
 
 /** An invocation record as the API shows it (function.service.ts invocationView). */
 export interface InvocationRow {
