@@ -48,9 +48,9 @@ export interface RouteDef {
   statementTimeout?: 'long';
   /**
    * `data`: the route's writes are data (records, edges, function invocations), never what the
-   * process's caches hold (users, tables, functions, policies, settings: request-caches.ts): its answer does not wait for this
-   * process's caches to catch up with the commit (middleware.ts), a wait of one round trip on the
-   * listening connection. server/test/data-writes.test.ts proves that such routes notify nothing.
+   * process's caches hold (users, tables, functions, policies, settings: request-caches.ts): its
+   * answer does not wait for this process's caches to catch up with the commit (middleware.ts), a
+   * wait of one round trip on the listening connection. server/test/data-writes.test.ts proves that such routes notify nothing.
    */
   writes?: 'data';
   /**
