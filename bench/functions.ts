@@ -22,11 +22,20 @@
 //    (alone, beside) so that whatever else the machine does weighs on both sides alike; p50 / p99
 //    and the failures.
 //
+// BENCH_ONLY=cold,warm,throughput,users,neighbour runs a subset (e.g. warm,throughput while
+// iterating on the invocation path); BENCH_CPU_PROF=<dir>: V8 CPU profiles of the servers.
+//
 // Output: tables on stdout, the reproduce command, bench/results/functions-latest.json.
 import http from 'node:http';
 import { randomBytes } from 'node:crypto';
+import path from 'node:path';
 
 const ROLE = process.env.BENCH_FUNCTIONS_ROLE;
+const SCENARIOS = ['cold', 'warm', 'throughput', 'users', 'neighbour'];
+const ONLY = process.env.BENCH_ONLY?.split(',').map((s) => s.trim());
+const unknown = ONLY?.filter((s) => !SCENARIOS.includes(s));
+if (unknown?.length) throw new Error(`BENCH_ONLY: unknown scenario ${unknown.join(', ')} (${SCENARIOS.join(', ')})`);
+const wanted = (id: string) => !ONLY || ONLY.includes(id);
 const ECHO = 'export default async (event) => ({ echo: event })';
 const log = (msg: string) => process.stderr.write(`[bench] ${msg}\n`);
 const pct = (xs: number[], p: number) => {
@@ -87,7 +96,7 @@ async function benchMain(): Promise<void> {
     await db?.close().catch((err: Error) => log(`dropping the bench database failed: ${err.message}`));
   };
   const start = async (name: string, script: string, env: Record<string, string>) => {
-    const c = await startChild(name, script, { env });
+    const c = await startChild(name, script, { env, cpuProfileDir: process.env.BENCH_CPU_PROF ? path.resolve(process.env.BENCH_CPU_PROF) : undefined });
     children.add(c);
     return c;
   };
@@ -150,7 +159,7 @@ async function benchMain(): Promise<void> {
 
     // 1. Cold starts.
     const cold = { platform: [] as number[], bare: [] as number[] };
-    for (let i = 0; i < COLD_RUNS; i++) {
+    for (let i = 0; i < (wanted('cold') ? COLD_RUNS : 0); i++) {
       if (i > 0) {
         await stop(platform);
         platform = await start('platform', 'server.ts', env);
@@ -170,15 +179,15 @@ async function benchMain(): Promise<void> {
     token = await siteToken(platform.url, site);
     for (let i = 0; i < 20; i++) await Promise.all([invoke(), bareInvoke()]);
     const warm = { platform: [] as number[], bare: [] as number[] };
-    for (let i = 0; i < WARM_RUNS; i++) {
+    for (let i = 0; i < (wanted('warm') ? WARM_RUNS : 0); i++) {
       warm.platform.push((await invoke()).ms);
       warm.bare.push((await bareInvoke()).ms);
     }
-    log(`warm p50: platform ${pct(warm.platform, 50)} ms, bare ${pct(warm.bare, 50)} ms`);
+    if (wanted('warm')) log(`warm p50: platform ${pct(warm.platform, 50)} ms, bare ${pct(warm.bare, 50)} ms`);
 
     // 3. Throughput at 20 concurrent calls.
     const tput = { platform: [] as number[], bare: [] as number[], failures: 0 };
-    for (let round = 0; round < ROUNDS; round++) {
+    for (let round = 0; round < (wanted('throughput') ? ROUNDS : 0); round++) {
       token = await siteToken(platform.url, site);
       const order = round % 2 === 0 ? (['platform', 'bare'] as const) : (['bare', 'platform'] as const);
       for (const side of order) {
@@ -192,11 +201,11 @@ async function benchMain(): Promise<void> {
     // 4. PRE_USER_CREATE overhead.
     token = await siteToken(platform.url, site);
     const ids: number[] = [];
-    for (let i = 0; i < 5; i++) ids.push(ok(await api(`${base()}${fns}`, 'POST', { token, body: { name: `pre ${i}`, code: 'export default (e) => { if (!e.user.username) throw new Error("no name") }' } }), 201, 'pre function').id);
+    for (let i = 0; i < (wanted('users') ? 5 : 0); i++) ids.push(ok(await api(`${base()}${fns}`, 'POST', { token, body: { name: `pre ${i}`, code: 'export default (e) => { if (!e.user.username) throw new Error("no name") }' } }), 201, 'pre function').id);
     const users: Record<string, number[]> = {};
     let subscribed = 0;
     let n = 0;
-    for (const subscribers of [0, 1, 5]) {
+    for (const subscribers of wanted('users') ? [0, 1, 5] : []) {
       token = await siteToken(platform.url, site);
       while (subscribed < subscribers) ok(await api(`${base()}/api/cloud/events/PRE_USER_CREATE/subscribe/`, 'POST', { token, body: { function_id: ids[subscribed++] } }), 200, 'subscribe');
       const times: number[] = [];
@@ -210,10 +219,10 @@ async function benchMain(): Promise<void> {
     }
 
     // 5. Noisy neighbour: another site's hostile functions beside this site's echo.
-    const other = ok(await api(`${platform.url}/api/cloud/organizations/${org.slug}/sites/`, 'POST', { token: admin.access, body: { name: 'Noisy Neighbour' } }), 201, 'site').schema_name as string;
-    const otherToken = await siteToken(platform.url, other);
-    ok(await api(`${platform.url}/sites/${other}/api/apps/`, 'POST', { token: otherToken, body: { name: 'Bench' } }), 201, 'app');
-    for (const [name, code] of [['fill', "export default () => { const a = []; for(;;) a.push('x'.repeat(1<<20)+a.length) }"], ['spin', 'export default () => { for (;;) {} }']]) {
+    const other = !wanted('neighbour') ? '' : ok(await api(`${platform.url}/api/cloud/organizations/${org.slug}/sites/`, 'POST', { token: admin.access, body: { name: 'Noisy Neighbour' } }), 201, 'site').schema_name as string;
+    const otherToken = other && (await siteToken(platform.url, other));
+    if (other) ok(await api(`${platform.url}/sites/${other}/api/apps/`, 'POST', { token: otherToken, body: { name: 'Bench' } }), 201, 'app');
+    for (const [name, code] of !other ? [] : [['fill', "export default () => { const a = []; for(;;) a.push('x'.repeat(1<<20)+a.length) }"], ['spin', 'export default () => { for (;;) {} }']]) {
       ok(await api(`${platform.url}/sites/${other}${fns}`, 'POST', { token: otherToken, body: { name, code } }), 201, 'hostile function');
     }
     token = await siteToken(platform.url, site);
@@ -232,7 +241,7 @@ async function benchMain(): Promise<void> {
     const besideTimes: number[] = [];
     let besideFailures = 0;
     const hostileOutcomes: Record<string, number> = {};
-    for (let round = 0; round < neighbourRounds; round++) {
+    for (let round = 0; round < (wanted('neighbour') ? neighbourRounds : 0); round++) {
       await echoes(aloneTimes);
       let stopHostile = false;
       const hostile = async (name: string) => {
@@ -250,13 +259,14 @@ async function benchMain(): Promise<void> {
     }
     const alone = { p50: pct(aloneTimes, 50), p99: pct(aloneTimes, 99) };
     const beside = { p50: pct(besideTimes, 50), p99: pct(besideTimes, 99), failures: besideFailures };
-    log(`neighbour: alone p50/p99 ${alone.p50}/${alone.p99} ms, beside hostile ${beside.p50}/${beside.p99} ms, failures ${beside.failures}`);
+    if (wanted('neighbour')) log(`neighbour: alone p50/p99 ${alone.p50}/${alone.p99} ms, beside hostile ${beside.p50}/${beside.p99} ms, failures ${beside.failures}`);
 
     const mean = (xs: number[]) => Math.round((xs.reduce((a, b) => a + b, 0) / xs.length) * 10) / 10;
     const report = {
       timestamp,
       command,
       machine,
+      only: ONLY ?? null,
       cold_ms: { platform: cold.platform.map((x) => Math.round(x * 10) / 10), bare: cold.bare.map((x) => Math.round(x * 10) / 10) },
       warm_ms: { platform: { p50: pct(warm.platform, 50), p99: pct(warm.platform, 99) }, bare: { p50: pct(warm.bare, 50), p99: pct(warm.bare, 99) } },
       throughput_per_s: { concurrency: CONCURRENCY, platform: mean(tput.platform), bare: mean(tput.bare), rounds: tput, ratio: Math.round((mean(tput.platform) / mean(tput.bare)) * 100) / 100 },
@@ -264,14 +274,14 @@ async function benchMain(): Promise<void> {
       noisy_neighbour_ms: { runs: NEIGHBOUR_RUNS, alone, beside_hostile: beside, p99_ratio: Math.round((beside.p99 / alone.p99) * 100) / 100, hostile: hostileOutcomes },
     };
     console.log('\nFunction invocation (echo), platform vs hand-written baseline');
-    console.log(`  cold (first call after start) ms: platform ${report.cold_ms.platform.join(', ')}; bare ${report.cold_ms.bare.join(', ')}`);
-    console.log(`  warm p50 / p99 ms: platform ${report.warm_ms.platform.p50} / ${report.warm_ms.platform.p99}; bare ${report.warm_ms.bare.p50} / ${report.warm_ms.bare.p99}`);
-    console.log(`  ${CONCURRENCY} concurrent: platform ${report.throughput_per_s.platform}/s, bare ${report.throughput_per_s.bare}/s (ratio ${report.throughput_per_s.ratio}; failures ${tput.failures})`);
-    console.log('PRE_USER_CREATE on POST /api/users/ (argon2 included)');
+    if (wanted('cold')) console.log(`  cold (first call after start) ms: platform ${report.cold_ms.platform.join(', ')}; bare ${report.cold_ms.bare.join(', ')}`);
+    if (wanted('warm')) console.log(`  warm p50 / p99 ms: platform ${report.warm_ms.platform.p50} / ${report.warm_ms.platform.p99}; bare ${report.warm_ms.bare.p50} / ${report.warm_ms.bare.p99}`);
+    if (wanted('throughput')) console.log(`  ${CONCURRENCY} concurrent: platform ${report.throughput_per_s.platform}/s, bare ${report.throughput_per_s.bare}/s (ratio ${report.throughput_per_s.ratio}; failures ${tput.failures})`);
+    if (wanted('users')) console.log('PRE_USER_CREATE on POST /api/users/ (argon2 included)');
     for (const [k, v] of Object.entries(report.pre_user_create_ms)) console.log(`  ${k} subscribers: p50 ${v.p50} ms, p99 ${v.p99} ms, +${v.added_p50} ms over none`);
     const nn = report.noisy_neighbour_ms;
-    console.log("Noisy neighbour: echo's p50 / p99 while another site runs a memory filler and a CPU spinner");
-    console.log(`  alone ${nn.alone.p50} / ${nn.alone.p99} ms; beside ${nn.beside_hostile.p50} / ${nn.beside_hostile.p99} ms (p99 ratio ${nn.p99_ratio}; failures ${nn.beside_hostile.failures}); hostile outcomes ${JSON.stringify(nn.hostile)}`);
+    if (wanted('neighbour')) console.log("Noisy neighbour: echo's p50 / p99 while another site runs a memory filler and a CPU spinner");
+    if (wanted('neighbour')) console.log(`  alone ${nn.alone.p50} / ${nn.alone.p99} ms; beside ${nn.beside_hostile.p50} / ${nn.beside_hostile.p99} ms (p99 ratio ${nn.p99_ratio}; failures ${nn.beside_hostile.failures}); hostile outcomes ${JSON.stringify(nn.hostile)}`);
     console.log(`\nreproduce: ${command}`);
     writeResults('functions', report, timestamp, log);
     return tput.failures || beside.failures ? 1 : 0;

@@ -47,10 +47,10 @@ export interface RouteDef {
    */
   statementTimeout?: 'long';
   /**
-   * `data`: the route's writes are data (records, edges, storage objects), never what the process's caches hold
-   * (users, tables, policies, settings: request-caches.ts): its answer does not wait for this
-   * process's caches to catch up with the commit (middleware.ts), a wait of one round trip on the
-   * listening connection. server/test/data-writes.test.ts proves that such routes notify nothing.
+   * `data`: the route's writes are data (records, edges, storage objects, function invocations),
+   * never what the process's caches hold (users, tables, functions, policies, settings:
+   * request-caches.ts): its answer does not wait for the caches to catch up with the commit
+   * (middleware.ts). server/test/data-writes.test.ts proves that such routes notify nothing.
    */
   writes?: 'data';
   /**

@@ -103,6 +103,9 @@ export function functionRoutes(options: { runtime: FunctionRuntime; publicUrl?: 
       method: 'post',
       path: `${ONE}invoke/`,
       operationId: 'functions_invoke',
+      // An invocation writes its record and job row only, nothing the caches hold; what its code
+      // changes through the SDK are requests of their own, each answered once cached.
+      writes: 'data',
       summary: 'Invoke a function',
       description:
         "Runs the function as the caller (the SDK's requests carry the caller's rights) with `payload` as its event. 200 with the ended invocation (status `succeeded`, `failed` or `timed_out`: the function's own failure is not an HTTP error); 202 with the queued one when `async` is true or when it has not ended within its timeout. Any user of the site, and the app's policies on `function:{slug}`, action `execute`.",

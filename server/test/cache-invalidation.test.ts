@@ -11,7 +11,8 @@
 // routing cache that exists today (tenancy/host-resolver.ts, invalidated by NOTIFY).
 //
 // Policies, app roles, their assignments and a site user's attributes (10.) reach B's compiled
-// policy sets, principals and plans through the `policies` and `auth` notifications.
+// policy sets, principals and plans through the `policies` and `auth` notifications; a function's
+// changes (11.) reach B's kept functions through the `functions` and `tables` ones.
 //
 // Changes the API has no route for, so not covered here (no faking through SQL):
 //   - a site user's site permissions through the site's groups or direct grants (`user_groups`,
@@ -708,4 +709,38 @@ test.serial("10. a policy, a role assignment and a user's attributes changed thr
 
   await putPolicy([{ actions: ['*'], effect: 'EFFECT_ALLOW', roles: ['*'] }]);
   await expectOnB(t, 'every site user again', one, 200);
+});
+
+// ---------------------------------------------------------------------------------------------
+// 11. Functions: what an invocation is decided on (issue 33: B keeps the function, not its code)
+
+test.serial('11. a function deactivated, reactivated, changed, deleted and made again, its app deleted and restored through A: B invokes it the new way within 1 s', async (t) => {
+  const { site, ownerSite, records } = world;
+  const u = await siteUser(site, ownerSite.access, 'fnu');
+  const fns = `/apps/${records.app}/functions/`;
+  const onA = (method: string, p: string, body?: unknown) => on(a, method, siteApi(site, p), { token: ownerSite.access, body });
+  const create = (code: string) => ok(onA('POST', fns, { name: 'Greet', slug: 'greet', code }), 201, 'function create');
+  const invoke = onB('POST', siteApi(site, `${fns}greet/invoke/`), u.access, { payload: 1 });
+  const answers = async (result: number) => {
+    const res = await within1s(invoke, (r) => r.status === 200 && r.body.result === result);
+    t.like(res.body, { status: 'succeeded', result }, `B within 1 s: ${brief(res)}`);
+  };
+
+  await create('export default (n) => n + 1');
+  await warm(t, 'invoke', invoke, 200);
+  await ok(onA('PATCH', `${fns}greet/`, { is_active: false }), 200, 'deactivate');
+  await expectOnB(t, 'inactive', invoke, 400);
+  await warm(t, 'inactive', invoke, 400);
+  await ok(onA('PATCH', `${fns}greet/`, { is_active: true, code: 'export default (n) => n + 2' }), 200, 'reactivate, new code');
+  await answers(3);
+  await ok(onA('DELETE', `${fns}greet/`), 204, 'delete');
+  await expectOnB(t, 'deleted', invoke, 404);
+  await warm(t, 'deleted', invoke, 404);
+  await create('export default (n) => n + 3');
+  await answers(4);
+  await ok(onA('DELETE', `/apps/${records.app}/`), 200, 'app delete');
+  await expectOnB(t, 'app deleted', invoke, 404);
+  await warm(t, 'app deleted', invoke, 404);
+  await ok(onA('POST', `/apps/${records.app}/restore/`), 200, 'app restore');
+  await answers(4);
 });

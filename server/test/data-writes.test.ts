@@ -1,4 +1,4 @@
-// Data writes answer without waiting for the caches (issue 33 items 2 and 4; RouteDef.writes = 'data'):
+// Data writes answer without waiting for the caches (issue 33 items 2, 3 and 4; RouteDef.writes = 'data'):
 // safe only because they change nothing the process caches. Every such route is exercised here
 // while a session LISTENs on the change channel, and none may notify a cache topic (the list
 // of routes comes from the registry: a new data route fails this test until it is exercised
@@ -32,6 +32,7 @@ test.before(async () => {
   await seedCrm(s, [a]);
   await createTables((m, p, body) => on(m, p, body), [['main', 'companies', fixture('companies.json')], ['main', 'org', ORG_SCHEMA as never]]);
   for (const name of ['files', 'other']) expectCreated(await on('POST', '/api/apps/crm/storage/buckets/', { name, app_category: 'attachments' }));
+  expectCreated(await on('POST', '/api/apps/crm/functions/', { name: 'echo', code: 'export default (e) => e' }));
 });
 test.after.always(async () => {
   await s?.close();
@@ -42,7 +43,7 @@ function expectCreated(r: { status: number; text: string }): void {
   if (r.status !== 201) throw new Error(r.text);
 }
 
-/** The routes declared as data writes, by operation id (without the `_by_app` twin). */
+/** The routes declared as data writes (records, edges, storage objects, function invocations), by operation id (without the `_by_app` twin). */
 function dataWriteOperations(): string[] {
   const config = loadConfig({ PLATFORM_SECRET_KEY: 'x'.repeat(32), DATABASE_URL: 'postgres://localhost/unused' });
   const unused = {} as never;
@@ -50,7 +51,7 @@ function dataWriteOperations(): string[] {
   return [...new Set(registry.routes.filter((r) => r.writes === 'data' && r.method !== 'get').map((r) => r.operationId.replace(/_by_app$/, '')))].sort();
 }
 
-test.serial('every data write (records, edges, storage objects) notifies no cache topic: answering without the marker is safe', async (t) => {
+test.serial('every data write (records, edges, storage objects, function invocations) notifies no cache topic: answering without the marker is safe', async (t) => {
   const listener = new pg.Client({ connectionString: s.config.databaseUrl });
   await listener.connect();
   const heard: string[] = [];
@@ -104,6 +105,8 @@ test.serial('every data write (records, edges, storage objects) notifies no cach
     await call('storage_objects_search', 'POST', `${O}search/`, { prefix: 'moved/' });
     await call('storage_objects_destroy', 'DELETE', `${O}c.txt`);
     await call('storage_objects_batch_delete', 'POST', `${O}batch-delete/`, { paths: ['d.txt', 'e.txt'] });
+    await call('functions_invoke', 'POST', '/api/apps/crm/functions/echo/invoke/', { payload: 1 });
+    await call('functions_invoke', 'POST', '/api/apps/crm/functions/echo/invoke/', { payload: 2, async: true }, [202]);
     // Anything notified arrives within a round trip of its commit: a marker of our own after them all.
     await listener.query(`SELECT pg_notify($1, 'test:end')`, [CHANGES_CHANNEL]);
     for (let i = 0; i < 50 && !heard.includes('test:end'); i++) await new Promise((r) => setTimeout(r, 20));

@@ -1,6 +1,6 @@
 // Cross-process cache invalidation through PostgreSQL (no Redis needed). A change notifies inside
 // its transaction (PostgreSQL delivers the NOTIFY at commit, to every session listening on the
-// channel): triggers do it for users, memberships, apps, data sources and tables (migrations:
+// channel): triggers do it for users, memberships, apps, data sources, tables and functions (migrations:
 // `platform_notify_change`), the services call notifyChanged() for the rest. Each server process keeps one
 // listening connection (ChangeListener) and tells the caches subscribed to that topic; when the
 // connection drops or is made again, every subscriber drops everything, as notifications may
@@ -19,9 +19,9 @@ export const CHANGES_CHANNEL = 'platform_changes';
  * `routing`: sites and domains (host resolution); `app-settings`: an app's settings, keyed by its
  * site schema; `auth`: a user's account or membership, keyed by the user's UUID (platform or site
  * user); `tables`: a site's apps, data sources or data tables, keyed by the site schema;
- * `function-jobs`: a function execution was queued for any process to claim (functions/runtime.ts).
+ * `functions`: a site's functions, keyed by the site schema; `function-jobs`: a function execution was queued for any process to claim (functions/runtime.ts).
  */
-export type ChangeTopic = 'routing' | 'app-settings' | 'auth' | 'tables' | 'policies' | 'function-jobs';
+export type ChangeTopic = 'routing' | 'app-settings' | 'auth' | 'tables' | 'policies' | 'functions' | 'function-jobs';
 
 export async function notifyChanged(em: EntityManager, topic: ChangeTopic, key = ''): Promise<void> {
   await em.execute('SELECT pg_notify(?, ?)', [CHANGES_CHANNEL, `${topic}:${key}`]);

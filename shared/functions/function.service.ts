@@ -5,7 +5,7 @@
 // settings bounds how many an app has, as max_datatables bounds its tables. docs/functions.md.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { checkAppCount } from '../apps/app-settings.service.ts';
-import { activeApp, type ActiveApp } from '../apps/lookup.ts';
+import { activeApp, appNotFound, type ActiveApp } from '../apps/lookup.ts';
 import { allows } from '../auth/actor.ts';
 import { likeEscape } from '../common/filters.ts';
 import { pageOffset, parsePageRequest, resolvePage, type Page } from '../common/pagination.ts';
@@ -16,14 +16,14 @@ import { actorUuid, readsOf, type ServiceContext } from '../context.ts';
 import { assignments, countOf, firstRow, iso, rows } from '../db/sql.ts';
 import { DomainError, fieldError, notFound, permissionDenied, validationError } from '../errors.ts';
 import { decide, type PolicyApp } from '../policies/hook.ts';
-import { appSecrets } from '../secrets/secret.service.ts';
+import { appSecretKeys } from '../secrets/secret.service.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { authorizeSiteSubject, siteAbility, siteSchemaFor, tenantSchema } from '../tenancy/site-access.ts';
 import {
   DEFAULT_TIMEOUT_SECONDS, FunctionCreate, FunctionListQuery, FunctionUpdate, InvocationListQuery, InvokeBody, MAX_CODE_BYTES,
   type FunctionView, type InvocationView,
 } from './function.schemas.ts';
-import { enqueueInvocation, type FunctionRuntime } from './runtime.ts';
+import { INVOCATION_COLUMNS, type FunctionRuntime, type InvocationRow } from './runtime.ts';
 
 export interface FunctionRow {
   id: number;
@@ -44,17 +44,30 @@ export interface FunctionRow {
   modified_by: string | null;
 }
 
-export interface FunctionTarget {
-  schema: string;
+/** A function without its code: what decisions on it need. */
+export type FunctionMeta = Omit<FunctionRow, 'code'>;
+
+/**
+ * A function and its app as the process keeps them (common/request-caches.ts) until a change to
+ * the site's apps or functions: never its code, which an invocation reads with its record.
+ */
+export interface CachedFunction {
   app: ActiveApp;
-  fn: FunctionRow;
+  fn: FunctionMeta;
+}
+
+export interface FunctionTarget extends CachedFunction {
+  schema: string;
 }
 
 const SLUG_KEY = 'functions_app_id_slug_key';
 export const functionKind = (slug: string): string => `function:${slug}`;
-const select = (q: string) => `SELECT f.*, a.slug AS app_slug FROM ${q}.functions f JOIN ${q}.apps a ON a.id = f.app_id`;
+const META_COLUMNS = `f.id, f.uuid, f.app_id, f.name, f.slug, f.description, f.runtime, f.timeout, f.environment, f.is_active,
+  f.created_at, f.updated_at, f.created_by, f.modified_by, a.slug AS app_slug`;
+const select = (q: string) => `SELECT ${META_COLUMNS}, f.code FROM ${q}.functions f JOIN ${q}.apps a ON a.id = f.app_id`;
 
-export function functionView(f: FunctionRow): FunctionView {
+/** The view of a function but its code. */
+function metaView(f: FunctionMeta): Omit<FunctionView, 'code'> {
   return {
     id: Number(f.id),
     uuid: f.uuid,
@@ -62,7 +75,6 @@ export function functionView(f: FunctionRow): FunctionView {
     slug: f.slug,
     description: f.description,
     runtime: f.runtime,
-    code: f.code,
     timeout: Number(f.timeout),
     environment: f.environment,
     is_active: f.is_active,
@@ -73,6 +85,10 @@ export function functionView(f: FunctionRow): FunctionView {
     created_by: f.created_by,
     modified_by: f.modified_by,
   };
+}
+
+export function functionView(f: FunctionRow): FunctionView {
+  return { ...metaView(f), code: f.code };
 }
 
 export function invocationView(r: InvocationRow): InvocationView {
@@ -104,12 +120,35 @@ async function findFunction(em: EntityManager, schema: string, app: Pick<ActiveA
   return row;
 }
 
-const functionResource = (f: FunctionRow) => ({ id: f.slug, attr: { name: f.name, slug: f.slug, runtime: f.runtime, is_active: f.is_active, created_by: f.created_by } });
+/**
+ * The function `slug` of the active app `appSlug` and the app, in one query; 404 when either is
+ * missing. Through the request's caches when it has them (a miss is kept too).
+ */
+async function cachedFunction(ctx: ServiceContext, schema: string, appSlug: string, slug: string): Promise<CachedFunction> {
+  const load = async (): Promise<CachedFunction | DomainError> => {
+    const q = quotedSchema(schema);
+    const row = await firstRow<FunctionMeta & { app_name: string; app_key: number; found: boolean }>(
+      readsOf(ctx),
+      `SELECT a.id AS app_key, a.name AS app_name, f.id IS NOT NULL AS found, ${META_COLUMNS}
+         FROM ${q}.apps a LEFT JOIN ${q}.functions f ON f.app_id = a.id AND f.slug = ? WHERE a.slug = ? AND a.is_active`,
+      [slug, appSlug],
+    );
+    if (!row) return appNotFound(appSlug);
+    if (!row.found) return notFound(`Function "${slug}"`);
+    const { app_key: id, app_name: name, found: _, ...fn } = row;
+    return { app: { id, name, slug: fn.app_slug }, fn };
+  };
+  const found = ctx.caches ? await ctx.caches.functions.get(`${schema}|${appSlug}|${slug}`, load) : await load();
+  if (found instanceof DomainError) throw found;
+  return found;
+}
+
+const functionResource = (f: FunctionMeta) => ({ id: f.slug, attr: { name: f.name, slug: f.slug, runtime: f.runtime, is_active: f.is_active, created_by: f.created_by } });
 
 type FunctionAction = 'read' | 'update' | 'delete' | 'execute';
 
 /** Whether the actor may `action` the function: CASL on Function, then the app's policies on `function:{slug}`. */
-async function may(ctx: ServiceContext, schema: string, app: PolicyApp, fn: FunctionRow, action: FunctionAction): Promise<boolean> {
+async function may(ctx: ServiceContext, schema: string, app: PolicyApp, fn: FunctionMeta, action: FunctionAction): Promise<boolean> {
   if (!allows(await siteAbility(ctx, 'Function'), action, 'Function', { schema, app: app.slug, slug: fn.slug })) return false;
   return (await decide(ctx, schema, app, functionKind(fn.slug), action, [functionResource(fn)]))[0]!;
 }
@@ -121,8 +160,7 @@ async function may(ctx: ServiceContext, schema: string, app: PolicyApp, fn: Func
  */
 export async function functionFor(ctx: ServiceContext, appSlug: string, slug: string, action: FunctionAction): Promise<FunctionTarget> {
   const schema = await siteSchemaFor(ctx, action, 'Function');
-  const app = await activeApp(readsOf(ctx), schema, appSlug);
-  const fn = await findFunction(readsOf(ctx), schema, app, slug);
+  const { app, fn } = await cachedFunction(ctx, schema, appSlug, slug);
   if (!(await may(ctx, schema, app, fn, action))) {
     const visible = (action !== 'read' && (await may(ctx, schema, app, fn, 'read'))) || (action !== 'execute' && (await may(ctx, schema, app, fn, 'execute')));
     throw visible ? permissionDenied() : notFound(`Function "${slug}"`);
@@ -146,7 +184,7 @@ export async function visibleFunctionIds(ctx: ServiceContext, schema: string, id
 async function checkFields(em: EntityManager, schema: string, app: ActiveApp, input: Partial<FunctionCreate>): Promise<void> {
   if (input.code !== undefined && Buffer.byteLength(input.code) > MAX_CODE_BYTES) throw fieldError('code', `Ensure the code has no more than ${MAX_CODE_BYTES} bytes.`);
   const env = Object.entries(input.environment ?? {});
-  const found = await appSecrets(em, schema, app.slug, env.map(([, key]) => key));
+  const found = await appSecretKeys(em, schema, app.slug, env.map(([, key]) => key));
   const missing = env.filter(([, key]) => !found.has(key));
   if (missing.length) {
     throw validationError({ environment: missing.map(([name, key]) => `${name}: no secret "${key}" exists for app "${app.slug}" or the whole site.`) });
@@ -217,14 +255,15 @@ export async function createFunction(ctx: ServiceContext, appSlug: string, raw: 
 }
 
 export async function getFunction(ctx: ServiceContext, appSlug: string, slug: string): Promise<FunctionView> {
-  return functionView((await functionFor(ctx, appSlug, slug, 'read')).fn);
+  const { schema, app } = await functionFor(ctx, appSlug, slug, 'read');
+  return functionView(await findFunction(readsOf(ctx), schema, app, slug));
 }
 
 /** PUT and PATCH alike: the writable fields sent change; the read-only ones may come back unchanged. */
 export async function updateFunction(ctx: ServiceContext, appSlug: string, slug: string, raw: unknown): Promise<FunctionView> {
   const input = validate(FunctionUpdate, raw) as Partial<FunctionCreate> & Record<string, unknown>;
   const { schema, app, fn } = await functionFor(ctx, appSlug, slug, 'update');
-  dropReadOnly(FunctionUpdate, input, functionView(fn));
+  dropReadOnly(FunctionUpdate, input, metaView(fn));
   await checkFields(readsOf(ctx), schema, app, input);
   const { set, params } = assignments(input, ['name', 'description', 'runtime', 'code', 'timeout', 'is_active']);
   if (input.environment !== undefined) {
@@ -247,30 +286,6 @@ export async function deleteFunction(ctx: ServiceContext, appSlug: string, slug:
   });
 }
 
-interface InvocationRow {
-  id: string | number;
-  uuid: string;
-  function_id: number;
-  function_slug: string;
-  trigger: 'api' | 'event';
-  event: string | null;
-  status: 'queued' | 'running' | 'succeeded' | 'failed' | 'timed_out';
-  payload: unknown;
-  result: unknown;
-  error: { type: string; message: string; stack?: string } | null;
-  logs: { level: string; message: string; at: string }[];
-  invoked_by: string | null;
-  attempts: number;
-  duration_ms: number | null;
-  cpu_ms: number | null;
-  created_at: Date | string;
-  started_at: Date | string | null;
-  finished_at: Date | string | null;
-}
-
-const INVOCATION_COLUMNS = `i.id, i.uuid, i.function_id, f.slug AS function_slug, i.trigger, i.event, i.status, i.payload, i.result, i.error, i.logs,
-  i.invoked_by, i.attempts, i.duration_ms, i.cpu_ms, i.created_at, i.started_at, i.finished_at`;
-
 const invocationSelect = (q: string) => `SELECT ${INVOCATION_COLUMNS} FROM ${q}.function_invocations i JOIN ${q}.functions f ON f.id = i.function_id`;
 
 async function findInvocation(em: EntityManager, schema: string, where: string, params: unknown[]): Promise<InvocationRow | undefined> {
@@ -278,30 +293,18 @@ async function findInvocation(em: EntityManager, schema: string, where: string, 
 }
 
 /**
- * Queues an execution as the caller: with `async`, for any server's queue to run (202); else
- * claimed by this process and run at once, answered when it has ended (200).
+ * Executes the function as the caller: with `async`, queued for any server's queue to run (202);
+ * else run by this process at once, answered when it has ended (200). A warm invocation sends two
+ * statements (runtime.ts invoke; the function and the decision come from the process's caches);
+ * a queued one, one.
  */
 export async function invokeFunction(ctx: ServiceContext, runtime: FunctionRuntime, appSlug: string, slug: string, raw: unknown): Promise<{ invocation: InvocationView; done: boolean }> {
   const input = validate(InvokeBody, raw ?? {});
   const { schema, fn } = await functionFor(ctx, appSlug, slug, 'execute');
   if (!fn.is_active) throw new DomainError('BAD_REQUEST', `Function "${fn.slug}" is inactive: set is_active to invoke it.`);
-  const job = { functionId: fn.id, payload: input.payload ?? null, invokedBy: actorUuid(ctx), claimedBy: input.async ? undefined : runtime.owner };
-  let id: number;
-  if (input.async) {
-    await runtime.admitAsync(readsOf(ctx), schema);
-    ({ id } = await ctx.em.transactional((tx) => enqueueInvocation(tx as EntityManager, schema, job)));
-    runtime.poke();
-  } else {
-    const done = runtime.admitSync(schema);
-    try {
-      const claimed = await ctx.em.transactional((tx) => enqueueInvocation(tx as EntityManager, schema, job));
-      id = claimed.id;
-      await runtime.runClaimed(schema, id, claimed.jobId);
-    } finally {
-      done();
-    }
-  }
-  const row = (await findInvocation(ctx.em, schema, 'i.id = ?', [id]))!;
+  const job = { functionId: fn.id, payload: input.payload ?? null, invokedBy: actorUuid(ctx) };
+  const row = await (input.async ? runtime.enqueue(schema, job) : runtime.invoke(schema, job));
+  if (!row) throw notFound(`Function "${slug}"`); // deleted since the lookup
   return { invocation: invocationView(row), done: ['succeeded', 'failed', 'timed_out'].includes(row.status) };
 }
 

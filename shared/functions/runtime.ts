@@ -9,7 +9,9 @@
 // at least once; after MAX_ATTEMPTS claims an invocation is failed, not retried). New unclaimed
 // rows notify `function-jobs` (a trigger), so idle processes claim them at once; a poll every
 // POLL_MS covers lost notifications and expired leases. A synchronous invocation is queued
-// already claimed by the process that answers it, which runs it at once. docs/functions.md.
+// already claimed by the process that answers it, which runs it at once: one statement records,
+// claims and reads what the run needs, one more stores the outcome and removes the job row
+// (issue 33). docs/functions.md.
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { signToken, type TokenSettings } from '../auth/tokens.ts';
@@ -18,10 +20,10 @@ import type { FaultLog } from '../db/availability.ts';
 import type { ChangeListener } from '../db/changes.ts';
 import { isDatabaseUnavailable } from '../db/errors.ts';
 import type { Orm } from '../db/orm.ts';
-import { countOf, firstRow, rows } from '../db/sql.ts';
+import { preparedRows, rows } from '../db/sql.ts';
 import { DomainError } from '../errors.ts';
 import type { SecretKeyring } from '../secrets/crypto.ts';
-import { appSecrets } from '../secrets/secret.service.ts';
+import { appSecretsSql, openSecrets, type StoredSecret } from '../secrets/secret.service.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { failedOutcome, type RunOutcome, type SandboxLimits } from './sandbox/engine.ts';
 import { SandboxPool, type ApiTarget } from './sandbox/pool.ts';
@@ -60,7 +62,7 @@ const MAX_LOG_BYTES = 64 * 1024;
 const MAX_RESULT_BYTES = 1024 * 1024;
 const MAX_API_CALLS = 100;
 
-/** What execute() needs of an invocation, its function, app and invoking user: one statement. */
+/** What a run needs of an invocation, its function, app, invoking user and the function's secrets: selected with its claim (executionColumns). */
 interface ExecutionRow {
   id: string | number;
   uuid: string;
@@ -79,27 +81,51 @@ interface ExecutionRow {
   app_slug: string;
   username: string | null;
   token_generation: number | null;
+  secrets: StoredSecret[];
 }
 
 /**
- * Queues an API invocation of `functionId` in `em`'s transaction: its invocation record and job
- * row. `claimedBy`: the job is taken by that runtime already (a synchronous invocation, run where
- * it was asked: no other process is woken for it; if that process dies, the lease runs out and
- * another one runs it). Events queue theirs in one statement per event (events.service.ts).
+ * The columns of an ExecutionRow, over the invocation `i`, its function `f` and app `a` of the
+ * schema `q`: the invoking user, and the secrets the function's environment names (not looked
+ * for without an environment: CASE evaluates the subquery only then).
  */
-export async function enqueueInvocation(
-  em: EntityManager, schema: string, v: { functionId: number; payload: unknown; invokedBy: string | null; claimedBy?: string },
-): Promise<{ id: number; uuid: string; jobId: number }> {
-  const owner = v.claimedBy ?? null;
-  const row = await firstRow<{ id: string; uuid: string; job_id: string }>(
-    em,
-    `WITH inv AS (INSERT INTO ${quotedSchema(schema)}.function_invocations (function_id, trigger, payload, invoked_by) VALUES (?, 'api', ?::jsonb, ?) RETURNING id, uuid),
-          job AS (INSERT INTO public.function_jobs (site_schema, invocation_id, locked_by, locked_until, attempts)
-                  SELECT ?, id, ?::text, CASE WHEN ?::text IS NULL THEN NULL ELSE now() + make_interval(secs => ?) END, CASE WHEN ?::text IS NULL THEN 0 ELSE 1 END FROM inv RETURNING id)
-     SELECT inv.id, inv.uuid, job.id AS job_id FROM inv, job`,
-    [v.functionId, JSON.stringify(v.payload ?? null), v.invokedBy, schema, owner, owner, LEASE_SECONDS, owner],
-  );
-  return { id: Number(row!.id), uuid: row!.uuid, jobId: Number(row!.job_id) };
+const executionColumns = (q: string) => `i.id, i.uuid, i.payload, i.trigger, i.event, i.invoked_by, f.id AS function_id, f.slug AS function_slug, f.name AS function_name,
+  f.code, f.timeout, f.environment, f.is_active AND a.is_active AS is_active, a.id AS app_id, a.slug AS app_slug,
+  (SELECT u.username FROM ${q}.users u WHERE u.uuid = i.invoked_by) AS username,
+  (SELECT u.token_generation FROM ${q}.users u WHERE u.uuid = i.invoked_by AND u.is_active AND NOT u.is_deleted) AS token_generation,
+  CASE WHEN f.environment = '{}' THEN '[]' ELSE (SELECT coalesce(jsonb_agg(s), '[]') FROM (${appSecretsSql(q, 'SELECT value FROM jsonb_each_text(f.environment)', 'a.slug')}) s) END AS secrets`;
+
+/** An invocation record as the API shows it (function.service.ts invocationView). */
+export interface InvocationRow {
+  id: string | number;
+  uuid: string;
+  function_id: number;
+  function_slug: string;
+  trigger: 'api' | 'event';
+  event: string | null;
+  status: 'queued' | 'running' | 'succeeded' | 'failed' | 'timed_out';
+  payload: unknown;
+  result: unknown;
+  error: { type: string; message: string; stack?: string } | null;
+  logs: { level: string; message: string; at: string }[];
+  invoked_by: string | null;
+  attempts: number;
+  duration_ms: number | null;
+  cpu_ms: number | null;
+  created_at: Date | string;
+  started_at: Date | string | null;
+  finished_at: Date | string | null;
+}
+
+/** The columns of an InvocationRow, over the invocation `i` and its function `f`. */
+export const INVOCATION_COLUMNS = `i.id, i.uuid, i.function_id, f.slug AS function_slug, i.trigger, i.event, i.status, i.payload, i.result, i.error, i.logs,
+  i.invoked_by, i.attempts, i.duration_ms, i.cpu_ms, i.created_at, i.started_at, i.finished_at`;
+
+/** An API invocation of a function: its event, and the site user it runs as (null: none). */
+export interface ApiInvocation {
+  functionId: number;
+  payload: unknown;
+  invokedBy: string | null;
 }
 
 export interface RuntimeOptions {
@@ -248,7 +274,7 @@ export class FunctionRuntime {
    * waiting, and 429 past that. Counted before anything awaits, so a burst of concurrent requests
    * cannot all pass. One site's flood waits behind its own work, never anyone else's.
    */
-  admitSync(site: string): () => void {
+  private admitSync(site: string): () => void {
     const c = this.options.config;
     const admitted = this.syncBySite.get(site) ?? 0;
     if (admitted >= this.siteCapacity + c.siteQueue) throw tooMany(`${c.siteQueue} waiting for a sandbox`);
@@ -263,23 +289,72 @@ export class FunctionRuntime {
     };
   }
 
-  /** 429 when `site` has FUNCTION_SITE_BACKLOG queued executions nobody has claimed yet. */
-  async admitAsync(em: EntityManager, site: string): Promise<void> {
+  /**
+   * Queues an API invocation for any process to run, in one statement: its invocation record and
+   * job row — none when `schema` has FUNCTION_SITE_BACKLOG queued executions nobody has claimed
+   * yet (429). The record; undefined when the function is gone.
+   */
+  async enqueue(schema: string, v: ApiInvocation): Promise<InvocationRow | undefined> {
+    const q = quotedSchema(schema);
     const limit = this.options.config.siteBacklog;
-    const queued = await countOf(em, 'SELECT count(*) AS n FROM (SELECT 1 FROM public.function_jobs WHERE site_schema = ? AND locked_by IS NULL LIMIT ?) q', [site, limit]);
-    if (queued >= limit) throw tooMany(`${limit} queued`);
+    const [row] = await preparedRows<InvocationRow & { admitted: boolean }>(
+      this.options.orm.em,
+      `WITH room AS (SELECT count(*) < ? AS admitted FROM (SELECT 1 FROM public.function_jobs WHERE site_schema = ? AND locked_by IS NULL LIMIT ?) queued),
+            inv AS (INSERT INTO ${q}.function_invocations (function_id, trigger, payload, invoked_by)
+                    SELECT f.id, 'api', ?::jsonb, ?::uuid FROM ${q}.functions f, room WHERE f.id = ? AND room.admitted RETURNING *),
+            job AS (INSERT INTO public.function_jobs (site_schema, invocation_id) SELECT ?, id FROM inv)
+       SELECT room.admitted, ${INVOCATION_COLUMNS} FROM room LEFT JOIN (inv i JOIN ${q}.functions f ON f.id = i.function_id) ON true`,
+      [limit, schema, limit, JSON.stringify(v.payload ?? null), v.invokedBy, v.functionId, schema],
+    );
+    if (!row!.admitted) throw tooMany(`${limit} queued`);
+    this.poke();
+    return row!.id === null ? undefined : row;
   }
 
-  /** Runs an execution this runtime claimed when it was queued (enqueueInvocation's `claimedBy`); its outcome (undefined: it had ended, or this process is stopping). */
+  /**
+   * Runs an API invocation here and now (admitSync's bounds), in two statements: one records it
+   * running with its job row claimed by this runtime (no other process is woken for it; if this
+   * one dies, the lease runs out and another runs it) and reads what the run needs; the other
+   * stores the outcome and removes the job row. The record as it ended (queued again when this
+   * process stopped meanwhile); undefined when the function is gone.
+   */
+  async invoke(schema: string, v: ApiInvocation): Promise<InvocationRow | undefined> {
+    const done = this.admitSync(schema);
+    try {
+      const q = quotedSchema(schema);
+      const [row] = await preparedRows<ExecutionRow & { job_id: string }>(
+        this.options.orm.em,
+        `WITH inv AS (INSERT INTO ${q}.function_invocations (function_id, trigger, payload, invoked_by, status, started_at, attempts)
+                      SELECT id, 'api', ?::jsonb, ?::uuid, 'running', now(), 1 FROM ${q}.functions WHERE id = ? RETURNING *),
+              job AS (INSERT INTO public.function_jobs (site_schema, invocation_id, locked_by, locked_until, attempts)
+                      SELECT ?, id, ?, now() + make_interval(secs => ?), 1 FROM inv RETURNING id)
+         SELECT job.id AS job_id, ${executionColumns(q)}
+           FROM inv i CROSS JOIN job JOIN ${q}.functions f ON f.id = i.function_id JOIN ${q}.apps a ON a.id = f.app_id`,
+        [JSON.stringify(v.payload ?? null), v.invokedBy, v.functionId, schema, this.id, LEASE_SECONDS],
+      );
+      if (!row) return undefined;
+      const jobId = Number(row.job_id);
+      return (await this.tracked(jobId, this.run(schema, row, jobId))).record;
+    } finally {
+      done();
+    }
+  }
+
+  /** Runs an execution this runtime claimed when it was queued (events.service.ts); its outcome (undefined: it had ended, or this process is stopping). */
   runClaimed(schema: string, invocationId: number, jobId: number): Promise<RunOutcome | undefined> {
+    return this.tracked(jobId, this.execute(schema, invocationId, jobId));
+  }
+
+  /** `run`, the execution of the job `jobId`, counted as running here: its lease renewed, close() waiting for it. */
+  private tracked<T>(jobId: number, run: Promise<T>): Promise<T> {
     this.active.add(jobId);
-    const run = this.execute(schema, invocationId, jobId).finally(() => {
+    const ended = run.finally(() => {
       this.active.delete(jobId);
       this.running.delete(settled);
     });
-    const settled = run.then(() => undefined, () => undefined);
+    const settled = ended.then(() => undefined, () => undefined);
     this.running.add(settled);
-    return run;
+    return ended;
   }
 
   private async renewLeases(): Promise<void> {
@@ -291,7 +366,7 @@ export class FunctionRuntime {
 
   private async runJob(jobId: number, schema: string, invocationId: number, attempts: number): Promise<void> {
     if (attempts > MAX_ATTEMPTS) {
-      await this.finish(this.freshEm(), schema, invocationId, jobId, failedOutcome(
+      await this.finish(schema, invocationId, jobId, failedOutcome(
         'ExecutionInterrupted',
         'The server running the execution stopped, and it has no retry left (an API or POST event execution is tried 3 times, a PRE event one once).',
       ));
@@ -301,30 +376,35 @@ export class FunctionRuntime {
   }
 
   /**
-   * Runs the invocation `invocationId` of `schema` (its job `jobId` claimed by this runtime) now,
-   * in a unit of work of its own, and stores its outcome and removes the job row in one statement.
+   * Runs the queued invocation `invocationId` of `schema` (its job `jobId` claimed by this
+   * runtime) now: one statement marks it running and reads what the run needs, then `run`.
    * Returns the outcome; an invocation already ended (a job claimed twice) is left as it is.
    */
   private async execute(schema: string, invocationId: number, jobId: number): Promise<RunOutcome | undefined> {
-    const em = this.freshEm();
     const q = quotedSchema(schema);
-    const row = await firstRow<ExecutionRow>(
-      em,
+    const [row] = await preparedRows<ExecutionRow>(
+      this.options.orm.em,
       `UPDATE ${q}.function_invocations i SET status = 'running', started_at = now(), attempts = i.attempts + 1
          FROM ${q}.functions f JOIN ${q}.apps a ON a.id = f.app_id
         WHERE i.id = ? AND f.id = i.function_id AND i.status IN ('queued', 'running')
-        RETURNING i.id, i.uuid, i.payload, i.trigger, i.event, i.invoked_by, f.id AS function_id, f.slug AS function_slug, f.name AS function_name,
-                  f.code, f.timeout, f.environment, f.is_active AND a.is_active AS is_active, a.id AS app_id, a.slug AS app_slug,
-                  (SELECT u.username FROM ${q}.users u WHERE u.uuid = i.invoked_by) AS username,
-                  (SELECT u.token_generation FROM ${q}.users u WHERE u.uuid = i.invoked_by AND u.is_active AND NOT u.is_deleted) AS token_generation`,
+        RETURNING ${executionColumns(q)}`,
       [invocationId],
     );
     if (!row) {
-      await em.execute('DELETE FROM public.function_jobs WHERE id = ?', [jobId]);
+      await this.options.orm.em.execute('DELETE FROM public.function_jobs WHERE id = ?', [jobId]);
       return undefined;
     }
+    return (await this.run(schema, row, jobId)).outcome;
+  }
+
+  /**
+   * Runs a claimed execution and ends it: its outcome stored and its job row removed (finish), or,
+   * when this process's shutdown stopped the run, back in the queue for the next process. The
+   * outcome (none when queued again) and the record as it ended.
+   */
+  private async run(schema: string, row: ExecutionRow, jobId: number): Promise<{ outcome?: RunOutcome; record?: InvocationRow }> {
     let outcome: RunOutcome;
-    const env = await this.environment(em, schema, row).catch((err: Error) => err);
+    const env = this.environment(schema, row);
     if (!row.is_active) {
       outcome = failedOutcome('FunctionInactive', `Function "${row.function_slug}" is inactive.`);
     } else if (env instanceof Error) {
@@ -342,19 +422,22 @@ export class FunctionRuntime {
       outcome = await this.pool.run({ code: row.code, event: row.payload, context, limits: this.limits(row.timeout) }, api, schema);
       if (this.stopped && outcome.error?.type === 'SandboxError') {
         // Stopped by this process's shutdown: back to the queue, for the next process to run.
-        await em.execute(
-          `WITH back AS (UPDATE ${q}.function_invocations SET status = 'queued' WHERE id = ?) UPDATE public.function_jobs SET locked_by = NULL, locked_until = NULL WHERE id = ?`,
-          [row.id, jobId],
+        const q = quotedSchema(schema);
+        const [record] = await rows<InvocationRow>(
+          this.options.orm.em,
+          `WITH back AS (UPDATE public.function_jobs SET locked_by = NULL, locked_until = NULL WHERE id = ?)
+           UPDATE ${q}.function_invocations i SET status = 'queued' FROM ${q}.functions f WHERE i.id = ? AND f.id = i.function_id RETURNING ${INVOCATION_COLUMNS}`,
+          [jobId, row.id],
         );
-        return undefined;
+        return { record };
       }
       outcome = redact(outcome, env.secrets);
     }
-    await this.finish(em, schema, Number(row.id), jobId, outcome);
+    const record = await this.finish(schema, Number(row.id), jobId, outcome);
     if (outcome.status !== 'succeeded' && row.trigger === 'event') {
       this.options.log.warn({ schema, function: row.function_slug, event: row.event, invocation: row.uuid, error: outcome.error?.message }, 'event subscriber failed');
     }
-    return outcome;
+    return { outcome, record };
   }
 
   private limits(timeoutSeconds: number): SandboxLimits {
@@ -376,26 +459,34 @@ export class FunctionRuntime {
     return { url: this.apiUrl, host: this.options.platformHost, prefix: `/sites/${schema}`, token };
   }
 
-  /** The function's environment: each variable's secret (the app's own, else the tenant-wide one), decrypted; a missing one fails the run. */
-  private async environment(em: EntityManager, schema: string, row: ExecutionRow): Promise<{ values: Record<string, unknown>; secrets: string[] }> {
-    const wanted = Object.entries(row.environment ?? {});
-    const found = await appSecrets(em, schema, row.app_slug, wanted.map(([, key]) => key), this.options.keyring);
-    const values: Record<string, unknown> = {};
-    for (const [name, key] of wanted) {
-      if (!found.has(key)) throw new Error(`The secret "${key}" (environment variable ${name}) does not exist.`);
-      values[name] = found.get(key);
+  /** The function's environment: each variable's secret (the app's own, else the tenant-wide one: the row's), decrypted; an Error for a missing one, which fails the run. */
+  private environment(schema: string, row: ExecutionRow): { values: Record<string, unknown>; secrets: string[] } | Error {
+    try {
+      const found = openSecrets(this.options.keyring, schema, row.secrets);
+      const values: Record<string, unknown> = {};
+      for (const [name, key] of Object.entries(row.environment ?? {})) {
+        if (!found.has(key)) return new Error(`The secret "${key}" (environment variable ${name}) does not exist.`);
+        values[name] = found.get(key);
+      }
+      return { values, secrets: secretForms(Object.values(values)) };
+    } catch (err) {
+      return err as Error;
     }
-    return { values, secrets: secretForms(Object.values(values)) };
   }
 
-  /** Stores the outcome and drops the job row, in one statement. */
-  private async finish(em: EntityManager, schema: string, invocationId: number, jobId: number, o: RunOutcome): Promise<void> {
-    await em.execute(
-      `WITH done AS (UPDATE ${quotedSchema(schema)}.function_invocations SET status = ?, result = ?::jsonb, error = ?::jsonb, logs = ?::jsonb, duration_ms = ?, cpu_ms = ?,
-                            finished_at = now(), started_at = coalesce(started_at, now()) WHERE id = ? RETURNING id)
-       DELETE FROM public.function_jobs WHERE id = ?`,
-      [o.status, JSON.stringify(o.status === 'succeeded' ? (o.result ?? null) : null), o.error ? JSON.stringify(o.error) : null, JSON.stringify(o.logs), o.duration_ms, o.cpu_ms, invocationId, jobId],
+  /** Stores the outcome and drops the job row, in one statement; the record as it ended (undefined: the function is gone). */
+  private async finish(schema: string, invocationId: number, jobId: number, o: RunOutcome): Promise<InvocationRow | undefined> {
+    const q = quotedSchema(schema);
+    const [record] = await preparedRows<InvocationRow>(
+      this.options.orm.em,
+      `WITH job AS (DELETE FROM public.function_jobs WHERE id = ?)
+       UPDATE ${q}.function_invocations i SET status = ?, result = ?::jsonb, error = ?::jsonb, logs = ?::jsonb, duration_ms = ?, cpu_ms = ?,
+              finished_at = now(), started_at = coalesce(i.started_at, now())
+         FROM ${q}.functions f WHERE i.id = ? AND f.id = i.function_id
+       RETURNING ${INVOCATION_COLUMNS}`,
+      [jobId, o.status, JSON.stringify(o.status === 'succeeded' ? (o.result ?? null) : null), o.error ? JSON.stringify(o.error) : null, JSON.stringify(o.logs), o.duration_ms, o.cpu_ms, invocationId],
     );
+    return record;
   }
 
   /** Stops claiming, lets the running executions end (their rows are claimed again elsewhere if they cannot), stops the sandboxes. */

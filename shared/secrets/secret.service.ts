@@ -89,21 +89,33 @@ async function record(em: EntityManager, schema: string, row: { uuid: string; ke
 const decrypt = (keyring: SecretKeyring, schema: string, row: Pick<SecretRow, 'uuid' | 'ciphertext' | 'key_version'>): unknown =>
   JSON.parse(keyring.open({ ciphertext: row.ciphertext!, key_version: Number(row.key_version) }, secretAad(schema, row.uuid)));
 
+/** A secret as stored, encrypted (openSecrets decrypts it). */
+export interface StoredSecret {
+  key: string;
+  uuid: string;
+  ciphertext: string;
+  key_version: number;
+}
+
 /**
- * The secrets of `keys` that app `appSlug` sees — its own of that key, else the tenant-wide one
- * (as GET ?app= resolves) — by key, in one query; keys without a secret are absent. With a
- * keyring, their decrypted values; without, null. For the platform's own use (a function's
- * environment): no permission check, the caller has made its own.
+ * The statement selecting the secrets of `keys` (SQL: a set of keys) that the app `appSlug` (SQL)
+ * sees — its own of that key, else the tenant-wide one (as GET ?app= resolves): StoredSecret rows,
+ * keys without a secret absent. For the platform's own use (a function's environment): no
+ * permission check, the caller has made its own.
  */
-export async function appSecrets(em: EntityManager, schema: string, appSlug: string, keys: string[], keyring?: SecretKeyring): Promise<Map<string, unknown>> {
-  if (!keys.length) return new Map();
-  const found = await rows<{ key: string; uuid: string; ciphertext: string; key_version: number }>(
-    em,
-    `SELECT DISTINCT ON (key) key, uuid, ciphertext, key_version FROM ${quotedSchema(schema)}.secrets
-      WHERE key IN (?) AND (app_slug = ? OR app_slug IS NULL) ORDER BY key, app_slug NULLS LAST`,
-    [[...new Set(keys)], appSlug],
-  );
-  return new Map(found.map((r) => [r.key, keyring ? decrypt(keyring, schema, r) : null]));
+export const appSecretsSql = (q: string, keys: string, appSlug: string): string =>
+  `SELECT DISTINCT ON (key) key, uuid, ciphertext, key_version FROM ${q}.secrets WHERE key IN (${keys}) AND (app_slug = ${appSlug} OR app_slug IS NULL) ORDER BY key, app_slug NULLS LAST`;
+
+/** Which of `keys` app `appSlug` has a secret of (appSecretsSql), in one query. */
+export async function appSecretKeys(em: EntityManager, schema: string, appSlug: string, keys: string[]): Promise<Set<string>> {
+  if (!keys.length) return new Set();
+  const found = await rows<StoredSecret>(em, appSecretsSql(quotedSchema(schema), '?', '?'), [[...new Set(keys)], appSlug]);
+  return new Set(found.map((r) => r.key));
+}
+
+/** Stored secrets (appSecretsSql's rows) decrypted, by key. */
+export function openSecrets(keyring: SecretKeyring, schema: string, found: StoredSecret[]): Map<string, unknown> {
+  return new Map(found.map((r) => [r.key, decrypt(keyring, schema, r)]));
 }
 
 export async function listSecrets(ctx: ServiceContext, rawQuery: unknown): Promise<Page<SecretListItem>> {

@@ -72,6 +72,7 @@ test.serial('migration 12 gives stored policy ids the spec\'s form; an id taken,
   const q = `"${site.schema}"`;
   // The schema as migration 11 left it, holding policies under Cerbos' ids.
   await em.execute(`ALTER TABLE ${q}.schema_operations DROP COLUMN execution_time_ms`);
+  await em.execute(`DROP TRIGGER functions_changed ON ${q}.functions`); // migration 15's
   await em.execute(`DROP TABLE ${q}.app_import_jobs, ${q}.app_export_jobs`); // migration 14's
   await em.execute(`DROP TABLE ${q}.frontend_worker_blobs, ${q}.frontend_worker_builds, ${q}.frontend_workers CASCADE`); // migration 13's
   const old = {
@@ -91,7 +92,7 @@ test.serial('migration 12 gives stored policy ids the spec\'s form; an id taken,
   }
   await em.execute('UPDATE public.tenant_schemas SET version = 11 WHERE schema_name = ?', [site.schema]);
   const result = await migrateTenantSchema(orm().em.fork(), site.schema);
-  t.deepEqual(result.applied, ['0012_spec_forms', '0013_frontend_workers', '0014_app_packages']);
+  t.deepEqual(result.applied, ['0012_spec_forms', '0013_frontend_workers', '0014_app_packages', '0015_function_changes']);
   const ids = (await em.execute(`SELECT id, name, version FROM ${q}.policies ORDER BY id`)).map((r) => `${r.id} ${r.name} ${r.version}`);
   t.deepEqual(ids, [
     'derived_roles.s_crm_owners s_crm_owners default',

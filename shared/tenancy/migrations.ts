@@ -725,6 +725,15 @@ export const tenantMigrations: TenantMigration[] = [
       )`,
     ],
   },
+  {
+    version: 15,
+    name: 'function_changes',
+    // Issue 33: every process keeps the functions it decides invocations on (common/request-caches.ts,
+    // without their code); a change to the site's functions drops them (topic `functions:<schema>`).
+    statements: [
+      `CREATE TRIGGER functions_changed AFTER INSERT OR UPDATE OR DELETE ON functions FOR EACH STATEMENT EXECUTE FUNCTION public.platform_notify_change('functions')`,
+    ],
+  },
 ];
 
 export const CURRENT_TENANT_VERSION = tenantMigrations.at(-1)!.version;
