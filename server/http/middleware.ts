@@ -48,9 +48,10 @@ export function requestContext(
     try {
       await next();
     } finally {
-      // A write is answered once its change has reached this process's caches: the caller's next
-      // request sees it (other processes see it within their notification's delivery). Writes of
-      // data (records, edges, storage objects) change nothing cached: they answer at once (RouteDef.writes).
+      // A write is answered once its change has reached the caches of every server process: the
+      // caller's next request sees it, whichever process serves it. Writes of data (records,
+      // edges, storage objects, function invocations) change nothing cached: they answer at once
+      // (RouteDef.writes).
       if (!SAFE_METHODS.has(ctx.method) && ctx.state.route?.writes !== 'data') await caches.settled();
       if (options.isShuttingDown()) ctx.set('Connection', 'close');
       if (options.logRequests && log.isLevelEnabled('info')) {
