@@ -10,7 +10,7 @@ import { constants, createReadStream, createWriteStream } from 'node:fs';
 import { copyFile, mkdir, open, readdir, rename, rm, stat, unlink, writeFile, type FileHandle } from 'node:fs/promises';
 import { createHash, randomUUID, type Hash } from 'node:crypto';
 import path from 'node:path';
-import { Transform, type Readable } from 'node:stream';
+import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { isValidSchemaName } from '../../tenancy/schema.ts';
 import { assertKey, assertPrefix } from './keys.ts';
@@ -122,10 +122,8 @@ class FilesystemSiteStore implements SiteStore {
    */
   async stage(key: string, body: Readable, options: { contentType: string; size?: number }): Promise<PutResult> {
     const file = this.#stagedPath(key);
-    await makeDirectory(path.dirname(file));
-    const written = await writeDurably(file, body, options.size);
-    await fsyncDirectory(path.dirname(file));
-    return written;
+    // Its directory entry is made durable while the bytes stream: both are, before this resolves.
+    return writeDurably(file, body, options.size, () => fsyncDirectory(path.dirname(file)));
   }
 
   /**
@@ -134,12 +132,16 @@ class FilesystemSiteStore implements SiteStore {
    * and published again by the sweep.
    */
   async publish(key: string): Promise<void> {
-    const target = this.#path(key);
-    await makeDirectory(path.dirname(target));
+    const [staged, target] = [this.#stagedPath(key), this.#path(key)];
     try {
-      await rename(this.#stagedPath(key), target);
+      await rename(staged, target);
     } catch (e) {
       if (code(e) !== 'ENOENT') throw e;
+      // The target's directory is missing (the bucket's first blob), or the blob has moved already.
+      await makeDirectory(path.dirname(target));
+      await rename(staged, target).catch((err: unknown) => {
+        if (code(err) !== 'ENOENT') throw err;
+      });
     }
   }
 
@@ -178,6 +180,11 @@ class FilesystemSiteStore implements SiteStore {
     try {
       const info = await handle.stat();
       if (!info.isFile()) throw new BlobNotFound(key);
+      if (!range && info.size <= WHOLE_READ_BYTES) {
+        const bytes = await readWhole(handle, info.size);
+        await handle.close();
+        return Readable.from([bytes]);
+      }
       if (!range) return handle.createReadStream();
       if (!validRange(range) || range.start >= info.size) throw new InvalidRange(key, range);
       return handle.createReadStream({ start: range.start, end: Math.min(range.end, info.size - 1) });
@@ -293,7 +300,7 @@ async function* walk(dir: string, base: string, first = ''): AsyncGenerator<stri
  * closes (`flush`); with `size`, a body of another length is refused. On failure the file is
  * removed and the body destroyed.
  */
-async function writeDurably(file: string, body: Readable, expected?: number): Promise<PutResult> {
+async function writeDurably(file: string, body: Readable, expected?: number, alongside?: () => Promise<void>): Promise<PutResult> {
   const hash = contentHash();
   let size = 0;
   const meter = new Transform({
@@ -303,15 +310,53 @@ async function writeDurably(file: string, body: Readable, expected?: number): Pr
       callback(null, chunk);
     },
   });
+  /** `alongside`, started once the file exists and run while the bytes stream: its failure, if any. */
+  let besides: Promise<unknown> | undefined;
   try {
-    await pipeline(body, meter, createWriteStream(file, { flags: 'wx', flush: true }));
+    const handle = await createFile(file);
+    besides = alongside?.().then(() => undefined, (err: unknown) => err);
+    // `flush`: the file is fsynced before it closes.
+    await pipeline(body, meter, createWriteStream('', { fd: handle, flush: true }));
     if (expected !== undefined && expected !== size) throw new Error(`Expected ${expected} bytes, received ${size}.`);
+    const failed = await besides;
+    if (failed) throw failed;
   } catch (e) {
+    await besides;
     await rm(file, { force: true });
     if (!body.destroyed) body.destroy();
     throw e;
   }
   return { size, etag: etagOf(hash) };
+}
+
+/** A new file (`wx`); its directory made when missing (the first file of a bucket). */
+async function createFile(file: string): Promise<FileHandle> {
+  try {
+    return await open(file, 'wx');
+  } catch (e) {
+    if (code(e) !== 'ENOENT') throw e;
+  }
+  await makeDirectory(path.dirname(file));
+  return open(file, 'wx');
+}
+
+/**
+ * A blob up to this size is read whole, in one read, and its handle closed before it is sent:
+ * one trip to the thread pool instead of a stream's three (a small object's download is mostly
+ * such trips). Larger ones stream.
+ */
+const WHOLE_READ_BYTES = 256 * 1024;
+
+/** The `size` bytes of an open file (fewer if it is shorter). */
+async function readWhole(handle: FileHandle, size: number): Promise<Buffer> {
+  const buffer = Buffer.allocUnsafe(size);
+  let filled = 0;
+  while (filled < size) {
+    const { bytesRead } = await handle.read(buffer, filled, size - filled, filled);
+    if (bytesRead === 0) break;
+    filled += bytesRead;
+  }
+  return buffer.subarray(0, filled);
 }
 
 /** A file opened for reading, or undefined when there is none. */
