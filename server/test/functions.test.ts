@@ -4,9 +4,8 @@
 // isolation, and queued executions surviving a server restart.
 import test from 'ava';
 import { startServer, type ServerHandle } from '../main.ts';
-import type { BoundConnection } from '../../shared/db/driver.ts';
 import { createTestSite, type TestSite } from '../../shared/testing/sites.ts';
-import { request, startTestServer, type TestServer } from './helpers.ts';
+import { request, startTestServer, statementCounter, type TestServer } from './helpers.ts';
 import { seedCrm } from './crm.ts';
 import { seedSiteUser, siteToken, twoSitesWithUsers } from './site-users.ts';
 
@@ -102,36 +101,24 @@ test.serial('invoke: the result, logs, duration; async answers 202 and the recor
 });
 
 test.serial('issue 33: a warm invocation sends two statements (one when queued), outside any transaction', async (t) => {
-  const connection = s.handle.db.orm.em.getConnection() as BoundConnection;
-  const begin = connection.begin.bind(connection);
-  let transactions = 0;
-  connection.begin = (...args) => {
-    transactions++;
-    return begin(...args);
-  };
+  const counter = statementCounter(s);
   try {
     const sent = async (body: unknown, status: number) => {
-      const [before, began] = [connection.statements, transactions];
       const res = await onA('POST', `${F}hello-world/invoke/`, body, tok.pleb);
       t.is(res.status, status, res.text);
-      return { statements: connection.statements - before, transactions: transactions - began, body: res.body };
+      return res.body;
     };
     await sent({ payload: { name: 'warm' } }, 200); // warms the user, the function and the policies
-    // The counter is the server's: a background job's statement (the queue's poll) may land in a request's window, so the fewest of three counts.
-    const fewest = async (request: () => Promise<{ statements: number; transactions: number; body: any }>) => {
-      const runs = [await request(), await request(), await request()];
-      return runs.reduce((a, b) => (b.statements < a.statements ? b : a));
-    };
-    const ran = await fewest(() => sent({ payload: { name: 'Two' } }, 200));
+    const ran = await counter.fewest(() => sent({ payload: { name: 'Two' } }, 200));
     t.like(ran, { statements: 2, transactions: 0 });
-    t.like(ran.body, { status: 'succeeded', result: { hello: 'Two', user: 'pleb' }, attempts: 1, function_slug: 'hello-world' });
-    t.truthy(ran.body.started_at && ran.body.finished_at);
+    t.like(ran.result, { status: 'succeeded', result: { hello: 'Two', user: 'pleb' }, attempts: 1, function_slug: 'hello-world' });
+    t.truthy(ran.result.started_at && ran.result.finished_at);
     // Queued: one statement, and this process's queue, woken at once, may send its claim before the answer.
-    const queued = await fewest(() => sent({ payload: { name: 'Later' }, async: true }, 202));
-    t.like(queued, { transactions: 0, body: { status: 'queued', attempts: 0 } });
+    const queued = await counter.fewest(() => sent({ payload: { name: 'Later' }, async: true }, 202));
+    t.like(queued, { transactions: 0, result: { status: 'queued', attempts: 0 } });
     t.true(queued.statements <= 2, `${queued.statements} statements`);
   } finally {
-    connection.begin = begin;
+    counter.restore();
   }
 });
 

@@ -6,6 +6,7 @@ import { Redis } from 'ioredis';
 // its own. `api()` is a small fetch wrapper returning status, headers and parsed body.
 import { createLogger, type Logger } from '../../shared/common/logger.ts';
 import { loadConfig, type Config } from '../../shared/config.ts';
+import type { BoundConnection } from '../../shared/db/driver.ts';
 import { createTestDatabase, type TestDatabase } from '../../shared/testing/database.ts';
 import { startServer, type ServerHandle, type StartOptions } from '../main.ts';
 
@@ -156,5 +157,34 @@ export async function startTestServer(env: Record<string, string> = {}, options:
       await handle.close();
       await db.drop();
     },
+  };
+}
+
+/**
+ * The statements and transactions the server sends while a request runs, counted on its ORM
+ * connection (issue 33: the write path's round trips). `fewest(run)`: the run of three that sent
+ * the fewest statements, as the counter also sees the server's background jobs (a queue's poll).
+ * `restore()` when done.
+ */
+export function statementCounter(server: TestServer) {
+  const connection = server.handle.db.orm.em.getConnection() as BoundConnection;
+  const begin = connection.begin.bind(connection);
+  let transactions = 0;
+  connection.begin = (...args) => {
+    transactions++;
+    return begin(...args);
+  };
+  const counted = async <T>(run: () => Promise<T>): Promise<{ statements: number; transactions: number; result: T }> => {
+    const [before, began] = [connection.statements, transactions];
+    const result = await run();
+    return { statements: connection.statements - before, transactions: transactions - began, result };
+  };
+  return {
+    counted,
+    async fewest<T>(run: (i: number) => Promise<T>): Promise<{ statements: number; transactions: number; result: T }> {
+      const runs = [await counted(() => run(0)), await counted(() => run(1)), await counted(() => run(2))];
+      return runs.reduce((a, b) => (b.statements < a.statements ? b : a));
+    },
+    restore: () => void (connection.begin = begin),
   };
 }

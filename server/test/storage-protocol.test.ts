@@ -10,13 +10,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import test from 'ava';
-import type { BoundConnection } from '../../shared/db/driver.ts';
 import { sweepBlobs } from '../../shared/storage/blobs.ts';
 import { filesystemStore, STAGED_DIR } from '../../shared/storage/objstore/filesystem.ts';
 import type { ObjectStore, SiteStore } from '../../shared/storage/objstore/types.ts';
 import type { TestSite } from '../../shared/testing/sites.ts';
 import { seedCrm } from './crm.ts';
-import { startTestServer, type TestServer } from './helpers.ts';
+import { startTestServer, statementCounter, type TestServer } from './helpers.ts';
 import { twoSitesWithUsers } from './site-users.ts';
 
 const B = '/api/apps/crm/storage/buckets/docs/objects/';
@@ -72,23 +71,14 @@ test.after.always(async () => {
 });
 
 test.serial('a warm new upload sends two statements (the lookup, the row), a download one; neither opens a transaction; a replace is one transaction', async (t) => {
-  const connection = s.handle.db.orm.em.getConnection() as BoundConnection;
-  const begin = connection.begin.bind(connection);
-  let transactions = 0;
-  connection.begin = (...args) => {
-    transactions++;
-    return begin(...args);
-  };
-  // The fewest of three: the server's counter also sees its background jobs.
+  const counter = statementCounter(s);
+  // The fewest of three (the server's counter also sees its background jobs), each answering `status`.
   const fewest = async (run: (i: number) => Promise<{ status: number; text: string }>, status: number) => {
-    let best = { statements: Infinity, transactions: Infinity };
-    for (let i = 0; i < 3; i++) {
-      const [before, began] = [connection.statements, transactions];
+    const { statements, transactions } = await counter.fewest(async (i) => {
       const res = await run(i);
       t.is(res.status, status, res.text);
-      best = { statements: Math.min(best.statements, connection.statements - before), transactions: Math.min(best.transactions, transactions - began) };
-    }
-    return best;
+    });
+    return { statements, transactions };
   };
   try {
     await put('warm/up.bin', 'warm-up');
@@ -98,7 +88,7 @@ test.serial('a warm new upload sends two statements (the lookup, the row), a dow
     t.like(await fewest((i) => put(`count/new-${i}.bin`, `replaced ${i}`), 200), { transactions: 1 });
     t.like(await fewest((i) => s.api('DELETE', `${B}count/new-${i}.bin`, { host: a.domain, token: tok.adminA }), 200), { transactions: 0 });
   } finally {
-    connection.begin = begin;
+    counter.restore();
   }
   const after = await state();
   t.deepEqual(after.placed, after.held, 'every blob in place is held by a row, and every row has its blob');
