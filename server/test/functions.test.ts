@@ -113,10 +113,11 @@ test.serial('issue 33: a warm invocation sends two statements (one when queued),
     t.like(ran, { statements: 2, transactions: 0 });
     t.like(ran.result, { status: 'succeeded', result: { hello: 'Two', user: 'pleb' }, attempts: 1, function_slug: 'hello-world' });
     t.truthy(ran.result.started_at && ran.result.finished_at);
-    // Queued: one statement, and this process's queue, woken at once, may send its claim before the answer.
+    // Queued: one statement and no transaction (it was a transaction). This process's queue, woken at once,
+    // may send its claim and the run's start before the answer goes out: at most 3 are counted.
     const queued = await counter.fewest(() => sent({ payload: { name: 'Later' }, async: true }, 202));
     t.like(queued, { transactions: 0, result: { status: 'queued', attempts: 0 } });
-    t.true(queued.statements <= 2, `${queued.statements} statements`);
+    t.true(queued.statements <= 3, `${queued.statements} statements`);
   } finally {
     counter.restore();
   }
