@@ -25,21 +25,17 @@ import path from 'node:path';
 import { runBench, startChild, type Child } from './children.ts';
 import { openBenchDatabase, seedUsername, seedUsers, SEED_PASSWORD, type BenchDatabase } from './database.ts';
 import { compare, type LoadSettings, type Request } from './load.ts';
+import { envNumber } from './records-setup.ts';
 import { formatTable, machineInfo, targets, writeResults, type Report, type ScenarioResult } from './report.ts';
 
-const num = (name: string, def: number) => {
-  const v = Number(process.env[name] || def);
-  if (!Number.isFinite(v) || v < 0) throw new Error(`${name} must be a non-negative number`);
-  return v;
-};
 const settings: LoadSettings = {
-  connections: num('BENCH_CONNECTIONS', 50),
-  durationSec: num('BENCH_DURATION', 10),
-  warmupSec: num('BENCH_WARMUP', 2),
-  rounds: Math.max(1, Math.round(num('BENCH_ROUNDS', 2))),
+  connections: envNumber('BENCH_CONNECTIONS', 50),
+  durationSec: envNumber('BENCH_DURATION', 10),
+  warmupSec: envNumber('BENCH_WARMUP', 2),
+  rounds: Math.max(1, Math.round(envNumber('BENCH_ROUNDS', 2))),
   settleMs: 1000,
 };
-const USERS = num('BENCH_USERS', 10_000);
+const USERS = envNumber('BENCH_USERS', 10_000);
 const ADMIN = { username: 'benchadmin', password: 'bench-admin-password' };
 const SECRET = randomBytes(32).toString('base64url');
 const log = (msg: string) => process.stderr.write(`[bench:auth] ${msg}\n`);

@@ -27,6 +27,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { r2 } from './records-setup.ts';
 import { machineInfo, writeResults } from './report.ts';
 
 interface Row {
@@ -53,7 +54,6 @@ interface Bench {
   exitsOnMiss?: true;
 }
 
-const r2 = (n: number) => Math.round(n * 100) / 100;
 const div = (a: number | null | undefined, b: number | null | undefined) => (a && b ? r2(a / b) : null);
 
 /** A figure of ours beside the baseline's: a rate (higher is better) or a time; `min`: the target ratio. */
@@ -333,9 +333,10 @@ for (const bench of selected.filter((b) => FULL || b.short)) {
 const failed = outcomes.filter((o) => o.error).map((o) => o.name);
 const missed = outcomes.flatMap((o) => o.rows).filter((r) => r.pass === false);
 const mode = FULL ? 'full' : 'short';
+const database = process.env.BENCH_DATABASE_URL ? 'BENCH_DATABASE_URL' : process.env.TEST_DATABASE_URL ? 'TEST_DATABASE_URL' : 'embedded';
 const minutes = r2((performance.now() - t0) / 60_000);
 const md = [
-  `${mode} run of ${timestamp.slice(0, 16).replace('T', ' ')} UTC, commit ${commit ?? '?'}${dirty ? ' (with uncommitted changes)' : ''}, ${minutes} min; ${machine.cpus} × ${machine.cpuModel}, Node ${machine.node}, load average ${(machine.loadAverageAtStart as number[]).join(' ')} at the start, ${os.loadavg().map(r2).join(' ')} at the end; database: ${process.env.BENCH_DATABASE_URL ? 'BENCH_DATABASE_URL' : process.env.TEST_DATABASE_URL ? 'TEST_DATABASE_URL' : 'embedded'}.`,
+  `${mode} run of ${timestamp.slice(0, 16).replace('T', ' ')} UTC, commit ${commit ?? '?'}${dirty ? ' (with uncommitted changes)' : ''}, ${minutes} min; ${machine.cpus} × ${machine.cpuModel}, Node ${machine.node}, load average ${(machine.loadAverageAtStart as number[]).join(' ')} at the start, ${os.loadavg().map(r2).join(' ')} at the end; database: ${database}.`,
   '',
   table(outcomes),
   '',
@@ -350,7 +351,7 @@ writeResults(
     commit,
     dirty,
     machine: { ...machine, loadAverageAtEnd: os.loadavg().map(r2) },
-    database: process.env.BENCH_DATABASE_URL ? 'BENCH_DATABASE_URL' : process.env.TEST_DATABASE_URL ? 'TEST_DATABASE_URL' : 'embedded',
+    database,
     minutes,
     benches: outcomes.map(({ rows, ...o }) => ({ ...o, rows: rows.length })),
     rows: outcomes.flatMap((o) => o.rows),

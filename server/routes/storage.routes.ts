@@ -390,9 +390,8 @@ export function storageRoutes(options: StorageRouteOptions): RouteDef[] {
           return sendObject(ctx, store, b, o, ctx.state.reads());
         }
         const service = ctx.state.service();
-        const at = await objects.objectsBucketAt(service, params.app_slug!, params.bucket!, 'read', key);
-        const b = at.b;
-        const o = await objects.permittedObject(service, b, key, at.o, asJson ? 'read' : 'download');
+        const { b, o: found } = await objects.objectsBucketAt(service, params.app_slug!, params.bucket!, 'read', key);
+        const o = await objects.permittedObject(service, b, key, found, asJson ? 'read' : 'download');
         if (asJson) return sendFlagged(ctx, 200, 'Object retrieved.', objects.objectView(b, o));
         await sendObject(ctx, store, b, o, ctx.state.reads());
       },

@@ -55,7 +55,7 @@ export class ChangeListener {
    * known again).
    */
   private readonly peers = new Set<string>();
-  /** The marker query on the wire: the listening connection runs one query at a time. */
+  /** The last notification sent on the listening connection (markers, answers): it runs one query at a time. */
   private sending: Promise<unknown> = Promise.resolve();
   /** The marker the callers of settled() wait for, sent once the one on the wire has gone. */
   private next: Promise<void> | undefined;
@@ -168,9 +168,7 @@ export class ChangeListener {
       this.next = undefined; // callers from now on need a marker sent after this one
       return this.mark(timeoutMs);
     });
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([this.next, new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
-    clearTimeout(timer);
+    await atMost(this.next, timeoutMs);
   }
 
   /** Notifies `payload` on the listening connection, after what is on the wire (one query at a time). */
@@ -212,9 +210,14 @@ export class ChangeListener {
     const client = this.client;
     this.client = undefined;
     // Bye: the others stop waiting for this process (at most a second: the database may not answer).
-    let timer: NodeJS.Timeout | undefined;
-    if (client) await Promise.race([this.send(client, `bye:${this.id}`).catch(() => undefined), new Promise((resolve) => (timer = setTimeout(resolve, 1000)))]);
-    clearTimeout(timer);
+    if (client) await atMost(this.send(client, `bye:${this.id}`).catch(() => undefined), 1000);
     await client?.end().catch(() => undefined);
   }
+}
+
+/** Waits for `p`, at most `ms`. */
+async function atMost(p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([p, new Promise((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
 }

@@ -8,8 +8,12 @@ import { rows } from '../db/sql.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import type { ObjectStore, SiteStore } from './objstore/types.ts';
 
+/** The statement journaling what `select` gives (blob key, reason) in the schema `q` (quoted): also a part of a larger statement. */
+export const journalSql = (q: string, select: string): string =>
+  `INSERT INTO ${q}.storage_blob_journal (blob_key, reason) ${select} ON CONFLICT (blob_key) DO UPDATE SET reason = EXCLUDED.reason`;
+
 export const journal = (em: EntityManager, schema: string, keys: string[], reason: 'upload' | 'orphan') =>
-  keys.length ? em.execute(`INSERT INTO ${quotedSchema(schema)}.storage_blob_journal (blob_key, reason) SELECT jsonb_array_elements_text(?::jsonb), ? ON CONFLICT (blob_key) DO UPDATE SET reason = EXCLUDED.reason`, [JSON.stringify(keys), reason]) : Promise.resolve();
+  keys.length ? em.execute(journalSql(quotedSchema(schema), 'SELECT jsonb_array_elements_text(?::jsonb), ?'), [JSON.stringify(keys), reason]) : Promise.resolve();
 
 export const unjournal = (em: EntityManager, schema: string, keys: string[]) =>
   keys.length ? em.execute(`DELETE FROM ${quotedSchema(schema)}.storage_blob_journal WHERE blob_key = ANY(ARRAY(SELECT jsonb_array_elements_text(?::jsonb)))`, [JSON.stringify(keys)]) : Promise.resolve();

@@ -15,7 +15,7 @@ import { READ_ONLY_MESSAGE, sameValue } from '../common/read-only.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { authorizeSiteSubject, siteSchemaFor } from '../tenancy/site-access.ts';
 import { objectsAllowed, requireNewObject, requireObject, ruleAllows, type ObjectAction, type ObjectRow } from './access.ts';
-import { dropBlobs } from './blobs.ts';
+import { dropBlobs, journalSql } from './blobs.ts';
 import { bucketNotFound, doclibUnavailable, findBucket, StorageFailure, type BucketRow, type BucketTarget } from './bucket.service.ts';
 import { copyBlob, ingestObject, type StoredBlob } from './ingest.ts';
 import { isDocumentEditable } from './inspect.ts';
@@ -242,9 +242,7 @@ async function deleteRows(ctx: ServiceContext, store: ObjectStore, b: BucketTarg
     ctx.em,
     `WITH gone AS (
        DELETE FROM ${q}.storage_objects WHERE bucket_id = ? AND (id, path) IN (SELECT (e->>0)::bigint, e->>1 FROM jsonb_array_elements(?::jsonb) e) RETURNING path, blob_key
-     ), journaled AS (
-       INSERT INTO ${q}.storage_blob_journal (blob_key, reason) SELECT blob_key, 'orphan' FROM gone ON CONFLICT (blob_key) DO UPDATE SET reason = EXCLUDED.reason
-     )
+     ), journaled AS (${journalSql(q, "SELECT blob_key, 'orphan' FROM gone")})
      SELECT path, blob_key FROM gone`,
     [b.bucket.id, JSON.stringify(found.map((o) => [String(o.id), o.path]))],
   );

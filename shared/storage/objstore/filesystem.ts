@@ -297,8 +297,9 @@ async function* walk(dir: string, base: string, first = ''): AsyncGenerator<stri
 
 /**
  * Streams `body` into a new file (`wx`), hashing and counting on the way, fsynced before it
- * closes (`flush`); with `size`, a body of another length is refused. On failure the file is
- * removed and the body destroyed.
+ * closes (`flush`); with `expected`, a body of another length is refused. `alongside` runs while
+ * the bytes stream (once the file exists) and must succeed too. On failure the file is removed
+ * and the body destroyed.
  */
 async function writeDurably(file: string, body: Readable, expected?: number, alongside?: () => Promise<void>): Promise<PutResult> {
   const hash = contentHash();
@@ -310,7 +311,7 @@ async function writeDurably(file: string, body: Readable, expected?: number, alo
       callback(null, chunk);
     },
   });
-  /** `alongside`, started once the file exists and run while the bytes stream: its failure, if any. */
+  /** `alongside`'s failure, if any (never a rejection left unhandled while the bytes stream). */
   let besides: Promise<unknown> | undefined;
   try {
     const handle = await createFile(file);
