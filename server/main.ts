@@ -16,9 +16,9 @@ import type { Config } from '../shared/config.ts';
 import { makeContext } from '../shared/context.ts';
 import { DatabaseProbe, FaultLog } from '../shared/db/availability.ts';
 import { openDatabase, type Database } from '../shared/db/database.ts';
-import { describeError, isDatabaseUnavailable } from '../shared/db/errors.ts';
 import { DomainError } from '../shared/errors.ts';
 import { migratePlatform } from '../shared/db/orm.ts';
+import { scheduleClusterWide } from '../shared/db/scheduled-jobs.ts';
 import { recordPublicUrl } from '../shared/db/platform-settings.ts';
 import { ChangeListener } from '../shared/db/changes.ts';
 import { requestCaches, type RequestCaches } from '../shared/common/request-caches.ts';
@@ -54,35 +54,6 @@ export interface StartOptions {
   /** Where the one-time generated admin password is shown (default: stderr). */
   announce?: (text: string) => void;
   extraRoutes?: RouteDef[];
-}
-
-/**
- * Runs `job` every `intervalMs`, the first time at most a minute after start (servers restarted
- * more often than the interval still run it). Unref'd: it never keeps the process alive. The
- * jobs are idempotent, so several servers running one at once is harmless.
- */
-function schedule(log: Logger, name: string, intervalMs: number, job: () => Promise<Record<string, unknown> | undefined>): { stop(): Promise<void> } {
-  let stopped = false;
-  let running: Promise<void> | undefined;
-  let timer: NodeJS.Timeout;
-  const run = () => {
-    running = job().then(
-      (done) => void (done && log.info(done, `${name} done`)),
-      // The database gone: one line without a stack (requests log the outage itself: http/errors.ts).
-      (err: unknown) => log.warn(isDatabaseUnavailable(err) ? { error: describeError(err) } : { err }, `${name} failed`),
-    );
-    void running.then(() => {
-      if (!stopped) timer = setTimeout(run, intervalMs).unref();
-    });
-  };
-  timer = setTimeout(run, Math.min(intervalMs, 60_000)).unref();
-  return {
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await running;
-    },
-  };
 }
 
 /** The token blacklists of the platform and its sites, the browser sessions and the idempotency keys: expired rows go. */
@@ -237,6 +208,15 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const probe = new DatabaseProbe(db.url, config.db.readyTimeoutMs);
     const faults = faultLogs(log, probe);
     const listening = new FaultLog(log, { started: 'change listener disconnected: caches bypassed until it listens again', ended: 'change listener listening again', recovered: async () => listener.listening });
+    if (!config.redisUrl) {
+      // Without Redis each process counts rate limits in its own memory: N processes admit N times the limit.
+      let warned = false;
+      changes.onPeer(() => {
+        if (warned) return;
+        warned = true;
+        log.warn('another server process shares this database but REDIS_URL is unset: rate limits are counted per process; set REDIS_URL on every process');
+      });
+    }
     await changes.listen(db.url, (err) => listening.failed(err));
     let shuttingDown = false;
     const mailer = createMailer(config, log);
@@ -251,9 +231,11 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     handler = (req, res) => sites(req, res, api);
     log.info({ url, database: db.embedded ? 'embedded' : 'external', environment: config.environment }, 'platform listening');
     functions.start(changes, url);
+    // Once per interval across every server process on the database (db/scheduled-jobs.ts).
+    const timers = { em: () => db.orm.em.fork(), log, owner: functions.owner };
     const jobs = [
-      config.blacklistPruneIntervalMs ? schedule(log, 'token blacklist pruning', config.blacklistPruneIntervalMs, pruneJob(db)) : undefined,
-      config.storageMaintenanceIntervalMs ? schedule(log, 'storage maintenance', config.storageMaintenanceIntervalMs, storageJob(db, objects, path.join(config.dataDir, 'tmp'))) : undefined,
+      config.blacklistPruneIntervalMs ? scheduleClusterWide(timers, 'token blacklist pruning', config.blacklistPruneIntervalMs, pruneJob(db)) : undefined,
+      config.storageMaintenanceIntervalMs ? scheduleClusterWide(timers, 'storage maintenance', config.storageMaintenanceIntervalMs, storageJob(db, objects, path.join(config.dataDir, 'tmp'))) : undefined,
     ];
     let closing: Promise<void> | undefined;
     return {

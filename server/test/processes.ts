@@ -53,10 +53,10 @@ export function killGroup(child: ChildProcess): void {
 }
 
 /**
- * Two `platform serve` processes on one test database: A migrates, B does not (`--no-migrate`).
- * `env` adds to the shared environment (Redis, limits); `envB` to B's alone.
+ * `n` `platform serve` processes on one test database: the first migrates, the others do not
+ * (`--no-migrate`). `env` adds to the shared environment (Redis, limits); `each[i]` to process i's alone.
  */
-export async function serveTwo(db: TestDatabase, env: Record<string, string> = {}, envB: Record<string, string> = {}): Promise<{ a: Served; b: Served }> {
+export async function serveMany(db: TestDatabase, n: number, env: Record<string, string> = {}, each: Record<string, string>[] = []): Promise<Served[]> {
   const all = {
     PATH: process.env.PATH ?? '',
     HOME: process.env.HOME ?? '',
@@ -70,13 +70,25 @@ export async function serveTwo(db: TestDatabase, env: Record<string, string> = {
     LOG_LEVEL: 'info', // serve() waits for the "platform listening" line
     ...env,
   };
-  const a = await serve(process.execPath, ['bin/run.js', 'serve'], all);
+  const started: Served[] = [];
   try {
-    return { a, b: await serve(process.execPath, ['bin/run.js', 'serve', '--no-migrate'], { ...all, ...envB }) };
+    started.push(await serve(process.execPath, ['bin/run.js', 'serve'], { ...all, ...each[0] }));
+    // The others once the first has migrated, together.
+    const rest = await Promise.allSettled(Array.from({ length: n - 1 }, (_, i) => serve(process.execPath, ['bin/run.js', 'serve', '--no-migrate'], { ...all, ...each[i + 1] })));
+    for (const r of rest) if (r.status === 'fulfilled') started.push(r.value);
+    const failed = rest.find((r) => r.status === 'rejected');
+    if (failed) throw failed.reason;
+    return started;
   } catch (err) {
-    await stopServed(a);
+    await Promise.all(started.map(stopServed));
     throw err;
   }
+}
+
+/** Two of them (serveMany); `envB` adds to B's environment alone. */
+export async function serveTwo(db: TestDatabase, env: Record<string, string> = {}, envB: Record<string, string> = {}): Promise<{ a: Served; b: Served }> {
+  const [a, b] = await serveMany(db, 2, env, [{}, envB]);
+  return { a: a!, b: b! };
 }
 
 /** SIGTERM, up to 10 s to stop, then whatever is left of its process group is killed. */

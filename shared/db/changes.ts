@@ -55,6 +55,8 @@ export class ChangeListener {
    * known again).
    */
   private readonly peers = new Set<string>();
+  /** Called when a process not known before speaks (peers). */
+  private peerHandlers: ((peer: string) => void)[] = [];
   /** The last notification sent on the listening connection (markers, answers): it runs one query at a time. */
   private sending: Promise<unknown> = Promise.resolve();
   /** The marker the callers of settled() wait for, sent once the one on the wire has gone. */
@@ -62,6 +64,12 @@ export class ChangeListener {
 
   constructor(options: { connectTimeoutMs?: number } = {}) {
     this.connectTimeoutMs = options.connectTimeoutMs ?? 5000;
+  }
+
+  /** Calls `handle` with each process that starts sharing the channel (or speaks again after it was dropped). */
+  onPeer(handle: (peer: string) => void): this {
+    this.peerHandlers.push(handle);
+    return this;
   }
 
   /** Whether notifications arrive now (caches serve only then: a gap may have missed some). */
@@ -137,7 +145,10 @@ export class ChangeListener {
       for (const k of this.waiting.keys()) this.arrived(k, peer);
       return;
     }
-    this.peers.add(peer);
+    if (!this.peers.has(peer)) {
+      this.peers.add(peer);
+      for (const handle of this.peerHandlers) handle(peer);
+    }
     const answer = kind === 'hello' ? `here:${this.id}` : kind === 'settled' ? `acked:${key} ${this.id}` : undefined;
     if (answer) this.send(client, answer).catch(() => undefined);
     if (kind === 'acked') this.arrived(key, peer);

@@ -435,6 +435,25 @@ export class Migration0010WorkerHosts extends Migration {
   }
 }
 
+/** Timer jobs run once per interval across every server process (db/scheduled-jobs.ts): one row per job. */
+export class Migration0011ScheduledJobs extends Migration {
+  override name = '0011_scheduled_jobs';
+  override async up(): Promise<void> {
+    this.addSql(`CREATE TABLE scheduled_jobs (
+      name text PRIMARY KEY,
+      next_run_at timestamptz NOT NULL,
+      runs bigint NOT NULL DEFAULT 0,
+      last_started_at timestamptz,
+      last_finished_at timestamptz,
+      last_owner text,
+      last_error text
+    )`);
+  }
+  override async down(): Promise<void> {
+    this.addSql('DROP TABLE scheduled_jobs');
+  }
+}
+
 export const platformMigrations = [
   Migration0001Users,
   Migration0002Tenancy,
@@ -446,4 +465,5 @@ export const platformMigrations = [
   Migration0008DomainVerification,
   Migration0009PlatformSettings,
   Migration0010WorkerHosts,
+  Migration0011ScheduledJobs,
 ];
