@@ -124,3 +124,63 @@ export async function runBench(main: () => Promise<number>, cleanup: () => Promi
   }
   process.exit(code);
 }
+
+const NGINX = '/usr/sbin/nginx';
+
+/**
+ * nginx as a child (master + 1 worker, access log off) on a free port, with `http(port)` as the
+ * rest of its http block (its server blocks); ready once `readyPath` answers 200. Stopped by its
+ * PID; `worker` is its worker process, whose CPU time the benches measure.
+ */
+export async function startNginx(dir: string, http: (port: number) => string, readyPath: string): Promise<Child & { worker: number }> {
+  const port = await freePort();
+  const conf = path.join(dir, 'nginx.conf');
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(
+    conf,
+    `worker_processes 1;
+daemon off;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 100000;
+  client_body_temp_path ${dir}/client_body;
+  proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  scgi_temp_path ${dir}/scgi;
+${http(port)}
+}
+`,
+  );
+  const child: ChildProcess = spawn(NGINX, ['-p', dir, '-c', conf, '-e', path.join(dir, 'error.log')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  if (!child.pid) throw new Error('could not start nginx');
+  live.add(child);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let output = '';
+  child.stderr?.on('data', (d: Buffer) => (output += d.toString()));
+  const pid = child.pid;
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    process.kill(pid, 'SIGTERM'); // the master: fast shutdown, its worker with it
+    const timer = setTimeout(() => process.kill(pid, 'SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(timer);
+  };
+  const url = `http://127.0.0.1:${port}`;
+  const log = () => output + (fs.existsSync(path.join(dir, 'error.log')) ? fs.readFileSync(path.join(dir, 'error.log'), 'utf8') : '');
+  for (const until = Date.now() + 10_000; ; ) {
+    if (child.exitCode !== null) throw new Error(`nginx exited (${child.exitCode}): ${log()}`);
+    const status = await fetch(url + readyPath, { signal: AbortSignal.timeout(1000) }).then((r) => r.status, () => 0);
+    if (status === 200) break;
+    if (Date.now() > until) {
+      await stop();
+      throw new Error(`nginx not ready (last answer ${status}): ${log()}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const worker = Number(fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(' ')[0]);
+  return { name: 'nginx', url, pid, worker, stop };
+}

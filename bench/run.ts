@@ -183,6 +183,16 @@ const BENCHES: Bench[] = [
     ],
   },
   {
+    name: 'processes',
+    short: { BENCH_DURATION: '4', BENCH_ROUNDS: '2', BENCH_WARMUP: '1' },
+    rows: (j) =>
+      (['platform', 'hand-written baseline'] as const).map((side) => {
+        const { one, many } = j[side];
+        const cpu = (m: any) => m.serverCpuUsPerRequest + m.dbCpuUsPerRequest;
+        return rate('processes', `GET by random id, ${j.settings.processes} processes behind nginx (baseline: 1), ${side}`, 'req/s', many.requestsPerSec, one.requestsPerSec, undefined, div(cpu(many), cpu(one)));
+      }),
+  },
+  {
     name: 'tenancy',
     short: null,
     exitsOnMiss: true,

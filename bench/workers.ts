@@ -44,7 +44,7 @@ import { promisify } from 'node:util';
 import { brotliDecompressSync, gunzipSync, gzipSync } from 'node:zlib';
 import * as tar from 'tar';
 import { freePort } from '../shared/db/embedded.ts';
-import { cpuSeconds, runBench, startChild, type Child } from './children.ts';
+import { cpuSeconds, runBench, startChild, startNginx, type Child } from './children.ts';
 import { openBenchDatabase, type BenchDatabase } from './database.ts';
 import { ADMIN, api, envNumber, ok, r2, serverEnv, siteToken } from './records-setup.ts';
 import { machineInfo, reproduceCommand, writeResults } from './report.ts';
@@ -279,27 +279,12 @@ async function wrk(url: string, headers: Record<string, string>, seconds: number
   return parseWrk(stdout);
 }
 
-/** nginx as a child (master + 1 worker) serving `root` on a free port; stopped by its PID. */
-async function startNginx(dir: string, root: string): Promise<Child & { worker: number }> {
-  const port = await freePort();
-  const conf = path.join(dir, 'nginx.conf');
-  fs.writeFileSync(
-    conf,
-    `worker_processes 1;
-daemon off;
-pid ${dir}/nginx.pid;
-error_log ${dir}/error.log warn;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  sendfile on;
+/** nginx as a child (master + 1 worker) serving `root` on a free port, the same files as the platform's build; stopped by its PID. */
+const startStaticNginx = (dir: string, root: string) =>
+  startNginx(
+    dir,
+    (port) => `  sendfile on;
   tcp_nopush on;
-  keepalive_requests 100000;
-  client_body_temp_path ${dir}/client_body;
-  proxy_temp_path ${dir}/proxy;
-  fastcgi_temp_path ${dir}/fastcgi;
-  uwsgi_temp_path ${dir}/uwsgi;
-  scgi_temp_path ${dir}/scgi;
   types { text/html html; application/javascript js; }
   default_type application/octet-stream;
   gzip off;
@@ -310,39 +295,9 @@ http {
     server_name _;
     root ${root};
     index index.html;
-  }
-}
-`,
+  }`,
+    '/index.html',
   );
-  const child: ChildProcess = spawn(NGINX, ['-p', dir, '-c', conf, '-e', path.join(dir, 'error.log')], { stdio: ['ignore', 'pipe', 'pipe'] });
-  if (!child.pid) throw new Error('could not start nginx');
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  let output = '';
-  child.stderr?.on('data', (d: Buffer) => (output += d.toString()));
-  const pid = child.pid;
-  const stop = async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    process.kill(pid, 'SIGTERM'); // the master: fast shutdown, its worker with it
-    const timer = setTimeout(() => process.kill(pid, 'SIGKILL'), 10_000);
-    await exited;
-    clearTimeout(timer);
-  };
-  process.once('exit', () => child.exitCode === null && child.kill('SIGKILL'));
-  const url = `http://127.0.0.1:${port}`;
-  for (const until = Date.now() + 10_000; ; ) {
-    if (child.exitCode !== null) throw new Error(`nginx exited (${child.exitCode}): ${output}${fs.readFileSync(path.join(dir, 'error.log'), 'utf8')}`);
-    const { status } = await request(`${url}/index.html`).catch(() => ({ status: 0 }));
-    if (status === 200) break;
-    if (Date.now() > until) {
-      await stop();
-      throw new Error(`nginx not ready (last answer ${status}): ${output}${fs.readFileSync(path.join(dir, 'error.log'), 'utf8')}`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  // Its one worker process (the master's child: /proc lists it), whose CPU time is measured.
-  const worker = Number(fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(' ')[0]);
-  return { name: 'nginx', url, pid, worker, stop };
-}
 
 /**
  * The hand-written baseline in Node: one process answering every request with the asset's gzip
@@ -462,7 +417,7 @@ async function main(): Promise<number> {
   const throughput: { target: Target; round: number; result: WrkResult; cpuUsPerRequest: number | null }[] = [];
   let sizes: Record<Target, { encoding: string; bytes: number }> | undefined;
   if (ONLY.has('throughput')) {
-    const nginx = await startNginx(dirs.nginx, dirs.small);
+    const nginx = await startStaticNginx(dirs.nginx, dirs.small);
     children.push(nginx);
     log(`${spawnSync(NGINX, ['-v'], { encoding: 'utf8' }).stderr.trim()}, pid ${nginx.pid} at ${nginx.url} (worker_processes 1, gzip_static)`);
     const bare = await startBareNode(path.join(dirs.small, `${ASSET}.gz`));
