@@ -10,6 +10,9 @@
 //    autocannon in alternating rounds: the difference is what host routing costs a request.
 // 3. `platform migrate` over BENCH_SCHEMAS site schemas at version 0 (made in bulk: site rows
 //    by generate_series, schemas by one DO block), run as the real CLI command.
+// 4. At that scale (issue 34 #3): the catalog's size (relations, columns, bytes), a fresh
+//    server's memory before and after one request routed to every site (its caches full), and
+//    BENCH_SITES site creations more with BENCH_SCHEMAS sites already on the cluster.
 //
 // Environment: BENCH_DATABASE_URL | TEST_DATABASE_URL (else an embedded PostgreSQL), BENCH_SITES
 // (30), BENCH_HTTP_SITES (10), BENCH_RESOLVE_CALLS (100000), BENCH_SCHEMAS (1000),
@@ -75,16 +78,17 @@ async function makeOrganization(o: Orm): Promise<string> {
   return org;
 }
 
-async function siteCreation(o: Orm, baseUrl: string) {
+async function siteCreation(o: Orm, baseUrl: string | null, label = 'Bench') {
   const settings = { environment: 'production' as const, baseDomain: 'bench.localhost', platformHosts: ['localhost', '127.0.0.1'], quotas: { organizationsPerUser: 0, sitesPerOrganization: 0 } };
   const create = (name: string) => createSite(makeContext(o.em.fork(), systemActor('bench')), 'bench', { name }, settings);
-  await create('Warm Up'); // JIT, pool connections
+  await create(`${label} Warm Up`); // JIT, pool connections
   const inProcess: number[] = [];
   for (let i = 0; i < SITES; i++) {
     const t0 = process.hrtime.bigint();
-    await create(`Bench Site ${i}`);
+    await create(`${label} Site ${i}`);
     inProcess.push(ms(process.hrtime.bigint() - t0));
   }
+  if (baseUrl === null) return { inProcess: stats(inProcess), http: stats([]), site: {} };
   const token = (await (await fetch(`${baseUrl}/api/auth/jwt/token/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ADMIN) })).json() as { access: string }).access;
   const http: number[] = [];
   let last: Record<string, any> = {};
@@ -205,6 +209,37 @@ async function migrateMany(o: Orm, orgUuid: string, url: string) {
   return { schemas: SCHEMAS, pendingBefore, pendingAfter, bulkSetupMs: setupMs, migrateTotalSec: r2(totalMs / 1000), perSchemaMs: r2(totalMs / Math.max(1, pendingBefore)) };
 }
 
+/** The catalog once every schema is migrated: relations, columns, the catalog's own size and the database's. */
+async function catalogSize(o: Orm) {
+  const [row] = await o.em.fork().execute(
+    `SELECT (SELECT count(*) FROM pg_class)::int AS relations, (SELECT count(*) FROM pg_attribute)::int AS columns,
+            (SELECT count(*) FROM pg_namespace)::int AS schemas,
+            (SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c WHERE c.relnamespace = 'pg_catalog'::regnamespace AND c.relkind = 'r')::bigint AS catalog_bytes,
+            pg_database_size(current_database())::bigint AS database_bytes`,
+  );
+  return { relations: row!.relations, columns: row!.columns, schemas: row!.schemas, catalogMiB: r2(Number(row!.catalog_bytes) / 2 ** 20), databaseMiB: r2(Number(row!.database_bytes) / 2 ** 20) };
+}
+
+const rssMiB = (pid: number) => r2(Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024);
+
+/** A fresh server's memory before and after one probe request under /sites/{schema}/ of every migrated site (its routing caches full). */
+async function memoryPerProcess(env: Record<string, string>) {
+  const s = await startChild('platform', 'server.ts', { env });
+  try {
+    const before = rssMiB(s.pid);
+    const t0 = process.hrtime.bigint();
+    for (let i = 1; i <= SCHEMAS; i++) {
+      const res = await fetch(`${s.url}/sites/mig_${String(i).padStart(5, '0')}/api/bench/probe/`);
+      if (res.status !== 200) throw new Error(`probe of site ${i}: ${res.status}`);
+      await res.arrayBuffer();
+    }
+    const routedMs = ms(process.hrtime.bigint() - t0);
+    return { sites: SCHEMAS, rssMiBAtStart: before, rssMiBAfterEverySite: rssMiB(s.pid), firstRequestPerSiteMs: r2(routedMs / SCHEMAS) };
+  } finally {
+    await s.stop();
+  }
+}
+
 async function main() {
   const machine = machineInfo();
   db = await openBenchDatabase(log);
@@ -234,6 +269,11 @@ async function main() {
   server = undefined;
   log(`platform migrate over ${SCHEMAS} schemas at version 0…`);
   const migrate = await migrateMany(orm, orgUuid, db.url);
+  const catalog = await catalogSize(orm);
+  log(`catalog: ${JSON.stringify(catalog)}; a server's memory across ${SCHEMAS} sites…`);
+  const memory = await memoryPerProcess(env);
+  log(`site creation with ${SCHEMAS} sites on the cluster…`);
+  const crowded = await siteCreation(orm, null, 'Crowded');
   const perRequestUs = (name: string) => routing[name].cpuUsPerRequest - routing.platform.cpuUsPerRequest;
   const report = {
     timestamp: new Date().toISOString(),
@@ -244,6 +284,7 @@ async function main() {
     hostResolution: { ...resolver, targetMs: 0.1, ok: resolver.resolveHostMs < 0.1 },
     routingThroughServer: { ...routing, extraCpuUsPerRequest: { siteHost: perRequestUs('siteHost'), sitePath: perRequestUs('sitePath') } },
     migrate,
+    atScale: { sites: SCHEMAS, catalog, memory, siteCreationInProcess: crowded.inProcess },
   };
   console.log(JSON.stringify(report, null, 2));
   const dir = path.join(import.meta.dirname, 'results');
