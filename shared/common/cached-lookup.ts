@@ -1,8 +1,9 @@
 // A per-process cache of database lookups for the hot path: a hit costs no query. The owner drops
 // entries when it is told of a change (db/changes.ts: PostgreSQL NOTIFY, sent inside the changing
 // transaction); entries also expire after `ttlMs`, a safety net should a notification be missed.
-// Misses are cached too (unknown hosts, tables), and the cache is emptied when it reaches
-// `maxEntries` so that they cannot grow it without bound.
+// Misses are cached too (unknown hosts, tables); at `maxEntries` the oldest tenth of the entries
+// goes, so that they cannot grow it without bound and a process serving more sites than it keeps
+// (10,000 sites on a cluster) loses only the oldest, not every entry at once.
 //
 // Two rules keep it from ever serving a decision staler than the change plus its delivery:
 //   - with `listener`, it serves only while that listener listens (a dropped connection may have
@@ -54,12 +55,21 @@ export class CachedLookup<V> {
     try {
       const loaded = await value;
       if (serving && epoch === this.epoch) {
-        if (this.entries.size >= this.maxEntries) this.entries.clear();
+        if (this.entries.size >= this.maxEntries) this.dropOldest();
         this.entries.set(key, { value: loaded, at: now });
       }
       return loaded;
     } finally {
       if (this.loading.get(key)?.value === value) this.loading.delete(key);
+    }
+  }
+
+  /** Makes room: the first-inserted tenth of the entries goes (a Map iterates in insertion order). */
+  private dropOldest(): void {
+    let n = Math.ceil(this.maxEntries / 10);
+    for (const key of this.entries.keys()) {
+      this.entries.delete(key);
+      if (--n <= 0) break;
     }
   }
 

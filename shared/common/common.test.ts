@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import test from 'ava';
+import { CachedLookup } from './cached-lookup.ts';
 import { loadConfig, ConfigError } from '../config.ts';
 import { nextSlug, slugify } from './slug.ts';
 import { pageEnvelope, parsePageRequest, resolvePage } from './pagination.ts';
@@ -75,4 +76,17 @@ test('shared/ knows nothing of Koa or oclif', (t) => {
   };
   walk(root);
   t.deepEqual(offenders, []);
+});
+
+test('CachedLookup: when full, the oldest tenth of the entries goes, not every entry', async (t) => {
+  const cache = new CachedLookup<number>({ maxEntries: 20 });
+  const load = async (key: string) => Number(key);
+  for (let i = 0; i <= 20; i++) await cache.get(String(i), load); // the 21st makes room
+  const misses = cache.misses;
+  await cache.get('5', load);
+  await cache.get('20', load);
+  t.is(cache.misses, misses, 'recent entries are still kept');
+  await cache.get('0', load);
+  await cache.get('1', load);
+  t.is(cache.misses, misses + 2, 'the two oldest went');
 });
