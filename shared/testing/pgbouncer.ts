@@ -37,7 +37,7 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** Starts PgBouncer in front of the PostgreSQL of `serverUrl` (its user logs in without a password: auth_type=trust). */
+/** Starts PgBouncer in front of the PostgreSQL of `serverUrl` (an admin URL; its user logs in to the proxy without a password: auth_type=trust). */
 export async function startPgBouncer(serverUrl: string, options: PgBouncerOptions = {}): Promise<PgBouncer> {
   if (pgbouncerMissing) throw new Error(pgbouncerMissing);
   const server = new URL(serverUrl);
@@ -59,7 +59,8 @@ export async function startPgBouncer(serverUrl: string, options: PgBouncerOption
   };
   const ini = ['[databases]', `* = host=${server.hostname} port=${server.port || 5432}`, '[pgbouncer]', ...Object.entries(settings).map(([k, v]) => `${k} = ${v}`)].join('\n');
   fs.writeFileSync(path.join(dir, 'pgbouncer.ini'), `${ini}\n`, { mode: 0o644 });
-  fs.writeFileSync(path.join(dir, 'users.txt'), `"${user}" ""\n`, { mode: 0o644 });
+  // Clients log in without a password (trust); PgBouncer logs in to PostgreSQL with the URL's.
+  fs.writeFileSync(path.join(dir, 'users.txt'), `"${user}" "${decodeURIComponent(server.password).replaceAll('"', '""')}"\n`, { mode: 0o600 });
   // It refuses to run as root: then it runs as the `postgres` system user.
   const asRoot = process.getuid?.() === 0 ? ['-u', 'postgres'] : [];
   const child: ChildProcess = spawn(PGBOUNCER, [...asRoot, path.join(dir, 'pgbouncer.ini')], { stdio: ['ignore', 'pipe', 'pipe'] });
