@@ -13,8 +13,8 @@ export const pgbouncerMissing = fs.existsSync(PGBOUNCER) ? null : `no PgBouncer 
 
 export interface PgBouncer {
   port: number;
-  /** `databaseUrl` (a URL of the PostgreSQL behind it) through the proxy: same user and database. */
-  url(databaseUrl: string): string;
+  /** `databaseUrl` (a URL of the PostgreSQL behind it) through the proxy: same user, same database or `alias`. */
+  url(databaseUrl: string, alias?: string): string;
   /** A statement on the admin console (`SHOW STATS`, `SHOW POOLS`…). */
   admin<T = Record<string, string>>(command: string): Promise<T[]>;
   /** What it logged. */
@@ -25,6 +25,8 @@ export interface PgBouncer {
 export interface PgBouncerOptions {
   /** Server connections per database and user (default_pool_size, default 20). */
   poolSize?: number;
+  /** Databases of their own name (and so pools of their own) for a database: alias → database name. */
+  aliases?: Record<string, string>;
   /** More [pgbouncer] settings (`max_prepared_statements`, …). */
   settings?: Record<string, string | number>;
 }
@@ -57,7 +59,9 @@ export async function startPgBouncer(serverUrl: string, options: PgBouncerOption
     max_client_conn: 1000,
     ...options.settings,
   };
-  const ini = ['[databases]', `* = host=${server.hostname} port=${server.port || 5432}`, '[pgbouncer]', ...Object.entries(settings).map(([k, v]) => `${k} = ${v}`)].join('\n');
+  const target = `host=${server.hostname} port=${server.port || 5432}`;
+  const databases = [...Object.entries(options.aliases ?? {}).map(([alias, name]) => `${alias} = ${target} dbname=${name}`), `* = ${target}`];
+  const ini = ['[databases]', ...databases, '[pgbouncer]', ...Object.entries(settings).map(([k, v]) => `${k} = ${v}`)].join('\n');
   fs.writeFileSync(path.join(dir, 'pgbouncer.ini'), `${ini}\n`, { mode: 0o644 });
   // Clients log in without a password (trust); PgBouncer logs in to PostgreSQL with the URL's.
   fs.writeFileSync(path.join(dir, 'users.txt'), `"${user}" "${decodeURIComponent(server.password).replaceAll('"', '""')}"\n`, { mode: 0o600 });
@@ -83,8 +87,9 @@ export async function startPgBouncer(serverUrl: string, options: PgBouncerOption
     fs.rmSync(dir, { recursive: true, force: true });
     throw err;
   });
-  const through = (databaseUrl: string) => {
+  const through = (databaseUrl: string, alias?: string) => {
     const u = new URL(databaseUrl);
+    if (alias) u.pathname = `/${alias}`;
     u.hostname = '127.0.0.1';
     u.port = String(port);
     return u.toString();
