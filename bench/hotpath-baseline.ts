@@ -26,7 +26,8 @@
 // whose `tenant` claim is the site's schema (shared/auth/tokens.ts). Rows go out as node-pg
 // gives them (bigint parsed to a number, timestamptz to a Date, so JSON has ISO 8601 with `Z`):
 // the bodies equal the platform's. Its connections carry application_name `bench-baseline`
-// (or PGAPPNAME), so the bench finds its PostgreSQL backends.
+// (or PGAPPNAME), so the bench finds its PostgreSQL backends. HOTPATH_UNNAMED=1: the statements
+// unnamed (behind a transaction pooler that cannot carry prepared statements: BENCH_PROXY).
 import { createSecretKey } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import Koa from 'koa';
@@ -70,6 +71,8 @@ function listStatement(sort: string, count: boolean) {
     text: `WITH page AS (${page}) SELECT c.total, page.* FROM (SELECT count(*) AS total FROM ${TABLE} WHERE ${WHERE}) c LEFT JOIN page ON true ORDER BY ${orderBy(sort, 'page.')}`,
   };
 }
+const UNNAMED = process.env.HOTPATH_UNNAMED === '1';
+const query = (statement: { name: string; text: string }, values: unknown[]) => pool.query(UNNAMED ? { text: statement.text, values } : { ...statement, values });
 const WRITABLE = COLUMNS.split(', ').filter((c) => c !== 'id');
 const statements = {
   get: { name: 'get', text: `SELECT ${COLUMNS} FROM ${TABLE} WHERE id = $1` },
@@ -112,7 +115,7 @@ async function list(ctx: Koa.Context): Promise<void> {
   const pageSize = Math.min(int(q.page_size) || 20, 1000);
   const page = int(q.page) || 1;
   const count = q._count !== 'none';
-  const { rows } = await pool.query({ ...statements.list.get(`${sort} ${count}`)!, values: [gte, lt, pageSize, (page - 1) * pageSize] });
+  const { rows } = await query(statements.list.get(`${sort} ${count}`)!, [gte, lt, pageSize, (page - 1) * pageSize]);
   if (!count) {
     ctx.body = { data: rows, total: null, page, page_size: pageSize };
     return;
@@ -124,7 +127,7 @@ async function list(ctx: Koa.Context): Promise<void> {
 
 async function get(ctx: Koa.Context, id: string): Promise<void> {
   if (!/^\d{1,18}$/.test(id)) return fail(ctx, 404, 'Record not found.');
-  const { rows } = await pool.query({ ...statements.get, values: [id] });
+  const { rows } = await query(statements.get, [id]);
   if (!rows[0]) return fail(ctx, 404, 'Record not found.');
   ctx.body = { data: rows[0] };
 }
@@ -150,14 +153,14 @@ async function create(ctx: Koa.Context): Promise<void> {
     return fail(ctx, 400, 'Invalid JSON.');
   }
   if (records && typeof records === 'object' && !Array.isArray(records)) {
-    const { rows } = await pool.query({ ...statements.insertOne, values: [text] });
+    const { rows } = await query(statements.insertOne, [text]);
     ctx.status = 201;
     ctx.body = { data: rows[0] };
     return;
   }
   if (!Array.isArray(records) || !records.length || records.length > MAX_BULK) return fail(ctx, 400, `Expected an array of 1 to ${MAX_BULK} records.`);
   // The text just parsed is the parameter: PostgreSQL reads it as jsonb (no second JSON.stringify).
-  const { rows } = await pool.query({ ...statements.insert, values: [text] });
+  const { rows } = await query(statements.insert, [text]);
   ctx.status = 201;
   ctx.body = { data: rows };
 }
@@ -173,14 +176,14 @@ async function update(ctx: Koa.Context, id: string): Promise<void> {
     return fail(ctx, 400, 'Invalid JSON.');
   }
   if (!body || typeof body !== 'object' || Array.isArray(body)) return fail(ctx, 400, 'Expected an object.');
-  const { rows } = await pool.query({ ...statements.update, values: [id, text] });
+  const { rows } = await query(statements.update, [id, text]);
   if (!rows[0]) return fail(ctx, 404, 'Record not found.');
   ctx.body = { data: rows[0] };
 }
 
 async function remove(ctx: Koa.Context, id: string): Promise<void> {
   if (!/^\d{1,18}$/.test(id)) return fail(ctx, 404, 'Record not found.');
-  const { rowCount } = await pool.query({ ...statements.delete, values: [id] });
+  const { rowCount } = await query(statements.delete, [id]);
   if (!rowCount) return fail(ctx, 404, 'Record not found.');
   ctx.status = 204;
 }

@@ -38,6 +38,10 @@
 // rounds), BENCH_WARMUP (2), BENCH_CONNECTIONS (50), BENCH_SEQ_DURATION (the 1-connection runs;
 // default BENCH_DURATION), BENCH_BULK (10000), BENCH_BULK_REPEAT (15), BENCH_ONLY,
 // BENCH_CPU_PROF=<dir> (V8 CPU profiles of both servers), BENCH_STRICT=1.
+// BENCH_PROXY=pgbouncer: both servers reach PostgreSQL through a PgBouncer in transaction pooling
+// mode (shared/testing/pgbouncer.ts; default_pool_size 20, the servers' pool size): the platform
+// with DATABASE_DIRECT_URL set (its named statements off), the baseline with its statements
+// unnamed (HOTPATH_UNNAMED). Results: bench/results/hotpath-pgbouncer-latest.json.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
@@ -48,6 +52,7 @@ import { openBenchDatabase, type BenchDatabase } from './database.ts';
 import { compare, cpuMeter, type LoadSettings, type Measurement, type Request, type Target as LoadTarget } from './load.ts';
 import { APP, FILTER, TABLE, api, envNumber, makeRecords, r2, seedRows, serverEnv, setupTable, siteToken } from './records-setup.ts';
 import { formatTable, machineInfo, totalCpuUs, writeResults, type ScenarioResult } from './report.ts';
+import { startPgBouncer, type PgBouncer } from '../shared/testing/pgbouncer.ts';
 
 const settings: LoadSettings = {
   connections: envNumber('BENCH_CONNECTIONS', 50),
@@ -76,6 +81,8 @@ const SECRET = randomBytes(32).toString('base64url');
 const APP_NAME = { platform: 'bench-platform', baseline: 'bench-baseline' } as const;
 const NOCOUNT = `${FILTER}&_count=none`;
 const log = (msg: string) => process.stderr.write(`[bench:hotpath] ${msg}\n`);
+const PROXY = process.env.BENCH_PROXY || undefined;
+if (PROXY && PROXY !== 'pgbouncer') throw new Error(`BENCH_PROXY: unknown proxy ${PROXY} (pgbouncer)`);
 
 // Targets.
 const MIN_THROUGHPUT = 0.8; // platform ÷ baseline req/s at BENCH_CONNECTIONS
@@ -85,6 +92,7 @@ const MAX_BULK = 1.2; // platform ÷ baseline p50 ms of one bulk create
 
 let db: BenchDatabase | undefined;
 let monitor: pg.Client | undefined;
+let bouncer: PgBouncer | undefined;
 const children: Child[] = [];
 let cleaning: Promise<void> | undefined;
 /** Stops the children (by PID), then drops the database and stops the embedded PostgreSQL. */
@@ -92,6 +100,7 @@ const cleanup = () =>
   (cleaning ??= (async () => {
     await monitor?.end().catch(() => undefined);
     await Promise.allSettled(children.map((c) => c.stop()));
+    await bouncer?.close();
     await db?.close().catch((err) => log(`dropping the bench database failed: ${err.message}`));
   })());
 const randomId = () => 1 + Math.floor(Math.random() * ROWS);
@@ -317,7 +326,12 @@ async function main(): Promise<number> {
   const dbUrl = db.url;
   log(`database: ${db.source} (${db.version.split(',')[0]})`);
   const cpuProfileDir = process.env.BENCH_CPU_PROF ? path.resolve(process.env.BENCH_CPU_PROF) : undefined;
-  const env = serverEnv(dbUrl, SECRET);
+  // Behind the proxy: the servers' pools through it; the monitor, the seeding and the platform's sessions (DATABASE_DIRECT_URL) direct.
+  // Each server has a pool of its own (the baseline's through an alias of the database), so that each backend keeps its server's application_name.
+  const name = decodeURIComponent(new URL(dbUrl).pathname.slice(1));
+  if (PROXY) bouncer = await startPgBouncer(dbUrl, { poolSize: 20, aliases: { [`${name}_baseline`]: name } });
+  const env = bouncer ? { ...serverEnv(bouncer.url(dbUrl), SECRET), DATABASE_DIRECT_URL: dbUrl } : serverEnv(dbUrl, SECRET);
+  if (bouncer) log(`through PgBouncer (transaction pooling) on port ${bouncer.port}`);
   const platform = await startChild('platform', 'server.ts', { env: { ...env, PGAPPNAME: APP_NAME.platform }, cpuProfileDir });
   children.push(platform);
 
@@ -328,7 +342,7 @@ async function main(): Promise<number> {
   const seed = await seedRows(dbUrl, table, ROWS);
   log(`seeded ${seed.rows.toLocaleString('en')} rows in ${seed.seconds} s (table ${seed.tableMiB} MiB, indexes ${seed.indexesMiB} MiB)`);
 
-  const baselineEnv = { ...env, PGAPPNAME: APP_NAME.baseline, HOTPATH_SCHEMA: site, HOTPATH_APP: APP, HOTPATH_TABLE: TABLE, HOTPATH_PHYSICAL: physical };
+  const baselineEnv = { ...env, ...(bouncer ? { DATABASE_URL: bouncer.url(dbUrl, `${name}_baseline`) } : {}), PGAPPNAME: APP_NAME.baseline, HOTPATH_SCHEMA: site, HOTPATH_APP: APP, HOTPATH_TABLE: TABLE, HOTPATH_PHYSICAL: physical, ...(bouncer ? { HOTPATH_UNNAMED: '1' } : {}) };
   const baseline = await startChild('baseline', 'hotpath-baseline.ts', { env: baselineEnv, cpuProfileDir });
   children.push(baseline);
   log(`platform pid ${platform.pid} at ${platform.url}; baseline pid ${baseline.pid} at ${baseline.url}`);
@@ -404,7 +418,7 @@ async function main(): Promise<number> {
     timestamp,
     machine: { ...machine, loadAverageAtEnd: os.loadavg().map(r2) },
     database: { source: db.source, version: db.version, rows: seed.rows, seedSeconds: seed.seconds, tableMiB: seed.tableMiB, indexesMiB: seed.indexesMiB },
-    settings: { ...settings, seqDurationSec: SEQ_DURATION, rows: ROWS, bulk: BULK, bulkRepeat: BULK_REPEAT, filter: FILTER, applicationNames: APP_NAME, loadGenerator: 'autocannon 8 (in the bench process)' },
+    settings: { ...settings, seqDurationSec: SEQ_DURATION, rows: ROWS, bulk: BULK, bulkRepeat: BULK_REPEAT, filter: FILTER, applicationNames: APP_NAME, loadGenerator: 'autocannon 8 (in the bench process)', proxy: PROXY ?? null },
     scenarios: results,
     p50Ratios,
     bulkSamples,
@@ -428,7 +442,7 @@ async function main(): Promise<number> {
   for (const t of Object.values(targetsMet)) out.push(`${t.ok === null ? 'SKIP' : t.ok ? 'PASS' : 'MISS'}  ${t.description}: ${t.value ?? '–'}`);
   for (const p of problems) out.push(`INVALID  ${p}`);
   console.log(`\n${out.join('\n')}\n`);
-  writeResults('hotpath', report, timestamp, log);
+  writeResults(PROXY ? `hotpath-${PROXY}` : 'hotpath', report, timestamp, log);
   if (cpuProfileDir) log(`CPU profiles (written when the servers stop): ${cpuProfileDir}`);
   if (!report.valid) return 1;
   const missed = Object.values(targetsMet).some((t) => t.ok === false);

@@ -19,6 +19,7 @@ import { openDatabase, type Database } from '../shared/db/database.ts';
 import { DomainError } from '../shared/errors.ts';
 import { migratePlatform } from '../shared/db/orm.ts';
 import { scheduleClusterWide } from '../shared/db/scheduled-jobs.ts';
+import { pooledSessionDifferences, pooledSettings } from '../shared/db/pooler.ts';
 import { recordPublicUrl } from '../shared/db/platform-settings.ts';
 import { ChangeListener } from '../shared/db/changes.ts';
 import { requestCaches, type RequestCaches } from '../shared/common/request-caches.ts';
@@ -83,12 +84,35 @@ const storageJob = (db: Database, store: ObjectStore, tmpDir: string) => async (
   return buckets || swept ? { sites: sites.length, buckets, swept } : undefined;
 };
 
-/** Platform migrations, then every site schema's (a site schema that fails is logged: `platform migrate` resumes it). */
-async function migrate(db: Database, log: Logger): Promise<void> {
-  const report = await migratePlatform(db.orm, db.url);
-  if (report.applied.length) log.info({ applied: report.applied }, 'platform migrations applied');
-  const tenants = await migrateAllTenants(db.orm.em.fork(), (done, total, r) => log.info({ done, total, ...r }, 'site schema migrated'));
-  if (tenants.failed.length) log.error({ failed: tenants.failed }, 'site schemas failed to migrate; run `platform migrate`');
+/**
+ * Platform migrations, then every site schema's (a site schema that fails is logged: `platform
+ * migrate` resumes it), on the direct connection; behind a transaction pooler, the session
+ * settings of its connections too (db/pooler.ts).
+ */
+async function migrate(db: Database, config: Config, log: Logger): Promise<void> {
+  await db.direct(async (orm, url) => {
+    const report = await migratePlatform(orm, url, db.proxied ? pooledSettings(config) : undefined);
+    if (report.applied.length) log.info({ applied: report.applied }, 'platform migrations applied');
+    const tenants = await migrateAllTenants(orm.em.fork(), (done, total, r) => log.info({ done, total, ...r }, 'site schema migrated'));
+    if (tenants.failed.length) log.error({ failed: tenants.failed }, 'site schemas failed to migrate; run `platform migrate`');
+  });
+}
+
+/**
+ * Behind a transaction pooler: the connections it gives have the session settings, or the server
+ * does not serve (intervals in another style would be wrong data); other timeouts than this
+ * process's configuration are logged (connections the proxy opened before they were set keep
+ * theirs until it closes them).
+ */
+async function checkPooledSessions(db: Database, config: Config, log: Logger): Promise<void> {
+  const differences = await pooledSessionDifferences(db.orm.em.fork(), pooledSettings(config));
+  const style = differences.find((d) => d.name === 'intervalstyle');
+  if (style) {
+    throw new Error(
+      `connections through DATABASE_URL have intervalstyle ${style.found}, not ${style.expected}: the proxy must log in as the role of DATABASE_DIRECT_URL, whose defaults the migrations set (run \`platform migrate\`), and close its older server connections (PgBouncer: RECONNECT); see docs/operations.md "Behind PgBouncer"`,
+    );
+  }
+  if (differences.length) log.warn({ differences }, 'connections through DATABASE_URL have other timeouts than this process\'s configuration');
 }
 
 /** The first superuser, when there is none yet; a generated password is shown once, on the terminal only. */
@@ -198,7 +222,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
   let store: ObjectStore | undefined;
   let functions: FunctionRuntime | undefined;
   try {
-    if (options.migrate !== false) await migrate(db, log);
+    if (options.migrate !== false) await migrate(db, config, log);
+    if (db.proxied) await checkPooledSessions(db, config, log);
     await recordPublicUrl(db.orm.em.fork(), config.publicUrl).catch((err: unknown) => log.warn({ err }, 'the public URL was not recorded for the CLI\'s direct mode'));
     const tokens = tokenSettings(config);
     await bootstrap(db, config, log, options.announce ?? ((t: string) => process.stderr.write(t)));
@@ -217,7 +242,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
         log.warn('another server process shares this database but REDIS_URL is unset: rate limits are counted per process; set REDIS_URL on every process');
       });
     }
-    await changes.listen(db.url, (err) => listening.failed(err));
+    await changes.listen(db.directUrl, (err) => listening.failed(err)); // LISTEN needs a session: never through a transaction pooler
     let shuttingDown = false;
     const mailer = createMailer(config, log);
     const secrets = new SecretKeyring(tokens.secretKey, config.secretsKeyVersion);

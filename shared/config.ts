@@ -61,11 +61,17 @@ export interface Config {
   port: number;
   host: string;
   databaseUrl: string | undefined;
+  /**
+   * A direct connection to the same database (DATABASE_DIRECT_URL) when DATABASE_URL is a proxy
+   * that pools transactions (PgBouncer): what needs a session (LISTEN, migrations and their
+   * advisory lock, CLI commands) uses it. Unset or equal to DATABASE_URL: no proxy.
+   */
+  databaseDirectUrl: string | undefined;
   /** Longest statement of a request (DATABASE_STATEMENT_TIMEOUT_MS, per pooled connection; 0: none). */
   statementTimeoutMs: number;
   /** Longest statement of a long operation's transaction (DATABASE_LONG_STATEMENT_TIMEOUT_MS; 0: none). */
   longStatementTimeoutMs: number;
-  /** Hot statements prepared once per pooled connection (DATABASE_PREPARED_STATEMENTS; off behind a transaction-pooling proxy). */
+  /** Hot statements prepared once per pooled connection (DATABASE_PREPARED_STATEMENTS; default off behind a proxy, DATABASE_DIRECT_URL set). */
   preparedStatements: boolean;
   /** Pool size and connection timeouts. */
   db: DatabaseLimits;
@@ -269,13 +275,18 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('PLATFORM_ADMIN_PASSWORD must be at least 8 characters long');
   }
   const poolSize = int(env, 'DATABASE_POOL_SIZE', DATABASE_LIMITS.poolSize, 1, 1000);
+  const databaseUrl = url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']);
+  const directUrl = url(env, 'DATABASE_DIRECT_URL', ['postgres:', 'postgresql:']);
+  if (directUrl && !databaseUrl) throw new ConfigError('DATABASE_DIRECT_URL needs DATABASE_URL (the proxy it bypasses)');
+  const databaseDirectUrl = directUrl === databaseUrl ? undefined : directUrl;
   return {
     port: int(env, 'PORT', 8000, 0, 65535),
     host: str(env, 'HOST') ?? '127.0.0.1',
-    databaseUrl: url(env, 'DATABASE_URL', ['postgres:', 'postgresql:']),
+    databaseUrl,
+    databaseDirectUrl,
     statementTimeoutMs: int(env, 'DATABASE_STATEMENT_TIMEOUT_MS', 30_000, 0, 2_147_483_647),
     longStatementTimeoutMs: int(env, 'DATABASE_LONG_STATEMENT_TIMEOUT_MS', 600_000, 0, 2_147_483_647),
-    preparedStatements: bool(env, 'DATABASE_PREPARED_STATEMENTS', true),
+    preparedStatements: bool(env, 'DATABASE_PREPARED_STATEMENTS', !databaseDirectUrl),
     db: {
       poolSize,
       acquireTimeoutMs: int(env, 'DATABASE_ACQUIRE_TIMEOUT_MS', DATABASE_LIMITS.acquireTimeoutMs, 100, 600_000),

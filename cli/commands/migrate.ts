@@ -5,7 +5,7 @@ import { columns, table } from '../output.ts';
 export default class MigrateCommand extends BaseCommand<typeof MigrateCommand> {
   static override summary = 'Apply pending platform and site-schema migrations, or show their status.';
   static override description =
-    'Platform migrations first, then the tenant migrations of every site schema (progress on stderr; a schema that fails is reported and the others still run; running again resumes). Works on the database directly (DATABASE_URL, else the embedded PostgreSQL, which is stopped afterwards if this process started it). Safe to run while servers run: migrators are serialised by advisory locks.';
+    'Platform migrations first, then the tenant migrations of every site schema (progress on stderr; a schema that fails is reported and the others still run; running again resumes). Works on the database directly (DATABASE_DIRECT_URL, else DATABASE_URL, else the embedded PostgreSQL, which is stopped afterwards if this process started it); behind a transaction pooler it also sets the defaults of the role its connections need. Safe to run while servers run: migrators are serialised by advisory locks.';
   static override examples = ['<%= config.bin %> migrate', '<%= config.bin %> migrate --status --json'];
   static override flags = {
     status: Flags.boolean({ summary: 'List executed and pending migrations; apply nothing.' }),
@@ -19,8 +19,9 @@ export default class MigrateCommand extends BaseCommand<typeof MigrateCommand> {
     // Loaded here, not at the top: oclif imports every command module to list them, and the
     // ORM should only cost the commands that use it.
     const { migratePlatform, migrationStatus } = await import('../../shared/db/orm.ts');
+    const { pooledSettings } = await import('../../shared/db/pooler.ts');
     const { migrateAllTenants, tenantStatus } = await import('../../shared/tenancy/migrations.ts');
-    return this.withDatabase(async (db) => {
+    return this.withDatabase(async (db, config) => {
       const status = await migrationStatus(db.orm);
       if (this.flags.status) {
         const rows = [...status.executed.map((name) => ({ name, state: 'executed' })), ...status.pending.map((name) => ({ name, state: 'pending' }))];
@@ -30,7 +31,8 @@ export default class MigrateCommand extends BaseCommand<typeof MigrateCommand> {
         return { ...status, tenants };
       }
       if (status.pending.length) this.info(`Applying ${status.pending.length} platform migration(s): ${status.pending.join(', ')}`);
-      const report = await migratePlatform(db.orm, db.url);
+      // Behind a transaction pooler: its connections' session settings are the role's defaults (db/pooler.ts).
+      const report = await migratePlatform(db.orm, db.url, config.databaseDirectUrl ? pooledSettings(config) : undefined);
       for (const name of report.applied) this.info(`  applied ${name}`);
       const tenants = await migrateAllTenants(db.orm.em.fork(), (done, total, r) =>
         this.info(`  [${done}/${total}] ${r.schema}: ${'error' in r ? `FAILED ${r.error}` : `${r.from} → ${r.to}`}`),

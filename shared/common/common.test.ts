@@ -62,6 +62,17 @@ test('config: defaults, and a bad value stops the start naming the variable', (t
   }
 });
 
+test('config: DATABASE_DIRECT_URL means DATABASE_URL is a transaction pooler (named statements off unless asked for)', (t) => {
+  const proxy = 'postgres://app@pgbouncer:6432/platform';
+  const direct = 'postgres://app@db:5432/platform';
+  t.like(loadConfig({ DATABASE_URL: direct }), { databaseDirectUrl: undefined, preparedStatements: true });
+  t.like(loadConfig({ DATABASE_URL: proxy, DATABASE_DIRECT_URL: direct }), { databaseUrl: proxy, databaseDirectUrl: direct, preparedStatements: false });
+  t.like(loadConfig({ DATABASE_URL: proxy, DATABASE_DIRECT_URL: direct, DATABASE_PREPARED_STATEMENTS: 'true' }), { preparedStatements: true }, 'PgBouncer 1.21+ with max_prepared_statements');
+  t.like(loadConfig({ DATABASE_URL: direct, DATABASE_DIRECT_URL: direct }), { databaseDirectUrl: undefined, preparedStatements: true }, 'the same URL: no proxy');
+  t.throws(() => loadConfig({ DATABASE_DIRECT_URL: direct }), { instanceOf: ConfigError, message: /^DATABASE_DIRECT_URL needs DATABASE_URL/ });
+  t.throws(() => loadConfig({ DATABASE_URL: proxy, DATABASE_DIRECT_URL: 'mysql://x' }), { instanceOf: ConfigError, message: /^DATABASE_DIRECT_URL/ });
+});
+
 test('shared/ knows nothing of Koa or oclif', (t) => {
   const root = path.resolve(import.meta.dirname, '..');
   const offenders: string[] = [];

@@ -38,6 +38,8 @@ export class BoundConnection extends PostgreSqlConnection {
    * transactions (PgBouncer before 1.21 cannot carry named statements; DATABASE_PREPARED_STATEMENTS).
    */
   preparedStatements = true;
+  /** The connections go through a transaction pooler: their process ids are the proxy's, not PostgreSQL's (cutOff). */
+  proxied = false;
   /** Statements sent (tests count the round trips of a request with it). */
   statements = 0;
   #pool: pg.Pool | undefined;
@@ -46,12 +48,11 @@ export class BoundConnection extends PostgreSqlConnection {
   readonly #inUse = new Set<TimedClient>();
 
   /**
-   * The pool, made of TimedClients. `queryTimeoutMarginMs` (driverOptions, ours): the client-side
-   * limit of a statement is the connection's statement_timeout plus this margin.
+   * The pool, made of TimedClients. `statementTimeoutMs` and `queryTimeoutMarginMs` (driverOptions,
+   * ours): the client-side limit of a statement is the connection's statement timeout plus this margin.
    */
-  override createKyselyDialect(overrides: pg.PoolConfig & { queryTimeoutMarginMs?: number }) {
-    const { queryTimeoutMarginMs = 0, ...options } = overrides;
-    const timeout = Number(options.statement_timeout ?? 0);
+  override createKyselyDialect(overrides: pg.PoolConfig & { statementTimeoutMs?: number; queryTimeoutMarginMs?: number }) {
+    const { statementTimeoutMs: timeout = 0, queryTimeoutMarginMs = 0, ...options } = overrides;
     const state: PoolState = { baseTimeoutMs: timeout ? timeout + queryTimeoutMarginMs : 0, marginMs: queryTimeoutMarginMs, cut: false };
     this.#state = state;
     const onPoolCreated = (pool: pg.Pool) => {
@@ -72,11 +73,14 @@ export class BoundConnection extends PostgreSqlConnection {
    * are closed, so no COMMIT can follow on them, and their backends are terminated through a
    * connection of its own, so that a running statement stops at once and its transaction rolls
    * back. Any later statement of this pool fails (503). Resolves with how many were cut.
+   * Behind a transaction pooler only the sockets are closed (the process ids it gives are its own,
+   * not PostgreSQL's): the proxy drops a server connection whose client left mid-transaction, so
+   * nothing commits either; a statement running there ends at its statement timeout.
    */
   async cutOff(): Promise<number> {
     if (this.#state) this.#state.cut = true;
     const clients = [...this.#inUse];
-    const pids = clients.map((c) => c.processID).filter((pid): pid is number => typeof pid === 'number');
+    const pids = this.proxied ? [] : clients.map((c) => c.processID).filter((pid): pid is number => typeof pid === 'number');
     for (const c of clients) c.cut();
     if (pids.length && this.#pool) {
       const options = this.#pool.options as pg.ClientConfig;

@@ -8,6 +8,7 @@ import { Domain, Site } from '../sites/site.entity.ts';
 import { BlacklistedToken, User } from '../users/user.entity.ts';
 import { platformMigrations } from './migrations/platform.ts';
 import { setLocalStatementTimeout } from './statement-timeout.ts';
+import { sessionSettings, startupOptions, storeRoleDefaults, type SessionSettings } from './pooler.ts';
 import { BoundDriver, type BoundConnection } from './driver.ts';
 import { pgCode, rows } from './sql.ts';
 import { DATABASE_LIMITS, type DatabaseLimits } from '../config.ts';
@@ -24,6 +25,12 @@ export interface OrmOptions {
   statementTimeoutMs?: number;
   /** Hot statements named, so that each connection prepares them once (default true; db/driver.ts). */
   preparedStatements?: boolean;
+  /**
+   * The connections go through a proxy that pools transactions (PgBouncer): no startup parameters
+   * (the proxy refuses them; the role's defaults carry them instead: db/pooler.ts), and no backend
+   * to terminate by its process id at shutdown (the proxy's ids are not PostgreSQL's).
+   */
+  proxied?: boolean;
 }
 
 /** TCP keepalive probes start after a connection has been idle this long (a peer gone without a word is noticed). */
@@ -45,13 +52,13 @@ export async function createOrm(clientUrl: string, options: OrmOptions = {}): Pr
     pool: { min: 0, max: options.poolMax ?? DATABASE_LIMITS.poolSize },
     // Startup parameters of each pooled connection (no SET, no round trip per request): intervals
     // in ISO 8601 (`P1DT2H`, the form data tables' duration fields are written in), the
-    // statement timeout of requests and the idle-in-transaction timeout. Client side: how long a
+    // statement timeout of requests and the idle-in-transaction timeout (db/pooler.ts: behind a
+    // transaction pooler, the role's defaults instead). Client side: how long a
     // request waits for a connection (or for a new one to connect), TCP keepalive, and the margin
     // of each statement's client-side limit over its statement timeout (db/timed-client.ts).
     driverOptions: {
-      options: '-c intervalstyle=iso_8601',
-      ...(options.statementTimeoutMs ? { statement_timeout: options.statementTimeoutMs } : {}),
-      ...(limits.idleInTransactionTimeoutMs ? { idle_in_transaction_session_timeout: limits.idleInTransactionTimeoutMs } : {}),
+      ...(options.proxied ? {} : { options: startupOptions(sessionSettings(options.statementTimeoutMs ?? 0, limits.idleInTransactionTimeoutMs)) }),
+      statementTimeoutMs: options.statementTimeoutMs ?? 0,
       connectionTimeoutMillis: limits.acquireTimeoutMs,
       keepAlive: true,
       keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
@@ -66,7 +73,9 @@ export async function createOrm(clientUrl: string, options: OrmOptions = {}): Pr
       allOrNothing: true,
     },
   });
-  (orm.em.getConnection() as BoundConnection).preparedStatements = options.preparedStatements ?? true;
+  const connection = orm.em.getConnection() as BoundConnection;
+  connection.preparedStatements = options.preparedStatements ?? true;
+  connection.proxied = options.proxied ?? false;
   return orm;
 }
 
@@ -77,12 +86,18 @@ export interface MigrationReport {
   current: string | null;
 }
 
-/** Applies pending platform migrations, serialised across processes by an advisory lock. */
-export async function migratePlatform(orm: Orm, clientUrl: string): Promise<MigrationReport> {
+/**
+ * Applies pending platform migrations, serialised across processes by an advisory lock (a session
+ * of its own on `clientUrl`: the direct URL, never a transaction pooler). `roleDefaults`: the
+ * session settings of the connections a transaction pooler opens, stored as the role's defaults
+ * under the same lock (db/pooler.ts).
+ */
+export async function migratePlatform(orm: Orm, clientUrl: string, roleDefaults?: SessionSettings): Promise<MigrationReport> {
   const lock = new pg.Client({ connectionString: clientUrl });
   await lock.connect();
   try {
     await lock.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    if (roleDefaults) await storeRoleDefaults(lock, roleDefaults);
     // All or nothing in one transaction, without the request statement timeout (DDL on big tables).
     const applied = await orm.em.transactional(async (tx) => {
       await setLocalStatementTimeout(tx as EntityManager, 0);
