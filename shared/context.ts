@@ -24,15 +24,16 @@ export interface ServiceContext {
   /** The server process's caches (table definitions); none in the CLI's direct mode. */
   caches?: RequestCaches;
   /**
-   * Where a read outside any transaction goes (readsOf): the request's unit of work once it has
-   * one, else the ORM's root (no unit of work is made for a plain read: a fork costs more than the read).
+   * Where a statement that stands alone goes (readsOf: a read, or a write of one statement outside
+   * any transaction, no entity): the request's unit of work once it has one, else the ORM's root
+   * (no unit of work is made for it: a fork costs more than the statement's own work here).
    */
   reads?: () => EntityManager;
   /** Publishes the site's user-creation events (functions/events.service.ts); the server and the CLI always pass it. */
   events?: UserEvents;
 }
 
-/** The EntityManager a plain read (no transaction, no entity) uses: see ServiceContext.reads. */
+/** The EntityManager a statement that stands alone (a read, or a one-statement write; no transaction, no entity) uses: see ServiceContext.reads. */
 export const readsOf = (ctx: ServiceContext): EntityManager => ctx.reads?.() ?? ctx.em;
 
 /** A request's unit of work, made on first use: `get()` forks the ORM's root EntityManager then; `reads()` is that fork if made, else the root. */

@@ -158,7 +158,7 @@ export async function createRecords(ctx: ServiceContext, scope: TableScope, name
   await requireAllowed(ctx, t, 'create', ok);
   try {
     // One record is one statement (atomic by itself, one round trip); several may be several (one per set of fields given): one transaction.
-    const created = many ? await ctx.em.transactional((tx) => insertRecords(tx as EntityManager, t, ok, 'json')) : await insertRecords(ctx.em, t, ok, 'json');
+    const created = many ? await ctx.em.transactional((tx) => insertRecords(tx as EntityManager, t, ok, 'json')) : await insertRecords(readsOf(ctx), t, ok, 'json');
     if (typeof created[0] === 'string') return new JsonText(many ? `[${created.join(',')}]` : created[0]);
     return many ? (created as RecordRow[]) : (created[0] as RecordRow);
   } catch (err) {
@@ -227,7 +227,7 @@ async function patchInPlace(ctx: ServiceContext, t: Target, updatable: SqlFragme
   const target = withinAllowed(updatable, visible);
   const set = Object.keys(rec).map((f) => `${quoteIdent(f)} = x.${quoteIdent(f)}`).join(', ');
   const [row] = await guarded(t, () =>
-    preparedRows<{ r: string }>(ctx.em, `UPDATE ${t.table} AS t SET ${set} FROM jsonb_populate_record(NULL::${t.table}, ?::jsonb) AS x WHERE ${target.sql} RETURNING ${t.jsonSql} AS r`, [
+    preparedRows<{ r: string }>(readsOf(ctx), `UPDATE ${t.table} AS t SET ${set} FROM jsonb_populate_record(NULL::${t.table}, ?::jsonb) AS x WHERE ${target.sql} RETURNING ${t.jsonSql} AS r`, [
       JSON.stringify(rec),
       ...target.params,
     ]),
@@ -279,7 +279,7 @@ export async function deleteRecord(ctx: ServiceContext, scope: TableScope, name:
   if (!where) throw recordNotFound();
   const visible = withinAllowed(t.readable, where);
   const deletable = withinAllowed(await rowsAllowed(ctx, t, 'delete'), visible);
-  const gone = await guarded(t, () => preparedRows(ctx.em, `DELETE FROM ${t.table} t WHERE ${deletable.sql} RETURNING 1`, deletable.params));
+  const gone = await guarded(t, () => preparedRows(readsOf(ctx), `DELETE FROM ${t.table} t WHERE ${deletable.sql} RETURNING 1`, deletable.params));
   if (!gone.length) throw await missingOrDenied(ctx, t, visible, deletable);
 }
 
