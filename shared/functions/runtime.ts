@@ -56,6 +56,31 @@ export interface FunctionsConfig {
 }
 
 export const LEASE_SECONDS = 60;
+
+/**
+ * Claims for `owner` at most `limit` ready jobs (unclaimed, or their lease run out), fairly: the
+ * oldest of each site first, in turns, at most `perSite` of each, none of the sites in `skip`. The
+ * lease condition is checked again at the level that locks (`FOR UPDATE SKIP LOCKED`): a row
+ * another process claimed and committed after this statement's snapshot is re-read there when
+ * locked, and only that level's conditions are re-checked on the new version (the inner
+ * selection's are not): without it, both processes would run the job.
+ */
+export function claimJobs(em: EntityManager, owner: string, skip: string[], perSite: number, limit: number) {
+  return rows<{ id: string; site_schema: string; invocation_id: string; attempts: number }>(
+    em,
+    `UPDATE public.function_jobs j SET locked_by = ?, locked_until = now() + make_interval(secs => ?), attempts = j.attempts + 1
+      WHERE j.id IN (
+        SELECT id FROM public.function_jobs WHERE id IN (
+          SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY site_schema ORDER BY locked_until NULLS FIRST, id) AS turn
+                            FROM public.function_jobs
+                           WHERE (locked_until IS NULL OR locked_until < now()) AND NOT site_schema IN (SELECT jsonb_array_elements_text(?::jsonb))) ready
+           WHERE turn <= ? ORDER BY turn, id LIMIT ?)
+          AND (locked_until IS NULL OR locked_until < now())
+        FOR UPDATE SKIP LOCKED)
+      RETURNING j.id, j.site_schema, j.invocation_id, j.attempts`,
+    [owner, LEASE_SECONDS, JSON.stringify(skip), perSite, limit],
+  );
+}
 export const MAX_ATTEMPTS = 3;
 const POLL_MS = 2000;
 const MAX_LOG_BYTES = 64 * 1024;
@@ -229,24 +254,12 @@ export class FunctionRuntime {
   /**
    * Claims ready jobs up to the free capacity, fairly: the oldest of each site first, in turns
    * (one site's backlog never goes ahead of another site's newer job), and none of a site that
-   * already runs its share here.
+   * already runs its share here (claimJobs).
    */
   private async drain(): Promise<void> {
     while (!this.stopped && this.active.size < this.capacity) {
       const full = [...this.activeBySite].filter(([, n]) => n >= this.siteCapacity).map(([site]) => site);
-      const jobs = await rows<{ id: string; site_schema: string; invocation_id: string; attempts: number }>(
-        this.options.orm.em,
-        `UPDATE public.function_jobs j SET locked_by = ?, locked_until = now() + make_interval(secs => ?), attempts = j.attempts + 1
-          WHERE j.id IN (
-            SELECT id FROM public.function_jobs WHERE id IN (
-              SELECT id FROM (SELECT id, row_number() OVER (PARTITION BY site_schema ORDER BY locked_until NULLS FIRST, id) AS turn
-                                FROM public.function_jobs
-                               WHERE (locked_until IS NULL OR locked_until < now()) AND NOT site_schema IN (SELECT jsonb_array_elements_text(?::jsonb))) ready
-               WHERE turn <= ? ORDER BY turn, id LIMIT ?)
-            FOR UPDATE SKIP LOCKED)
-          RETURNING j.id, j.site_schema, j.invocation_id, j.attempts`,
-        [this.id, LEASE_SECONDS, JSON.stringify(full), this.siteCapacity, this.capacity - this.active.size],
-      );
+      const jobs = await claimJobs(this.options.orm.em, this.id, full, this.siteCapacity, this.capacity - this.active.size);
       if (!jobs.length) return;
       for (const job of jobs) {
         const id = Number(job.id);
