@@ -187,6 +187,7 @@ test.serial('an archive with one byte changed in one entry is refused before any
   const r = await runCli(['site', 'restore', tampered, '--as', 'tampered_site'], env());
   t.is(r.code, 1);
   t.regex(r.stderr, /^Error: The archive is refused, nothing was changed: the checksum of "blobs\/\d+" does not match the manifest/m);
+  t.notRegex(r.stderr, /Copying blobs/, 'refused by the first pass, before anything was written');
   t.deepEqual(await traces('tampered_site'), { sites: 0, schemas: 0, blobs: 0 });
 });
 
@@ -205,6 +206,7 @@ test.serial('restore under the original name: refused while the original exists;
   t.is(refused.code, 1);
   t.like(json(refused), { code: 'CONFLICT' });
   t.regex(json(refused).message, /A site with the schema name ".*" exists/);
+  t.notRegex(refused.stderr, /Copying blobs/, 'refused before anything was written');
 
   await ok(s.api('DELETE', `/api/cloud/sites/${site.slug}/`, { token: root }), 'delete the original');
   const r = await runCli(['site', 'restore', archive, '--json'], env());
