@@ -10,7 +10,8 @@ import path from 'node:path';
 import test from 'ava';
 import { startTestServer, type TestServer } from '../../server/test/helpers.ts';
 import { grantSite, makeUser, sql, type TestUser } from '../../server/test/site-fixtures.ts';
-import { ArchiveWriter, readArchive, verifyArchive, DUMP_ENTRY, MANIFEST } from '../../shared/backup/archive.ts';
+import { ArchiveWriter, readArchive, verifyArchive, DUMP_ENTRY, MANIFEST, type Manifest } from '../../shared/backup/archive.ts';
+import { CURRENT_TENANT_VERSION } from '../../shared/tenancy/migrations.ts';
 import { filesystemStore } from '../../shared/storage/objstore/index.ts';
 import type { TestSite } from '../../shared/testing/sites.ts';
 import type { TableSchema } from '../../shared/data/table-schema.ts';
@@ -83,8 +84,8 @@ const traces = async (schema: string) => ({
   blobs: (await keysIn(schema)).length,
 });
 
-/** A copy of the archive with `entry`'s bytes changed by `change`, its manifest rewritten to match (a forged, self-consistent archive). */
-async function forged(change: (name: string, data: Buffer) => Buffer): Promise<string> {
+/** A copy of the archive with entries' bytes changed by `change` and the manifest's fields by `patch`, its checksums rewritten to match (a forged, self-consistent archive). */
+async function forged(change: (name: string, data: Buffer) => Buffer, patch: Partial<Manifest> = {}): Promise<string> {
   const out = path.join(tmp, `forged-${Date.now()}.tar`);
   const manifest = await verifyArchive(archive);
   const writer = await ArchiveWriter.open(fs.createWriteStream(out));
@@ -97,7 +98,7 @@ async function forged(change: (name: string, data: Buffer) => Buffer): Promise<s
     await writer.add(name, changed.length, changed, key === undefined ? {} : { key, content_type });
   });
   const { entries: _entries, ...rest } = manifest;
-  await writer.finish(rest);
+  await writer.finish({ ...rest, ...patch });
   return out;
 }
 
@@ -175,6 +176,25 @@ test.serial('backup, then restore --as beside the original: records, object byte
   await ok(onSite('shop_copy', 'DELETE', `/api/apps/shop/datatables/companies/data/${id}/`, copy), 'delete in copy');
   t.is((await recordsOf('shop_copy', copy)).length, COMPANIES.length - 1);
   t.is((await recordsOf(site.schema, original)).length, COMPANIES.length);
+});
+
+test.serial('a blob removed while the backup runs (a concurrent replace or delete) fails the backup clearly and leaves no archive', async (t) => {
+  const [{ blob_key }] = await sql(s, `SELECT o.blob_key FROM shop_copy.storage_objects o WHERE o.path = 'bin/data.bin'`);
+  await filesystemStore(storageDir).site('shop_copy').delete([blob_key]);
+  const out = path.join(tmp, 'vanished.tar');
+  const r = await runCli(['site', 'backup', 'shop_copy', '-o', out], env());
+  t.is(r.code, 1);
+  t.regex(r.stderr, new RegExp(`^Error: The blob "${blob_key}" was removed while the backup ran .* No archive was written; run the backup again\\.$`, 'm'));
+  t.false(fs.existsSync(out));
+  t.false(fs.existsSync(`${out}.partial`));
+});
+
+test.serial('an archive of a newer site schema version than this platform knows is refused', async (t) => {
+  const file = await forged((_name, data) => data, { schema_version: CURRENT_TENANT_VERSION + 1 });
+  const r = await runCli(['site', 'restore', file, '--as', 'from_the_future'], env());
+  t.is(r.code, 1);
+  t.regex(r.stderr, new RegExp(`its site schema is at version ${CURRENT_TENANT_VERSION + 1}, newer than this platform's ${CURRENT_TENANT_VERSION}: upgrade this platform first`));
+  t.deepEqual(await traces('from_the_future'), { sites: 0, schemas: 0, blobs: 0 });
 });
 
 test.serial('an archive with one byte changed in one entry is refused before anything is written', async (t) => {
