@@ -131,7 +131,7 @@ export async function readArchive(file: string, onEntry: (name: string, size: nu
       if (!parser.write(chunk)) await once(parser, 'drain');
       if (failure !== undefined) break;
     }
-    if (failure === undefined) parser.end();
+    parser.end(); // also after a failure: it ends an entry a handler is still reading (truncated), so no handler waits for bytes that will not come
     await chain;
   } finally {
     source.destroy();

@@ -88,7 +88,7 @@ export async function restoreSite(file: string, options: RestoreOptions): Promis
   const client = new pg.Client({ connectionString: options.databaseUrl });
   await client.connect();
   const temp = await mkdtemp(path.join(os.tmpdir(), 'platform-restore-'));
-  const store = { written: [] as string[] };
+  let written: string[] = []; // blob keys put into the new site's store: deleted if the restore fails
   let schema = '';
   try {
     // Pass one: nothing is written before the whole archive checks out.
@@ -121,7 +121,7 @@ export async function restoreSite(file: string, options: RestoreOptions): Promis
       if (name === DUMP_ENTRY) await pipeline(through, createWriteStream(dumpFile));
       else if (name === PLATFORM_ENTRY) rowsJson = Buffer.concat(await through.toArray());
       else if (entry?.key !== undefined) {
-        store.written.push(entry.key);
+        written.push(entry.key);
         await siteStore.put(entry.key, through, { contentType: entry.content_type ?? 'application/octet-stream', size });
       } else throw badArchive(`its entry ${JSON.stringify(name)} is not in the manifest.`);
       checkEntry(entry, name, counted.bytes, hash.digest('hex'));
@@ -131,7 +131,7 @@ export async function restoreSite(file: string, options: RestoreOptions): Promis
     progress({ phase: 'schema', bytes, total });
     const result = await restoreInTransaction(client, { manifest, rows, source, schema, slug, dumpFile, tools, options });
     progress({ phase: 'done', bytes, total });
-    store.written = []; // the site holds them now
+    written = []; // the site holds them now
     let now = manifest.schema_version;
     if (now < CURRENT_TENANT_VERSION) {
       now = await migrateTenantSchema(options.em.fork(), schema).then(
@@ -143,7 +143,7 @@ export async function restoreSite(file: string, options: RestoreOptions): Promis
     }
     return { ...result, blobs: manifest.entries.filter((e) => e.key !== undefined).length, schema_version: { archive: manifest.schema_version, now }, duration_ms: Date.now() - started };
   } catch (err) {
-    if (store.written.length) await options.store.site(schema).delete(store.written);
+    if (written.length) await options.store.site(schema).delete(written);
     throw err;
   } finally {
     await rm(temp, { recursive: true, force: true });
