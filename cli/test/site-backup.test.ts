@@ -9,9 +9,9 @@ import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
 import { startTestServer, type TestServer } from '../../server/test/helpers.ts';
-import { grantSite, makeUser, sql, type TestUser } from '../../server/test/site-fixtures.ts';
+import { grantSite, makeOrg, makeUser, sql, type TestUser } from '../../server/test/site-fixtures.ts';
 import { ArchiveWriter, readArchive, verifyArchive, DUMP_ENTRY, MANIFEST, type Manifest } from '../../shared/backup/archive.ts';
-import { CURRENT_TENANT_VERSION } from '../../shared/tenancy/migrations.ts';
+import { CURRENT_TENANT_VERSION, tenantMigrations } from '../../shared/tenancy/migrations.ts';
 import { filesystemStore } from '../../shared/storage/objstore/index.ts';
 import type { TestSite } from '../../shared/testing/sites.ts';
 import type { TableSchema } from '../../shared/data/table-schema.ts';
@@ -239,6 +239,29 @@ test.serial('restore under the original name: refused while the original exists;
   const boss = await bossOf(site.schema);
   t.is((await recordsOf(site.schema, boss)).length, COMPANIES.length);
   t.deepEqual(await download(site.schema, boss, 'bin/data.bin'), BINARY);
+});
+
+test.serial('a backup of an older site schema version is restored at its version, then migrated; --org puts it in another organization', async (t) => {
+  const older = CURRENT_TENANT_VERSION - 1;
+  const org = await makeOrg(s);
+  await s.handle.db.orm.em.fork().transactional(async (tx) => {
+    await tx.execute(`INSERT INTO public.sites (uuid, slug, name, schema_name, environment, organization_uuid) VALUES (gen_random_uuid(), 'old-site', 'Old site', 'old_site', 'production', ?)`, [org.uuid]);
+    await tx.execute('CREATE SCHEMA old_site');
+    await tx.execute('SET LOCAL search_path TO old_site');
+    for (const m of tenantMigrations.filter((m) => m.version <= older)) for (const statement of m.statements) await tx.execute(statement);
+    await tx.execute('SET LOCAL search_path TO public');
+    await tx.execute('INSERT INTO public.tenant_schemas (schema_name, version) VALUES (?, ?)', ['old_site', older]);
+  });
+  const file = path.join(tmp, 'old.tar');
+  const backup = await runCli(['site', 'backup', 'old-site', '-o', file, '--json'], env());
+  t.is(backup.code, 0, backup.stderr);
+  t.is(json(backup).schema_version, older);
+  const target = await makeOrg(s);
+  const r = await runCli(['site', 'restore', file, '--as', 'old_copy', '--org', target.slug, '--json'], env());
+  t.is(r.code, 0, r.stderr + r.stdout);
+  t.like(json(r), { organization: target.slug, schema_version: { archive: older, now: CURRENT_TENANT_VERSION } });
+  t.deepEqual(await sql(s, `SELECT version FROM public.tenant_schemas WHERE schema_name = 'old_copy'`), [{ version: CURRENT_TENANT_VERSION }]);
+  t.deepEqual(await sql(s, `SELECT o.slug FROM public.sites s JOIN public.organizations o ON o.uuid = s.organization_uuid WHERE s.schema_name = 'old_copy'`), [{ slug: target.slug }]);
 });
 
 test.serial('--cluster is refused: clusters are not configured', async (t) => {
