@@ -181,7 +181,8 @@ async function assertFree(client: pg.Client, schema: string, slug: string): Prom
     [schema, slug],
   );
   if (taken!.schema_site) throw conflict(`A site with the schema name "${schema}" exists: restore it under another name (--as NAME), or delete that site first.`);
-  if (taken!.slug_site) throw conflict(`A site with the slug "${slug}" exists: restore it under another name (--as NAME).`);
+  // `config` is a path of its own (/api/cloud/sites/config/): never a site's slug (sites/site.create.ts).
+  if (taken!.slug_site || slug === 'config') throw conflict(`A site with the slug "${slug}" exists: restore it under another name (--as NAME).`);
   if (taken!.namespace) throw conflict(`A schema named "${schema}" exists in the database: restore it under another name (--as NAME).`);
 }
 
