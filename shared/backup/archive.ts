@@ -174,6 +174,7 @@ export function parseManifest(bytes: Buffer): Manifest {
   const names = new Set(m.entries.map((e) => e.name));
   if (names.size !== m.entries.length) throw badArchive('its manifest names an entry twice.');
   if (!names.has(DUMP_ENTRY) || !names.has(PLATFORM_ENTRY)) throw badArchive('it lacks the schema dump or the platform rows.');
+  if (m.entries.find((e) => e.name === PLATFORM_ENTRY)!.size > 64 << 20) throw badArchive('its platform rows are over 64 MiB.'); // read into memory
   return m;
 }
 

@@ -143,7 +143,8 @@ export async function restoreSite(file: string, options: RestoreOptions): Promis
     }
     return { ...result, blobs: manifest.entries.filter((e) => e.key !== undefined).length, schema_version: { archive: manifest.schema_version, now }, duration_ms: Date.now() - started };
   } catch (err) {
-    if (written.length) await options.store.site(schema).delete(written);
+    // The failure is what the operator needs to read; a store that cannot delete now leaves unreferenced blobs (docs/backup.md).
+    if (written.length) await options.store.site(schema).delete(written).catch(() => undefined);
     throw err;
   } finally {
     await rm(temp, { recursive: true, force: true });
