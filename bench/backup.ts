@@ -13,8 +13,8 @@
 //   dump        baseline: `pg_dump --format=custom --schema=<schema>` to a file
 //   backup      backupSite (the command's work): snapshot, pg_dump, the tar of the dump, the
 //               platform rows and every blob, SHA-256 of each entry
-//   pg_restore  baseline: `pg_restore --single-transaction --no-owner` of that dump into an empty
-//               database of its own
+//   pg_restore  baseline: `pg_restore --single-transaction --no-owner` of that dump into a
+//               database of its own holding the platform's tables only (its migrations)
 //   restore     restoreSite --as <schema>_copy: both passes over the archive (checksums), the
 //               blobs into the new site's store, the schema through COPY in one transaction, the
 //               rename and the platform rows
@@ -118,6 +118,9 @@ async function main(): Promise<number> {
   await withClient(db.url, (c) => c.query(`CREATE DATABASE ${c.escapeIdentifier(baselineDb!)}`));
   const target = new URL(db.url);
   target.pathname = `/${baselineDb}`;
+  // A platform database to restore into (the schema's triggers and indexes use the platform's functions and extensions).
+  const baselineOrm = await createOrm(target.toString(), { poolMax: 1, statementTimeoutMs: 0 });
+  await migratePlatform(baselineOrm, target.toString()).finally(() => baselineOrm.close(true));
   const restore_baseline_s = await seconds('pg_restore (baseline)', () =>
     runTool(tools.restore, ['--dbname', connectionArgs(target.toString()).dbname, '--single-transaction', '--no-owner', '--no-privileges', dumpFile], env, 'pg_restore').done,
   );
