@@ -119,7 +119,7 @@ async function main(): Promise<number> {
   const target = new URL(db.url);
   target.pathname = `/${baselineDb}`;
   // A platform database to restore into (the schema's triggers and indexes use the platform's functions and extensions).
-  const baselineOrm = await createOrm(target.toString(), { poolMax: 1, statementTimeoutMs: 0 });
+  const baselineOrm = await createOrm(target.toString(), { poolMax: 2, statementTimeoutMs: 0 });
   await migratePlatform(baselineOrm, target.toString()).finally(() => baselineOrm.close(true));
   const restore_baseline_s = await seconds('pg_restore (baseline)', () =>
     runTool(tools.restore, ['--dbname', connectionArgs(target.toString()).dbname, '--single-transaction', '--no-owner', '--no-privileges', dumpFile], env, 'pg_restore').done,
