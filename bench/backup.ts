@@ -32,6 +32,7 @@ import { restoreSite } from '../shared/backup/restore.ts';
 import { createOrm, migratePlatform, type Orm } from '../shared/db/orm.ts';
 import { SecretKeyring } from '../shared/secrets/crypto.ts';
 import { filesystemStore } from '../shared/storage/objstore/index.ts';
+import { TENANT_EXTENSIONS } from '../shared/tenancy/migrations.ts';
 import { createTestSite } from '../shared/testing/sites.ts';
 import { runBench } from './children.ts';
 import { openBenchDatabase, type BenchDatabase } from './database.ts';
@@ -121,6 +122,9 @@ async function main(): Promise<number> {
   // A platform database to restore into (the schema's triggers and indexes use the platform's functions and extensions).
   const baselineOrm = await createOrm(target.toString(), { poolMax: 2, statementTimeoutMs: 0 });
   await migratePlatform(baselineOrm, target.toString()).finally(() => baselineOrm.close(true));
+  await withClient(target.toString(), async (c) => {
+    for (const sql of TENANT_EXTENSIONS) await c.query(sql);
+  });
   const restore_baseline_s = await seconds('pg_restore (baseline)', () =>
     runTool(tools.restore, ['--dbname', connectionArgs(target.toString()).dbname, '--single-transaction', '--no-owner', '--no-privileges', dumpFile], env, 'pg_restore').done,
   );

@@ -31,7 +31,7 @@ import { newVerificationToken, underBaseDomain } from '../sites/domain-verificat
 import { domainSlug } from '../sites/site.naming.ts';
 import { socialSecretAad } from '../social/social-app.service.ts';
 import type { ObjectStore } from '../storage/objstore/types.ts';
-import { CURRENT_TENANT_VERSION, migrateTenantSchema } from '../tenancy/migrations.ts';
+import { CURRENT_TENANT_VERSION, migrateTenantSchema, TENANT_EXTENSIONS } from '../tenancy/migrations.ts';
 import { assertSchemaName, quotedSchema } from '../tenancy/schema.ts';
 import { workerHost } from '../workers/hostnames.ts';
 import { badArchive, checkEntry, DUMP_ENTRY, hashed, MANIFEST, PLATFORM_ENTRY, readArchive, verifyArchive, type Manifest } from './archive.ts';
@@ -209,6 +209,7 @@ async function restoreInTransaction(client: pg.Client, w: Work): Promise<Omit<Re
     // sees it go) and comes back before the commit.
     const parked = source !== schema && (await all(client, 'SELECT 1 FROM pg_namespace WHERE nspname = $1', [source])).length ? `_restore_${randomBytes(6).toString('hex')}` : undefined;
     if (parked) await client.query(`ALTER SCHEMA ${quotedSchema(source)} RENAME TO ${quotedSchema(parked)}`);
+    for (const sql of TENANT_EXTENSIONS) await client.query(sql); // the dump names them (pg_trgm's operator classes) but does not carry them
     const { env } = connectionArgs(w.options.databaseUrl);
     for (const section of ['pre-data', 'data', 'post-data'] as const) {
       const run = runTool(w.tools.restore, ['--no-owner', '--no-privileges', `--section=${section}`, '--file', '-', w.dumpFile], env, 'pg_restore');
