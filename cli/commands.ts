@@ -26,6 +26,7 @@ import SecretRotateCommand from './commands/secret-rotate.ts';
 import { SECRET_TYPE_COMMANDS } from './commands/secret-type.ts';
 import ServeCommand from './commands/serve.ts';
 import { SITE_COMMANDS } from './commands/site.ts';
+import { SiteBackupCommand, SiteRestoreCommand } from './commands/site-backup.ts';
 import { SOCIAL_APP_COMMANDS } from './commands/social-app.ts';
 import { STORAGE_COMMANDS } from './commands/storage.ts';
 import { TABLE_COMMANDS } from './commands/table.ts';
@@ -46,6 +47,8 @@ export const COMMANDS = {
   ...INVITE_COMMANDS,
   ...GROUP_COMMANDS,
   ...SITE_COMMANDS,
+  'site:backup': SiteBackupCommand,
+  'site:restore': SiteRestoreCommand,
   ...DOMAIN_COMMANDS,
   ...SECRET_COMMANDS,
   'secret:rotate': SecretRotateCommand,

@@ -78,6 +78,8 @@ export interface Config {
   /** Concurrent long operations per site and per process. */
   longOperations: LongOperationLimits;
   dataDir: string;
+  /** Where pg_dump and pg_restore are (PG_BIN_DIR); else /usr/lib/postgresql/{server major}/bin, else the PATH (site backup and restore). */
+  pgBinDir?: string;
   embeddedPgPort: number;
   redisUrl: string | undefined;
   /** Redis client limits: a command unanswered after commandTimeoutMs (REDIS_COMMAND_TIMEOUT_MS, 500 ms) or a connection not made after connectTimeoutMs (REDIS_CONNECT_TIMEOUT_MS, 2 s) fails, and the rate limits count in process memory. */
@@ -301,6 +303,7 @@ export function loadConfig(env: Env = process.env): Config {
       stallMs: int(env, 'LONG_OPERATION_STALL_MS', 60_000, 0, 2_147_483_647),
     },
     dataDir: path.resolve(str(env, 'PLATFORM_DATA_DIR') ?? '.data'),
+    pgBinDir: str(env, 'PG_BIN_DIR'),
     embeddedPgPort: int(env, 'EMBEDDED_PG_PORT', 0, 0, 65535),
     redisUrl: url(env, 'REDIS_URL', ['redis:', 'rediss:']),
     redis: {

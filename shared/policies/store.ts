@@ -48,7 +48,7 @@ export interface PolicyRow {
 const COLUMNS = 'id, app_id, kind, name, scope, version, document, disabled, is_system, created_at, modified_at';
 
 /** Columns a policy row is found and filtered by, from its document. */
-function columnsOf(doc: PolicyDocument) {
+export function columnsOf(doc: PolicyDocument) {
   return { id: policyId(doc), kind: policyKind(doc), name: policyName(doc), scope: policyScope(doc), version: policyVersion(doc) };
 }
 

@@ -738,6 +738,9 @@ export const tenantMigrations: TenantMigration[] = [
 
 export const CURRENT_TENANT_VERSION = tenantMigrations.at(-1)!.version;
 
+/** The extensions site schemas use, created in `public` by the tenant migrations (a restored schema needs them in a database that has no site yet). */
+export const TENANT_EXTENSIONS = tenantMigrations.flatMap((m) => m.statements).filter((sql) => sql.startsWith('CREATE EXTENSION IF NOT EXISTS'));
+
 export interface TenantMigrationResult {
   schema: string;
   from: number;
