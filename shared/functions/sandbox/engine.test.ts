@@ -106,6 +106,17 @@ test('an infinite loop stops at the CPU limit, sync or after an await', async (t
   }
 });
 
+test('issue 29 #3: while other sites are served (yieldWhile), a spinning function sleeps half its run: the same CPU limit, twice the wall clock', async (t) => {
+  const spin = 'export default () => { for (;;) {} }';
+  const runs = async (yielding: boolean) =>
+    runFunction(qjs, { code: spin, event: null, context: {}, limits: { ...LIMITS, cpuMs: 300, timeoutMs: 10_000 } }, echo, () => yielding);
+  const alone = await runs(false);
+  const beside = await runs(true);
+  t.like(beside, { status: 'failed', error: { type: 'CpuLimitExceeded' } }, 'sleeping is no CPU time: the CPU limit still ends it');
+  t.true(beside.duration_ms >= 1.6 * beside.cpu_ms, `beside others: ${beside.duration_ms} ms for ${beside.cpu_ms} ms of CPU`);
+  t.true(alone.duration_ms < 1.4 * alone.cpu_ms + 50, `alone: ${alone.duration_ms} ms for ${alone.cpu_ms} ms of CPU`);
+});
+
 test('a memory bomb stops at the memory limit', async (t) => {
   // Neither the CPU limit nor the wall clock may come first, even on a loaded machine.
   const out = await run('export default () => { const a = []; for (let i = 0; ; i++) a.push({ i, s: "y" + i }) }', { limits: { cpuMs: 10_000, timeoutMs: 60_000 } });

@@ -116,8 +116,21 @@ const threadCpuMs = (): number => {
   return (user + system) / 1000;
 };
 
-/** Runs `req.code`'s exported handler once; never throws (a failure is the outcome's `error`). */
-export async function runFunction(qjs: QuickJSWASMModule, req: RunRequest, api: ApiCall): Promise<RunOutcome> {
+/** Guest code that has run this long without a break yields to other sites' invocations (`yieldWhile`)… */
+const RUN_BEFORE_YIELD_MS = 10;
+/** …one pause of this length per as long a run: half the core while others wait (Atomics.wait blocks only this thread). */
+const YIELD_MS = 2;
+const pause = new Int32Array(new SharedArrayBuffer(4));
+
+/**
+ * Runs `req.code`'s exported handler once; never throws (a failure is the outcome's `error`).
+ * `yieldWhile`: while it says so (another site's invocations are being served), guest code that
+ * has run RUN_BEFORE_YIELD_MS without a break sleeps YIELD_MS in every YIELD_MS it runs: a
+ * spinning function leaves half its core to the others, rather than making their thread wait
+ * for the scheduler's turn at the same priority. Sleeping is no CPU time (the limit counts the
+ * thread's CPU time), only wall clock (the timeout).
+ */
+export async function runFunction(qjs: QuickJSWASMModule, req: RunRequest, api: ApiCall, yieldWhile: () => boolean = () => false): Promise<RunOutcome> {
   const started = performance.now();
   const { limits } = req;
   const logs: LogLine[] = [];
@@ -132,8 +145,13 @@ export async function runFunction(qjs: QuickJSWASMModule, req: RunRequest, api: 
   const runtime = qjs.newRuntime();
   runtime.setMemoryLimit(limits.memoryBytes);
   runtime.setMaxStackSize(256 * 1024);
+  let lastPause = 0;
   runtime.setInterruptHandler(() => {
-    const now = performance.now();
+    let now = performance.now();
+    if (now - enteredAt > RUN_BEFORE_YIELD_MS && now - lastPause > YIELD_MS && yieldWhile()) {
+      Atomics.wait(pause, 0, 0, YIELD_MS);
+      now = lastPause = performance.now();
+    }
     // The wall clock inside the guest bounds its CPU time from above: the thread's own CPU time is
     // read only once that bound passes the limit.
     if (cpu + (now - enteredAt) > limits.cpuMs && cpu + (threadCpuMs() - enteredCpu) > limits.cpuMs) stopReason ??= 'cpu';

@@ -88,6 +88,8 @@ export class SandboxPool {
   /** Waiting invocations by site; the map's order is the round-robin order. */
   private readonly queues = new Map<string, Waiting[]>();
   private readonly usage = new Map<string, Usage>();
+  /** How many sites are served or owe CPU time now (`usage`'s size), shared with the threads: their long-running guest code yields while it is more than one (engine.ts runFunction). */
+  private readonly busy = new Int32Array(new SharedArrayBuffer(4));
   private wakeTimer: NodeJS.Timeout | undefined;
   private nextId = 1;
   private closed = false;
@@ -123,6 +125,7 @@ export class SandboxPool {
   private dispatch(): void {
     const now = performance.now();
     for (const [site, u] of this.usage) if (now - u.active > CONTENTION_MS && this.usageOf(site, now).debt === 0) this.usage.delete(site);
+    Atomics.store(this.busy, 0, this.usage.size);
     let progress = true;
     while (progress && !this.closed) {
       progress = false;
@@ -179,6 +182,7 @@ export class SandboxPool {
     slot.load++;
     const now = performance.now();
     this.usageOf(site, now).active = now;
+    Atomics.store(this.busy, 0, this.usage.size);
     const id = this.nextId++;
     const done = (outcome: RunOutcome) => {
       this.usageOf(site, performance.now()).debt += outcome.cpu_ms;
@@ -200,7 +204,7 @@ export class SandboxPool {
   }
 
   private spawn(): Slot {
-    const worker = new Worker(new URL('./worker.ts', import.meta.url));
+    const worker = new Worker(new URL('./worker.ts', import.meta.url), { workerData: { busy: this.busy } });
     worker.unref();
     let onReady!: () => void;
     const slot: Slot = { worker, ready: new Promise((r) => (onReady = r)), running: new Map(), load: 0, site: null, retired: false };

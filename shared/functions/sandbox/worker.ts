@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import { createRequire } from 'node:module';
 import os from 'node:os';
-import { parentPort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import variant from '@jitl/quickjs-wasmfile-release-sync';
 import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSSyncVariant, type QuickJSWASMModule } from 'quickjs-emscripten-core';
 import { runFunction, SdkRefusal, type ApiCall } from './engine.ts';
@@ -55,6 +55,9 @@ function lowerPriority(): void {
     // Not Linux, or not allowed: the thread keeps the process's priority.
   }
 }
+/** How many sites the pool serves now (pool.ts `busy`): guest code yields while it is more than one. */
+const busy = (workerData as { busy: Int32Array }).busy;
+const othersServed = () => Atomics.load(busy, 0) > 1;
 const wasmBytes = await fs.promises.readFile(createRequire(import.meta.url).resolve('@jitl/quickjs-wasmfile-release-sync/wasm'));
 lowerPriority();
 const wasmModule = await WebAssembly.compile(wasmBytes);
@@ -113,7 +116,7 @@ function apiCaller(target: ApiTarget | null, deadline: number): ApiCall {
 parentPort!.on('message', (msg: ToWorker) => {
   void (async () => {
     const engine = await engineFor(msg.req.limits.memoryBytes);
-    const outcome = await runFunction(engine.qjs, msg.req, apiCaller(msg.api, Date.now() + msg.req.limits.timeoutMs));
+    const outcome = await runFunction(engine.qjs, msg.req, apiCaller(msg.api, Date.now() + msg.req.limits.timeoutMs), othersServed);
     release(engine, outcome.broken === true);
     delete outcome.broken;
     parentPort!.postMessage({ id: msg.id, outcome });
