@@ -35,7 +35,7 @@ import { filesystemStore } from '../shared/storage/objstore/index.ts';
 import { TENANT_EXTENSIONS } from '../shared/tenancy/migrations.ts';
 import { createTestSite } from '../shared/testing/sites.ts';
 import { runBench } from './children.ts';
-import { openBenchDatabase, type BenchDatabase } from './database.ts';
+import { openBenchDatabase, withClient, type BenchDatabase } from './database.ts';
 import { envNumber, r2 } from './records-setup.ts';
 import { machineInfo, reproduceCommand, writeResults } from './report.ts';
 
@@ -56,15 +56,6 @@ const cleanup = async () => {
   fs.rmSync(scratch, { recursive: true, force: true });
 };
 
-async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
 
 const seconds = async (what: string, fn: () => Promise<unknown>): Promise<number> => {
   const started = process.hrtime.bigint();

@@ -19,7 +19,8 @@ export interface BenchDatabase {
   close(): Promise<void>;
 }
 
-async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+/** `fn` on a connection of its own to `url`, closed afterwards. */
+export async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {

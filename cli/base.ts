@@ -21,6 +21,14 @@ import { errorText, keyValues } from './output.ts';
 export type FlagsOf<T extends typeof Command> = Interfaces.InferredFlags<T['baseFlags'] & T['flags']>;
 export type ArgsOf<T extends typeof Command> = Interfaces.InferredArgs<T['args']>;
 
+/** A secret handed over by the name of the environment variable that holds it (`--…-env VAR`): its value, undefined without the flag; 400 when the variable is unset. */
+export function secretFromEnv(flag: string, envName: string | undefined): string | undefined {
+  if (envName === undefined) return undefined;
+  const value = process.env[envName];
+  if (!value) throw new DomainError('BAD_REQUEST', `The environment variable ${envName} (--${flag}) is not set.`);
+  return value;
+}
+
 /** Any failure as a DomainError, for the one-line message and the --json error body. */
 export function toDomainError(err: unknown): DomainError {
   if (err instanceof DomainError) return err;

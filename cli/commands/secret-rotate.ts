@@ -1,6 +1,5 @@
 import { Flags } from '@oclif/core';
-import { DomainError } from '../../shared/errors.ts';
-import { BaseCommand } from '../base.ts';
+import { BaseCommand, secretFromEnv } from '../base.ts';
 
 export default class SecretRotateCommand extends BaseCommand<typeof SecretRotateCommand> {
   static override summary = 'Re-encrypt secret values with the current key version (SECRETS_KEY_VERSION).';
@@ -20,9 +19,7 @@ export default class SecretRotateCommand extends BaseCommand<typeof SecretRotate
   }
 
   async run() {
-    const envName = this.flags['previous-key-env'];
-    const previous = envName === undefined ? undefined : process.env[envName];
-    if (envName !== undefined && !previous) throw new DomainError('BAD_REQUEST', `The environment variable ${envName} (--previous-key-env) is not set.`);
+    const previous = secretFromEnv('previous-key-env', this.flags['previous-key-env']);
     // Loaded here, not at the top: every command start imports this module (cli/commands.ts).
     const { rotateAllSites } = await import('../../shared/secrets/secret-rotation.ts');
     const { resolveSecretKey } = await import('../../shared/common/secret-key.ts');

@@ -3,7 +3,7 @@
 // the database itself; there is no API route for them).
 import { Args, Flags } from '@oclif/core';
 import { DomainError } from '../../shared/errors.ts';
-import { BaseCommand } from '../base.ts';
+import { BaseCommand, secretFromEnv } from '../base.ts';
 import { bytes, progress } from '../tables.ts';
 
 const clusterFlag = Flags.string({ summary: 'Reserved: clusters are not configured on this platform (any value is refused).', hidden: true });
@@ -75,9 +75,7 @@ export class SiteRestoreCommand extends BaseCommand<typeof SiteRestoreCommand> {
 
   async run() {
     refuseCluster(this.flags.cluster);
-    const envName = this.flags['secret-key-env'];
-    const sourceSecretKey = envName === undefined ? undefined : process.env[envName];
-    if (envName !== undefined && !sourceSecretKey) throw new DomainError('BAD_REQUEST', `The environment variable ${envName} (--secret-key-env) is not set.`);
+    const sourceSecretKey = secretFromEnv('secret-key-env', this.flags['secret-key-env']);
     const { restoreSite } = await import('../../shared/backup/restore.ts');
     const { storeFromConfig } = await import('../../shared/storage/objstore/index.ts');
     const { resolveSecretKey } = await import('../../shared/common/secret-key.ts');

@@ -3,6 +3,7 @@
 // in both modes and asserts that exit code, stdout and stderr are identical.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
@@ -23,6 +24,17 @@ export interface CliResult {
 
 /** Parsed stdout (for --json runs). */
 export const json = (r: CliResult): any => JSON.parse(r.stdout);
+
+/** What the server at `base` serves at `/` for `host` (a site's or a worker's address). */
+export function homeOf(base: string, host: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    http.get(new URL('/', base), { headers: { Host: host }, agent: false }, (res) => {
+      let text = '';
+      res.on('data', (c) => (text += c));
+      res.on('end', () => resolve(text));
+    }).on('error', reject);
+  });
+}
 
 /** A fresh, private config directory (where `login` keeps its credentials). */
 export function tempConfigDir(): string {

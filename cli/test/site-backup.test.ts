@@ -4,7 +4,6 @@
 // its own hosts, the original untouched. A tampered archive and one whose dump fails mid-restore
 // leave nothing behind; the original name comes back after the original is deleted.
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
@@ -16,7 +15,7 @@ import { filesystemStore } from '../../shared/storage/objstore/index.ts';
 import type { TestSite } from '../../shared/testing/sites.ts';
 import type { TableSchema } from '../../shared/data/table-schema.ts';
 import { csvRecords } from '../../shared/testing/fixtures-csv.ts';
-import { cliEnv, json, runCli, siteWithLogin, SITE_PASSWORD } from './helpers.ts';
+import { cliEnv, json, runCli, siteWithLogin, homeOf, SITE_PASSWORD } from './helpers.ts';
 
 const FIXTURES = path.resolve(import.meta.dirname, '../../fixtures');
 const schemaOf = (name: string): TableSchema => JSON.parse(fs.readFileSync(path.join(FIXTURES, 'schemas', `${name}.json`), 'utf8'));
@@ -50,16 +49,6 @@ async function bossOf(schema: string): Promise<string> {
   return res.body.access;
 }
 
-/** What a host serves at `/`. */
-function home(host: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    http.get(new URL('/', s.url), { headers: { Host: host }, agent: false }, (res) => {
-      let text = '';
-      res.on('data', (c) => (text += c));
-      res.on('end', () => resolve(text));
-    }).on('error', reject);
-  });
-}
 
 const recordsOf = async (schema: string, token: string) => {
   const r = await onSite(schema, 'GET', '/api/apps/shop/datatables/companies/data/?page_size=1000', token);
@@ -159,8 +148,8 @@ test.serial('backup, then restore --as beside the original: records, object byte
   t.deepEqual((await keysIn('shop_copy')).sort(), [...blobs].sort());
   const stores = filesystemStore(storageDir);
   for (const key of blobs) t.deepEqual(await bytesOf(await stores.site('shop_copy').get(key)), await bytesOf(await stores.site(site.schema).get(key)), key);
-  t.regex(await home('shopfront-2.localhost'), /shop front v1/);
-  t.regex(await home('shopfront.localhost'), /shop front v1/);
+  t.regex(await homeOf(s.url, 'shopfront-2.localhost'), /shop front v1/);
+  t.regex(await homeOf(s.url, 'shopfront.localhost'), /shop front v1/);
   const secret = await runCli(['secret', 'get', 'API_TOKEN', '--site', 'shop_copy', '--direct', '--json'], env());
   t.is(secret.code, 0, secret.stderr);
   t.like(json(secret), { value: 'sealed-value-1' });

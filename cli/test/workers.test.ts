@@ -2,12 +2,11 @@
 // worker, deploy again storing only the changed file, list builds, activate (roll forward and
 // back), in both modes; a folder with a symbolic link is refused before anything is sent.
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
 import { startTestServer, type TestServer } from '../../server/test/helpers.ts';
-import { bothModesMacro, cliEnv, json, runCli, siteWithLogin, volatile } from './helpers.ts';
+import { bothModesMacro, cliEnv, json, runCli, siteWithLogin, homeOf, volatile } from './helpers.ts';
 
 let s: TestServer;
 let schema: string;
@@ -25,16 +24,6 @@ function write(dir: string, files: Record<string, string>): void {
   }
 }
 
-/** The body a worker host answers for `/`. */
-function home(host: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    http.get(new URL('/', s.url), { headers: { Host: host }, agent: false }, (res) => {
-      let text = '';
-      res.on('data', (c) => (text += c));
-      res.on('end', () => resolve(text));
-    }).on('error', reject);
-  });
-}
 
 test.before(async () => {
   s = await startTestServer({ STORAGE_DIR: storageDir });
@@ -54,7 +43,7 @@ test.serial('worker deploy creates the worker from a folder; a second deploy sto
   t.regex(first.stderr, /Uploading .*\.tar\.gz/);
   const made = json(first);
   t.like(made, { worker: { slug: 'cli-shop', subdomain: 'cli-shop' }, build: { status: 'ready', is_active: true, file_count: 3, stored_files: 3 } });
-  t.regex(await home('cli-shop.localhost'), /v1/);
+  t.regex(await homeOf(s.url, 'cli-shop.localhost'), /v1/);
 
   write(dist, { 'index.html': '<title>v2</title>' });
   const second = await runCli(['worker', 'deploy', dist, '--subdomain', 'cli-shop', '--title', 'Release 2', '--site', schema, '--direct'], env());
@@ -63,7 +52,7 @@ test.serial('worker deploy creates the worker from a folder; a second deploy sto
   t.regex(second.stderr, /3 files: 1 to send, the site holds the others/, 'only the changed file goes');
   t.regex(second.stdout, /files: +3 \(1 new\)/);
   t.regex(second.stdout, /Not active/);
-  t.regex(await home('cli-shop.localhost'), /v1/, 'not activated');
+  t.regex(await homeOf(s.url, 'cli-shop.localhost'), /v1/, 'not activated');
 
   const builds = await runCli(['worker', 'builds', 'cli-shop', '--site', schema, '--json'], env());
   t.is(builds.code, 0, builds.stderr);
@@ -72,10 +61,10 @@ test.serial('worker deploy creates the worker from a folder; a second deploy sto
   const activate = await runCli(['worker', 'activate', release.uuid, '--worker', 'cli-shop', '--site', schema], env());
   t.is(activate.code, 0, activate.stderr);
   t.regex(activate.stdout, new RegExp(`Build ${release.uuid} is active`));
-  t.regex(await home('cli-shop.localhost'), /v2/);
+  t.regex(await homeOf(s.url, 'cli-shop.localhost'), /v2/);
   const back = await runCli(['worker', 'activate', made.build.uuid, '--worker', 'cli-shop', '--site', schema, '--direct'], env());
   t.is(back.code, 0, back.stderr);
-  t.regex(await home('cli-shop.localhost'), /v1/, 'rolled back');
+  t.regex(await homeOf(s.url, 'cli-shop.localhost'), /v1/, 'rolled back');
 });
 
 test.serial('worker list and builds: the same answer in both modes', both, {
