@@ -3,6 +3,7 @@
 // (`operation()` in base.ts); the others are classes of their own.
 import { APP_COMMANDS } from './commands/app.ts';
 import { BUCKET_COMMANDS } from './commands/bucket.ts';
+import { CLUSTER_COMMANDS } from './commands/cluster.ts';
 import { DATA_COMMANDS } from './commands/data.ts';
 import { DATASOURCE_COMMANDS } from './commands/datasource.ts';
 import DemoCommand from './commands/demo.ts';
@@ -49,6 +50,7 @@ export const COMMANDS = {
   ...SITE_COMMANDS,
   'site:backup': SiteBackupCommand,
   'site:restore': SiteRestoreCommand,
+  ...CLUSTER_COMMANDS,
   ...DOMAIN_COMMANDS,
   ...SECRET_COMMANDS,
   'secret:rotate': SecretRotateCommand,

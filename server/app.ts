@@ -5,6 +5,7 @@ import type { TokenSettings } from '../shared/auth/tokens.ts';
 import type { Logger } from '../shared/common/logger.ts';
 import type { Config } from '../shared/config.ts';
 import type { Orm } from '../shared/db/orm.ts';
+import { clustersOf } from '../shared/db/clusters.ts';
 import { UserView } from '../shared/users/user.schemas.ts';
 import { OrganizationView, Privileges } from '../shared/organizations/organization.schemas.ts';
 import { MemberView } from '../shared/organizations/member.schemas.ts';
@@ -163,7 +164,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   }
   const api = registry.router([...steps, bodyParser(deps.config)]);
   const isShuttingDown = deps.isShuttingDown ?? (() => false);
-  const health = healthRouter(deps.probe ?? new DatabaseProbe(deps.orm.config.get('clientUrl')!, deps.config.db.readyTimeoutMs), isShuttingDown);
+  const health = healthRouter(deps.probe ?? new DatabaseProbe(deps.orm.config.get('clientUrl')!, deps.config.db.readyTimeoutMs), isShuttingDown, clustersOf(deps.orm.em), deps.config.db.readyTimeoutMs);
   const docs = docsRouter(() => openapiDocument(registry));
 
   const longOperations = new LongOperations(deps.config.longOperations);

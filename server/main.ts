@@ -243,6 +243,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       });
     }
     await changes.listen(db.directUrl, (err) => listening.failed(err)); // LISTEN needs a session: never through a transaction pooler
+    // Each other cluster whose sites this process serves: its sites' triggers notify there (db/clusters.ts).
+    db.clusters.onOpen((_name, directUrl) => listener.listenAlso(directUrl, (err) => listening.failed(err)));
     let shuttingDown = false;
     const mailer = createMailer(config, log);
     const secrets = new SecretKeyring(tokens.secretKey, config.secretsKeyVersion);

@@ -42,9 +42,11 @@ export interface LazyEntityManager {
   reads(): EntityManager;
 }
 
-export function lazyEntityManager(root: EntityManager): LazyEntityManager {
+/** `root`: the pool's root EntityManager, or where to find it when first used (the request's site's cluster: server/http/middleware.ts). */
+export function lazyEntityManager(root: EntityManager | (() => EntityManager)): LazyEntityManager {
   let em: EntityManager | undefined;
-  return { get: () => (em ??= root.fork()), reads: () => em ?? root };
+  const rootOf = typeof root === 'function' ? root : () => root;
+  return { get: () => (em ??= rootOf().fork()), reads: () => em ?? rootOf() };
 }
 
 /** `em`: the call's unit of work, or a request's made on first use; `ability`: the actor's, when authentication has it already (cached with the user). */

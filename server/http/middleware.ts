@@ -3,6 +3,7 @@ import type { Next } from 'koa';
 import cors from '@koa/cors';
 import helmet from 'koa-helmet';
 import type { Orm } from '../../shared/db/orm.ts';
+import { clustersOf } from '../../shared/db/clusters.ts';
 import type { Logger } from '../../shared/common/logger.ts';
 import { lazyEntityManager, makeContext } from '../../shared/context.ts';
 import type { UserEvents } from '../../shared/functions/events.service.ts';
@@ -30,12 +31,14 @@ export function requestContext(
   caches: RequestCaches,
   options: { longStatementTimeoutMs: number; isShuttingDown: () => boolean; logRequests: boolean; events?: UserEvents; longOperations: LongOperations },
 ) {
+  const clusters = clustersOf(orm.em);
   return async (ctx: AppContext, next: Next) => {
     const start = process.hrtime.bigint();
     const incoming = ctx.get('X-Request-Id');
     ctx.state.requestId = REQUEST_ID.test(incoming) ? incoming : randomUUID();
     ctx.set('X-Request-Id', ctx.state.requestId);
-    const unit = lazyEntityManager(orm.em);
+    // On a site of another cluster than the primary, its cluster's pool (opened by host routing).
+    const unit = lazyEntityManager(() => (ctx.state.site && clusters?.peek(ctx.state.site.cluster)?.em) || orm.em);
     Object.defineProperty(ctx.state, 'em', { get: unit.get, enumerable: true });
     ctx.state.reads = unit.reads;
     ctx.state.tenant = null;

@@ -5,6 +5,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Next } from 'koa';
 import type { Config } from '../../shared/config.ts';
 import { notFound, siteNotFound } from '../../shared/errors.ts';
+import { PRIMARY_CLUSTER } from '../../shared/db/clusters.ts';
 import type { HostResolver } from '../../shared/tenancy/host-resolver.ts';
 import type { AppContext } from './types.ts';
 
@@ -31,6 +32,7 @@ export function hostRouting(config: Config, resolver: HostResolver) {
       if (m) {
         const site = await resolver.resolveSchema(m[1]);
         if (!site) throw siteNotFound(m[1]);
+        if (site.cluster !== PRIMARY_CLUSTER) await resolver.siteOrm(site); // its cluster's pool open: the request's unit of work is made there (middleware.ts)
         ctx.state.tenant = site.schema;
         ctx.state.site = site;
         ctx.path = m[2];
@@ -42,6 +44,7 @@ export function hostRouting(config: Config, resolver: HostResolver) {
     const site = await resolver.resolveHost(host);
     // A frontend worker's host serves static files only (server/http/static-sites.ts answers it first): never the API.
     if (!site || site.worker) throw notFound({ message: `Unknown host "${host}".` });
+    if (site.cluster !== PRIMARY_CLUSTER) await resolver.siteOrm(site);
     ctx.state.tenant = site.schema;
     ctx.state.site = site;
     return next();

@@ -136,11 +136,19 @@ export async function startTestServer(env: Record<string, string> = {}, options:
     PLATFORM_ADMIN_EMAIL: ADMIN.email,
     PLATFORM_DATA_DIR: '/nonexistent-data-dir',
     RATE_LIMIT_ENABLED: 'false',
-    LOG_LEVEL: 'silent',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     FUNCTION_PREWARM: 'false',
     ...env,
   });
   const handle = await startServer(config, { announce: () => undefined, ...options });
+  // TEST_SITES_ON_CLUSTER=1: every site made through the services goes to a second cluster (a
+  // database of its own; the primary drained), so that a suite shows what a site there does.
+  const second = process.env.TEST_SITES_ON_CLUSTER === '1' ? await createTestDatabase('cluster') : undefined;
+  if (second) {
+    const { addCluster, setClusterState } = await import('../../shared/db/clusters.ts');
+    await addCluster(handle.db.orm.em.fork(), handle.db.directUrl, { name: 'second', url: second.url });
+    await setClusterState(handle.db.orm.em.fork(), 'primary', 'draining');
+  }
   const api = (method: string, path: string, options?: RequestOptions) => request(handle.url, method, path, options);
   return {
     url: handle.url,
@@ -156,6 +164,7 @@ export async function startTestServer(env: Record<string, string> = {}, options:
     async close() {
       await handle.close();
       await db.drop();
+      await second?.drop();
     },
   };
 }

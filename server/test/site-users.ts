@@ -1,6 +1,7 @@
 // Site users for tenant-scoped suites: two sites, with users seeded straight in the site's
 // schema and signed in on the site's host.
 import { hashPassword } from '../../shared/auth/passwords.ts';
+import { siteEmOf } from '../../shared/db/clusters.ts';
 import { createTestSite, type TestSite } from '../../shared/testing/sites.ts';
 import type { TestServer } from './helpers.ts';
 
@@ -18,8 +19,8 @@ export interface SeedOptions {
 
 /** A site user with SITE_PASSWORD, seeded straight in the site's schema. Returns its UUID. */
 export async function seedSiteUser(server: TestServer, site: TestSite, username: string, o: SeedOptions = {}): Promise<string> {
-  const [row] = await server.handle.db.orm.em
-    .fork()
+  // On the site's cluster (TEST_SITES_ON_CLUSTER puts sites on another: db/clusters.ts).
+  const [row] = await (await siteEmOf(server.handle.db.orm.em.fork(), site.schema))
     .execute(`INSERT INTO "${site.schema}".users (uuid, username, password, is_staff, is_superuser, email, email_verified) VALUES (gen_random_uuid(), ?, ?, ?, ?, ?, ?) RETURNING uuid`, [
       username,
       await hashPassword(SITE_PASSWORD),

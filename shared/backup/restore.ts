@@ -419,7 +419,7 @@ async function platformRows(client: pg.Client, w: Work): Promise<Omit<RestoreRes
   const here = new Map((await all<{ uuid: string; email: string }>(client, 'SELECT uuid, lower(email) AS email FROM public.users WHERE lower(email) = ANY($1) AND NOT is_deleted', [emails])).map((u) => [u.email, u.uuid]));
   const moves = rows.linked_users.filter((l) => here.get(l.email.toLowerCase()) !== l.platform_user_uuid);
   if (moves.length) {
-    // Unmatched ones point nowhere (their standing is then false: LINKED_STANDING_SQL), never at someone else.
+    // Unmatched ones point nowhere (their standing is then false: tenancy/linked-users.ts linkedAccount), never at someone else.
     const pairs = moves.map((l) => ({ old: l.platform_user_uuid, new: here.get(l.email.toLowerCase()) ?? crypto.randomUUID() }));
     await client.query(`UPDATE ${q}.users u SET platform_user_uuid = m.new FROM jsonb_to_recordset($1::jsonb) AS m(old uuid, new uuid) WHERE u.platform_user_uuid = m.old`, [JSON.stringify(pairs)]);
   }

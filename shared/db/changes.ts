@@ -62,8 +62,30 @@ export class ChangeListener {
   /** The marker the callers of settled() wait for, sent once the one on the wire has gone. */
   private next: Promise<void> | undefined;
 
-  constructor(options: { connectTimeoutMs?: number } = {}) {
+  /**
+   * The listeners of the other clusters this process serves sites of (db/clusters.ts): their
+   * sites' triggers notify there. They share this one's handlers; settled() waits for each.
+   */
+  private readonly others: ChangeListener[] = [];
+  private readonly otherUrls = new Set<string>();
+
+  constructor(options: { connectTimeoutMs?: number; handlers?: { topic: ChangeTopic; handle: Handler }[] } = {}) {
     this.connectTimeoutMs = options.connectTimeoutMs ?? 5000;
+    if (options.handlers) this.handlers = options.handlers;
+  }
+
+  /** Listens on another cluster too (its direct URL), with the same handlers; retries every second until connected. */
+  listenAlso(url: string, onError: (err: Error) => void = () => undefined): void {
+    if (this.otherUrls.has(url)) return; // a cluster's pool opened again after it idled: still listening
+    this.otherUrls.add(url);
+    const other = new ChangeListener({ connectTimeoutMs: this.connectTimeoutMs, handlers: this.handlers });
+    this.others.push(other);
+    const attempt = () =>
+      void other.listen(url, onError).catch((err: Error) => {
+        onError(err);
+        if (!other.stopped) setTimeout(attempt, 1000).unref();
+      });
+    attempt();
   }
 
   /** Calls `handle` with each process that starts sharing the channel (or speaks again after it was dropped). */
@@ -74,7 +96,7 @@ export class ChangeListener {
 
   /** Whether notifications arrive now (caches serve only then: a gap may have missed some). */
   get listening(): boolean {
-    return this.connected;
+    return this.connected && this.others.every((o) => o.connected);
   }
 
   on(topic: ChangeTopic, handle: Handler): this {
@@ -174,6 +196,11 @@ export class ChangeListener {
    * a call may precede the caller's commit): under load, one marker serves many writes.
    */
   async settled(timeoutMs = 1000): Promise<void> {
+    if (this.others.length) await Promise.all([this.settledHere(timeoutMs), ...this.others.map((o) => o.settledHere(timeoutMs))]);
+    else await this.settledHere(timeoutMs);
+  }
+
+  private async settledHere(timeoutMs: number): Promise<void> {
     if (!this.connected || !this.client) return;
     this.next ??= this.sending.then(() => {
       this.next = undefined; // callers from now on need a marker sent after this one
@@ -216,6 +243,7 @@ export class ChangeListener {
   }
 
   async close(): Promise<void> {
+    await Promise.all(this.others.map((o) => o.close()));
     this.stopped = true;
     this.connected = false;
     const client = this.client;

@@ -11,9 +11,12 @@ import type { Config } from '../config.ts';
 import { EmbeddedPostgres, type EmbeddedLog } from './embedded.ts';
 import type { BoundConnection } from './driver.ts';
 import { createOrm, type Orm, type OrmOptions } from './orm.ts';
+import { Clusters } from './clusters.ts';
 
 export interface Database {
   orm: Orm;
+  /** The pools of the sites' clusters (db/clusters.ts): the primary is `orm`. */
+  clusters: Clusters;
   /** What the pool connects to: DATABASE_URL (a proxy, or the database), else the embedded PostgreSQL. */
   url: string;
   /** The database without a proxy between (DATABASE_DIRECT_URL, else `url`): sessions (LISTEN, advisory locks, migrations). */
@@ -60,14 +63,18 @@ export async function openDatabase(config: Config, log: EmbeddedLog, options: Or
     await embedded?.stop();
     throw err;
   }
+  // Each other cluster: a pool of the same size and timeouts, opened when a site of it is first used.
+  const clusters = new Clusters(orm, { orm: { ...ormOptions, proxied: false } });
   return {
     orm,
+    clusters,
     url,
     directUrl,
     proxied,
     async direct(work) {
       if (!proxied) return work(orm, url);
       const own = await createOrm(directUrl, { ...ormOptions, poolMax: 2, preparedStatements: true });
+      clusters.adopt(own);
       try {
         return await work(own, directUrl);
       } finally {
@@ -77,6 +84,7 @@ export async function openDatabase(config: Config, log: EmbeddedLog, options: Or
     embedded,
     cutOff: () => (orm.em.getConnection() as BoundConnection).cutOff(),
     async close() {
+      await clusters.close();
       await orm.close(true);
       await embedded?.stop();
     },

@@ -31,6 +31,12 @@ export interface OrmOptions {
    * to terminate by its process id at shutdown (the proxy's ids are not PostgreSQL's).
    */
   proxied?: boolean;
+  /**
+   * MikroORM's name for the pool's transaction and request contexts: each cluster's pool has its
+   * own (db/clusters.ts), or a unit of work of one inside a transaction of another would join that
+   * transaction (the contexts are found by name).
+   */
+  contextName?: string;
 }
 
 /** TCP keepalive probes start after a connection has been idle this long (a peer gone without a word is noticed). */
@@ -48,6 +54,7 @@ export async function createOrm(clientUrl: string, options: OrmOptions = {}): Pr
     entities: platformEntities,
     extensions: [Migrator],
     allowGlobalContext: false,
+    contextName: options.contextName ?? 'default',
     debug: false,
     pool: { min: 0, max: options.poolMax ?? DATABASE_LIMITS.poolSize },
     // Startup parameters of each pooled connection (no SET, no round trip per request): intervals

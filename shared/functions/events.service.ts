@@ -5,6 +5,7 @@
 // saved; any failure aborts the creation (422 with the task records). POST_USER_CREATE: the
 // subscribers' executions are queued in the transaction that saves the user (they run only if it
 // commits), and their failures are logged. docs/functions.md "Events".
+import { siteEmOf } from '../db/clusters.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { validate } from '../common/validation.ts';
 import { readsOf, type ServiceContext } from '../context.ts';
@@ -162,7 +163,7 @@ export class UserEvents {
     const q = quotedSchema(schema);
     const claim = claimedBy ? [claimedBy, LEASE_SECONDS, MAX_ATTEMPTS] : [null, null, 0];
     const queued = await rows<{ id: string; uuid: string; function_id: number; function_name: string; job_id: string }>(
-      em,
+      await siteEmOf(em, schema), // the site's cluster holds its functions and its queue rows (db/clusters.ts)
       `WITH subs AS (SELECT f.id, f.name FROM ${q}.event_subscriptions s JOIN ${q}.functions f ON f.id = s.function_id JOIN ${q}.apps a ON a.id = f.app_id
                       WHERE s.event = ? AND f.is_active AND a.is_active),
             inv AS (INSERT INTO ${q}.function_invocations (function_id, trigger, event, payload, invoked_by)

@@ -13,7 +13,7 @@ import { checkQuota, exemptFromQuotas } from '../common/quota.ts';
 import { dropReadOnly } from '../common/read-only.ts';
 import { fieldError } from '../errors.ts';
 import { abilityWithGrants, effectivePermissions } from '../permissions/grants.ts';
-import { dropSite } from '../sites/site.lifecycle.ts';
+import { afterCommit, dropSite, type AfterCommit } from '../sites/site.lifecycle.ts';
 import { assertPlatform, organizationFor } from './lookup.ts';
 import { Member, Organization, type OrganizationEntity } from './organization.entity.ts';
 import { OrganizationCreate, OrganizationListQuery, OrganizationUpdate, type OrganizationView, type Privileges } from './organization.schemas.ts';
@@ -140,6 +140,7 @@ export async function updateOrganization(ctx: ServiceContext, ref: string, rawIn
  */
 export async function deleteOrganization(ctx: ServiceContext, ref: string): Promise<void> {
   const org = await organizationFor(ctx, ref, 'delete_organization');
+  const dropped: AfterCommit[] = [];
   await ctx.em.transactional(async (tx) => {
     const em = tx as EntityManager;
     // Lock the organization: a concurrent site create or member add waits, then finds it gone.
@@ -148,7 +149,7 @@ export async function deleteOrganization(ctx: ServiceContext, ref: string): Prom
     const sites = (await em.execute('SELECT uuid, schema_name FROM public.sites WHERE organization_uuid = ? ORDER BY created_at FOR UPDATE', [
       org.uuid,
     ])) as { uuid: string; schema_name: string }[];
-    for (const site of sites) await dropSite(em, site);
+    for (const site of sites) dropped.push(await dropSite(em, site));
     await em.execute(`DELETE FROM public.object_permissions WHERE object_type = 'organization' AND object_uuid = ?`, [org.uuid]);
     await em.execute(
       `UPDATE public.users u
@@ -160,6 +161,7 @@ export async function deleteOrganization(ctx: ServiceContext, ref: string): Prom
     );
     await em.execute('DELETE FROM public.organizations WHERE uuid = ?', [org.uuid]);
   });
+  await afterCommit(dropped);
   ctx.em.clear();
 }
 

@@ -10,7 +10,8 @@ import type { TokenPair } from '../auth/auth.service.ts';
 import { signToken, type TokenSettings } from '../auth/tokens.ts';
 import type { ServiceContext } from '../context.ts';
 import { permissionDenied, siteNotFound } from '../errors.ts';
-import { LINKED_STANDING_SQL } from '../tenancy/linked-users.ts';
+import { siteEmOf } from '../db/clusters.ts';
+import { withLinkedAccount } from '../tenancy/linked-users.ts';
 import { isValidSchemaName, quotedSchema } from '../tenancy/schema.ts';
 import { siteFor } from './lookup.ts';
 import { Site } from './site.entity.ts';
@@ -29,14 +30,14 @@ export async function exchangeSiteToken(ctx: ServiceContext, settings: TokenSett
   const site = await siteFor(ctx, bySchema?.uuid ?? ref, 'admin_site', ref);
   if (!site.is_active) throw siteNotFound(ref);
   const q = quotedSchema(site.schema_name);
-  const conn = ctx.em.getConnection();
-  const user = (await conn.execute(
-    `SELECT u.uuid, u.is_active AND NOT u.is_deleted AND ${LINKED_STANDING_SQL} AS usable, u.token_generation + p.token_generation AS token_generation
-       FROM ${q}.users u JOIN public.users p ON p.uuid = u.platform_user_uuid
-      WHERE u.platform_user_uuid = ?`,
-    [site.schema_name, actor.uuid],
-    'get',
-  )) as { uuid: string; usable: boolean; token_generation: number } | undefined;
+  // The site user lives on the site's cluster (db/clusters.ts); its platform account on the primary.
+  const siteEm = await siteEmOf(ctx.em, site.schema_name);
+  const conn = siteEm.getConnection();
+  const row = (await conn.execute(`SELECT uuid, is_active AND NOT is_deleted AS usable, token_generation, platform_user_uuid FROM ${q}.users WHERE platform_user_uuid = ?`, [actor.uuid], 'get')) as
+    | { uuid: string; usable: boolean; token_generation: number; platform_user_uuid: string }
+    | undefined;
+  const linked = row && (await withLinkedAccount(siteEm, site.schema_name, row));
+  const user = linked && { uuid: linked.uuid, usable: linked.usable && linked.standing, token_generation: linked.token_generation };
   if (!user?.usable) throw permissionDenied('You have no active administrator account on this site: sign in to the site itself.');
   await conn.execute(`UPDATE ${q}.users SET last_login = now() WHERE uuid = ?`, [user.uuid]);
   const subject = { uuid: user.uuid, token_generation: Number(user.token_generation) };

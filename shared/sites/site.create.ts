@@ -18,6 +18,7 @@ import { fieldError, notFound } from '../errors.ts';
 import { organizationFor } from '../organizations/lookup.ts';
 import { notifyRoutingChanged } from '../tenancy/host-resolver.ts';
 import { migrateTenantSchema } from '../tenancy/migrations.ts';
+import { clustersOf, placeSite, PRIMARY_CLUSTER } from '../db/clusters.ts';
 import { assertSchemaName, quotedSchema } from '../tenancy/schema.ts';
 import { seedTenantSchema } from '../tenancy/seed.ts';
 import { DEFAULT_SITE_ENVIRONMENT, domainSlug, nextSchemaName, normalizeHost, prefixedName, schemaBase } from './site.naming.ts';
@@ -63,23 +64,52 @@ interface Plan {
   host: string;
   /** A customer domain supplied on create: added unverified. */
   customHost?: string;
+  /** The cluster asked for (`platform site create --cluster`); else placed by db/clusters.ts placeSite. */
+  cluster?: string;
 }
 
-async function createInTransaction(tx: EntityManager, plan: Plan, sitesQuota: number): Promise<string> {
+/**
+ * The site's schema on a cluster other than the primary: created, migrated and seeded there in a
+ * transaction of its own, committed before the primary's (which holds the site row). Returns the
+ * undo: should the primary's transaction not commit, the schema is dropped again. (A crash between
+ * the two leaves an empty schema there that no site names: never routed, and its name is skipped
+ * by the next creation, which fails on it and takes the next candidate.)
+ */
+async function createOnCluster(tx: EntityManager, cluster: string, plan: Plan): Promise<() => Promise<void>> {
+  const target = await clustersOf(tx)!.orm(cluster);
+  await target.em.fork().transactional(async (ctx) => {
+    await ctx.execute(`CREATE SCHEMA ${quotedSchema(plan.schema)}`);
+    await migrateTenantSchema(ctx, plan.schema, { create: true });
+    await seedTenantSchema(ctx, plan.schema, plan.organizationUuid);
+  });
+  return async () => {
+    await target.em.fork().transactional(async (ctx) => {
+      await ctx.execute(`DROP SCHEMA IF EXISTS ${quotedSchema(plan.schema)} CASCADE`);
+      await ctx.execute('DELETE FROM public.tenant_schemas WHERE schema_name = ?', [plan.schema]);
+    });
+  };
+}
+
+async function createInTransaction(tx: EntityManager, plan: Plan, sitesQuota: number, undo: (() => Promise<void>)[]): Promise<string> {
   // The organization's row lock serialises concurrent creates (and a concurrent delete); the
   // count is a statement of its own, so it sees what the create that held the lock committed.
   if (!(await tx.execute('SELECT 1 FROM public.organizations WHERE uuid = ? FOR UPDATE', [plan.organizationUuid])).length) throw notFound('Organization');
   const [{ n }] = (await tx.execute('SELECT count(*)::int AS n FROM public.sites WHERE organization_uuid = ?', [plan.organizationUuid])) as { n: number }[];
   checkQuota(n, sitesQuota, 'sites per organization');
+  const cluster = await placeSite(tx, plan.cluster);
   const uuid = crypto.randomUUID();
   await tx.execute(
-    `INSERT INTO public.sites (uuid, slug, name, description, schema_name, environment, site_settings, organization_uuid)
-     VALUES (?, ?, ?, ?, ?, ?, ?::jsonb, ?)`,
-    [uuid, plan.slug, plan.name, plan.description, plan.schema, plan.environment, JSON.stringify(plan.settings), plan.organizationUuid],
+    `INSERT INTO public.sites (uuid, slug, name, description, schema_name, environment, site_settings, organization_uuid, cluster)
+     VALUES (?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?)`,
+    [uuid, plan.slug, plan.name, plan.description, plan.schema, plan.environment, JSON.stringify(plan.settings), plan.organizationUuid, cluster],
   );
-  await tx.execute(`CREATE SCHEMA ${quotedSchema(plan.schema)}`); // no IF NOT EXISTS: never adopt a schema
-  await migrateTenantSchema(tx, plan.schema, { create: true });
-  await seedTenantSchema(tx, plan.schema, plan.organizationUuid);
+  if (cluster === PRIMARY_CLUSTER) {
+    await tx.execute(`CREATE SCHEMA ${quotedSchema(plan.schema)}`); // no IF NOT EXISTS: never adopt a schema
+    await migrateTenantSchema(tx, plan.schema, { create: true });
+    await seedTenantSchema(tx, plan.schema, plan.organizationUuid);
+  } else {
+    undo.push(await createOnCluster(tx, cluster, plan));
+  }
   await tx.execute(`INSERT INTO public.domains (uuid, slug, domain, is_primary, site_uuid, verified_at) VALUES (?, ?, ?, true, ?, now())`, [
     crypto.randomUUID(),
     await freeDomainSlug(tx, plan.host),
@@ -106,6 +136,7 @@ export async function createSite(
   settings: SiteSettings,
 ): Promise<SiteView> {
   const input = validate(SiteCreate, rawInput);
+  if (input.cluster !== undefined && ctx.actor.kind !== 'system' && !ctx.actor.is_superuser) throw fieldError('cluster', 'Only a platform superuser chooses the cluster of a site.');
   const org = await organizationFor(ctx, orgRef, 'manage_organization');
   const trimmed = input.name.trim();
   if (!trimmed) throw fieldError('name', 'This field may not be blank.');
@@ -131,13 +162,16 @@ export async function createSite(
       settings: input.site_settings ?? {},
       host: `${slug}.${settings.baseDomain}`,
       customHost: custom,
+      cluster: input.cluster,
     };
+    const undo: (() => Promise<void>)[] = [];
+    let uuid: string;
     try {
       const quota = exemptFromQuotas(ctx.actor) ? 0 : settings.quotas.sitesPerOrganization;
       // One organization's site creations share its slots (the platform has no site to count them against).
-      const uuid = await longTransaction(ctx, (tx) => createInTransaction(tx, plan, quota), `organization:${org.uuid}`);
-      return await siteView(ctx.em, uuid);
+      uuid = await longTransaction(ctx, (tx) => createInTransaction(tx, plan, quota, undo), `organization:${org.uuid}`);
     } catch (err) {
+      for (const step of undo) await step().catch(() => undefined); // unreachable: an empty schema no site names is left there
       const { code, constraint } = pgError(err);
       const retry = attempt < 20;
       if (code === '23505' && constraint === 'sites_slug_key' && retry) continue;
@@ -152,5 +186,6 @@ export async function createSite(
       if (code === '23505' && constraint === 'domains_domain_key') throw duplicateDomain();
       throw err;
     }
+    return siteView(ctx.em, uuid);
   }
 }

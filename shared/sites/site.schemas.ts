@@ -45,6 +45,7 @@ export const SiteCreate = Type.Object(
     schema_name: Type.Optional(Type.String({ minLength: 1, maxLength: 63, description: 'Start with a letter or underscore; lowercase letters, digits, underscores' })),
     site_settings: Type.Optional(Settings),
     domain: Type.Optional(Type.String({ minLength: 1, maxLength: 253, description: 'A customer domain to add, unverified until its DNS TXT record proves it (docs/domains.md); the primary domain is always `{slug}.{PLATFORM_BASE_DOMAIN}`' })),
+    cluster: Type.Optional(Type.String({ minLength: 1, maxLength: 40, description: 'Platform superusers and the system only: the PostgreSQL cluster that holds the site (`platform cluster list`); left out, the active cluster with the fewest sites (docs/scale-out.md)' })),
   },
   {
     additionalProperties: false,

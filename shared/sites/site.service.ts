@@ -12,7 +12,7 @@ import { fieldError, notFound } from '../errors.ts';
 import { assertPlatform, organizationFor } from '../organizations/lookup.ts';
 import { abilityWithGrants, effectivePermissions } from '../permissions/grants.ts';
 import { notifyRoutingChanged } from '../tenancy/host-resolver.ts';
-import { dropSite } from './site.lifecycle.ts';
+import { afterCommit, dropSite } from './site.lifecycle.ts';
 import { siteFor } from './lookup.ts';
 import { Site, type SiteEntity } from './site.entity.ts';
 import { siteView, siteViewBySchema, siteViews } from './site.queries.ts';
@@ -96,7 +96,7 @@ export async function updateSite(ctx: ServiceContext, ref: string, rawInput: unk
 /** DELETE /api/cloud/sites/{site}/: drops the schema with its data, the domains and the site grants (spec rule 6). */
 export async function deleteSite(ctx: ServiceContext, ref: string): Promise<void> {
   const site = await siteFor(ctx, ref, 'delete_site');
-  await ctx.em.transactional((tx) => dropSite(tx as EntityManager, site));
+  await afterCommit([await ctx.em.transactional((tx) => dropSite(tx as EntityManager, site))]);
 }
 
 /** GET /api/cloud/sites/{site}/privileges/: the caller's effective site permissions (organization role and groups included). */

@@ -27,7 +27,7 @@ import { firstRow, rows } from '../db/sql.ts';
 import { DomainError, validationError } from '../errors.ts';
 import { OutboundError, type OutboundGuard } from '../net/outbound.ts';
 import type { SecretKeyring } from '../secrets/crypto.ts';
-import { USABLE_SQL } from '../tenancy/linked-users.ts';
+import { withLinkedAccount } from '../tenancy/linked-users.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { siteTokenPair } from '../tenancy/tenant-auth.ts';
 import { insertSiteUser } from '../tenancy/tenant-users.service.ts';
@@ -325,8 +325,15 @@ const refused = (message: string) => new DomainError('PERMISSION_DENIED', messag
  */
 async function connectUser(em: EntityManager, schema: string, app: SocialAppRow, id: Identity, events: UserEvents | undefined): Promise<{ uuid: string; created: boolean }> {
   const q = quotedSchema(schema);
-  const match = (from: string, where: string, params: unknown[]) =>
-    firstRow<UserMatch>(em, `SELECT u.uuid, u.email_verified, ${USABLE_SQL} AS usable FROM ${from} LEFT JOIN public.users p ON p.uuid = u.platform_user_uuid WHERE ${where}`, [schema, ...params]);
+  const match = async (from: string, where: string, params: unknown[]): Promise<UserMatch | undefined> => {
+    const row = await firstRow<UserMatch & { token_generation: number; platform_user_uuid: string | null }>(
+      em,
+      `SELECT u.uuid, u.email_verified, u.is_active AND NOT u.is_deleted AS usable, u.token_generation, u.platform_user_uuid FROM ${from} WHERE ${where}`,
+      params,
+    );
+    const linked = row && (await withLinkedAccount(em, schema, row));
+    return linked && { uuid: linked.uuid, email_verified: linked.email_verified, usable: linked.usable && linked.standing };
+  };
   let user = await match(`${q}.social_accounts a JOIN ${q}.users u ON u.uuid = a.user_uuid`, 'a.social_app_id = ? AND a.subject = ?', [app.id, id.subject]);
   if (!user && id.email) {
     user = await match(`${q}.users u`, "lower(u.email) = lower(?) AND u.email <> '' AND NOT u.is_deleted", [id.email]);
@@ -374,11 +381,14 @@ async function createSocialUser(em: EntityManager, schema: string, id: Identity,
 
 /** The sign-in recorded on the user (last_login) and the site's tokens for it. */
 async function signedIn(em: EntityManager, schema: string, uuid: string, settings: TokenSettings): Promise<TokenPair & { user: SocialTokenResult['user'] }> {
-  const row = (await firstRow<{ uuid: string; username: string; email: string; token_generation: number }>(
+  const row = await withLinkedAccount(
     em,
-    `UPDATE ${quotedSchema(schema)}.users u SET last_login = now() WHERE u.uuid = ?
-     RETURNING u.uuid, u.username, u.email, u.token_generation + coalesce((SELECT p.token_generation FROM public.users p WHERE p.uuid = u.platform_user_uuid), 0) AS token_generation`,
-    [uuid],
-  ))!;
+    schema,
+    (await firstRow<{ uuid: string; username: string; email: string; token_generation: number; platform_user_uuid: string | null }>(
+      em,
+      `UPDATE ${quotedSchema(schema)}.users SET last_login = now() WHERE uuid = ? RETURNING uuid, username, email, token_generation, platform_user_uuid`,
+      [uuid],
+    ))!,
+  );
   return { ...siteTokenPair(settings, schema, { uuid: row.uuid, token_generation: Number(row.token_generation) }), user: { uuid: row.uuid, username: row.username, email: row.email } };
 }

@@ -6,6 +6,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { CachedLookup } from '../common/cached-lookup.ts';
 import { notifyChanged } from '../db/changes.ts';
+import { clustersOf } from '../db/clusters.ts';
 import type { Orm } from '../db/orm.ts';
 import type { Environment } from '../config.ts';
 import { parsePreviewHost } from '../workers/hostnames.ts';
@@ -26,6 +27,8 @@ export interface TenantRef {
   schema: string;
   siteUuid: string;
   slug: string;
+  /** The cluster that holds the site's schema (db/clusters.ts). */
+  cluster: string;
   /** Set when the host is a frontend worker's: it serves static files only, never the site's API. */
   worker?: WorkerTarget;
 }
@@ -33,12 +36,12 @@ export interface TenantRef {
 /** Call inside the transaction that changes a site or a domain. */
 export const notifyRoutingChanged = (em: EntityManager): Promise<void> => notifyChanged(em, 'routing');
 
-const BY_HOST = `SELECT s.schema_name, s.uuid, s.slug, NULL::uuid AS worker_uuid FROM public.domains d JOIN public.sites s ON s.uuid = d.site_uuid
+const BY_HOST = `SELECT s.schema_name, s.uuid, s.slug, s.cluster, NULL::uuid AS worker_uuid FROM public.domains d JOIN public.sites s ON s.uuid = d.site_uuid
   WHERE d.domain = ? AND d.is_active AND d.verified_at IS NOT NULL AND s.is_active
-  UNION ALL SELECT s.schema_name, s.uuid, s.slug, w.worker_uuid FROM public.worker_hosts w JOIN public.sites s ON s.uuid = w.site_uuid WHERE w.host = ? AND s.is_active`;
-const BY_SCHEMA = 'SELECT schema_name, uuid, slug FROM public.sites WHERE schema_name = ? AND is_active';
+  UNION ALL SELECT s.schema_name, s.uuid, s.slug, s.cluster, w.worker_uuid FROM public.worker_hosts w JOIN public.sites s ON s.uuid = w.site_uuid WHERE w.host = ? AND s.is_active`;
+const BY_SCHEMA = 'SELECT schema_name, uuid, slug, cluster FROM public.sites WHERE schema_name = ? AND is_active';
 
-const refOf = (row: Record<string, string>): TenantRef => ({ schema: row.schema_name!, siteUuid: row.uuid!, slug: row.slug! });
+const refOf = (row: Record<string, string>): TenantRef => ({ schema: row.schema_name!, siteUuid: row.uuid!, slug: row.slug!, cluster: row.cluster! });
 
 export class HostResolver {
   private readonly orm: Orm;
@@ -81,21 +84,25 @@ export class HostResolver {
     });
   }
 
+  /** The pool of the cluster that holds the site's schema (opened on first use: db/clusters.ts). */
+  siteOrm(ref: TenantRef): Promise<Orm> {
+    return clustersOf(this.orm.em)?.orm(ref.cluster) ?? Promise.resolve(this.orm);
+  }
+
   /** A site's domain, a worker's host, or a preview of a worker's build (`{8 hex of the build}--{worker host}`). */
   private async loadHost(host: string): Promise<TenantRef | null> {
-    const db = this.orm.em.getConnection();
-    const [row] = await db.execute(BY_HOST, [host, host]);
+    const [row] = await this.orm.em.getConnection().execute(BY_HOST, [host, host]);
     if (row) {
       const ref = refOf(row);
       if (!row.worker_uuid) return ref;
-      const [w] = await db.execute(`SELECT id, uuid, active_build_uuid, spa_fallback FROM ${quotedSchema(ref.schema)}.frontend_workers WHERE uuid = ?`, [row.worker_uuid]);
+      const [w] = await (await this.siteOrm(ref)).em.getConnection().execute(`SELECT id, uuid, active_build_uuid, spa_fallback FROM ${quotedSchema(ref.schema)}.frontend_workers WHERE uuid = ?`, [row.worker_uuid]);
       return w ? { ...ref, worker: { id: Number(w.id), uuid: w.uuid, build: w.active_build_uuid, spa: w.spa_fallback, preview: false } } : null;
     }
     const preview = parsePreviewHost(host, this.environment);
     if (!preview) return null;
     const target = await this.resolveHost(preview.workerHost);
     if (!target?.worker || target.worker.preview) return null;
-    const builds = await db.execute(
+    const builds = await (await this.siteOrm(target)).em.getConnection().execute(
       `SELECT uuid FROM ${quotedSchema(target.schema)}.frontend_worker_builds WHERE worker_id = ? AND status = 'ready' AND left(replace(uuid::text, '-', ''), 8) = ? LIMIT 2`,
       [target.worker.id, preview.short],
     );

@@ -4,6 +4,7 @@
 // concurrent runs serialise, and a failure leaves the schema at the last good version
 // (the next `platform migrate` resumes there). Statements are unqualified: the transaction
 // sets `search_path` to the (validated, quoted) schema.
+import { clustersOf, prepareClusters, PRIMARY_CLUSTER } from '../db/clusters.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { describeError } from '../db/errors.ts';
 import { setLocalStatementTimeout } from '../db/statement-timeout.ts';
@@ -798,26 +799,50 @@ export async function migrateTenantSchema(em: EntityManager, schema: string, opt
 export interface TenantStatus {
   schema: string;
   site: string;
+  /** The cluster that holds the schema (db/clusters.ts). */
+  cluster: string;
   version: number;
   current: number;
   pending: number;
   last_error: string | null;
 }
 
+/** Each site's schema version, read on the cluster that holds it (its `tenant_schemas` row is there). */
 export async function tenantStatus(em: EntityManager): Promise<TenantStatus[]> {
-  const rows = await em.execute(
-    `SELECT s.schema_name, s.slug, coalesce(t.version, 0) AS version, t.last_error
-       FROM public.sites s LEFT JOIN public.tenant_schemas t ON t.schema_name = s.schema_name
-      ORDER BY s.schema_name`,
-  );
-  return rows.map((r) => ({
-    schema: r.schema_name,
-    site: r.slug,
-    version: Number(r.version),
-    current: CURRENT_TENANT_VERSION,
-    pending: tenantMigrations.filter((m) => m.version > Number(r.version)).length,
-    last_error: r.last_error ?? null,
-  }));
+  const sites = (await em.execute('SELECT schema_name, slug, cluster FROM public.sites ORDER BY schema_name')) as { schema_name: string; slug: string; cluster: string }[];
+  const versions = new Map<string, { version: number; last_error: string | null }>();
+  for (const cluster of new Set(sites.map((s) => s.cluster))) {
+    const schemas = sites.filter((s) => s.cluster === cluster).map((s) => s.schema_name);
+    try {
+      const rows = (await (await clusterEm(em, cluster)).execute('SELECT schema_name, version, last_error FROM public.tenant_schemas WHERE schema_name IN (?)', [
+        schemas,
+      ])) as { schema_name: string; version: number; last_error: string | null }[];
+      for (const r of rows) versions.set(r.schema_name, { version: Number(r.version), last_error: r.last_error ?? null });
+    } catch (err) {
+      // A cluster that does not answer: its schemas show as pending, with why (migrating them fails, reported).
+      for (const schema of schemas) versions.set(schema, { version: 0, last_error: `cluster ${cluster} unreachable: ${describeError(err)}` });
+    }
+  }
+  return sites.map((r) => {
+    const v = versions.get(r.schema_name) ?? { version: 0, last_error: null };
+    return {
+      schema: r.schema_name,
+      site: r.slug,
+      cluster: r.cluster,
+      version: v.version,
+      current: CURRENT_TENANT_VERSION,
+      pending: tenantMigrations.filter((m) => m.version > v.version).length,
+      last_error: v.last_error,
+    };
+  });
+}
+
+/** A unit of work on `cluster` (the primary: a fork of `em`'s pool). */
+async function clusterEm(em: EntityManager, cluster: string): Promise<EntityManager> {
+  if (cluster === PRIMARY_CLUSTER) return em.fork();
+  const clusters = clustersOf(em);
+  if (!clusters) throw new Error(`The site schema is on the cluster "${cluster}", and this pool knows no other cluster.`);
+  return (await clusters.orm(cluster)).em.fork();
 }
 
 /**
@@ -829,16 +854,18 @@ export async function migrateAllTenants(
   onProgress: (done: number, total: number, result: TenantMigrationResult | { schema: string; error: string }) => void = () => undefined,
   options: { concurrency?: number } = {},
 ): Promise<{ migrated: TenantMigrationResult[]; failed: { schema: string; error: string }[] }> {
+  // The per-site tables of each other cluster first (db/clusters.ts); one that does not answer is
+  // reported, and its sites' schemas fail below.
+  const failed: { schema: string; error: string }[] = (await prepareClusters(em)).map((c) => ({ schema: `(cluster ${c.name})`, error: c.error }));
   const pending = (await tenantStatus(em)).filter((s) => s.pending > 0);
   const migrated: TenantMigrationResult[] = [];
-  const failed: { schema: string; error: string }[] = [];
   let next = 0;
   let done = 0;
   const worker = async () => {
     while (next < pending.length) {
-      const { schema } = pending[next++];
+      const { schema, cluster } = pending[next++];
       try {
-        const result = await migrateTenantSchema(em.fork(), schema);
+        const result = await migrateTenantSchema(await clusterEm(em, cluster), schema);
         migrated.push(result);
         onProgress(++done, pending.length, result);
       } catch (err) {

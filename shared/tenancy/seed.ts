@@ -6,6 +6,7 @@
 // Seeded administrators are linked to their platform account by `platform_user_uuid` and have
 // no password of their own (NULL): they sign in with their platform password.
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { platformEm } from '../db/clusters.ts';
 import { quotedSchema } from './schema.ts';
 
 const MODELS = { user: 'user', group: 'group', secret: 'secret', tag: 'tag' } as const;
@@ -59,15 +60,23 @@ export async function seedTenantSchema(em: EntityManager, schema: string, organi
     pairs.flat(),
   );
   await em.execute(`INSERT INTO ${s}.tags (name, slug) VALUES ${placeholders(DEFAULT_TAGS.length, 2)}`, DEFAULT_TAGS.flatMap((t) => [t.name, t.slug]));
-  // The organization's owners and admins, as the site's superusers (password NULL: platform sign-in).
-  const users = (await em.execute(
-    `INSERT INTO ${s}.users (uuid, username, email, email_verified, first_name, last_name, password, platform_user_uuid, is_active, is_staff, is_superuser)
-     SELECT gen_random_uuid(), u.username, u.email, true, u.first_name, u.last_name, NULL, u.uuid, u.is_active, true, true
+  // The organization's owners and admins, as the site's superusers (password NULL: platform
+  // sign-in): read from the platform's tables (the primary cluster), written into the site's.
+  const admins = (await platformEm(em).execute(
+    `SELECT u.username, u.email, u.first_name, u.last_name, u.uuid, u.is_active
        FROM public.organization_members m JOIN public.users u ON u.uuid = m.user_uuid
-      WHERE m.organization_uuid = ? AND (m.is_owner OR m.is_admin) AND NOT u.is_deleted
-     RETURNING uuid`,
+      WHERE m.organization_uuid = ? AND (m.is_owner OR m.is_admin) AND NOT u.is_deleted ORDER BY u.username`,
     [organizationUuid],
-  )) as { uuid: string }[];
+  )) as { username: string; email: string; first_name: string; last_name: string; uuid: string; is_active: boolean }[];
+  const users = admins.length
+    ? ((await em.execute(
+        `INSERT INTO ${s}.users (uuid, username, email, email_verified, first_name, last_name, password, platform_user_uuid, is_active, is_staff, is_superuser)
+         SELECT gen_random_uuid(), v.username, v.email, true, v.first_name, v.last_name, NULL, v.uuid::uuid, v.is_active::boolean, true, true
+           FROM (VALUES ${placeholders(admins.length, 6)}) AS v(username, email, first_name, last_name, uuid, is_active)
+         RETURNING uuid`,
+        admins.flatMap((u) => [u.username, u.email, u.first_name, u.last_name, u.uuid, u.is_active]),
+      )) as { uuid: string }[])
+    : [];
   if (users.length) {
     await em.execute(
       `INSERT INTO ${s}.user_groups (user_uuid, group_id) SELECT u.uuid, g.id FROM ${s}.users u, ${s}.groups g WHERE g.name = 'Administrators'`,

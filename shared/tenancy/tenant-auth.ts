@@ -15,7 +15,7 @@ import { signToken, verifyToken, type TokenSettings } from '../auth/tokens.ts';
 import { validate } from '../common/validation.ts';
 import { invalidToken, notAuthenticated } from '../errors.ts';
 import { selectUserRow } from '../users/user.queries.ts';
-import { USABLE_SQL } from './linked-users.ts';
+import { withLinkedAccount } from './linked-users.ts';
 import { quotedSchema } from './schema.ts';
 
 const BAD_CREDENTIALS = 'No active account found with the given credentials.';
@@ -26,6 +26,7 @@ interface LoginRow {
   password: string | null;
   usable: boolean;
   token_generation: number;
+  platform_user_uuid: string | null;
 }
 
 // The password is the linked platform account's when there is one (read at each login, so a
@@ -33,11 +34,8 @@ interface LoginRow {
 // deleted and, if linked, its platform account is an active owner or admin of the site's
 // organization (linked-users.ts: removal and demotion apply at once).
 const loginSql = (schema: string, by: 'username' | 'email') => `
-  SELECT u.uuid, u.username,
-         CASE WHEN u.platform_user_uuid IS NULL THEN u.password ELSE p.password END AS password,
-         ${USABLE_SQL} AS usable,
-         u.token_generation + coalesce(p.token_generation, 0) AS token_generation
-    FROM ${quotedSchema(schema)}.users u LEFT JOIN public.users p ON p.uuid = u.platform_user_uuid
+  SELECT u.uuid, u.username, u.password, u.is_active AND NOT u.is_deleted AS usable, u.token_generation, u.platform_user_uuid
+    FROM ${quotedSchema(schema)}.users u
    WHERE lower(u.${by}) = ? AND NOT u.is_deleted${by === 'email' ? ` AND u.email <> ''` : ''}`;
 
 /**
@@ -48,12 +46,13 @@ export async function siteSignIn(em: EntityManager, schema: string, rawInput: un
   const input = validate(TokenRequest, rawInput);
   const login = input.username.trim().toLowerCase();
   const conn = em.getConnection();
-  let user = (await conn.execute(loginSql(schema, 'username'), [schema, login], 'get')) as LoginRow | undefined;
-  if (!user && login.includes('@')) user = (await conn.execute(loginSql(schema, 'email'), [schema, login], 'get')) as LoginRow | undefined;
-  const ok = await verifyPassword(user?.password ?? undefined, input.password);
-  if (!ok || !user?.usable) throw notAuthenticated(BAD_CREDENTIALS);
+  let found = (await conn.execute(loginSql(schema, 'username'), [login], 'get')) as LoginRow | undefined;
+  if (!found && login.includes('@')) found = (await conn.execute(loginSql(schema, 'email'), [login], 'get')) as LoginRow | undefined;
+  const user = found && (await withLinkedAccount(em, schema, found));
+  const ok = await verifyPassword((user?.platform_user_uuid ? user.platform_password : user?.password) ?? undefined, input.password);
+  if (!ok || !user?.usable || !user.standing) throw notAuthenticated(BAD_CREDENTIALS);
   await conn.execute(`UPDATE ${quotedSchema(schema)}.users SET last_login = now() WHERE uuid = ?`, [user.uuid]);
-  return { uuid: user.uuid, username: user.username, token_generation: Number(user.token_generation) };
+  return { uuid: user.uuid, username: user.username, token_generation: user.token_generation };
 }
 
 /** POST /api/auth/jwt/token/ on a site: the site's users, tokens bound to the site. */

@@ -3,6 +3,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { migrateTenantSchema } from '../tenancy/migrations.ts';
+import { clustersOf, placeSite, PRIMARY_CLUSTER } from '../db/clusters.ts';
 import { notifyRoutingChanged } from '../tenancy/host-resolver.ts';
 
 export interface TestSite {
@@ -31,12 +32,15 @@ export async function createTestSite(em: EntityManager, options: { ownerUuid?: s
         options.ownerUuid,
       ]);
     }
-    await tx.execute(`INSERT INTO public.sites (uuid, slug, name, schema_name, environment, organization_uuid) VALUES (?, ?, ?, ?, 'production', ?)`, [
+    // Placed as site creation places it (db/clusters.ts): on the primary unless clusters are registered.
+    const cluster = await placeSite(tx as EntityManager);
+    await tx.execute(`INSERT INTO public.sites (uuid, slug, name, schema_name, environment, organization_uuid, cluster) VALUES (?, ?, ?, ?, 'production', ?, ?)`, [
       site.uuid,
       site.slug,
       options.name ?? `Site ${suffix}`,
       site.schema,
       site.organizationUuid,
+      cluster,
     ]);
     // The site's own name under the base domain (localhost): the platform's, verified at once.
     await tx.execute(`INSERT INTO public.domains (uuid, slug, domain, is_primary, site_uuid, verified_at) VALUES (?, ?, ?, true, ?, now())`, [
@@ -45,7 +49,8 @@ export async function createTestSite(em: EntityManager, options: { ownerUuid?: s
       site.domain,
       site.uuid,
     ]);
-    await migrateTenantSchema(tx as EntityManager, site.schema, { create: true });
+    if (cluster === PRIMARY_CLUSTER) await migrateTenantSchema(tx as EntityManager, site.schema, { create: true });
+    else await migrateTenantSchema((await clustersOf(tx as EntityManager)!.orm(cluster)).em.fork(), site.schema, { create: true });
     await notifyRoutingChanged(tx as EntityManager);
   });
   return site;

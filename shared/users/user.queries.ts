@@ -4,7 +4,7 @@
 import { raw } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { iso, type Timestamp } from '../db/sql.ts';
-import { LINKED_STANDING_SQL } from '../tenancy/linked-users.ts';
+import { withLinkedAccount } from '../tenancy/linked-users.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import type { UserEntity } from './user.entity.ts';
 import type { UserView } from './user.schemas.ts';
@@ -49,22 +49,19 @@ const SELECT_BY_UUID = `SELECT ${SELECT_COLUMNS} FROM public.users WHERE uuid = 
 // only while that account is active and an owner or admin of the site's organization
 // (tenancy/linked-users.ts), and counts the account's token generation too: a platform
 // password change, deactivation, deletion, demotion or removal revokes its site tokens as well.
-const TENANT_COLUMNS = [
-  ...USER_COLUMNS.filter((c) => c !== 'is_active').map((c) => `u."${c}"`),
-  `u.is_active AND ${LINKED_STANDING_SQL} AS is_active`,
-  'u.token_generation + coalesce(p.token_generation, 0) AS token_generation',
-  'u.platform_user_uuid',
-].join(', ');
-const selectTenantUser = (schema: string) =>
-  `SELECT ${TENANT_COLUMNS} FROM ${quotedSchema(schema)}.users u LEFT JOIN public.users p ON p.uuid = u.platform_user_uuid WHERE u.uuid = ?`;
+// The account is read on the primary cluster, the site user on its site's (db/clusters.ts).
+const TENANT_COLUMNS = [...USER_COLUMNS, 'token_generation', 'platform_user_uuid'].map((c) => `"${c}"`).join(', ');
+const selectTenantUser = (schema: string) => `SELECT ${TENANT_COLUMNS} FROM ${quotedSchema(schema)}.users WHERE uuid = ?`;
 
 /**
  * One user row by UUID, with its token generation (authentication; a bound parameter,
  * constant SQL). With `schema`, a site's own user (the schema name comes from host routing).
  */
 export async function selectUserRow(em: EntityManager, uuid: string, schema: string | null = null): Promise<Required<UserRow> | undefined> {
-  const [sql, params] = schema ? [selectTenantUser(schema), [schema, uuid]] : [SELECT_BY_UUID, [uuid]];
-  return (await em.getConnection().execute(sql, params, 'get')) as Required<UserRow> | undefined;
+  const row = (await em.getConnection().execute(schema ? selectTenantUser(schema) : SELECT_BY_UUID, [uuid], 'get')) as Required<UserRow> | undefined;
+  if (!schema || !row?.platform_user_uuid) return row;
+  const linked = await withLinkedAccount(em, schema, row);
+  return { ...row, is_active: row.is_active && linked.standing, token_generation: linked.token_generation };
 }
 
 // Case-insensitive equality through the lower() unique indexes (ILIKE cannot use them).

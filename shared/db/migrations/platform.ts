@@ -454,6 +454,33 @@ export class Migration0011ScheduledJobs extends Migration {
   }
 }
 
+/**
+ * Several PostgreSQL clusters (db/clusters.ts, docs/scale-out.md): the registry, and the cluster of
+ * each site. `primary` is the platform database itself (its URL is the server's own, never
+ * stored); every existing site is on it.
+ */
+export class Migration0012Clusters extends Migration {
+  override name = '0012_clusters';
+  override async up(): Promise<void> {
+    this.addSql(`CREATE TABLE clusters (
+      name varchar(40) PRIMARY KEY CHECK (name ~ '^[a-z][a-z0-9-]{0,39}$'),
+      url text,
+      direct_url text,
+      capacity integer CHECK (capacity IS NULL OR capacity >= 0),
+      state varchar(10) NOT NULL DEFAULT 'active' CHECK (state IN ('active', 'draining', 'read-only')),
+      created_at timestamptz NOT NULL DEFAULT now(),
+      CHECK ((name = 'primary') = (url IS NULL))
+    )`);
+    this.addSql(`INSERT INTO clusters (name) VALUES ('primary')`);
+    this.addSql(`ALTER TABLE sites ADD COLUMN cluster varchar(40) NOT NULL DEFAULT 'primary' REFERENCES clusters (name)`);
+    this.addSql('CREATE INDEX sites_cluster_idx ON sites (cluster)');
+  }
+  override async down(): Promise<void> {
+    this.addSql('ALTER TABLE sites DROP COLUMN cluster');
+    this.addSql('DROP TABLE clusters');
+  }
+}
+
 export const platformMigrations = [
   Migration0001Users,
   Migration0002Tenancy,
@@ -466,4 +493,5 @@ export const platformMigrations = [
   Migration0009PlatformSettings,
   Migration0010WorkerHosts,
   Migration0011ScheduledJobs,
+  Migration0012Clusters,
 ];
