@@ -22,6 +22,7 @@ import { scheduleClusterWide } from '../shared/db/scheduled-jobs.ts';
 import { pooledSessionDifferences, pooledSettings } from '../shared/db/pooler.ts';
 import { recordPublicUrl } from '../shared/db/platform-settings.ts';
 import { ChangeListener } from '../shared/db/changes.ts';
+import { forEachCluster } from '../shared/db/clusters.ts';
 import { requestCaches, type RequestCaches } from '../shared/common/request-caches.ts';
 import { HostResolver } from '../shared/tenancy/host-resolver.ts';
 import { migrateAllTenants } from '../shared/tenancy/migrations.ts';
@@ -65,23 +66,27 @@ const pruneJob = (db: Database) => async () => {
 
 /** Storage upkeep of every site: usage counters and quota state (`check_storage_quotas`), then blobs no record holds (shared/storage/, shared/workers/). */
 const storageJob = (db: Database, store: ObjectStore, tmpDir: string) => async () => {
-  const em = db.orm.em.fork();
-  const sites = await storageSites(em);
-  const versions = new Map((await em.execute('SELECT schema_name, version FROM public.tenant_schemas')).map((r) => [String(r.schema_name), Number(r.version)]));
   let buckets = 0;
   let swept = 0;
-  for (const schema of sites) {
-    buckets += (await refreshUsage(em, schema)).buckets;
-    swept += await sweepBlobs(em, store, schema);
-    // Frontend workers' blobs: those a crash left half-stored, and those no build names any more (shared/workers/deploy.ts).
-    if ((versions.get(schema) ?? 0) >= 13) {
-      await failInterruptedBuilds(em, schema);
-      swept += (await sweepWorkerBlobs(em, store.site(schema), schema)) + (await collectWorkerBlobs(em, store.site(schema), schema));
+  let siteCount = 0;
+  // Each cluster's sites on that cluster (db/clusters.ts).
+  await forEachCluster(db.orm.em.fork(), async (em) => {
+    const sites = await storageSites(em);
+    siteCount += sites.length;
+    const versions = new Map((await em.execute('SELECT schema_name, version FROM public.tenant_schemas')).map((r) => [String(r.schema_name), Number(r.version)]));
+    for (const schema of sites) {
+      buckets += (await refreshUsage(em, schema)).buckets;
+      swept += await sweepBlobs(em, store, schema);
+      // Frontend workers' blobs: those a crash left half-stored, and those no build names any more (shared/workers/deploy.ts).
+      if ((versions.get(schema) ?? 0) >= 13) {
+        await failInterruptedBuilds(em, schema);
+        swept += (await sweepWorkerBlobs(em, store.site(schema), schema)) + (await collectWorkerBlobs(em, store.site(schema), schema));
+      }
+      // App packages: interrupted exports, their spool files and stored packages no job names (shared/packages/).
+      if ((versions.get(schema) ?? 0) >= 14) swept += (await sweepPackages(em, store.site(schema), schema, tmpDir)).removed;
     }
-    // App packages: interrupted exports, their spool files and stored packages no job names (shared/packages/).
-    if ((versions.get(schema) ?? 0) >= 14) swept += (await sweepPackages(em, store.site(schema), schema, tmpDir)).removed;
-  }
-  return buckets || swept ? { sites: sites.length, buckets, swept } : undefined;
+  });
+  return buckets || swept ? { sites: siteCount, buckets, swept } : undefined;
 };
 
 /**
@@ -244,6 +249,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     }
     await changes.listen(db.directUrl, (err) => listening.failed(err)); // LISTEN needs a session: never through a transaction pooler
     // Each other cluster whose sites this process serves: its sites' triggers notify there (db/clusters.ts).
+    db.clusters.follow(listener);
     db.clusters.onOpen((_name, directUrl) => listener.listenAlso(directUrl, (err) => listening.failed(err)));
     let shuttingDown = false;
     const mailer = createMailer(config, log);
@@ -254,7 +260,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const app = createApp({ config, orm: db.orm, log, tokens, redis, hosts, appLimits, caches, mailer, secrets, store: objects, functions, probe, faults, isShuttingDown: () => shuttingDown, extraRoutes: options.extraRoutes });
     // Frontend workers' hosts first (static files only, outside the API's middleware, routes and limits), then the API.
     const api = app.callback();
-    const sites = staticSites({ hosts, orm: db.orm, store: objects, platformHosts: config.platformHosts, trustProxy: config.trustProxy, log });
+    const sites = staticSites({ hosts, store: objects, platformHosts: config.platformHosts, trustProxy: config.trustProxy, log });
     handler = (req, res) => sites(req, res, api);
     log.info({ url, database: db.embedded ? 'embedded' : 'external', environment: config.environment }, 'platform listening');
     functions.start(changes, url);

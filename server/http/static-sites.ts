@@ -12,7 +12,6 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import type { Logger } from '../../shared/common/logger.ts';
 import { isDatabaseUnavailable } from '../../shared/db/errors.ts';
-import type { Orm } from '../../shared/db/orm.ts';
 import type { HostResolver, TenantRef, WorkerTarget } from '../../shared/tenancy/host-resolver.ts';
 import { quotedSchema } from '../../shared/tenancy/schema.ts';
 import { blobKey } from '../../shared/workers/deploy.ts';
@@ -66,7 +65,6 @@ class Lru<V> {
 
 export interface StaticSitesDeps {
   hosts: HostResolver;
-  orm: Orm;
   store: ObjectStore;
   platformHosts: readonly string[];
   /** TRUST_PROXY: the host is X-Forwarded-Host's, as for every other decision (requestHost). */
@@ -103,14 +101,16 @@ export function staticSites(deps: StaticSitesDeps): (req: IncomingMessage, res: 
   // negotiation headers: the answers to repeated requests are decided once.
   const plans = new Lru<ServePlan>(PLANS);
 
-  const manifestOf = (schema: string, build: string): Promise<Manifest | null> => {
+  const manifestOf = (site: TenantRef, build: string): Promise<Manifest | null> => {
+    const schema = site.schema;
     const key = `${schema}/${build}`;
     const known = manifests.get(key);
     if (known) return known.load;
     const entry: { load: Promise<Manifest | null>; manifest?: Manifest } = {
-      load: deps.orm.em
-        .getConnection()
-        .execute(`SELECT manifest FROM ${quotedSchema(schema)}.frontend_worker_builds WHERE uuid = ? AND status = 'ready'`, [build])
+      // On the site's cluster (db/clusters.ts).
+      load: deps.hosts
+        .siteOrm(site)
+        .then((orm) => orm.em.getConnection().execute(`SELECT manifest FROM ${quotedSchema(schema)}.frontend_worker_builds WHERE uuid = ? AND status = 'ready'`, [build]))
         .then((r) => (entry.manifest = (r[0]?.manifest as Manifest | undefined)) ?? null),
     };
     manifests.set(key, entry);
@@ -195,7 +195,7 @@ export function staticSites(deps: StaticSitesDeps): (req: IncomingMessage, res: 
       .resolveHost(host)
       .then(async (site) => {
         if (!site?.worker) return next(req, res);
-        respond(req, res, site, site.worker, site.worker.build ? await manifestOf(site.schema, site.worker.build) : null);
+        respond(req, res, site, site.worker, site.worker.build ? await manifestOf(site, site.worker.build) : null);
       })
       .catch((err: unknown) => failed(res, err));
   };

@@ -3,6 +3,9 @@
 // created, served (sign-in, linked administrators, site users, cache invalidation from its own
 // cluster's notifications), migrated, probed and deleted on it, and stays apart from a site on
 // the primary. Placement follows the documented rule; registration refuses what is not a cluster.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import test from 'ava';
 import pg from 'pg';
 import { addCluster, listClusters, placeSite, setClusterState } from '../../shared/db/clusters.ts';
@@ -33,8 +36,11 @@ const schemaOn = async (where: 'primary' | 'second', schema: string) =>
     : (await s.handle.db.orm.em.fork().execute('SELECT 1 FROM pg_namespace WHERE nspname = ?', [schema])).length === 1;
 const em = () => s.handle.db.orm.em.fork();
 
+let storageDir: string;
+
 test.before(async () => {
-  s = await startTestServer();
+  storageDir = fs.mkdtempSync(path.join(os.tmpdir(), 'clusters-storage-'));
+  s = await startTestServer({ STORAGE_DIR: storageDir, FUNCTION_PREWARM: 'false' });
   second = await createTestDatabase('cluster');
   root = (await s.login()).access;
   owner = await makeUser(s, root, 'cluster-owner');
@@ -43,6 +49,7 @@ test.before(async () => {
 test.after.always(async () => {
   await s?.close();
   await second?.drop();
+  fs.rmSync(storageDir, { recursive: true, force: true });
 });
 
 test.serial('registration: refuses a bad name, an unreachable URL, the primary\'s own database; takes an empty database and gives it the per-site tables', async (t) => {
@@ -107,6 +114,29 @@ test.serial('a site on the second cluster: created, served, migrated, probed and
   const homeAdmin = (await s.api('POST', `/api/cloud/sites/${home.schema_name}/token/`, { token: owner.token })).body.access;
   t.is((await s.api('GET', '/api/users/', { ...host, token: homeAdmin })).status, 401);
   t.is((await s.api('POST', '/api/auth/jwt/token/', { host: home.primary_domain, body: { username: 'dora', password: 'Dora-pass-word-1' } })).status, 401);
+
+  // An app, a function run now and one queued (claimed from the second cluster's queue), a stored object.
+  t.is((await s.api('POST', '/api/apps/', { ...host, token: admin, body: { name: 'Crm' } })).status, 201);
+  const F = '/api/apps/crm/functions/';
+  t.is((await s.api('POST', F, { ...host, token: admin, body: { name: 'Add', code: 'export default (e) => e.n + 1' } })).status, 201);
+  const now = await s.api('POST', `${F}add/invoke/`, { ...host, token: admin, body: { payload: { n: 1 } } });
+  t.is(now.status, 200, now.text);
+  t.is(now.body.result, 2);
+  const queued = await s.api('POST', `${F}add/invoke/`, { ...host, token: admin, body: { payload: { n: 41 }, async: true } });
+  t.is(queued.status, 202, queued.text);
+  let record: { status?: string; result?: unknown } = {};
+  for (let i = 0; i < 100 && record.status !== 'succeeded'; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    record = (await s.api('GET', `${F}add/invocations/${queued.body.id}/`, { ...host, token: admin })).body;
+  }
+  t.like(record, { status: 'succeeded', result: 42 });
+  t.deepEqual(await onSecond('SELECT count(*)::int AS n FROM public.function_jobs'), [{ n: 0 }], 'its queue rows were on the second cluster, and are done');
+  const B = '/api/apps/crm/storage/buckets/';
+  t.is((await s.api('POST', B, { ...host, token: admin, body: { name: 'docs', app_category: 'attachments' } })).status, 201);
+  const put = await s.api('PUT', `${B}docs/objects/a/b.txt`, { ...host, token: admin, raw: 'hello there', headers: { 'Content-Type': 'text/plain' } });
+  t.true(put.status === 201 || put.status === 200, put.text);
+  t.is((await s.api('GET', `${B}docs/objects/a/b.txt`, { ...host, token: admin })).text, 'hello there');
+  t.is((await onSecond(`SELECT count(*)::int AS n FROM "${away.schema_name}".storage_objects`))[0].n, 1);
 
   // A change on the second cluster reaches this process's caches through that cluster's notifications.
   t.is((await s.api('GET', '/api/profile/', { ...host, token: dora })).status, 200);

@@ -2,6 +2,7 @@
 // rate limit), so cached in process: a hit costs no query. A settings change (or an app
 // created) notifies `app-settings` with the site schema; every server process drops that
 // site's entries at commit (db/changes.ts), and the TTL bounds staleness otherwise.
+import { siteOrmOf } from '../db/clusters.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { CachedLookup } from '../common/cached-lookup.ts';
 import { notifyChanged } from '../db/changes.ts';
@@ -23,7 +24,7 @@ export class AppRateLimits {
   /** The app's requests per hour per caller (0: none allowed); null when the site has no such app. */
   limitOf(schema: string, slug: string): Promise<number | null> {
     return this.cache.get(`${schema}/${slug}`, async () => {
-      const rows = await this.orm.em
+      const rows = await (await siteOrmOf(this.orm, schema)).em
         .getConnection()
         .execute(`SELECT s.rate_limit_per_hour FROM ${quotedSchema(schema)}.apps a JOIN ${quotedSchema(schema)}.app_settings s ON s.app_id = a.id WHERE a.slug = ?`, [slug]);
       return rows[0] ? Number(rows[0].rate_limit_per_hour) : null;

@@ -153,9 +153,10 @@ const PRUNE_BATCH = 100;
  * schema's (the schemas of public.sites that have the table), one DELETE per table, batched
  * into a few statements. Returns how many rows went.
  */
-export async function pruneBlacklist(em: EntityManager): Promise<number> {
-  const sites = await em.execute(`SELECT schema_name FROM public.sites WHERE to_regclass(format('%I.token_blacklist', schema_name)) IS NOT NULL ORDER BY schema_name`);
-  const tables = ['public.token_blacklist', ...sites.map((s) => `${quotedSchema(s.schema_name as string)}.token_blacklist`)];
+export async function pruneBlacklist(em: EntityManager, platform = true): Promise<number> {
+  // The sites of `em`'s cluster (their schema versions are kept there: db/clusters.ts); the platform's own on the primary.
+  const sites = await em.execute(`SELECT schema_name FROM public.tenant_schemas WHERE to_regclass(format('%I.token_blacklist', schema_name)) IS NOT NULL ORDER BY schema_name`);
+  const tables = [...(platform ? ['public.token_blacklist'] : []), ...sites.map((s) => `${quotedSchema(s.schema_name as string)}.token_blacklist`)];
   let deleted = 0;
   for (let i = 0; i < tables.length; i += PRUNE_BATCH) {
     const batch = tables.slice(i, i + PRUNE_BATCH);

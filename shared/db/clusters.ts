@@ -12,6 +12,8 @@
 import pg from 'pg';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { DomainError, fieldError, notFound } from '../errors.ts';
+import { CachedLookup } from '../common/cached-lookup.ts';
+import type { ChangeListener } from './changes.ts';
 import { createOrm, type Orm, type OrmOptions } from './orm.ts';
 import { rows } from './sql.ts';
 
@@ -261,6 +263,8 @@ export class Clusters {
   private readonly options: OrmOptions;
   private readonly openHandlers: ((name: string, directUrl: string) => void)[] = [];
   private readonly timer: NodeJS.Timeout;
+  /** The cluster of each site schema looked up (dropped when routing changes: follow()). */
+  private siteClusters = new CachedLookup<string>({ ttlMs: 10_000 });
 
   constructor(primary: Orm, options: { orm?: OrmOptions; idleCloseMs?: number } = {}) {
     this.primary = primary;
@@ -310,6 +314,34 @@ export class Clusters {
     return orm;
   }
 
+  /** Keeps the sites' clusters while `listener` listens, dropping them whenever routing changes (a site created, deleted or moved). */
+  follow(listener: ChangeListener): void {
+    this.siteClusters = new CachedLookup<string>({ listener });
+    listener.on('routing', () => this.siteClusters.clear());
+  }
+
+  private registered: { names: Promise<string[]>; at: number } | undefined;
+
+  /** The names of the registered clusters, the primary first (read again after 10 s: the function queue polls each). */
+  names(): Promise<string[]> {
+    if (!this.registered || Date.now() - this.registered.at > 10_000) {
+      const names = rows<{ name: string }>(this.primary.em.fork(), 'SELECT name FROM public.clusters ORDER BY name <> ?, name', [PRIMARY_CLUSTER]).then((r) => r.map((c) => c.name));
+      this.registered = { names, at: Date.now() };
+      names.catch(() => (this.registered = undefined));
+    }
+    return this.registered.names;
+  }
+
+  /** The cluster that holds the site schema `schema` (the primary for a schema no site has). */
+  siteCluster(schema: string): Promise<string> {
+    return this.siteClusters.get(schema, async (key) => (await rows<{ cluster: string }>(this.primary.em.fork(), 'SELECT cluster FROM public.sites WHERE schema_name = ?', [key]))[0]?.cluster ?? PRIMARY_CLUSTER);
+  }
+
+  /** The pool of the cluster that holds the site schema `schema`. */
+  async siteOrm(schema: string): Promise<Orm> {
+    return this.orm(await this.siteCluster(schema));
+  }
+
   /** Counts `orm` (another pool on the primary: a command's direct connection) as the primary's. */
   adopt(orm: Orm): void {
     registry.set(orm.em.getConnection(), this);
@@ -354,6 +386,11 @@ export function platformEm(em: EntityManager): EntityManager {
   return clusters.primary.em;
 }
 
+/** The pool of the cluster that holds the site `schema`, from a pool of the platform's (`orm` itself when there are no clusters). */
+export function siteOrmOf(orm: Orm, schema: string): Promise<Orm> {
+  return clustersOf(orm.em)?.siteOrm(schema) ?? Promise.resolve(orm);
+}
+
 /**
  * Where statements on the tables of the site whose schema is `schema` go from `em` (a platform
  * request, a command): `em` itself when the site is on the primary (the same transaction), else a
@@ -362,7 +399,28 @@ export function platformEm(em: EntityManager): EntityManager {
 export async function siteEmOf(em: EntityManager, schema: string): Promise<EntityManager> {
   const clusters = clustersOf(em);
   if (!clusters) return em;
-  const [row] = await rows<{ cluster: string }>(platformEm(em), 'SELECT cluster FROM public.sites WHERE schema_name = ?', [schema]);
-  if (!row || row.cluster === PRIMARY_CLUSTER) return em;
-  return (await clusters.orm(row.cluster)).em.fork();
+  const cluster = await clusters.siteCluster(schema);
+  if (cluster === PRIMARY_CLUSTER) return em.getConnection() === clusters.primary.em.getConnection() ? em : clusters.primary.em.fork();
+  return (await clusters.orm(cluster)).em.fork();
+}
+
+/**
+ * `work` on every registered cluster in turn (the primary: `em` itself), for the upkeep that runs
+ * over every site (pruning, storage): a cluster that fails does not stop the others; the first
+ * failure is thrown once all have run. Without clusters (a pool opened alone): `em` only.
+ */
+export async function forEachCluster<T>(em: EntityManager, work: (clusterEm: EntityManager, name: string) => Promise<T>): Promise<T[]> {
+  const clusters = clustersOf(em);
+  if (!clusters) return [await work(em, PRIMARY_CLUSTER)];
+  const results: T[] = [];
+  let failure: unknown;
+  for (const name of await clusters.names()) {
+    try {
+      results.push(await work(name === PRIMARY_CLUSTER ? em : (await clusters.orm(name)).em.fork(), name));
+    } catch (err) {
+      failure ??= err;
+    }
+  }
+  if (failure) throw failure;
+  return results;
 }

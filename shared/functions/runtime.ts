@@ -20,6 +20,7 @@ import type { FaultLog } from '../db/availability.ts';
 import type { ChangeListener } from '../db/changes.ts';
 import { isDatabaseUnavailable } from '../db/errors.ts';
 import type { Orm } from '../db/orm.ts';
+import { clustersOf, PRIMARY_CLUSTER } from '../db/clusters.ts';
 import { preparedRows, rows } from '../db/sql.ts';
 import { DomainError } from '../errors.ts';
 import type { SecretKeyring } from '../secrets/crypto.ts';
@@ -172,7 +173,8 @@ export class FunctionRuntime {
   private readonly options: RuntimeOptions;
   private readonly id = randomUUID();
   private apiUrl: string | undefined;
-  private readonly active = new Set<number>();
+  /** Jobs running here, by `schema job-id` (job ids are each cluster's own: a site is on one cluster at a time). */
+  private readonly active = new Map<string, { schema: string; id: number }>();
   /** Synchronous invocations admitted here and not ended, by site (admitSync). */
   private readonly syncBySite = new Map<string, number>();
   /** Claimed executions running here, by site (the claim's fair share). */
@@ -195,6 +197,12 @@ export class FunctionRuntime {
   /** A unit of work of its own (never inside a caller's transaction). */
   freshEm(): EntityManager {
     return this.options.orm.em.fork();
+  }
+
+  /** Where the statements on the site `schema` go: its cluster's pool (db/clusters.ts), which holds its queue rows too. */
+  private async emOf(schema: string): Promise<EntityManager> {
+    const clusters = clustersOf(this.options.orm.em);
+    return clusters ? (await clusters.siteOrm(schema)).em : this.options.orm.em;
   }
 
   /** This process's name in the queue's `locked_by`. */
@@ -257,19 +265,29 @@ export class FunctionRuntime {
    * already runs its share here (claimJobs).
    */
   private async drain(): Promise<void> {
+    // Each cluster's queue in turn (db/clusters.ts); one that does not answer is skipped this round.
+    const clusters = clustersOf(this.options.orm.em);
+    for (const name of clusters ? await clusters.names() : [PRIMARY_CLUSTER]) {
+      const em = clusters ? await clusters.orm(name).then((o) => o.em, (err: Error) => (this.failed(err, 'function queue: cluster unreachable', { cluster: name }), undefined)) : this.options.orm.em;
+      if (em) await this.drainCluster(em);
+    }
+  }
+
+  private async drainCluster(em: EntityManager): Promise<void> {
     while (!this.stopped && this.active.size < this.capacity) {
       const full = [...this.activeBySite].filter(([, n]) => n >= this.siteCapacity).map(([site]) => site);
-      const jobs = await claimJobs(this.options.orm.em, this.id, full, this.siteCapacity, this.capacity - this.active.size);
+      const jobs = await claimJobs(em, this.id, full, this.siteCapacity, this.capacity - this.active.size);
       if (!jobs.length) return;
       for (const job of jobs) {
         const id = Number(job.id);
         const site = job.site_schema;
-        this.active.add(id);
+        const key = `${site} ${id}`;
+        this.active.set(key, { schema: site, id });
         this.activeBySite.set(site, (this.activeBySite.get(site) ?? 0) + 1);
         const run = this.runJob(id, site, Number(job.invocation_id), job.attempts)
           .catch((err: Error) => this.failed(err, 'function queue: job failed', { schema: site, invocation: job.invocation_id }, 'error'))
           .finally(() => {
-            this.active.delete(id);
+            this.active.delete(key);
             const left = this.activeBySite.get(site)! - 1;
             if (left) this.activeBySite.set(site, left);
             else this.activeBySite.delete(site);
@@ -311,7 +329,7 @@ export class FunctionRuntime {
     const q = quotedSchema(schema);
     const limit = this.options.config.siteBacklog;
     const [row] = await preparedRows<InvocationRow & { admitted: boolean }>(
-      this.options.orm.em,
+      await this.emOf(schema),
       `WITH room AS (SELECT count(*) < ? AS admitted FROM (SELECT 1 FROM public.function_jobs WHERE site_schema = ? AND locked_by IS NULL LIMIT ?) queued),
             inv AS (INSERT INTO ${q}.function_invocations (function_id, trigger, payload, invoked_by)
                     SELECT f.id, 'api', ?::jsonb, ?::uuid FROM ${q}.functions f, room WHERE f.id = ? AND room.admitted RETURNING *),
@@ -341,7 +359,7 @@ export class FunctionRuntime {
     try {
       const q = quotedSchema(schema);
       const [row] = await preparedRows<ExecutionRow & { job_id: string }>(
-        this.options.orm.em,
+        await this.emOf(schema),
         `WITH inv AS (INSERT INTO ${q}.function_invocations (function_id, trigger, payload, invoked_by, status, started_at, attempts)
                       SELECT id, 'api', ?::jsonb, ?::uuid, 'running', now(), 1 FROM ${q}.functions WHERE id = ? RETURNING *),
               job AS (INSERT INTO public.function_jobs (site_schema, invocation_id, locked_by, locked_until, attempts)
@@ -353,7 +371,7 @@ export class FunctionRuntime {
       );
       if (!row) return undefined;
       const jobId = Number(row.job_id);
-      return (await this.tracked(jobId, this.run(schema, row, jobId))).record;
+      return (await this.tracked(schema, jobId, this.run(schema, row, jobId))).record;
     } finally {
       done();
     }
@@ -361,14 +379,15 @@ export class FunctionRuntime {
 
   /** Runs an execution this runtime claimed when it was queued (events.service.ts); its outcome (undefined: it had ended, or this process is stopping). */
   runClaimed(schema: string, invocationId: number, jobId: number): Promise<RunOutcome | undefined> {
-    return this.tracked(jobId, this.execute(schema, invocationId, jobId));
+    return this.tracked(schema, jobId, this.execute(schema, invocationId, jobId));
   }
 
-  /** `run`, the execution of the job `jobId`, counted as running here: its lease renewed, close() waiting for it. */
-  private tracked<T>(jobId: number, run: Promise<T>): Promise<T> {
-    this.active.add(jobId);
+  /** `run`, the execution of the job `jobId` of `schema`, counted as running here: its lease renewed, close() waiting for it. */
+  private tracked<T>(schema: string, jobId: number, run: Promise<T>): Promise<T> {
+    const key = `${schema} ${jobId}`;
+    this.active.set(key, { schema, id: jobId });
     const ended = run.finally(() => {
-      this.active.delete(jobId);
+      this.active.delete(key);
       this.running.delete(settled);
     });
     const settled = ended.then(() => undefined, () => undefined);
@@ -378,9 +397,17 @@ export class FunctionRuntime {
 
   private async renewLeases(): Promise<void> {
     if (!this.active.size) return;
-    await this.options.orm.em
-      .execute(`UPDATE public.function_jobs SET locked_until = now() + make_interval(secs => ?) WHERE locked_by = ? AND id IN (?)`, [LEASE_SECONDS, this.id, [...this.active]])
-      .catch((err: Error) => this.failed(err, 'function queue: lease renewal failed'));
+    // One statement per cluster that runs jobs here (each cluster's queue holds its sites' rows).
+    const byEm = new Map<EntityManager, number[]>();
+    for (const { schema, id } of this.active.values()) {
+      const em = await this.emOf(schema).catch(() => undefined);
+      if (em) byEm.set(em, [...(byEm.get(em) ?? []), id]);
+    }
+    for (const [em, ids] of byEm) {
+      await em
+        .execute(`UPDATE public.function_jobs SET locked_until = now() + make_interval(secs => ?) WHERE locked_by = ? AND id IN (?)`, [LEASE_SECONDS, this.id, ids])
+        .catch((err: Error) => this.failed(err, 'function queue: lease renewal failed'));
+    }
   }
 
   private async runJob(jobId: number, schema: string, invocationId: number, attempts: number): Promise<void> {
@@ -401,8 +428,9 @@ export class FunctionRuntime {
    */
   private async execute(schema: string, invocationId: number, jobId: number): Promise<RunOutcome | undefined> {
     const q = quotedSchema(schema);
+    const em = await this.emOf(schema);
     const [row] = await preparedRows<ExecutionRow>(
-      this.options.orm.em,
+      em,
       `UPDATE ${q}.function_invocations i SET status = 'running', started_at = now(), attempts = i.attempts + 1
          FROM ${q}.functions f JOIN ${q}.apps a ON a.id = f.app_id
         WHERE i.id = ? AND f.id = i.function_id AND i.status IN ('queued', 'running')
@@ -410,7 +438,7 @@ export class FunctionRuntime {
       [invocationId],
     );
     if (!row) {
-      await this.options.orm.em.execute('DELETE FROM public.function_jobs WHERE id = ?', [jobId]);
+      await em.execute('DELETE FROM public.function_jobs WHERE id = ?', [jobId]);
       return undefined;
     }
     return (await this.run(schema, row, jobId)).outcome;
@@ -443,7 +471,7 @@ export class FunctionRuntime {
         // Stopped by this process's shutdown: back to the queue, for the next process to run.
         const q = quotedSchema(schema);
         const [record] = await rows<InvocationRow>(
-          this.options.orm.em,
+          await this.emOf(schema),
           `WITH back AS (UPDATE public.function_jobs SET locked_by = NULL, locked_until = NULL WHERE id = ?)
            UPDATE ${q}.function_invocations i SET status = 'queued' FROM ${q}.functions f WHERE i.id = ? AND f.id = i.function_id RETURNING ${INVOCATION_COLUMNS}`,
           [jobId, row.id],
@@ -497,7 +525,7 @@ export class FunctionRuntime {
   private async finish(schema: string, invocationId: number, jobId: number, o: RunOutcome): Promise<InvocationRow | undefined> {
     const q = quotedSchema(schema);
     const [record] = await preparedRows<InvocationRow>(
-      this.options.orm.em,
+      await this.emOf(schema),
       `WITH job AS (DELETE FROM public.function_jobs WHERE id = ?)
        UPDATE ${q}.function_invocations i SET status = ?, result = ?::jsonb, error = ?::jsonb, logs = ?::jsonb, duration_ms = ?, cpu_ms = ?,
               finished_at = now(), started_at = coalesce(i.started_at, now())

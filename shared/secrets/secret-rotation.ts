@@ -1,6 +1,7 @@
 // Key rotation of secret values (`platform secret rotate`): every value not written with the
 // keyring's current key version is decrypted and encrypted again, site by site. Operators only:
 // the system actor; values, `modified` and the history stay. Running it again is harmless.
+import { siteEmOf } from '../db/clusters.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { systemActor } from '../auth/actor.ts';
 import { makeContext, type ServiceContext } from '../context.ts';
@@ -61,7 +62,7 @@ export async function rotateAllSites(
   const report: RotationReport = { key_version: keyring.currentVersion, rotated: 0, sites: [], failed: [] };
   for (const schema of options.site !== undefined ? [options.site] : schemas) {
     try {
-      const result = await rotateSiteSecrets(makeContext(tenantEm(em.fork(), schema), systemActor('cli'), schema), keyring);
+      const result = await rotateSiteSecrets(makeContext(tenantEm(await siteEmOf(em.fork(), schema), schema), systemActor('cli'), schema), keyring);
       report.sites.push(result);
       report.rotated += result.rotated;
       options.onProgress?.(result);

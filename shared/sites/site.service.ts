@@ -1,5 +1,6 @@
 // Sites: list (all visible, or one organization's), create (site.create.ts), get, update,
 // delete, privileges, and the configuration of the site a request host selects.
+import { platformEm } from '../db/clusters.ts';
 import type { FilterQuery } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { accessibleWhere } from '../auth/actor.ts';
@@ -112,7 +113,7 @@ export async function sitePrivileges(ctx: ServiceContext, ref: string): Promise<
  */
 export async function siteConfig(em: EntityManager, tenant: string | null): Promise<SiteView> {
   if (tenant === null) throw notFound('Site');
-  const view = await siteViewBySchema(em, tenant);
+  const view = await siteViewBySchema(platformEm(em), tenant); // the platform's tables: on the primary (db/clusters.ts)
   if (!view) throw notFound('Site');
   return view;
 }

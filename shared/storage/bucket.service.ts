@@ -3,6 +3,7 @@
 // app's policies on the bucket's kind `storage:{slug}` (policies/hook.ts). Usage counters are
 // stored and refreshed by refreshUsage (the server's periodic job, `platform storage
 // check-quotas`); quotas only monitor, they never block an upload. docs/storage.md.
+import { forEachCluster } from '../db/clusters.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { activeApp, type ActiveApp } from '../apps/lookup.ts';
 import type { Action } from '../auth/actor.ts';
@@ -349,11 +350,12 @@ export async function checkQuotasEverySite(
   em: EntityManager,
   onSite: (site: string, index: number, total: number, result: { buckets: number; exceeded: QuotaExceeded[] }) => void,
 ): Promise<{ sites: number; buckets: number; exceeded: (QuotaExceeded & { site: string })[] }> {
-  const sites = await storageSites(em);
+  // Each cluster's sites, on it (db/clusters.ts).
+  const sites = (await forEachCluster(em, async (c) => (await storageSites(c)).map((site) => ({ em: c, site })))).flat();
   let buckets = 0;
   const exceeded: (QuotaExceeded & { site: string })[] = [];
-  for (const [i, site] of sites.entries()) {
-    const r = await refreshUsage(em, site);
+  for (const [i, { em: c, site }] of sites.entries()) {
+    const r = await refreshUsage(c, site);
     buckets += r.buckets;
     exceeded.push(...r.exceeded.map((x) => ({ ...x, site })));
     onSite(site, i, sites.length, r);

@@ -7,6 +7,7 @@
 // every process's host cache drops at commit: an activation is one row update, atomic for every
 // request (a request resolves its build once; blobs are immutable).
 // Site administrators manage workers (CASL subject FrontendWorker); what a worker serves is public.
+import { platformEm } from '../db/clusters.ts';
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { PageParams, pageOffset, parsePageRequest, resolvePage, type Page } from '../common/pagination.ts';
@@ -157,7 +158,7 @@ async function workerFor(ctx: ServiceContext, slug: string, action: 'read' | 'up
 /** Of these hosts, those held: by a worker (with its site), a domain (its site), or the platform API itself (PLATFORM_HOSTS: no site). */
 async function holders(em: EntityManager, hosts: string[], s: WorkerSettings): Promise<Map<string, { site_uuid: string | null; worker_uuid: string | null }>> {
   const found = await rows<{ host: string; site_uuid: string; worker_uuid: string | null }>(
-    em,
+    platformEm(em),
     `SELECT host, site_uuid, worker_uuid FROM public.worker_hosts WHERE host IN (SELECT jsonb_array_elements_text(?::jsonb))
      UNION ALL SELECT domain, site_uuid, NULL FROM public.domains WHERE domain IN (SELECT jsonb_array_elements_text(?::jsonb))`,
     [JSON.stringify(hosts), JSON.stringify(hosts)],
@@ -174,7 +175,7 @@ const takenHostError = (err: unknown, field: string, host: string): unknown => {
 };
 
 async function siteOf(em: EntityManager, schema: string): Promise<{ uuid: string; name: string; slug: string }> {
-  return (await firstRow<{ uuid: string; name: string; slug: string }>(em, 'SELECT uuid, name, slug FROM public.sites WHERE schema_name = ?', [schema]))!;
+  return (await firstRow<{ uuid: string; name: string; slug: string }>(platformEm(em), 'SELECT uuid, name, slug FROM public.sites WHERE schema_name = ?', [schema]))!;
 }
 
 /** The worker's address from a form: rules 2–5 (the domain of an external worker must be one the site has verified). */
@@ -188,7 +189,7 @@ async function addressOf(em: EntityManager, siteUuid: string, input: { subdomain
   if (!input.domain) throw fieldError('domain', 'This field is required when is_internal is false.');
   const domain = checkExternalDomain(input.domain, s.baseDomain, s.platformHosts);
   if (verified) {
-    const proven = await firstRow(em, 'SELECT 1 FROM public.domains WHERE site_uuid = ? AND domain = ? AND verified_at IS NOT NULL', [siteUuid, domain]);
+    const proven = await firstRow(platformEm(em), 'SELECT 1 FROM public.domains WHERE site_uuid = ? AND domain = ? AND verified_at IS NOT NULL', [siteUuid, domain]);
     if (!proven) throw fieldError('domain', `"${domain}" is not a verified domain of this site: add it (POST /api/cloud/sites/{site}/domains/) and verify it by its DNS TXT record first.`);
   }
   return { subdomain, isInternal: false, domain };
@@ -319,7 +320,7 @@ export async function createWorker(ctx: ServiceContext, deps: WorkerDeps, fields
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
         [uuid, slug, name, a.subdomain, a.isInternal, a.domain, host, appId, input.spa_fallback ?? true, who, who],
       );
-      await t.execute('INSERT INTO public.worker_hosts (host, site_uuid, worker_uuid) VALUES (?, ?, ?)', [host, site.uuid, uuid]);
+      await platformEm(t).execute('INSERT INTO public.worker_hosts (host, site_uuid, worker_uuid) VALUES (?, ?, ?)', [host, site.uuid, uuid]);
       if (deployed) {
         await insertBuild(t, q, { uuid: buildUuid, workerId: Number(row.id), title: input.build_title?.trim() || titleFromFilename(file!.filename), who, deployed });
         if (input.set_active) await t.execute(`UPDATE ${q}.frontend_workers SET active_build_uuid = ? WHERE id = ?`, [buildUuid, row.id]);
@@ -352,7 +353,7 @@ export async function updateWorker(ctx: ServiceContext, deps: WorkerDeps, slug: 
   try {
     await ctx.em.transactional(async (tx) => {
       const t = tx as EntityManager;
-      if (host !== worker.host) await t.execute('UPDATE public.worker_hosts SET host = ? WHERE worker_uuid = ?', [host, worker.uuid]);
+      if (host !== worker.host) await platformEm(t).execute('UPDATE public.worker_hosts SET host = ? WHERE worker_uuid = ?', [host, worker.uuid]);
       await t.execute(
         `UPDATE ${q}.frontend_workers SET name = ?, subdomain = ?, host = ?, app_id = ?, spa_fallback = ?, modified_by = ?, updated_at = now() WHERE id = ?`,
         [input.name?.trim() ?? worker.name, subdomain, host, appId, input.spa_fallback ?? worker.spa_fallback, actorUuid(ctx), worker.id],
@@ -373,7 +374,7 @@ export async function deleteWorker(ctx: ServiceContext, deps: WorkerDeps, slug: 
   await ctx.em.transactional(async (tx) => {
     const t = tx as EntityManager;
     await t.execute(`DELETE FROM ${quotedSchema(schema)}.frontend_workers WHERE id = ?`, [worker.id]);
-    await t.execute('DELETE FROM public.worker_hosts WHERE worker_uuid = ?', [worker.uuid]);
+    await platformEm(t).execute('DELETE FROM public.worker_hosts WHERE worker_uuid = ?', [worker.uuid]);
     await notifyRoutingChanged(t);
   });
   await collectWorkerBlobs(ctx.em, deps.store.site(schema), schema);
