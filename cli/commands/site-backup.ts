@@ -2,14 +2,9 @@
 // database and the object store directly, as `platform migrate` is (pg_dump and pg_restore need
 // the database itself; there is no API route for them).
 import { Args, Flags } from '@oclif/core';
-import { DomainError } from '../../shared/errors.ts';
 import { BaseCommand, secretFromEnv } from '../base.ts';
 import { bytes, progress } from '../tables.ts';
 
-const clusterFlag = Flags.string({ summary: 'Reserved: clusters are not configured on this platform (any value is refused).', hidden: true });
-const refuseCluster = (cluster: string | undefined) => {
-  if (cluster !== undefined) throw new DomainError('VALIDATION_ERROR', 'Clusters are not configured on this platform: leave --cluster out.', { errors: { cluster: ['Clusters are not configured.'] } });
-};
 
 export class SiteBackupCommand extends BaseCommand<typeof SiteBackupCommand> {
   static override summary = "Back up a site: its schema, platform rows, storage objects and frontend builds, in one tar archive.";
@@ -19,7 +14,6 @@ export class SiteBackupCommand extends BaseCommand<typeof SiteBackupCommand> {
   static override args = { site: Args.string({ required: true, description: 'The site: its slug, schema name or UUID.' }) };
   static override flags = {
     output: Flags.string({ char: 'o', required: true, summary: 'The archive to write (written as FILE.partial, renamed when complete).' }),
-    cluster: clusterFlag,
   };
 
   protected override interruption(): string {
@@ -27,7 +21,6 @@ export class SiteBackupCommand extends BaseCommand<typeof SiteBackupCommand> {
   }
 
   async run() {
-    refuseCluster(this.flags.cluster);
     const { backupSite } = await import('../../shared/backup/backup.ts');
     const { storeFromConfig } = await import('../../shared/storage/objstore/index.ts');
     return this.withDatabase(async (db, config) => {
@@ -66,7 +59,7 @@ export class SiteRestoreCommand extends BaseCommand<typeof SiteRestoreCommand> {
     as: Flags.string({ summary: 'Restore under this schema name (its slug and name follow); default: the archived site\'s.' }),
     org: Flags.string({ summary: 'The organization to restore into (slug or UUID); default: the archived site\'s, when it exists here.' }),
     'secret-key-env': Flags.string({ summary: "The environment variable holding the source platform's PLATFORM_SECRET_KEY, when it is not this platform's." }),
-    cluster: clusterFlag,
+    cluster: Flags.string({ summary: 'The PostgreSQL cluster to restore onto (`platform cluster list`); default: placed as a new site is (docs/scale-out.md).' }),
   };
 
   protected override interruption(): string {
@@ -74,7 +67,6 @@ export class SiteRestoreCommand extends BaseCommand<typeof SiteRestoreCommand> {
   }
 
   async run() {
-    refuseCluster(this.flags.cluster);
     const sourceSecretKey = secretFromEnv('secret-key-env', this.flags['secret-key-env']);
     const { restoreSite } = await import('../../shared/backup/restore.ts');
     const { storeFromConfig } = await import('../../shared/storage/objstore/index.ts');
@@ -95,6 +87,7 @@ export class SiteRestoreCommand extends BaseCommand<typeof SiteRestoreCommand> {
           settings: config,
           as: this.flags.as,
           org: this.flags.org,
+          cluster: this.flags.cluster,
           onProgress: (p) => {
             if (p.phase !== phase) {
               phase = p.phase;

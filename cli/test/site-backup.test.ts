@@ -13,6 +13,7 @@ import { ArchiveWriter, readArchive, verifyArchive, DUMP_ENTRY, MANIFEST, type M
 import { CURRENT_TENANT_VERSION, tenantMigrations } from '../../shared/tenancy/migrations.ts';
 import { filesystemStore } from '../../shared/storage/objstore/index.ts';
 import type { TestSite } from '../../shared/testing/sites.ts';
+import { createTestDatabase } from '../../shared/testing/database.ts';
 import type { TableSchema } from '../../shared/data/table-schema.ts';
 import { csvRecords } from '../../shared/testing/fixtures-csv.ts';
 import { cliEnv, json, runCli, siteWithLogin, homeOf, SITE_PASSWORD } from './helpers.ts';
@@ -253,8 +254,44 @@ test.serial('a backup of an older site schema version is restored at its version
   t.deepEqual(await sql(s, `SELECT o.slug FROM public.sites s JOIN public.organizations o ON o.uuid = s.organization_uuid WHERE s.schema_name = 'old_copy'`), [{ slug: target.slug }]);
 });
 
-test.serial('--cluster is refused: clusters are not configured', async (t) => {
-  const r = await runCli(['site', 'restore', archive, '--cluster', 'eu'], env());
-  t.is(r.code, 1);
-  t.regex(r.stderr, /Clusters are not configured on this platform/);
+test.serial('clusters: `platform cluster add` and `list`; restore --cluster puts the site on the second cluster, served from there; a backup of it restores back onto the primary, the same', async (t) => {
+  const second = await createTestDatabase('cluster');
+  try {
+    const unknown = await runCli(['site', 'restore', archive, '--as', 'shop_nowhere', '--cluster', 'eu', '--json'], env());
+    t.is(unknown.code, 1);
+    t.deepEqual(Object.keys(json(unknown).errors ?? {}), ['cluster'], unknown.stdout);
+    const added = await runCli(['cluster', 'add', 'second', '--url', second.url, '--json'], env());
+    t.is(added.code, 0, added.stderr + added.stdout);
+    t.like(json(added), { name: 'second', state: 'active', sites: 0 });
+    const listed = await runCli(['cluster', 'list', '--json'], env());
+    t.deepEqual(json(listed).map((c: { name: string }) => c.name), ['primary', 'second']);
+
+    const away = await runCli(['site', 'restore', archive, '--as', 'shop_away', '--cluster', 'second', '--json'], env());
+    t.is(away.code, 0, away.stderr + away.stdout);
+    const onSecond = await sql(s, "SELECT cluster FROM public.sites WHERE schema_name = 'shop_away'");
+    t.deepEqual(onSecond, [{ cluster: 'second' }]);
+    t.is((await sql(s, "SELECT 1 FROM pg_namespace WHERE nspname = 'shop_away'")).length, 0, 'not on the primary');
+    const original = await recordsOf(site.schema, await bossOf(site.schema));
+    const awayBoss = await bossOf('shop_away');
+    t.deepEqual(await recordsOf('shop_away', awayBoss), original);
+    t.deepEqual(await download('shop_away', awayBoss, 'bin/data.bin'), BINARY);
+
+    const file = path.join(tmp, 'away.tar');
+    const backup = await runCli(['site', 'backup', 'shop_away', '-o', file, '--json'], env());
+    t.is(backup.code, 0, backup.stderr);
+    const back = await runCli(['site', 'restore', file, '--as', 'shop_back', '--cluster', 'primary', '--json'], env());
+    t.is(back.code, 0, back.stderr + back.stdout);
+    t.deepEqual(await recordsOf('shop_back', await bossOf('shop_back')), original);
+    t.deepEqual(await sql(s, "SELECT cluster FROM public.sites WHERE schema_name = 'shop_back'"), [{ cluster: 'primary' }]);
+
+    const drained = await runCli(['cluster', 'drain', 'second', '--json'], env());
+    t.like(json(drained), { name: 'second', state: 'draining', sites: 1 });
+    const refused = await runCli(['site', 'restore', archive, '--as', 'shop_refused', '--cluster', 'second', '--json'], env());
+    t.is(refused.code, 1);
+    t.regex(json(refused).errors.cluster[0], /draining/);
+    t.is((await traces('shop_refused')).sites, 0);
+    for (const schema of ['shop_away', 'shop_back']) t.is((await s.api('DELETE', `/api/cloud/sites/${schema.replace('_', '-')}/`, { token: root })).status, 200);
+  } finally {
+    await second.drop();
+  }
 });

@@ -65,7 +65,6 @@ async function platformRows(client: Client, siteRef: string): Promise<PlatformRo
   if (!site) throw siteNotFound(siteRef);
   const { organization_uuid, ...rest } = site;
   const [organization] = await all<PlatformRows['organization']>(client, 'SELECT uuid, slug, name FROM public.organizations WHERE uuid = $1', [organization_uuid]);
-  const q = quotedSchema(site.schema_name);
   return {
     site: rest,
     organization: organization!,
@@ -78,11 +77,18 @@ async function platformRows(client: Client, siteRef: string): Promise<PlatformRo
         WHERE o.object_type = 'site' AND o.object_uuid = $1 ORDER BY o.id`,
       [site.uuid],
     ),
-    linked_users: await all(client, `SELECT p.uuid AS platform_user_uuid, p.email FROM ${q}.users u JOIN public.users p ON p.uuid = u.platform_user_uuid WHERE p.email <> ''`),
+    linked_users: [], // read on the site's cluster (linkedUsers)
   };
 }
 
 /** The blobs the snapshot's rows name: objects' bytes, worker build files (and their compressed variants), stored app packages. */
+/** The platform users the site's linked users stand for (their UUIDs on the site's cluster, their e-mails on the primary). */
+async function linkedUsers(site: Client, platform: Client, schema: string): Promise<PlatformRows['linked_users']> {
+  const linked = (await all<{ id: string }>(site, `SELECT DISTINCT platform_user_uuid::text AS id FROM ${quotedSchema(schema)}.users WHERE platform_user_uuid IS NOT NULL`)).map((r) => r.id);
+  if (!linked.length) return [];
+  return all(platform, `SELECT uuid AS platform_user_uuid, email FROM public.users WHERE uuid::text = ANY($1) AND email <> '' ORDER BY email`, [linked]);
+}
+
 async function blobsOf(client: Client, schema: string): Promise<{ key: string; content_type: string }[]> {
   const q = quotedSchema(schema);
   const objects = await all<{ key: string; content_type: string }>(client, `SELECT blob_key AS key, mimetype AS content_type FROM ${q}.storage_objects ORDER BY id`);
@@ -102,24 +108,40 @@ export async function backupSite(siteRef: string, out: string, options: BackupOp
   const progress = options.onProgress ?? (() => undefined);
   const client = new pg.Client({ connectionString: options.databaseUrl });
   await client.connect();
+  let site = client; // the site's cluster (db/clusters.ts): the primary, or a connection of its own
   const partial = `${out}.partial`;
   const dumpFile = `${out}.dump.partial`;
   try {
     await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
-    const [{ snapshot }] = await all<{ snapshot: string }>(client, 'SELECT pg_export_snapshot() AS snapshot');
     const rows = await platformRows(client, siteRef);
     const schema = rows.site.schema_name;
-    const [{ version }] = await all<{ version: number }>(client, 'SELECT coalesce((SELECT version FROM public.tenant_schemas WHERE schema_name = $1), 0) AS version', [schema]);
     const [{ name: platformVersion }] = await all<{ name: string }>(client, 'SELECT name FROM public.platform_migrations ORDER BY id DESC LIMIT 1');
-    const [{ server_version_num }] = await all<{ server_version_num: string }>(client, 'SHOW server_version_num');
-    const blobs = await blobsOf(client, schema);
+    // A site on another cluster: its schema, version and blobs are read there, in a snapshot of
+    // that cluster's (the platform rows are the primary's: two clusters share no snapshot).
+    const [{ url: siteUrl }] = await all<{ url: string | null }>(
+      client,
+      'SELECT coalesce(c.direct_url, c.url) AS url FROM public.sites s JOIN public.clusters c ON c.name = s.cluster WHERE s.uuid = $1',
+      [rows.site.uuid],
+    );
+    const dumpUrl = siteUrl ?? options.databaseUrl;
+    if (siteUrl) {
+      site = new pg.Client({ connectionString: siteUrl });
+      await site.connect();
+      await site.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    }
+    const [{ snapshot }] = await all<{ snapshot: string }>(site, 'SELECT pg_export_snapshot() AS snapshot');
+    const [{ version }] = await all<{ version: number }>(site, 'SELECT coalesce((SELECT version FROM public.tenant_schemas WHERE schema_name = $1), 0) AS version', [schema]);
+    const [{ server_version_num }] = await all<{ server_version_num: string }>(site, 'SHOW server_version_num');
+    const blobs = await blobsOf(site, schema);
+    rows.linked_users = await linkedUsers(site, client, schema);
 
     // pg_dump reads through the same snapshot while this transaction keeps it alive.
     const tools = pgTools(Number(server_version_num), options.pgBinDir);
-    const { dbname, env } = connectionArgs(options.databaseUrl);
+    const { dbname, env } = connectionArgs(dumpUrl);
     progress({ phase: 'dump', done: 0, total: 1, bytes: 0 });
     await runTool(tools.dump, ['--dbname', dbname, `--snapshot=${snapshot}`, `--schema=${schema}`, '--format=custom', '--no-owner', '--no-privileges', '--file', dumpFile], env, 'pg_dump').done;
     await client.query('COMMIT'); // the blobs are read outside the snapshot: their keys are never reused
+    if (site !== client) await site.query('COMMIT');
 
     const file = createWriteStream(partial);
     const writer = await ArchiveWriter.open(file);
@@ -160,11 +182,13 @@ export async function backupSite(siteRef: string, out: string, options: BackupOp
     return { file: out, site: manifest.site, schema_version: manifest.schema_version, blobs: blobs.length, bytes: (await stat(out)).size, duration_ms: Date.now() - started };
   } catch (err) {
     await client.query('ROLLBACK').catch(() => undefined);
+    if (site !== client) await site.query('ROLLBACK').catch(() => undefined);
     await rm(partial, { force: true });
     throw err;
   } finally {
     await rm(dumpFile, { force: true });
     await client.end().catch(() => undefined);
+    if (site !== client) await site.end().catch(() => undefined);
   }
 }
 

@@ -33,6 +33,7 @@ import { socialSecretAad } from '../social/social-app.service.ts';
 import type { ObjectStore } from '../storage/objstore/types.ts';
 import { CURRENT_TENANT_VERSION, migrateTenantSchema, TENANT_EXTENSIONS } from '../tenancy/migrations.ts';
 import { assertSchemaName, quotedSchema } from '../tenancy/schema.ts';
+import { placeSite, PRIMARY_CLUSTER, siteEmOf } from '../db/clusters.ts';
 import { workerHost } from '../workers/hostnames.ts';
 import { badArchive, checkEntry, DUMP_ENTRY, hashed, MANIFEST, PLATFORM_ENTRY, readArchive, verifyArchive, type Manifest } from './archive.ts';
 import type { PlatformRows } from './backup.ts';
@@ -59,6 +60,8 @@ export interface RestoreOptions {
   as?: string;
   /** The organization to restore into (slug or UUID) when the archive's is not on this platform. */
   org?: string;
+  /** The cluster to restore onto (db/clusters.ts); else placed as a new site is. */
+  cluster?: string;
   onProgress?: (p: RestoreProgress) => void;
 }
 
@@ -87,6 +90,7 @@ export async function restoreSite(file: string, options: RestoreOptions): Promis
   const progress = options.onProgress ?? (() => undefined);
   const client = new pg.Client({ connectionString: options.databaseUrl });
   await client.connect();
+  let site = client; // where the schema goes: the primary, or the chosen cluster's database
   const temp = await mkdtemp(path.join(os.tmpdir(), 'platform-restore-'));
   let written: string[] = []; // blob keys put into the new site's store: deleted if the restore fails
   let schema = '';
@@ -98,12 +102,18 @@ export async function restoreSite(file: string, options: RestoreOptions): Promis
     const source = assertArchived(manifest);
     schema = options.as !== undefined ? assertSchemaName(options.as) : source;
     const slug = options.as !== undefined ? slugify(options.as.replace(/_/g, '-')) || 'site' : manifest.site.slug;
-    const [{ server_version_num }] = await all<{ server_version_num: string }>(client, 'SHOW server_version_num');
+    const cluster = await placeSite(options.em.fork(), options.cluster);
+    if (cluster !== PRIMARY_CLUSTER) {
+      const [{ url }] = await all<{ url: string }>(client, 'SELECT coalesce(direct_url, url) AS url FROM public.clusters WHERE name = $1', [cluster]);
+      site = new pg.Client({ connectionString: url });
+      await site.connect();
+    }
+    const [{ server_version_num }] = await all<{ server_version_num: string }>(site, 'SHOW server_version_num');
     const tools = pgTools(Number(server_version_num), options.pgBinDir);
     if (manifest.postgres_major > tools.major) throw badArchive(`its dump was made by PostgreSQL ${manifest.postgres_major}, newer than this server (${tools.major}).`);
     const applied = await all<{ name: string }>(client, 'SELECT name FROM public.platform_migrations WHERE name = $1', [manifest.platform_schema_version]);
     if (!applied.length) throw badArchive(`it was made by a platform whose schema (${manifest.platform_schema_version}) is newer than this one's: upgrade this platform first.`);
-    await assertFree(client, schema, slug);
+    await assertFree(client, site, schema, slug);
 
     // Pass two: the dump to a file, the platform rows to memory, the blobs into the new site's store.
     const expected = new Map(manifest.entries.map((e) => [e.name, e]));
@@ -129,12 +139,12 @@ export async function restoreSite(file: string, options: RestoreOptions): Promis
     const rows = parseRows(rowsJson!);
 
     progress({ phase: 'schema', bytes, total });
-    const result = await restoreInTransaction(client, { manifest, rows, source, schema, slug, dumpFile, tools, options });
+    const result = await restoreInTransaction(client, site, { manifest, rows, source, schema, slug, dumpFile, tools, options, cluster });
     progress({ phase: 'done', bytes, total });
     written = []; // the site holds them now
     let now = manifest.schema_version;
     if (now < CURRENT_TENANT_VERSION) {
-      now = await migrateTenantSchema(options.em.fork(), schema).then(
+      now = await migrateTenantSchema(await siteEmOf(options.em.fork(), schema), schema).then(
         (r) => r.to,
         (err: unknown) => {
           throw new Error(`The site was restored at schema version ${manifest.schema_version}, but its migration failed (${err instanceof Error ? err.message : String(err)}): run \`platform migrate\` to resume.`);
@@ -149,6 +159,7 @@ export async function restoreSite(file: string, options: RestoreOptions): Promis
   } finally {
     await rm(temp, { recursive: true, force: true });
     await client.end().catch(() => undefined);
+    if (site !== client) await site.end().catch(() => undefined);
   }
 }
 
@@ -173,18 +184,18 @@ function parseRows(json: Buffer): PlatformRows {
   throw badArchive('its platform rows are malformed.');
 }
 
-/** Refuses a schema name or slug in use (by a site, or a schema of the database). */
-async function assertFree(client: pg.Client, schema: string, slug: string): Promise<void> {
-  const [taken] = await all<{ schema_site: boolean; slug_site: boolean; namespace: boolean }>(
+/** Refuses a schema name or slug in use (by a site, or a schema of the target cluster's database). */
+async function assertFree(client: pg.Client, site: pg.Client, schema: string, slug: string): Promise<void> {
+  const [taken] = await all<{ schema_site: boolean; slug_site: boolean }>(
     client,
-    `SELECT EXISTS (SELECT 1 FROM public.sites WHERE schema_name = $1) AS schema_site, EXISTS (SELECT 1 FROM public.sites WHERE slug = $2) AS slug_site,
-            EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1) AS namespace`,
+    'SELECT EXISTS (SELECT 1 FROM public.sites WHERE schema_name = $1) AS schema_site, EXISTS (SELECT 1 FROM public.sites WHERE slug = $2) AS slug_site',
     [schema, slug],
   );
+  const [{ namespace }] = await all<{ namespace: boolean }>(site, 'SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1) AS namespace', [schema]);
   if (taken!.schema_site) throw conflict(`A site with the schema name "${schema}" exists: restore it under another name (--as NAME), or delete that site first.`);
   // `config` is a path of its own (/api/cloud/sites/config/): never a site's slug (sites/site.create.ts).
   if (taken!.slug_site || slug === 'config') throw conflict(`A site with the slug "${slug}" exists: restore it under another name (--as NAME).`);
-  if (taken!.namespace) throw conflict(`A schema named "${schema}" exists in the database: restore it under another name (--as NAME).`);
+  if (namespace) throw conflict(`A schema named "${schema}" exists in the database: restore it under another name (--as NAME).`);
 }
 
 interface Work {
@@ -196,42 +207,62 @@ interface Work {
   dumpFile: string;
   tools: ReturnType<typeof pgTools>;
   options: RestoreOptions;
+  /** The cluster the site goes to (db/clusters.ts). */
+  cluster: string;
 }
 
-async function restoreInTransaction(client: pg.Client, w: Work): Promise<Omit<RestoreResult, 'blobs' | 'schema_version' | 'duration_ms'>> {
+/**
+ * The schema on `site` (the target cluster's database) and the platform rows on `client` (the
+ * primary), each in a transaction; on one database, one. With two, the schema's commits first;
+ * should the platform rows' then fail, the schema is dropped again (a crash between leaves a
+ * schema no site names: never routed; restoring again under that name refuses it until dropped).
+ */
+async function restoreInTransaction(client: pg.Client, site: pg.Client, w: Work): Promise<Omit<RestoreResult, 'blobs' | 'schema_version' | 'duration_ms'>> {
   const { schema, source } = w;
-  await client.query('BEGIN');
+  const both = site === client ? [client] : [site, client];
+  for (const c of both) await c.query('BEGIN');
   try {
-    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`tenant:${schema}`]);
-    await assertFree(client, schema, w.slug);
+    await site.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`tenant:${schema}`]);
+    await assertFree(client, site, schema, w.slug);
     // pg_restore writes into the schema's archived name: when another schema holds that name (the
     // original site, restored beside itself), it steps aside inside this transaction (no one else
     // sees it go) and comes back before the commit.
-    const parked = source !== schema && (await all(client, 'SELECT 1 FROM pg_namespace WHERE nspname = $1', [source])).length ? `_restore_${randomBytes(6).toString('hex')}` : undefined;
-    if (parked) await client.query(`ALTER SCHEMA ${quotedSchema(source)} RENAME TO ${quotedSchema(parked)}`);
-    for (const sql of TENANT_EXTENSIONS) await client.query(sql); // the dump names them (pg_trgm's operator classes) but does not carry them
+    const parked = source !== schema && (await all(site, 'SELECT 1 FROM pg_namespace WHERE nspname = $1', [source])).length ? `_restore_${randomBytes(6).toString('hex')}` : undefined;
+    if (parked) await site.query(`ALTER SCHEMA ${quotedSchema(source)} RENAME TO ${quotedSchema(parked)}`);
+    for (const sql of TENANT_EXTENSIONS) await site.query(sql); // the dump names them (pg_trgm's operator classes) but does not carry them
     const { env } = connectionArgs(w.options.databaseUrl);
     for (const section of ['pre-data', 'data', 'post-data'] as const) {
       const run = runTool(w.tools.restore, ['--no-owner', '--no-privileges', `--section=${section}`, '--file', '-', w.dumpFile], env, 'pg_restore');
       try {
-        await Promise.all([runScript(client, run.stdout), run.done]);
+        await Promise.all([runScript(site, run.stdout), run.done]);
       } finally {
         run.stop();
       }
     }
-    await client.query('RESET ALL'); // what the script SET (search_path ''), for the statements below
+    await site.query('RESET ALL'); // what the script SET (search_path ''), for the statements below
     if (source !== schema) {
-      await client.query(`ALTER SCHEMA ${quotedSchema(source)} RENAME TO ${quotedSchema(schema)}`);
-      if (parked) await client.query(`ALTER SCHEMA ${quotedSchema(parked)} RENAME TO ${quotedSchema(source)}`);
-      await renamePolicies(client, source, schema);
+      await site.query(`ALTER SCHEMA ${quotedSchema(source)} RENAME TO ${quotedSchema(schema)}`);
+      if (parked) await site.query(`ALTER SCHEMA ${quotedSchema(parked)} RENAME TO ${quotedSchema(source)}`);
+      await renamePolicies(site, source, schema);
     }
-    await resealSecrets(client, w, source, schema);
-    const result = await platformRows(client, w);
+    await resealSecrets(site, w, source, schema);
+    const result = await platformRows(client, site, w);
     await client.query('SELECT pg_notify($1, $2)', [CHANGES_CHANNEL, 'routing:']);
-    await client.query('COMMIT');
+    await site.query('COMMIT');
+    if (site !== client) {
+      try {
+        await client.query('COMMIT');
+      } catch (err) {
+        await site
+          .query(`DROP SCHEMA IF EXISTS ${quotedSchema(schema)} CASCADE`)
+          .then(() => site.query('DELETE FROM public.tenant_schemas WHERE schema_name = $1', [schema]))
+          .catch(() => undefined);
+        throw err;
+      }
+    }
     return result;
   } catch (err) {
-    await client.query('ROLLBACK').catch(() => undefined);
+    for (const c of both) await c.query('ROLLBACK').catch(() => undefined);
     throw err;
   }
 }
@@ -356,7 +387,7 @@ async function freeDomainSlugOf(client: pg.Client, host: string): Promise<string
  * its grants re-attached by e-mail (users) and name (groups), its linked users re-linked by
  * e-mail, its frontend workers' addresses. Hosts are never taken from anyone: see docs/backup.md.
  */
-async function platformRows(client: pg.Client, w: Work): Promise<Omit<RestoreResult, 'blobs' | 'schema_version' | 'duration_ms'>> {
+async function platformRows(client: pg.Client, site: pg.Client, w: Work): Promise<Omit<RestoreResult, 'blobs' | 'schema_version' | 'duration_ms'>> {
   const { rows, schema, slug } = w;
   const { settings } = w.options;
   const q = quotedSchema(schema);
@@ -369,11 +400,12 @@ async function platformRows(client: pg.Client, w: Work): Promise<Omit<RestoreRes
   const uuid = uuidTaken ? crypto.randomUUID() : rows.site.uuid;
   const name = w.options.as ?? rows.site.name;
   await client.query(
-    `INSERT INTO public.sites (uuid, slug, name, description, schema_name, environment, is_active, site_settings, organization_uuid)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9)`,
-    [uuid, slug, name, rows.site.description, schema, rows.site.environment, rows.site.is_active, JSON.stringify(rows.site.site_settings ?? {}), org.uuid],
+    `INSERT INTO public.sites (uuid, slug, name, description, schema_name, environment, is_active, site_settings, organization_uuid, cluster)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9, $10)`,
+    [uuid, slug, name, rows.site.description, schema, rows.site.environment, rows.site.is_active, JSON.stringify(rows.site.site_settings ?? {}), org.uuid, w.cluster],
   );
-  await client.query('INSERT INTO public.tenant_schemas (schema_name, version, migrated_at) VALUES ($1, $2, now())', [schema, w.manifest.schema_version]);
+  // The schema's version lives beside it, on its cluster (db/clusters.ts).
+  await site.query('INSERT INTO public.tenant_schemas (schema_name, version, migrated_at) VALUES ($1, $2, now())', [schema, w.manifest.schema_version]);
 
   // Domains: the site's own name under this platform's base domain is its primary; customer
   // domains come back unverified (they route nothing until their DNS record proves them again).
@@ -421,7 +453,7 @@ async function platformRows(client: pg.Client, w: Work): Promise<Omit<RestoreRes
   if (moves.length) {
     // Unmatched ones point nowhere (their standing is then false: tenancy/linked-users.ts linkedAccount), never at someone else.
     const pairs = moves.map((l) => ({ old: l.platform_user_uuid, new: here.get(l.email.toLowerCase()) ?? crypto.randomUUID() }));
-    await client.query(`UPDATE ${q}.users u SET platform_user_uuid = m.new FROM jsonb_to_recordset($1::jsonb) AS m(old uuid, new uuid) WHERE u.platform_user_uuid = m.old`, [JSON.stringify(pairs)]);
+    await site.query(`UPDATE ${q}.users u SET platform_user_uuid = m.new FROM jsonb_to_recordset($1::jsonb) AS m(old uuid, new uuid) WHERE u.platform_user_uuid = m.old`, [JSON.stringify(pairs)]);
   }
   const unmatched = rows.linked_users.filter((l) => !here.has(l.email.toLowerCase())).map((l) => l.email);
 
@@ -429,7 +461,7 @@ async function platformRows(client: pg.Client, w: Work): Promise<Omit<RestoreRes
   // domain (with a number added when another holds it); an external one's domain is unverified
   // now, so it gets no address until then.
   const workers: RestoreResult['workers'] = [];
-  for (const wk of await all<{ id: number; slug: string; subdomain: string; is_internal: boolean }>(client, `SELECT id, slug, subdomain, is_internal FROM ${q}.frontend_workers ORDER BY id`)) {
+  for (const wk of await all<{ id: number; uuid: string; slug: string; subdomain: string; is_internal: boolean }>(site, `SELECT id, uuid, slug, subdomain, is_internal FROM ${q}.frontend_workers ORDER BY id`)) {
     if (!wk.is_internal) {
       workers.push({ slug: wk.slug, host: null, note: 'external: not served until its domain is verified again and its address set (docs/backup.md)' });
       continue;
@@ -439,16 +471,17 @@ async function platformRows(client: pg.Client, w: Work): Promise<Omit<RestoreRes
     for (let n = 1; n <= 20 && !host; n++) {
       subdomain = n === 1 ? wk.subdomain : `${wk.subdomain.slice(0, 60)}-${n}`;
       const candidate = workerHost({ subdomain, isInternal: true, domain: null }, settings.environment, settings.baseDomain);
-      const mine = await all(client, `SELECT 1 FROM ${q}.frontend_workers WHERE host = $1 AND id <> $2`, [candidate, wk.id]);
+      const mine = await all(site, `SELECT 1 FROM ${q}.frontend_workers WHERE host = $1 AND id <> $2`, [candidate, wk.id]);
       if (!mine.length && !(await hostTaken(client, candidate, settings.platformHosts))) host = candidate;
     }
     if (!host) throw conflict(`No free address for the frontend worker "${wk.slug}".`);
     // A worker's UUID names it platform-wide (worker_hosts): a copy beside its original gets a new one.
+    const named = (await all(client, 'SELECT 1 FROM public.worker_hosts WHERE worker_uuid = $1', [wk.uuid])).length > 0;
     const [{ worker_uuid }] = await all<{ worker_uuid: string }>(
-      client,
-      `UPDATE ${q}.frontend_workers SET subdomain = $1, host = $2, uuid = CASE WHEN EXISTS (SELECT 1 FROM public.worker_hosts WHERE worker_uuid = uuid) THEN gen_random_uuid() ELSE uuid END
+      site,
+      `UPDATE ${q}.frontend_workers SET subdomain = $1, host = $2, uuid = CASE WHEN $4::boolean THEN gen_random_uuid() ELSE uuid END
         WHERE id = $3 RETURNING uuid AS worker_uuid`,
-      [subdomain, host, wk.id],
+      [subdomain, host, wk.id, named],
     );
     await client.query('INSERT INTO public.worker_hosts (host, site_uuid, worker_uuid) VALUES ($1, $2, $3)', [host, uuid, worker_uuid]);
     workers.push({ slug: wk.slug, host, note: subdomain === wk.subdomain ? '' : `its subdomain was taken: now ${subdomain}` });
