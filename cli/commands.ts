@@ -28,6 +28,7 @@ import { SECRET_TYPE_COMMANDS } from './commands/secret-type.ts';
 import ServeCommand from './commands/serve.ts';
 import { SITE_COMMANDS } from './commands/site.ts';
 import { SiteBackupCommand, SiteRestoreCommand } from './commands/site-backup.ts';
+import { SiteMoveCommand } from './commands/site-move.ts';
 import { SOCIAL_APP_COMMANDS } from './commands/social-app.ts';
 import { STORAGE_COMMANDS } from './commands/storage.ts';
 import { TABLE_COMMANDS } from './commands/table.ts';
@@ -50,6 +51,7 @@ export const COMMANDS = {
   ...SITE_COMMANDS,
   'site:backup': SiteBackupCommand,
   'site:restore': SiteRestoreCommand,
+  'site:move': SiteMoveCommand,
   ...CLUSTER_COMMANDS,
   ...DOMAIN_COMMANDS,
   ...SECRET_COMMANDS,

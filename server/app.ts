@@ -6,6 +6,7 @@ import type { Logger } from '../shared/common/logger.ts';
 import type { Config } from '../shared/config.ts';
 import type { Orm } from '../shared/db/orm.ts';
 import { clustersOf } from '../shared/db/clusters.ts';
+import type { WriteGate } from '../shared/sites/move-gate.ts';
 import { UserView } from '../shared/users/user.schemas.ts';
 import { OrganizationView, Privileges } from '../shared/organizations/organization.schemas.ts';
 import { MemberView } from '../shared/organizations/member.schemas.ts';
@@ -73,6 +74,8 @@ export interface AppDeps {
   extraRoutes?: RouteDef[];
   /** Host → site resolution; without it every host serves the platform API. */
   hosts?: HostResolver;
+  /** The write freeze of site moves (sites/move-gate.ts). */
+  gate?: WriteGate;
   /** Apps' rate limits (cached settings); without it, a cache of its own that only its TTL refreshes. */
   appLimits?: AppRateLimits;
   /** The keys of secret values; without it, derived from tokens.secretKey at SECRETS_KEY_VERSION. */
@@ -175,7 +178,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   app.use(health.allowedMethods());
   app.use(docs.routes());
   app.use(docs.allowedMethods());
-  if (deps.hosts) app.use(hostRouting(deps.config, deps.hosts));
+  if (deps.hosts) app.use(hostRouting(deps.config, deps.hosts, deps.gate));
   app.use(api);
   return app;
 }

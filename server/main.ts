@@ -23,6 +23,7 @@ import { pooledSessionDifferences, pooledSettings } from '../shared/db/pooler.ts
 import { recordPublicUrl } from '../shared/db/platform-settings.ts';
 import { ChangeListener } from '../shared/db/changes.ts';
 import { forEachCluster } from '../shared/db/clusters.ts';
+import { notifyOn, WriteGate } from '../shared/sites/move-gate.ts';
 import { requestCaches, type RequestCaches } from '../shared/common/request-caches.ts';
 import { HostResolver } from '../shared/tenancy/host-resolver.ts';
 import { migrateAllTenants } from '../shared/tenancy/migrations.ts';
@@ -251,13 +252,14 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     // Each other cluster whose sites this process serves: its sites' triggers notify there (db/clusters.ts).
     db.clusters.follow(listener);
     db.clusters.onOpen((_name, directUrl) => listener.listenAlso(directUrl, (err) => listening.failed(err)));
+    const gate = new WriteGate(listener.id, notifyOn(db.orm.em)).follow(listener);
     let shuttingDown = false;
     const mailer = createMailer(config, log);
     const secrets = new SecretKeyring(tokens.secretKey, config.secretsKeyVersion);
     const objects = await storeFromConfig(config.storage, config.dataDir);
     store = objects;
     functions = functionRuntime({ config, orm: db.orm, tokens, log, faults }, secrets);
-    const app = createApp({ config, orm: db.orm, log, tokens, redis, hosts, appLimits, caches, mailer, secrets, store: objects, functions, probe, faults, isShuttingDown: () => shuttingDown, extraRoutes: options.extraRoutes });
+    const app = createApp({ config, orm: db.orm, log, tokens, redis, hosts, gate, appLimits, caches, mailer, secrets, store: objects, functions, probe, faults, isShuttingDown: () => shuttingDown, extraRoutes: options.extraRoutes });
     // Frontend workers' hosts first (static files only, outside the API's middleware, routes and limits), then the API.
     const api = app.callback();
     const sites = staticSites({ hosts, store: objects, platformHosts: config.platformHosts, trustProxy: config.trustProxy, log });

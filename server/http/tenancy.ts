@@ -6,7 +6,9 @@ import type { Next } from 'koa';
 import type { Config } from '../../shared/config.ts';
 import { notFound, siteNotFound } from '../../shared/errors.ts';
 import { PRIMARY_CLUSTER } from '../../shared/db/clusters.ts';
-import type { HostResolver } from '../../shared/tenancy/host-resolver.ts';
+import type { HostResolver, TenantRef } from '../../shared/tenancy/host-resolver.ts';
+import type { WriteGate } from '../../shared/sites/move-gate.ts';
+import { SAFE_METHODS } from './middleware.ts';
 import type { AppContext } from './types.ts';
 
 const SITE_PREFIX = /^\/sites\/([a-z_][a-z0-9_]{0,62})(\/.*)$/;
@@ -23,30 +25,47 @@ export function requestHost(req: IncomingMessage, trustProxy: boolean): string {
   return host.toLowerCase();
 }
 
-export function hostRouting(config: Config, resolver: HostResolver) {
+export function hostRouting(config: Config, resolver: HostResolver, gate?: WriteGate) {
   const platformHosts = new Set(config.platformHosts);
-  return async (ctx: AppContext, next: Next) => {
-    const host = requestHost(ctx.req, config.trustProxy);
+  /** The site the request names: its host, or `/sites/{schema}/` on a platform host (`path` then loses the prefix); undefined: the platform. */
+  const siteOf = async (ctx: AppContext, host: string): Promise<TenantRef | undefined> => {
     if (platformHosts.has(host)) {
       const m = SITE_PREFIX.exec(ctx.path);
       if (m) {
         const site = await resolver.resolveSchema(m[1]);
         if (!site) throw siteNotFound(m[1]);
-        if (site.cluster !== PRIMARY_CLUSTER) await resolver.siteOrm(site); // its cluster's pool open: the request's unit of work is made there (middleware.ts)
-        ctx.state.tenant = site.schema;
-        ctx.state.site = site;
         ctx.path = m[2];
-      } else if (ctx.path.startsWith('/sites/')) {
-        throw siteNotFound(ctx.path.split('/')[2] ?? '');
+        return site;
       }
-      return next();
+      if (ctx.path.startsWith('/sites/')) throw siteNotFound(ctx.path.split('/')[2] ?? '');
+      return undefined;
     }
     const site = await resolver.resolveHost(host);
     // A frontend worker's host serves static files only (server/http/static-sites.ts answers it first): never the API.
     if (!site || site.worker) throw notFound({ message: `Unknown host "${host}".` });
-    if (site.cluster !== PRIMARY_CLUSTER) await resolver.siteOrm(site);
+    return site;
+  };
+  return async (ctx: AppContext, next: Next) => {
+    const host = requestHost(ctx.req, config.trustProxy);
+    let site = await siteOf(ctx, host);
+    if (!site) return next();
+    // A write to a site being moved waits for the move's freeze to end (sites/move-gate.ts), then
+    // goes where the site is now: its routing is read again.
+    const writes = gate !== undefined && !SAFE_METHODS.has(ctx.method);
+    if (writes && gate.holds(site.schema)) {
+      await gate.wait(site.schema);
+      site = (platformHosts.has(host) ? await resolver.resolveSchema(site.schema) : await resolver.resolveHost(host)) ?? undefined;
+      if (!site || site.worker) throw notFound({ message: `Unknown host "${host}".` });
+    }
+    if (site.cluster !== PRIMARY_CLUSTER) await resolver.siteOrm(site); // its cluster's pool open: the request's unit of work is made there (middleware.ts)
     ctx.state.tenant = site.schema;
     ctx.state.site = site;
-    return next();
+    if (!writes) return next();
+    const leave = gate.enter(site.schema);
+    try {
+      return await next();
+    } finally {
+      leave();
+    }
   };
 }

@@ -273,7 +273,7 @@ async function restoreInTransaction(client: pg.Client, site: pg.Client, w: Work)
  * escapes every backslash, so `\.` alone ends a block). pg_restore's `\restrict`/`\unrestrict`
  * lines (psql's guard against meta-commands in a dump) are psql's, not SQL: dropped.
  */
-async function runScript(client: pg.Client, script: Readable): Promise<void> {
+export async function runScript(client: pg.Client, script: Readable): Promise<void> {
   const copyHead = /^COPY (?:"(?:[^"]|"")*"|[^\s".]+)\.(?:"(?:[^"]|"")*"|[^\s".]+)(?: \(.*\))? FROM stdin;$/;
   let sql: string[] = [];
   const flush = async () => {

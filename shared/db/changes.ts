@@ -19,9 +19,10 @@ export const CHANGES_CHANNEL = 'platform_changes';
  * `routing`: sites and domains (host resolution); `app-settings`: an app's settings, keyed by its
  * site schema; `auth`: a user's account or membership, keyed by the user's UUID (platform or site
  * user); `tables`: a site's apps, data sources or data tables, keyed by the site schema;
- * `functions`: a site's functions, keyed by the site schema; `function-jobs`: a function execution was queued for any process to claim (functions/runtime.ts).
+ * `functions`: a site's functions, keyed by the site schema; `function-jobs`: a function execution was queued for any process to claim (functions/runtime.ts);
+ * `move`: a site move's write freeze, its processes' answers and its thaw (sites/move-gate.ts).
  */
-export type ChangeTopic = 'routing' | 'app-settings' | 'auth' | 'tables' | 'policies' | 'functions' | 'function-jobs';
+export type ChangeTopic = 'routing' | 'app-settings' | 'auth' | 'tables' | 'policies' | 'functions' | 'function-jobs' | 'move';
 
 export async function notifyChanged(em: EntityManager, topic: ChangeTopic, key = ''): Promise<void> {
   await em.execute('SELECT pg_notify(?, ?)', [CHANGES_CHANNEL, `${topic}:${key}`]);
@@ -45,7 +46,7 @@ export class ChangeListener {
    * settled(): the markers this process waits for (`settled:<id>.<n>`), each until it came back
    * and every peer in `pending` acknowledged it (`acked:<id>.<n> <peer>`).
    */
-  private readonly id = randomUUID();
+  readonly id = randomUUID();
   private sequence = 0;
   private readonly waiting = new Map<string, { back: boolean; pending: Set<string>; resolve: () => void }>();
   /**
@@ -92,6 +93,11 @@ export class ChangeListener {
   onPeer(handle: (peer: string) => void): this {
     this.peerHandlers.push(handle);
     return this;
+  }
+
+  /** The other processes known to listen on the channel now. */
+  peerIds(): string[] {
+    return [...this.peers];
   }
 
   /** Whether notifications arrive now (caches serve only then: a gap may have missed some). */

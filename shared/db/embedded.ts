@@ -105,7 +105,14 @@ export class EmbeddedPostgres {
   owned = false;
   port = 0;
 
-  constructor(dataDir: string, options: { port?: number; log: EmbeddedLog }) {
+  /** Server settings beside the defaults (`-c name=value`): the test bed's `wal_level=logical`. */
+  private readonly settings: Record<string, string>;
+  /** Another PostgreSQL's binaries (a directory with initdb and postgres): the test bed runs the machine's, whose pg_dump matches. */
+  private readonly binDir: string | undefined;
+
+  constructor(dataDir: string, options: { port?: number; log: EmbeddedLog; settings?: Record<string, string>; binDir?: string }) {
+    this.settings = options.settings ?? {};
+    this.binDir = options.binDir;
     this.dataDir = dataDir;
     this.clusterDir = path.join(dataDir, 'pg');
     this.requestedPort = options.port ?? 0;
@@ -133,7 +140,7 @@ export class EmbeddedPostgres {
     fs.mkdirSync(this.dataDir, { recursive: true, mode: 0o700 });
     const ids = runAsIds();
     if (ids) ensureTraversable(this.clusterDir);
-    const bins = await binaries();
+    const bins = this.binDir ? { initdb: path.join(this.binDir, 'initdb'), postgres: path.join(this.binDir, 'postgres') } : await binaries();
     const password = this.password();
     if (!fs.existsSync(path.join(this.clusterDir, 'PG_VERSION'))) {
       await this.initialise(bins, password, ids);
@@ -209,6 +216,7 @@ export class EmbeddedPostgres {
       '-c', 'unix_socket_directories=',
       '-c', 'max_connections=200',
       '-c', 'fsync=on',
+      ...Object.entries(this.settings).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
     ];
     // Own process group: a Ctrl-C in the terminal must not stop the database before the
     // server has drained its requests; we stop it ourselves, last.

@@ -481,6 +481,32 @@ export class Migration0012Clusters extends Migration {
   }
 }
 
+/**
+ * Site moves between clusters (sites/site-move.ts, docs/scale-out.md "Moving a site"): one row per
+ * move under way or done and not cleaned up, with the step it reached, so that an interrupted move
+ * is resumed or undone from there.
+ */
+export class Migration0013SiteMoves extends Migration {
+  override name = '0013_site_moves';
+  override async up(): Promise<void> {
+    this.addSql(`CREATE TABLE site_moves (
+      site_uuid uuid PRIMARY KEY REFERENCES sites (uuid) ON DELETE CASCADE,
+      schema_name varchar(63) NOT NULL,
+      source varchar(40) NOT NULL REFERENCES clusters (name),
+      target varchar(40) NOT NULL REFERENCES clusters (name),
+      method varchar(10) NOT NULL CHECK (method IN ('logical', 'copy')),
+      step varchar(20) NOT NULL,
+      started_at timestamptz NOT NULL DEFAULT now(),
+      updated_at timestamptz NOT NULL DEFAULT now(),
+      freeze_ms integer,
+      error text
+    )`);
+  }
+  override async down(): Promise<void> {
+    this.addSql('DROP TABLE site_moves');
+  }
+}
+
 export const platformMigrations = [
   Migration0001Users,
   Migration0002Tenancy,
@@ -494,4 +520,5 @@ export const platformMigrations = [
   Migration0010WorkerHosts,
   Migration0011ScheduledJobs,
   Migration0012Clusters,
+  Migration0013SiteMoves,
 ];
