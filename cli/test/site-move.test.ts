@@ -4,7 +4,8 @@
 // primary. A site moved under read and write load loses no acknowledged write and is served from
 // its target after; a move killed (SIGKILL) at each step leaves a serving site, and --resume
 // finishes it or --abort undoes it; a site on a cluster without logical replication moves by a
-// copy inside the freeze, said first.
+// copy inside the freeze, said first. The servers reach the west cluster through PgBouncer in
+// transaction mode (the moves themselves use its direct address).
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -14,17 +15,19 @@ import { startTestServer, type TestServer } from '../../server/test/helpers.ts';
 import { makeOrg, makeUser, type TestUser } from '../../server/test/site-fixtures.ts';
 import { addCluster } from '../../shared/db/clusters.ts';
 import { EmbeddedPostgres } from '../../shared/db/embedded.ts';
+import { pgbouncerMissing, startPgBouncer, type PgBouncer } from '../../shared/testing/pgbouncer.ts';
 import type { TableSchema } from '../../shared/data/table-schema.ts';
 import { cliEnv, json, runCli, tempConfigDir } from './helpers.ts';
 
 const PG_BIN = process.env.TEST_PG_BIN_DIR ?? '/usr/lib/postgresql/15/bin';
-const missing = fs.existsSync(path.join(PG_BIN, 'postgres')) ? null : `no PostgreSQL binaries at ${PG_BIN} (apt-get install postgresql, or set TEST_PG_BIN_DIR)`;
+const missing = (fs.existsSync(path.join(PG_BIN, 'postgres')) ? null : `no PostgreSQL binaries at ${PG_BIN} (apt-get install postgresql, or set TEST_PG_BIN_DIR)`) ?? pgbouncerMissing;
 const SCHEMA: TableSchema = JSON.parse(fs.readFileSync(path.resolve(import.meta.dirname, '../../fixtures/schemas/companies.json'), 'utf8'));
 
 let s: TestServer;
 let root: string;
 let owner: TestUser;
 let configDir: string;
+let bouncer: PgBouncer | undefined;
 const clusters: Record<string, { pg: EmbeddedPostgres; dir: string; url: string }> = {};
 const ORG = 'movers';
 const env = () => cliEnv(s, configDir);
@@ -98,10 +101,13 @@ test.before(async () => {
   root = (await s.login()).access;
   owner = await makeUser(s, root, 'mover');
   await makeOrg(s, ORG, [{ uuid: owner.uuid, owner: true }]);
-  for (const name of ['east', 'west']) await addCluster(s.handle.db.orm.em.fork(), s.handle.db.directUrl, { name, url: clusters[name]!.url });
+  bouncer = await startPgBouncer(clusters.west!.url);
+  await addCluster(s.handle.db.orm.em.fork(), s.handle.db.directUrl, { name: 'east', url: clusters.east!.url });
+  await addCluster(s.handle.db.orm.em.fork(), s.handle.db.directUrl, { name: 'west', url: bouncer.url(clusters.west!.url), directUrl: clusters.west!.url });
 });
 test.after.always(async () => {
   await s?.close();
+  await bouncer?.close();
   for (const c of Object.values(clusters)) {
     await c.pg.stop();
     fs.rmSync(c.dir, { recursive: true, force: true });
@@ -159,6 +165,8 @@ test.serial('a move under read and write load: every acknowledged write is on th
   t.regex(String(stale), /moved to another cluster/);
   t.deepEqual(await on('east', 'SELECT slot_name FROM pg_replication_slots'), []);
   t.deepEqual(await on('west', 'SELECT subname FROM pg_subscription'), []);
+  const pooled = await bouncer!.admin<{ database: string; sv_active: string; sv_idle: string; sv_used: string }>('SHOW POOLS');
+  t.true(pooled.some((p) => p.database === 'platform'), 'the servers reach the west cluster through PgBouncer');
   const cleaned = await move([site.slug, '--cleanup']);
   t.is(cleaned.code, 0, cleaned.stderr);
   t.false(await schemaOn('east', site.schema));

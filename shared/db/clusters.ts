@@ -15,6 +15,8 @@ import { DomainError, fieldError, notFound } from '../errors.ts';
 import { CachedLookup } from '../common/cached-lookup.ts';
 import type { ChangeListener } from './changes.ts';
 import { createOrm, type Orm, type OrmOptions } from './orm.ts';
+import { sessionSettings, storeRoleDefaults, type SessionSettings } from './pooler.ts';
+import { DATABASE_LIMITS } from '../config.ts';
 import { rows } from './sql.ts';
 
 export const PRIMARY_CLUSTER = 'primary';
@@ -145,6 +147,19 @@ export async function prepareCluster(directUrl: string): Promise<void> {
       throw err;
     }
   });
+}
+
+async function storeClusterRoleDefaults(directUrl: string, settings: SessionSettings): Promise<void> {
+  const client = new pg.Client({ connectionString: directUrl, connectionTimeoutMillis: 5000 });
+  await client.connect(); // a cluster that does not answer: the request fails as any unreachable database does (503)
+  try {
+    await client.query('BEGIN');
+    await client.query("SELECT pg_advisory_xact_lock(hashtext('platform:cluster-tables'))");
+    await storeRoleDefaults(client, settings);
+    await client.query('COMMIT');
+  } finally {
+    await client.end().catch(() => undefined);
+  }
 }
 
 /** Applies CLUSTER_TABLES on every registered cluster but the primary (`platform migrate`, a server's start). */
@@ -306,7 +321,12 @@ export class Clusters {
   private async connect(name: string, entry: OpenCluster): Promise<Orm> {
     const [row] = await rows<{ url: string; direct_url: string | null }>(this.primary.em.fork(), 'SELECT url, direct_url FROM public.clusters WHERE name = ?', [name]);
     if (!row) throw new DomainError('SERVICE_UNAVAILABLE', `The site's cluster "${name}" is not registered.`);
-    const orm = await createOrm(row.url, { ...this.options, proxied: row.direct_url !== null && row.direct_url !== row.url, contextName: `cluster:${name}` });
+    const proxied = row.direct_url !== null && row.direct_url !== row.url;
+    // Behind a transaction pooler the pool sends no startup parameters: its session settings are
+    // the role's defaults on that cluster's database (db/pooler.ts), set here (only what differs).
+    if (proxied) await storeClusterRoleDefaults(row.direct_url!, sessionSettings(this.options.statementTimeoutMs ?? 0, this.options.limits?.idleInTransactionTimeoutMs ?? DATABASE_LIMITS.idleInTransactionTimeoutMs));
+    // Named statements off through the pooler (PgBouncer in transaction mode hands each transaction any server connection).
+    const orm = await createOrm(row.url, { ...this.options, proxied, preparedStatements: proxied ? false : this.options.preparedStatements, contextName: `cluster:${name}` });
     registry.set(orm.em.getConnection(), this);
     entry.directUrl = row.direct_url ?? row.url;
     entry.ready = orm;
