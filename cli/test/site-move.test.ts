@@ -79,7 +79,7 @@ const ids = async (site: Site): Promise<number[]> => {
     const r = await s.api('GET', `/api/apps/shop/datatables/companies/data/?page_size=1000&page=${page}&_sort=id`, { host: site.host, token: site.token });
     if (r.status !== 200) throw new Error(r.text);
     all.push(...(r.body.data as { id: number }[]).map((x) => x.id));
-    if (!r.body.next) return all.sort((a, b) => a - b);
+    if (page * 1000 >= r.body.total) return all.sort((a, b) => a - b);
   }
 };
 const clusterOf = async (site: Site) => (await on<{ cluster: string }>('primary', 'SELECT cluster FROM public.sites WHERE schema_name = $1', [site.schema]))[0]?.cluster;
@@ -207,11 +207,18 @@ test.serial('refusals: an unknown or the same cluster, a second move while one i
   const twice = await move([site.slug, '--to', 'west']);
   t.is(twice.code, 1);
   t.regex(json(twice).message, /under way \(step schema\)/);
+  const busy = await s.api('DELETE', `/api/cloud/sites/${site.slug}/`, { token: root });
+  t.is(busy.status, 409, 'no delete while replication is set up for a move');
+  t.regex(busy.body.message, /being moved/);
   t.is((await move([site.slug, '--resume'], { PLATFORM_MOVE_STOP_AFTER: 'switched' })).code === 0, false);
   const late = await move([site.slug, '--abort']);
   t.is(late.code, 1);
   t.regex(json(late).message, /switched the site/);
   t.is((await move([site.slug, '--resume'])).code, 0);
+  // Deleted after the move: both copies go (the old one was not cleaned up yet).
+  t.is((await s.api('DELETE', `/api/cloud/sites/${site.slug}/`, { token: root })).status, 200);
+  t.false(await schemaOn('east', site.schema));
+  t.false(await schemaOn('west', site.schema));
 });
 
 test.serial('without wal_level = logical on the source (the primary here), the site is copied whole inside the freeze, said first', async (t) => {

@@ -14,6 +14,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { DomainError, fieldError, notFound } from '../errors.ts';
 import { CachedLookup } from '../common/cached-lookup.ts';
 import type { ChangeListener } from './changes.ts';
+import type { BoundConnection } from './driver.ts';
 import { createOrm, type Orm, type OrmOptions } from './orm.ts';
 import { sessionSettings, storeRoleDefaults, type SessionSettings } from './pooler.ts';
 import { DATABASE_LIMITS } from '../config.ts';
@@ -375,7 +376,8 @@ export class Clusters {
   private async closeIdle(idleMs: number): Promise<void> {
     const now = Date.now();
     for (const [name, c] of this.open) {
-      if (now - c.lastUsed < idleMs) continue;
+      // Unused for idleMs, and no connection checked out (a long export holds one all along).
+      if (now - c.lastUsed < idleMs || !c.ready || (c.ready.em.getConnection() as BoundConnection).busy > 0) continue;
       this.open.delete(name);
       await (await c.orm.catch(() => undefined))?.close(true).catch(() => undefined);
     }

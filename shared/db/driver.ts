@@ -47,6 +47,11 @@ export class BoundConnection extends PostgreSqlConnection {
   /** The connections checked out of the pool now. */
   readonly #inUse = new Set<TimedClient>();
 
+  /** How many connections are checked out now (a cluster's pool is closed when idle only with none: db/clusters.ts). */
+  get busy(): number {
+    return this.#inUse.size;
+  }
+
   /**
    * The pool, made of TimedClients. `statementTimeoutMs` and `queryTimeoutMarginMs` (driverOptions,
    * ours): the client-side limit of a statement is the connection's statement timeout plus this margin.

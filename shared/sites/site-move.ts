@@ -183,7 +183,7 @@ async function carry(site: { uuid: string; slug: string }, row: MoveRow, options
           counted = frozen.counted;
           row.step = 'switched';
           if (options.stopAfter === 'switched') process.kill(process.pid, 'SIGKILL');
-          say(`Switched to ${row.target}: writes were held for ${frozen.freezeMs} ms; ${frozen.counted.tables} tables, ${frozen.counted.rows} rows verified.`);
+          say(`Switched to ${row.target}: writes were held for ${frozen.freezeMs} ms (${frozen.phases}); ${frozen.counted.tables} tables, ${frozen.counted.rows} rows verified.`);
         } catch (err) {
           // Past the freeze timeout, or a difference found: the site stays where it was, and the move is undone
           // (never once the registry says it switched).
@@ -309,18 +309,34 @@ async function guard(client: pg.Client, schema: string): Promise<void> {
   }
 }
 
-/** Every table's row count and checksum of its rows' text, on `client` (the source inside the freeze, or the target). */
-async function fingerprint(client: pg.Client, schema: string): Promise<Map<string, string>> {
+/**
+ * Every table's row count and checksum, on `client` (the source inside the freeze, or the target):
+ * the sum of its rows' hashes (hash_record_extended: each column by its type's hash function, twice
+ * as fast as hashing the rows' text; a table with a column type that has none is hashed by its
+ * rows' text, under the same session settings on both sides). `inTransaction`: a savepoint keeps
+ * such a failure from ending the transaction.
+ */
+async function fingerprint(client: pg.Client, schema: string, inTransaction: boolean): Promise<Map<string, string>> {
   const out = new Map<string, string>();
+  const sum = async (t: { quoted: string }, hash: string) => (await all<{ n: string; h: string }>(client, `SELECT count(*)::text AS n, coalesce(sum(${hash}), 0)::text AS h FROM ${t.quoted} t`))[0]!;
   for (const t of await tablesOf(client, schema)) {
-    const [r] = await all<{ n: string; h: string }>(client, `SELECT count(*)::text AS n, coalesce(sum(hashtextextended(t::text, 0)), 0)::text AS h FROM ${t.quoted} t`);
-    out.set(t.name, `${r!.n}/${r!.h}`);
+    let r: { n: string; h: string };
+    try {
+      if (inTransaction) await client.query('SAVEPOINT fingerprint');
+      r = await sum(t, 'hash_record_extended(t, 0)');
+      if (inTransaction) await client.query('RELEASE SAVEPOINT fingerprint');
+    } catch {
+      if (inTransaction) await client.query('ROLLBACK TO SAVEPOINT fingerprint');
+      const text = await sum(t, 'hashtextextended(t::text, 0)');
+      r = { n: text.n, h: `text:${text.h}` };
+    }
+    out.set(t.name, `${r.n}/${r.h}`);
   }
   return out;
 }
 
 /** The freeze, the last copy, the checks and the switch (see the file comment); the freeze's length. */
-async function freezeAndSwitch(source: pg.Client, target: pg.Client, row: MoveRow, options: MoveOptions): Promise<{ freezeMs: number; counted: { tables: number; rows: number } }> {
+async function freezeAndSwitch(source: pg.Client, target: pg.Client, row: MoveRow, options: MoveOptions): Promise<{ freezeMs: number; phases: string; counted: { tables: number; rows: number } }> {
   const timeout = options.freezeTimeoutMs ?? 10_000;
   const schema = row.schema_name;
   const move = randomUUID();
@@ -341,6 +357,14 @@ async function freezeAndSwitch(source: pg.Client, target: pg.Client, row: MoveRo
   const frozeAt = Date.now();
   const deadline = frozeAt + timeout;
   const left = () => deadline - Date.now();
+  // Where the freeze's time goes (the progress line says it).
+  const phases: string[] = [];
+  let lap = frozeAt;
+  const phase = (name: string) => {
+    const now = Date.now();
+    phases.push(`${name} ${now - lap} ms`);
+    lap = now;
+  };
   let locked = false;
   try {
     const peers = listener.peerIds();
@@ -356,12 +380,14 @@ async function freezeAndSwitch(source: pg.Client, target: pg.Client, row: MoveRo
       };
       acked();
     });
+    phase(`${peers.length} server(s) holding writes`);
     // Anything else that writes (not through a server) waits on the tables' locks; reads go on.
     await source.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
     locked = true;
     await source.query(`SET LOCAL lock_timeout = ${Math.max(Math.floor(left()), 1)}`);
     const tables = await tablesOf(source, schema);
     if (tables.length) await source.query(`LOCK TABLE ${tables.map((t) => t.quoted).join(', ')} IN EXCLUSIVE MODE`);
+    phase('tables locked');
     if (options.stopAfter === 'freeze') process.kill(process.pid, 'SIGKILL');
     if (row.method === 'logical') {
       // The stream has everything once the slot's subscriber confirmed the source's WAL position now.
@@ -376,6 +402,7 @@ async function freezeAndSwitch(source: pg.Client, target: pg.Client, row: MoveRo
       const [{ snapshot }] = await all<{ snapshot: string }>(source, 'SELECT pg_export_snapshot() AS snapshot');
       await copySchema(source, target, row, options, true, snapshot);
     }
+    phase(row.method === 'logical' ? 'caught up' : 'copied');
     // Sequences (logical replication carries rows, not sequences).
     for (const s of await all<{ name: string; last_value: string | null }>(source, 'SELECT sequencename AS name, last_value::text FROM pg_sequences WHERE schemaname = $1', [schema])) {
       if (s.last_value !== null) await target.query('SELECT setval($1::regclass, $2::bigint, true)', [`${quotedSchema(schema)}.${quoteIdent(s.name)}`, s.last_value]);
@@ -395,13 +422,16 @@ async function freezeAndSwitch(source: pg.Client, target: pg.Client, row: MoveRo
       await target.query('ROLLBACK').catch(() => undefined);
       throw err;
     }
+    phase('sequences and per-site rows');
     // Verified: the same tables, each with the same rows.
-    const [here, there] = [await fingerprint(source, schema), await fingerprint(target, schema)];
+    const [here, there] = await Promise.all([fingerprint(source, schema, true), fingerprint(target, schema, false)]); // two clusters: at once
     const differ = [...new Set([...here.keys(), ...there.keys()])].filter((t) => here.get(t) !== there.get(t));
     if (differ.length) throw new Error(`the copy differs from the source in ${differ.join(', ')}`);
+    phase('verified');
     if (left() <= 0) throw new Error(`the freeze took longer than ${timeout} ms`);
     await guard(source, schema);
     // The switch: one commit on the primary; the routing notification drops every server's caches of the site's place.
+    phase('source guarded');
     const freezeMs = Date.now() - frozeAt;
     await options.em.transactional(async (tx) => {
       const moved = (await tx.execute('UPDATE public.sites SET cluster = ? WHERE uuid = ? AND cluster = ?', [row.target, row.site_uuid, row.source], 'run')) as unknown as { affectedRows: number };
@@ -415,7 +445,7 @@ async function freezeAndSwitch(source: pg.Client, target: pg.Client, row: MoveRo
     // the locks go with the connection, and the next step puts the guard in place again.
     await source.query('COMMIT').catch(() => undefined);
     const rowsCounted = [...here.values()].reduce((sum, v) => sum + Number(v.split('/')[0]), 0);
-    return { freezeMs, counted: { tables: here.size, rows: rowsCounted } };
+    return { freezeMs, phases: phases.join(', '), counted: { tables: here.size, rows: rowsCounted } };
   } finally {
     if (locked) await source.query('ROLLBACK').catch(() => undefined);
     await notify(`move:thaw ${schema}`).catch(() => undefined);

@@ -5,6 +5,7 @@
 // returned step; a crash before it leaves a schema no site names, never routed).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { clustersOf, PRIMARY_CLUSTER } from '../db/clusters.ts';
+import { DomainError } from '../errors.ts';
 import { notifyRoutingChanged } from '../tenancy/host-resolver.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 
@@ -14,20 +15,30 @@ export type AfterCommit = (() => Promise<void>) | undefined;
 export async function dropSite(em: EntityManager, site: { uuid: string; schema_name: string }): Promise<AfterCommit> {
   const [row] = (await em.execute('SELECT cluster FROM public.sites WHERE uuid = ?', [site.uuid])) as { cluster: string }[];
   const cluster = row?.cluster ?? PRIMARY_CLUSTER;
+  // A move under way holds replication on two clusters (sites/site-move.ts): it ends first. A
+  // finished one left the old copy on its source: it goes with the site.
+  const [move] = (await em.execute('SELECT source, step FROM public.site_moves WHERE site_uuid = ?', [site.uuid])) as { source: string; step: string }[];
+  if (move && move.step !== 'done') {
+    throw new DomainError('CONFLICT', `The site is being moved (step ${move.step}): finish the move (platform site move --resume) or undo it (--abort) first.`);
+  }
   if (cluster === PRIMARY_CLUSTER) await em.execute(`DROP SCHEMA IF EXISTS ${quotedSchema(site.schema_name)} CASCADE`);
   await em.execute(`DELETE FROM public.object_permissions WHERE object_type = 'site' AND object_uuid = ?`, [site.uuid]);
   await em.execute('DELETE FROM public.domains WHERE site_uuid = ?', [site.uuid]);
   await em.execute('DELETE FROM public.tenant_schemas WHERE schema_name = ?', [site.schema_name]);
   await em.execute('DELETE FROM public.sites WHERE uuid = ?', [site.uuid]);
   await notifyRoutingChanged(em);
-  if (cluster === PRIMARY_CLUSTER) return undefined;
+  const elsewhere = [...new Set([cluster, move?.source ?? cluster])].filter((c) => c !== PRIMARY_CLUSTER);
+  if (move?.source === PRIMARY_CLUSTER) await em.execute(`DROP SCHEMA IF EXISTS ${quotedSchema(site.schema_name)} CASCADE`);
+  if (!elsewhere.length) return undefined;
   const clusters = clustersOf(em)!;
   return async () => {
-    const orm = await clusters.orm(cluster);
-    await orm.em.fork().transactional(async (tx) => {
-      await tx.execute(`DROP SCHEMA IF EXISTS ${quotedSchema(site.schema_name)} CASCADE`);
-      await tx.execute('DELETE FROM public.tenant_schemas WHERE schema_name = ?', [site.schema_name]);
-    });
+    for (const name of elsewhere) {
+      const orm = await clusters.orm(name);
+      await orm.em.fork().transactional(async (tx) => {
+        await tx.execute(`DROP SCHEMA IF EXISTS ${quotedSchema(site.schema_name)} CASCADE`);
+        await tx.execute('DELETE FROM public.tenant_schemas WHERE schema_name = ?', [site.schema_name]);
+      });
+    }
   };
 }
 
