@@ -7,6 +7,7 @@
 // copy inside the freeze, said first. The servers reach the west cluster through PgBouncer in
 // transaction mode (the moves themselves use its direct address).
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import test from 'ava';
@@ -196,6 +197,29 @@ test.serial('a move killed at each step leaves a serving site; --resume finishes
     if (then === 'abort') t.false(await schemaOn('west', site.schema), 'the target copy is dropped');
     t.deepEqual(await on('east', 'SELECT slot_name FROM pg_replication_slots'), [], `${step}: no slot left`);
   }
+});
+
+test.serial('a freeze that cannot end in time (a write still running on a server past the freeze timeout) aborts the move: the site stays on its source, serving', async (t) => {
+  if (missing) return t.log(`skipped: ${missing}`) as unknown as void;
+  const site = await siteOn('east', 'Slow', 2);
+  // A write in flight all along: a CSV import whose body is still coming.
+  const slow = http.request(new URL('/api/apps/shop/datatables/companies/data/import/', s.url), {
+    method: 'POST',
+    headers: { Host: site.host, Authorization: `Bearer ${site.token}`, 'Content-Type': 'text/csv', 'Content-Length': '100000' },
+  });
+  slow.on('error', () => undefined);
+  slow.write('id,name\n');
+  await new Promise((r) => setTimeout(r, 300));
+  const moved = await move([site.slug, '--to', 'west', '--freeze-timeout', '2']);
+  slow.destroy();
+  t.is(moved.code, 1, moved.stdout);
+  t.regex(moved.stderr, /did not report their writes done within 2000 ms[^\n]*aborting; the site stays on east/);
+  t.is(await clusterOf(site), 'east');
+  t.false(await schemaOn('west', site.schema), 'the target copy is dropped');
+  t.deepEqual(await on('east', 'SELECT slot_name FROM pg_replication_slots'), []);
+  t.deepEqual(await on('primary', 'SELECT site_uuid FROM public.site_moves WHERE schema_name = $1', [site.schema]), [], 'no move recorded');
+  t.is(await write(site, 3), 201, 'writes go on, on the source');
+  t.deepEqual(await ids(site), [1, 2, 3]);
 });
 
 test.serial('refusals: an unknown or the same cluster, a second move while one is under way, --abort after the switch', async (t) => {

@@ -340,6 +340,7 @@ async function freezeAndSwitch(source: pg.Client, target: pg.Client, row: MoveRo
   const timeout = options.freezeTimeoutMs ?? 10_000;
   const schema = row.schema_name;
   const move = randomUUID();
+  const notify = (payload: string) => options.em.fork().execute('SELECT pg_notify(?, ?)', [CHANGES_CHANNEL, payload]);
   // The servers on the channel: they answer this listener's hello (a moment).
   const listener = new ChangeListener();
   const acks = new Set<string>();
@@ -350,10 +351,11 @@ async function freezeAndSwitch(source: pg.Client, target: pg.Client, row: MoveRo
       acks.add(peer);
       acked();
     }
+    // Another move's freeze (`freeze <schema> <move> <deadline>`): this process holds no writes.
+    if (kind === 'freeze' && peer && peer !== move) void notify(`move:frozen ${peer} ${listener.id}`).catch(() => undefined);
   });
   await listener.listen(options.directUrl);
   await sleep(300);
-  const notify = (payload: string) => options.em.execute('SELECT pg_notify(?, ?)', [CHANGES_CHANNEL, payload]);
   const frozeAt = Date.now();
   const deadline = frozeAt + timeout;
   const left = () => deadline - Date.now();

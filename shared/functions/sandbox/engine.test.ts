@@ -106,13 +106,13 @@ test('an infinite loop stops at the CPU limit, sync or after an await', async (t
   }
 });
 
-test('issue 29 #3: while other sites are served (yieldWhile), a spinning function sleeps half its run: the same CPU limit, twice the wall clock', async (t) => {
+test('issue 29 #3: while other sites are served (yieldWhile), a spinning function sleeps two thirds of its run: the same CPU limit, three times the wall clock', async (t) => {
   const spin = 'export default () => { for (;;) {} }';
   let asked = 0;
   const beside = await runFunction(qjs, { code: spin, event: null, context: {}, limits: { ...LIMITS, cpuMs: 300, timeoutMs: 10_000 } }, echo, () => ++asked > 0);
   t.like(beside, { status: 'failed', error: { type: 'CpuLimitExceeded' } }, 'sleeping is no CPU time: the CPU limit still ends it');
-  // Load on the machine only stretches the running part, and the pauses follow it: at least twice the CPU time, whatever else runs.
-  t.true(beside.duration_ms >= 1.6 * beside.cpu_ms, `beside others: ${beside.duration_ms} ms for ${beside.cpu_ms} ms of CPU`);
+  // Load on the machine only stretches the running part, and the pauses follow it: at least three times the CPU time, whatever else runs.
+  t.true(beside.duration_ms >= 2.4 * beside.cpu_ms, `beside others: ${beside.duration_ms} ms for ${beside.cpu_ms} ms of CPU`);
   t.true(asked >= 50, `asked ${asked} times`);
 });
 

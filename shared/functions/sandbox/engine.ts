@@ -118,15 +118,17 @@ const threadCpuMs = (): number => {
 
 /** Guest code that has run this long without a break yields to other sites' invocations (`yieldWhile`)… */
 const RUN_BEFORE_YIELD_MS = 10;
-/** …one pause of this length per as long a run: half the core while others wait (Atomics.wait blocks only this thread). */
+/** …then runs this long between pauses… */
 const YIELD_MS = 2;
+/** …each pause twice as long: a third of the core while others wait (Atomics.wait blocks only this thread). */
+const PAUSE_MS = 2 * YIELD_MS;
 const pause = new Int32Array(new SharedArrayBuffer(4));
 
 /**
  * Runs `req.code`'s exported handler once; never throws (a failure is the outcome's `error`).
  * `yieldWhile`: while it says so (another site's invocations are being served), guest code that
- * has run RUN_BEFORE_YIELD_MS without a break sleeps YIELD_MS in every YIELD_MS it runs: a
- * spinning function leaves half its core to the others, rather than making their thread wait
+ * has run RUN_BEFORE_YIELD_MS without a break sleeps PAUSE_MS after every YIELD_MS it runs: a
+ * spinning function leaves two thirds of its core to the others, rather than making their thread wait
  * for the scheduler's turn at the same priority. Sleeping is no CPU time (the limit counts the
  * thread's CPU time), only wall clock (the timeout).
  */
@@ -149,7 +151,7 @@ export async function runFunction(qjs: QuickJSWASMModule, req: RunRequest, api: 
   runtime.setInterruptHandler(() => {
     let now = performance.now();
     if (now - enteredAt > RUN_BEFORE_YIELD_MS && now - lastPause > YIELD_MS && yieldWhile()) {
-      Atomics.wait(pause, 0, 0, YIELD_MS);
+      Atomics.wait(pause, 0, 0, PAUSE_MS);
       now = lastPause = performance.now();
     }
     // The wall clock inside the guest bounds its CPU time from above: the thread's own CPU time is
