@@ -35,7 +35,7 @@ import { filesystemStore } from '../shared/storage/objstore/index.ts';
 import { TENANT_EXTENSIONS } from '../shared/tenancy/migrations.ts';
 import { createTestSite } from '../shared/testing/sites.ts';
 import { runBench } from './children.ts';
-import { openBenchDatabase, withClient, type BenchDatabase } from './database.ts';
+import { createPeopleTable, openBenchDatabase, withClient, type BenchDatabase } from './database.ts';
 import { envNumber, r2 } from './records-setup.ts';
 import { machineInfo, reproduceCommand, writeResults } from './report.ts';
 
@@ -74,13 +74,7 @@ async function main(): Promise<number> {
   const store = filesystemStore(path.join(scratch, 'storage'));
   log(`setup: ${ROWS.toLocaleString('en')} rows, ${OBJECTS} objects of ${OBJECT_SIZE} bytes in ${site.schema}`);
   await withClient(db.url, async (c) => {
-    await c.query(`CREATE TABLE ${q}.people (id bigint PRIMARY KEY, name text NOT NULL, email text, age integer, city text, created_at timestamptz, score double precision)`);
-    await c.query(
-      `INSERT INTO ${q}.people SELECT i, 'Person ' || i, 'person' || i || '@example.com', abs(hashint4(i)) % 100, 'City ' || (abs(hashint4(i + 7)) % 500),
-              timestamptz '2024-01-01' + (i || ' seconds')::interval, (abs(hashint4(i + 13)) % 10000) / 100.0 FROM generate_series(1, $1::int) i`,
-      [ROWS],
-    );
-    await c.query(`CREATE INDEX people_age_idx ON ${q}.people (age)`);
+    await createPeopleTable(c, q, ROWS);
     const [{ id: appId }] = (await c.query(`INSERT INTO ${q}.apps (name, slug) VALUES ('Bench', 'bench') RETURNING id`)).rows;
     const [bucket] = (await c.query(`INSERT INTO ${q}.storage_buckets (app_id, name, slug, app_category) VALUES ($1, 'Files', 'files', 'attachments') RETURNING id, uuid`, [appId])).rows;
     const siteStore = store.site(site.schema);
@@ -93,7 +87,6 @@ async function main(): Promise<number> {
         randomUUID(), bucket.id, `files/${name}`, name, size, key, etag,
       ]);
     }
-    await c.query(`VACUUM ANALYZE ${q}.people`);
   });
 
   const [{ server_version_num }] = await withClient(db.url, async (c) => (await c.query('SHOW server_version_num')).rows);

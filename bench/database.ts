@@ -30,6 +30,21 @@ export async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T
   }
 }
 
+/**
+ * The large table of the backup and move benches in the site schema `schema` (quoted): `rows` rows
+ * by generate_series, as a materialized data table has them (a primary key and an index), analysed.
+ */
+export async function createPeopleTable(c: pg.Client, schema: string, rows: number): Promise<void> {
+  await c.query(`CREATE TABLE ${schema}.people (id bigint PRIMARY KEY, name text NOT NULL, email text, age integer, city text, created_at timestamptz, score double precision)`);
+  await c.query(
+    `INSERT INTO ${schema}.people SELECT i, 'Person ' || i, 'person' || i || '@example.com', abs(hashint4(i)) % 100, 'City ' || (abs(hashint4(i + 7)) % 500),
+            timestamptz '2024-01-01' + (i || ' seconds')::interval, (abs(hashint4(i + 13)) % 10000) / 100.0 FROM generate_series(1, $1::int) i`,
+    [rows],
+  );
+  await c.query(`CREATE INDEX people_age_idx ON ${schema}.people (age)`);
+  await c.query(`VACUUM ANALYZE ${schema}.people`);
+}
+
 export async function openBenchDatabase(log: (msg: string) => void): Promise<BenchDatabase> {
   let serverUrl = process.env.BENCH_DATABASE_URL || process.env.TEST_DATABASE_URL;
   let source = process.env.BENCH_DATABASE_URL ? 'BENCH_DATABASE_URL' : 'TEST_DATABASE_URL';

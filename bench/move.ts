@@ -23,7 +23,7 @@ import { CLUSTER_TABLES } from '../shared/db/clusters.ts';
 import { TENANT_EXTENSIONS } from '../shared/tenancy/migrations.ts';
 import { createTestSite } from '../shared/testing/sites.ts';
 import { runBench } from './children.ts';
-import { openBenchDatabase, withClient, type BenchDatabase } from './database.ts';
+import { createPeopleTable, openBenchDatabase, withClient, type BenchDatabase } from './database.ts';
 import { envNumber, r2 } from './records-setup.ts';
 import { machineInfo, reproduceCommand, writeResults } from './report.ts';
 
@@ -66,16 +66,7 @@ async function main(): Promise<number> {
   await setClusterState(orm.em.fork(), 'west', 'active');
   const q = `"${site.schema}"`;
   log(`setup: ${ROWS.toLocaleString('en')} rows in ${site.schema} on east`);
-  await withClient(east, async (c) => {
-    await c.query(`CREATE TABLE ${q}.people (id bigint PRIMARY KEY, name text NOT NULL, email text, age integer, city text, created_at timestamptz, score double precision)`);
-    await c.query(
-      `INSERT INTO ${q}.people SELECT i, 'Person ' || i, 'person' || i || '@example.com', abs(hashint4(i)) % 100, 'City ' || (abs(hashint4(i + 7)) % 500),
-              timestamptz '2024-01-01' + (i || ' seconds')::interval, (abs(hashint4(i + 13)) % 10000) / 100.0 FROM generate_series(1, $1::int) i`,
-      [ROWS],
-    );
-    await c.query(`CREATE INDEX people_age_idx ON ${q}.people (age)`);
-    await c.query(`VACUUM ANALYZE ${q}.people`);
-  });
+  await withClient(east, (c) => createPeopleTable(c, q, ROWS));
 
   // The baseline: an offline copy to a scratch database on west (writes would be stopped all along).
   const tools = pgTools(Number((await withClient(east, (c) => c.query('SHOW server_version_num'))).rows[0].server_version_num), PG_BIN);

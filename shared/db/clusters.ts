@@ -221,13 +221,12 @@ export async function addCluster(em: EntityManager, primaryDirectUrl: string, in
   return (await listClusters(em)).find((c) => c.name === input.name)!;
 }
 
-export async function listClusters(em: EntityManager): Promise<ClusterRow[]> {
-  const list = await rows<ClusterRow>(
+export function listClusters(em: EntityManager): Promise<ClusterRow[]> {
+  return rows<ClusterRow>(
     em,
     `SELECT c.name, c.url, c.direct_url, c.capacity, c.state, (SELECT count(*)::int FROM public.sites s WHERE s.cluster = c.name) AS sites
      FROM public.clusters c ORDER BY c.name <> 'primary', c.name`,
   );
-  return list;
 }
 
 /** `drain`: no new site is placed there (its sites keep serving; move them with `platform site move`); `read-only`: the same, and marked so. */
