@@ -52,20 +52,20 @@ export function hostRouting(config: Config, resolver: HostResolver, gate?: Write
     // A write to a site being moved waits for the move's freeze to end (sites/move-gate.ts), then
     // goes where the site is now: its routing is read again.
     const writes = gate !== undefined && !SAFE_METHODS.has(ctx.method);
-    if (writes && gate.holds(site.schema)) {
+    while (writes && gate.holds(site.schema)) {
       await gate.wait(site.schema);
       site = (platformHosts.has(host) ? await resolver.resolveSchema(site.schema) : await resolver.resolveHost(host)) ?? undefined;
       if (!site || site.worker) throw notFound({ message: `Unknown host "${host}".` });
     }
-    if (site.cluster !== PRIMARY_CLUSTER) await resolver.siteOrm(site); // its cluster's pool open: the request's unit of work is made there (middleware.ts)
-    ctx.state.tenant = site.schema;
-    ctx.state.site = site;
-    if (!writes) return next();
-    const leave = gate.enter(site.schema);
+    // Counted as running from the last check on, with no wait between: a freeze that comes later waits for it.
+    const leave = writes ? gate.enter(site.schema) : undefined;
     try {
+      if (site.cluster !== PRIMARY_CLUSTER) await resolver.siteOrm(site); // its cluster's pool open: the request's unit of work is made there (middleware.ts)
+      ctx.state.tenant = site.schema;
+      ctx.state.site = site;
       return await next();
     } finally {
-      leave();
+      leave?.();
     }
   };
 }
