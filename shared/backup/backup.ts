@@ -13,7 +13,7 @@ import { blobKey } from '../workers/deploy.ts';
 import { BlobNotFound, type ObjectStore } from '../storage/objstore/types.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { ARCHIVE_FORMAT, ARCHIVE_FORMAT_VERSION, ArchiveWriter, DUMP_ENTRY, PLATFORM_ENTRY, type Manifest } from './archive.ts';
-import { connectionArgs, pgTools, runTool } from './pg-tools.ts';
+import { connectionArgs, pgTools, runTool, queryRows as all } from './pg-tools.ts';
 
 /** The site's rows of the platform tables, as the archive carries them (platform.json). */
 export interface PlatformRows {
@@ -50,10 +50,6 @@ export interface BackupResult {
 }
 
 type Client = pg.Client;
-
-async function all<T>(client: Client, sql: string, params: unknown[] = []): Promise<T[]> {
-  return (await client.query(sql, params)).rows as T[];
-}
 
 async function platformRows(client: Client, siteRef: string): Promise<PlatformRows> {
   const [site] = await all<PlatformRows['site'] & { organization_uuid: string }>(

@@ -6,6 +6,7 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
+import type pg from 'pg';
 
 export interface PgTools {
   dump: string;
@@ -55,4 +56,9 @@ export function runTool(command: string, args: string[], env: NodeJS.ProcessEnv,
   });
   done.catch(() => undefined); // the caller awaits it; an early failure must not be unhandled meanwhile
   return { stdout: child.stdout, done, stop: () => void (child.exitCode === null && child.signalCode === null && child.kill()) };
+}
+
+/** The rows of a statement on a connection of its own (backup, restore, site moves: no ORM). */
+export async function queryRows<T>(client: pg.Client, sql: string, params: unknown[] = []): Promise<T[]> {
+  return (await client.query(sql, params)).rows as T[];
 }

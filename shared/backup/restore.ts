@@ -37,7 +37,7 @@ import { placeSite, PRIMARY_CLUSTER, siteEmOf } from '../db/clusters.ts';
 import { workerHost } from '../workers/hostnames.ts';
 import { badArchive, checkEntry, DUMP_ENTRY, hashed, MANIFEST, PLATFORM_ENTRY, readArchive, verifyArchive, type Manifest } from './archive.ts';
 import type { PlatformRows } from './backup.ts';
-import { connectionArgs, pgTools, runTool } from './pg-tools.ts';
+import { connectionArgs, pgTools, runTool, queryRows as all } from './pg-tools.ts';
 
 export interface RestoreProgress {
   phase: 'verify' | 'blobs' | 'schema' | 'done';
@@ -79,10 +79,6 @@ export interface RestoreResult {
 }
 
 const conflict = (message: string) => new DomainError('CONFLICT', `${message} Nothing was changed.`);
-
-async function all<T>(client: pg.Client, sql: string, params: unknown[] = []): Promise<T[]> {
-  return (await client.query(sql, params)).rows as T[];
-}
 
 /** Restores the site in the archive `file`; see the file comment. */
 export async function restoreSite(file: string, options: RestoreOptions): Promise<RestoreResult> {

@@ -135,29 +135,33 @@ async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T
   }
 }
 
-/** Applies CLUSTER_TABLES on a cluster's database (its direct URL), under a lock: processes may do it at once. */
+/** `work` in a transaction of `client` under the clusters' own advisory lock: several processes may prepare one cluster at once. */
+async function underClusterLock(client: pg.Client, work: () => Promise<unknown>): Promise<void> {
+  await client.query('BEGIN');
+  try {
+    await client.query("SELECT pg_advisory_xact_lock(hashtext('platform:cluster-tables'))");
+    await work();
+    await client.query('COMMIT');
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  }
+}
+
+/** Applies CLUSTER_TABLES on a cluster's database (its direct URL). */
 export async function prepareCluster(directUrl: string): Promise<void> {
-  await withClient(directUrl, async (client) => {
-    await client.query('BEGIN');
-    try {
-      await client.query("SELECT pg_advisory_xact_lock(hashtext('platform:cluster-tables'))");
+  await withClient(directUrl, (client) =>
+    underClusterLock(client, async () => {
       for (const sql of CLUSTER_TABLES) await client.query(sql);
-      await client.query('COMMIT');
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    }
-  });
+    }),
+  );
 }
 
 async function storeClusterRoleDefaults(directUrl: string, settings: SessionSettings): Promise<void> {
   const client = new pg.Client({ connectionString: directUrl, connectionTimeoutMillis: 5000 });
   await client.connect(); // a cluster that does not answer: the request fails as any unreachable database does (503)
   try {
-    await client.query('BEGIN');
-    await client.query("SELECT pg_advisory_xact_lock(hashtext('platform:cluster-tables'))");
-    await storeRoleDefaults(client, settings);
-    await client.query('COMMIT');
+    await underClusterLock(client, () => storeRoleDefaults(client, settings));
   } finally {
     await client.end().catch(() => undefined);
   }

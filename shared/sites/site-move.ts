@@ -21,7 +21,7 @@ import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import pg from 'pg';
 import { runScript } from '../backup/restore.ts';
-import { connectionArgs, pgTools, runTool } from '../backup/pg-tools.ts';
+import { connectionArgs, pgTools, runTool, queryRows as all } from '../backup/pg-tools.ts';
 import { ChangeListener, CHANGES_CHANNEL } from '../db/changes.ts';
 import { PRIMARY_CLUSTER, prepareCluster } from '../db/clusters.ts';
 import { DomainError, fieldError, siteNotFound } from '../errors.ts';
@@ -84,10 +84,6 @@ async function connect(url: string): Promise<pg.Client> {
   await client.connect();
   await client.query(SESSION);
   return client;
-}
-
-async function all<T>(client: pg.Client, sql: string, params: unknown[] = []): Promise<T[]> {
-  return (await client.query(sql, params)).rows as T[];
 }
 
 async function siteOf(em: EntityManager, ref: string): Promise<{ uuid: string; slug: string; schema_name: string; cluster: string }> {
