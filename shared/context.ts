@@ -56,12 +56,26 @@ export function makeContext(
   tenant: string | null = null,
   extra: { ability?: AppAbility; caches?: RequestCaches; events?: UserEvents; longOperations?: LongOperations } = {},
 ): ServiceContext {
-  const ctx = { actor, ability: extra.ability ?? defineAbility(actor), tenant, caches: extra.caches, events: extra.events, longOperations: extra.longOperations } as ServiceContext;
-  if ('reads' in em) {
-    Object.defineProperty(ctx, 'em', { get: em.get, enumerable: true });
-    ctx.reads = em.reads;
-  } else ctx.em = em;
-  return ctx;
+  const fields = { actor, ability: extra.ability ?? defineAbility(actor), tenant, caches: extra.caches, events: extra.events, longOperations: extra.longOperations };
+  if ('reads' in em) return Object.assign(new WithLazyEm(em), fields, { reads: em.reads }) as unknown as ServiceContext;
+  return { em, ...fields };
+}
+
+/**
+ * An object whose `em` is a lazy unit of work's, made on first use, by a getter of the class: the
+ * objects of every request share one shape. (A getter put on each object by defineProperty gives
+ * each its own hidden class, and every property read on such objects takes V8's slow path.)
+ */
+export class WithLazyEm {
+  readonly #unit: LazyEntityManager;
+
+  constructor(unit: LazyEntityManager) {
+    this.#unit = unit;
+  }
+
+  get em(): EntityManager {
+    return this.#unit.get();
+  }
 }
 
 /** The acting user's UUID (what created_by / modified_by record); null for a system actor. */

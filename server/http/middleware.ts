@@ -5,7 +5,7 @@ import helmet from 'koa-helmet';
 import type { Orm } from '../../shared/db/orm.ts';
 import { clustersOf } from '../../shared/db/clusters.ts';
 import type { Logger } from '../../shared/common/logger.ts';
-import { lazyEntityManager, makeContext } from '../../shared/context.ts';
+import { lazyEntityManager, makeContext, WithLazyEm } from '../../shared/context.ts';
 import type { UserEvents } from '../../shared/functions/events.service.ts';
 import { notAuthenticated } from '../../shared/errors.ts';
 import type { Config } from '../../shared/config.ts';
@@ -13,7 +13,7 @@ import type { RequestCaches } from '../../shared/common/request-caches.ts';
 import type { LongOperations } from '../../shared/db/long-operations.ts';
 import { redactPath } from './redact.ts';
 import type { RouteStep } from './registry.ts';
-import type { AppContext } from './types.ts';
+import type { AppContext, AppState } from './types.ts';
 
 const REQUEST_ID = /^[A-Za-z0-9._-]{1,100}$/;
 /** Methods that change nothing: writes wait for their change to reach the caches; sessions need no CSRF token for them. */
@@ -35,13 +35,12 @@ export function requestContext(
   return async (ctx: AppContext, next: Next) => {
     const start = process.hrtime.bigint();
     const incoming = ctx.get('X-Request-Id');
-    ctx.state.requestId = REQUEST_ID.test(incoming) ? incoming : randomUUID();
-    ctx.set('X-Request-Id', ctx.state.requestId);
+    const requestId = REQUEST_ID.test(incoming) ? incoming : randomUUID();
+    ctx.set('X-Request-Id', requestId);
     // On a site of another cluster than the primary, its cluster's pool (opened by host routing).
     const unit = lazyEntityManager(() => (ctx.state.site && clusters?.peek(ctx.state.site.cluster)?.em) || orm.em);
-    Object.defineProperty(ctx.state, 'em', { get: unit.get, enumerable: true });
-    ctx.state.reads = unit.reads;
-    ctx.state.tenant = null;
+    // The state's `em` is the unit's, by a getter of its class (shared/context.ts WithLazyEm).
+    ctx.state = Object.assign(new WithLazyEm(unit), { requestId, reads: unit.reads, tenant: null }) as unknown as AppState;
     ctx.state.service = () => {
       if (!ctx.state.actor) throw notAuthenticated();
       const service = makeContext(unit, ctx.state.actor, ctx.state.tenant, { ability: ctx.state.ability, caches, events: options.events, longOperations: options.longOperations });

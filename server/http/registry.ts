@@ -315,24 +315,42 @@ class RouteTable {
     return out;
   }
 
+  /**
+   * Depth first over literals, then parameters, then rests. The captures of the branch being
+   * tried are one stack of raw segments, pushed and popped; a match's parameters are built (and
+   * decoded) only when a node is reached: trying a branch allocates nothing.
+   */
   private walk(segments: string[], out: { node: RouteNode; params: Record<string, string> }[]): void {
-    const walk = (node: RouteNode, i: number, params: Record<string, string>) => {
+    const names: string[] = [];
+    const spans: [number, number][] = [];
+    const walk = (node: RouteNode, i: number) => {
       if (i === segments.length) {
-        if (node.methods.size) out.push({ node, params });
+        if (!node.methods.size) return;
+        const params: Record<string, string> = {};
+        for (let k = 0; k < names.length; k++) {
+          const [from, to] = spans[k]!;
+          params[names[k]!] = to === from + 1 ? decodeParam(segments[from]!) : segments.slice(from, to).map(decodeParam).join('/');
+        }
+        out.push({ node, params });
         return;
       }
       const segment = segments[i]!;
       const next = node.statics.get(segment);
-      if (next) walk(next, i + 1, params);
-      if (segment !== '') for (const p of node.params) walk(p.node, i + 1, { ...params, [p.name]: decodeParam(segment) });
+      if (next) walk(next, i + 1);
+      if (segment !== '') for (const p of node.params) capture(p.name, p.node, i, i + 1);
       // A rest takes segments i..j-1, never the empty segment of a trailing slash (`a/b/` is the key `a/b`).
       for (const r of node.rests) {
-        for (let j = i + 1; j <= segments.length && !(j === segments.length && segments[j - 1] === ''); j++) {
-          walk(r.node, j, { ...params, [r.name]: segments.slice(i, j).map(decodeParam).join('/') });
-        }
+        for (let j = i + 1; j <= segments.length && !(j === segments.length && segments[j - 1] === ''); j++) capture(r.name, r.node, i, j);
       }
     };
-    walk(this.root, 0, {});
+    const capture = (name: string, child: RouteNode, from: number, to: number) => {
+      names.push(name);
+      spans.push([from, to]);
+      walk(child, to);
+      names.pop();
+      spans.pop();
+    };
+    walk(this.root, 0);
   }
 }
 

@@ -191,8 +191,7 @@ export function staticSites(deps: StaticSitesDeps): (req: IncomingMessage, res: 
       }
       return;
     }
-    deps.hosts
-      .resolveHost(host)
+    Promise.resolve(deps.hosts.resolveHost(host))
       .then(async (site) => {
         if (!site?.worker) return next(req, res);
         respond(req, res, site, site.worker, site.worker.build ? await manifestOf(site, site.worker.build) : null);

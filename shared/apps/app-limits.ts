@@ -22,7 +22,7 @@ export class AppRateLimits {
   }
 
   /** The app's requests per hour per caller (0: none allowed); null when the site has no such app. */
-  limitOf(schema: string, slug: string): Promise<number | null> {
+  limitOf(schema: string, slug: string): number | null | Promise<number | null> {
     return this.cache.get(`${schema}/${slug}`, async () => {
       const rows = await (await siteOrmOf(this.orm, schema)).em
         .getConnection()

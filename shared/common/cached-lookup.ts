@@ -41,11 +41,16 @@ export class CachedLookup<V> {
     return hit.value;
   }
 
-  async get(key: string, load: (key: string) => Promise<V>): Promise<V> {
+  /** The value: a hit as it is (no promise: the hot path awaits it for nothing), else its load's promise. */
+  get(key: string, load: (key: string) => Promise<V>): V | Promise<V> {
     const hit = this.entries.get(key);
     const now = Date.now();
     const serving = !this.listener || this.listener.listening;
     if (serving && hit && now - hit.at < this.ttlMs) return hit.value;
+    return this.miss(key, load, now, serving);
+  }
+
+  private async miss(key: string, load: (key: string) => Promise<V>, now: number, serving: boolean): Promise<V> {
     const pending = this.loading.get(key);
     if (serving && pending && pending.epoch === this.epoch) return pending.value;
     this.misses++;

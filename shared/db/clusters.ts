@@ -357,7 +357,7 @@ export class Clusters {
   }
 
   /** The cluster that holds the site schema `schema` (the primary for a schema no site has). */
-  siteCluster(schema: string): Promise<string> {
+  siteCluster(schema: string): string | Promise<string> {
     return this.siteClusters.get(schema, async (key) => (await rows<{ cluster: string }>(this.primary.em.fork(), 'SELECT cluster FROM public.sites WHERE schema_name = ?', [key]))[0]?.cluster ?? PRIMARY_CLUSTER);
   }
 

@@ -63,6 +63,10 @@ export async function planFor(ctx: ServiceContext, schema: string, app: PolicyAp
   if (!principal) return true;
   const plan = async () => (await loadPolicySet(ctx, schema, app)).formula(principal, kindScope(schema, app, kind), action);
   if (!ctx.caches) return plan();
-  const key = `${schema}|${app.id}|${kind}|${action}|${principal.id}|${principal.roles.join(',')}|${JSON.stringify(principal.attr)}`;
-  return ctx.caches.plans.get(key, plan);
+  let who = principalKeys.get(principal);
+  if (who === undefined) principalKeys.set(principal, (who = `${principal.id}|${principal.roles.join(',')}|${JSON.stringify(principal.attr)}`));
+  return ctx.caches.plans.get(`${schema}|${app.id}|${kind}|${action}|${who}`, plan);
 }
+
+/** A principal's part of its plans' keys, made once per principal object (the principals cache keeps it across requests). */
+const principalKeys = new WeakMap<Principal, string>();

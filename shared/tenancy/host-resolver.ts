@@ -73,11 +73,11 @@ export class HostResolver {
     return this.hosts.peek(host);
   }
 
-  resolveHost(host: string): Promise<TenantRef | null> {
+  resolveHost(host: string): TenantRef | null | Promise<TenantRef | null> {
     return this.hosts.get(host, (key) => this.loadHost(key));
   }
 
-  resolveSchema(schema: string): Promise<TenantRef | null> {
+  resolveSchema(schema: string): TenantRef | null | Promise<TenantRef | null> {
     return this.schemas.get(schema, async (key) => {
       const [row] = await this.orm.em.getConnection().execute(BY_SCHEMA, [key]);
       return row ? refOf(row) : null;
