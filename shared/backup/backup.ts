@@ -12,6 +12,7 @@ import { siteNotFound } from '../errors.ts';
 import { blobKey } from '../workers/deploy.ts';
 import { BlobNotFound, type ObjectStore } from '../storage/objstore/types.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
+import { operatorSiteRef } from '../sites/lookup.ts';
 import { ARCHIVE_FORMAT, ARCHIVE_FORMAT_VERSION, ArchiveWriter, DUMP_ENTRY, PLATFORM_ENTRY, type Manifest } from './archive.ts';
 import { connectionArgs, pgTools, runTool, queryRows as all } from './pg-tools.ts';
 
@@ -54,8 +55,7 @@ type Client = pg.Client;
 async function platformRows(client: Client, siteRef: string): Promise<PlatformRows> {
   const [site] = await all<PlatformRows['site'] & { organization_uuid: string }>(
     client,
-    `SELECT uuid, name, slug, description, schema_name, environment, is_active, site_settings, organization_uuid FROM public.sites
-      WHERE slug = $1 OR schema_name = $1 OR uuid::text = $1 ORDER BY (schema_name = $1) DESC LIMIT 1`,
+    `SELECT uuid, name, slug, description, schema_name, environment, is_active, site_settings, organization_uuid FROM public.sites WHERE ${operatorSiteRef('$1')}`,
     [siteRef],
   );
   if (!site) throw siteNotFound(siteRef);

@@ -22,13 +22,15 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import pg from 'pg';
 import { runScript } from '../backup/restore.ts';
 import { connectionArgs, pgTools, runTool, queryRows as all } from '../backup/pg-tools.ts';
-import { ChangeListener, CHANGES_CHANNEL } from '../db/changes.ts';
+import { ChangeListener } from '../db/changes.ts';
 import { PRIMARY_CLUSTER, prepareCluster } from '../db/clusters.ts';
 import { DomainError, fieldError, siteNotFound } from '../errors.ts';
 import { notifyRoutingChanged } from '../tenancy/host-resolver.ts';
 import { TENANT_EXTENSIONS } from '../tenancy/migrations.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import { quoteIdent } from '../db/sql.ts';
+import { operatorSiteRef } from './lookup.ts';
+import { notifyOn } from './move-gate.ts';
 
 export const MOVE_STEPS = ['started', 'schema', 'replicating', 'synced', 'switched', 'done'] as const;
 export type MoveStep = (typeof MOVE_STEPS)[number];
@@ -87,10 +89,12 @@ async function connect(url: string): Promise<pg.Client> {
 }
 
 async function siteOf(em: EntityManager, ref: string): Promise<{ uuid: string; slug: string; schema_name: string; cluster: string }> {
-  const [site] = (await em.execute(
-    'SELECT uuid, slug, schema_name, cluster FROM public.sites WHERE slug = ? OR schema_name = ? OR uuid::text = ? ORDER BY (schema_name = ?) DESC LIMIT 1',
-    [ref, ref, ref, ref],
-  )) as { uuid: string; slug: string; schema_name: string; cluster: string }[];
+  const [site] = (await em.execute(`SELECT uuid, slug, schema_name, cluster FROM public.sites WHERE ${operatorSiteRef('?')}`, [ref, ref, ref, ref])) as {
+    uuid: string;
+    slug: string;
+    schema_name: string;
+    cluster: string;
+  }[];
   if (!site) throw siteNotFound(ref);
   return site;
 }
@@ -100,11 +104,42 @@ async function moveOf(em: EntityManager, siteUuid: string): Promise<MoveRow | un
   return row;
 }
 
+/** The site and its move (`missing`: the 404's words when there is none). */
+async function recordedMove(ref: string, options: MoveOptions, missing: string): Promise<{ site: { uuid: string; slug: string }; row: MoveRow }> {
+  const site = await siteOf(options.em, ref);
+  const row = await moveOf(options.em, site.uuid);
+  if (!row) throw new DomainError('NOT_FOUND', `No move of the site "${ref}" is ${missing}.`);
+  return { site, row };
+}
+
 async function clusterUrl(em: EntityManager, name: string, primaryUrl: string): Promise<string> {
   if (name === PRIMARY_CLUSTER) return primaryUrl;
   const [row] = (await em.execute('SELECT coalesce(direct_url, url) AS url FROM public.clusters WHERE name = ?', [name])) as { url: string }[];
   if (!row) throw fieldError('to', `No cluster is named "${name}".`);
   return row.url;
+}
+
+/** The move's two clusters, each on a connection of its own, and the source's address (pg_dump, the subscription). */
+interface Ends {
+  source: pg.Client;
+  target: pg.Client;
+  sourceUrl: string;
+}
+
+/** Runs `work` with the move's two connections open, then closes them. */
+async function withEnds<T>(row: MoveRow, options: MoveOptions, work: (ends: Ends) => Promise<T>): Promise<T> {
+  const sourceUrl = await clusterUrl(options.em, row.source, options.directUrl);
+  const source = await connect(sourceUrl);
+  try {
+    const target = await connect(await clusterUrl(options.em, row.target, options.directUrl));
+    try {
+      return await work({ source, target, sourceUrl });
+    } finally {
+      await target.end().catch(() => undefined);
+    }
+  } finally {
+    await source.end().catch(() => undefined);
+  }
 }
 
 /** Starts moving the site `ref` to the cluster `to`, and carries the move through. */
@@ -142,17 +177,18 @@ export async function moveSite(ref: string, to: string, options: MoveOptions): P
 
 /** Finishes an interrupted move from the step it reached. */
 export async function resumeMove(ref: string, options: MoveOptions): Promise<MoveResult> {
-  const site = await siteOf(options.em, ref);
-  const row = await moveOf(options.em, site.uuid);
-  if (!row) throw new DomainError('NOT_FOUND', `No move of the site "${ref}" is under way.`);
+  const { site, row } = await recordedMove(ref, options, 'under way');
   return carry(site, row, options);
 }
 
 async function carry(site: { uuid: string; slug: string }, row: MoveRow, options: MoveOptions): Promise<MoveResult> {
   const started = Date.now();
+  return withEnds(row, options, (ends) => runSteps(site, row, options, ends, started));
+}
+
+async function runSteps(site: { uuid: string; slug: string }, row: MoveRow, options: MoveOptions, ends: Ends, started: number): Promise<MoveResult> {
+  const { source, target } = ends;
   const say = options.onProgress ?? (() => undefined);
-  const source = await connect(await clusterUrl(options.em, row.source, options.directUrl));
-  const target = await connect(await clusterUrl(options.em, row.target, options.directUrl));
   const record = async (step: MoveStep, extra: { freeze_ms?: number } = {}) => {
     await options.em.execute('UPDATE public.site_moves SET step = ?, freeze_ms = coalesce(?, freeze_ms), error = NULL, updated_at = now() WHERE site_uuid = ?', [step, extra.freeze_ms ?? null, row.site_uuid]);
     row.step = step;
@@ -163,11 +199,11 @@ async function carry(site: { uuid: string; slug: string }, row: MoveRow, options
     while (row.step !== 'done') {
       if (row.step === 'started') {
         say(`Copying the definition of ${row.schema_name} to ${row.target}…`);
-        if (row.method === 'logical') await copySchema(source, target, row, options, false);
+        if (row.method === 'logical') await copySchema(ends, row, options, false);
         await record(row.method === 'logical' ? 'schema' : 'synced');
       } else if (row.step === 'schema') {
         say('Publishing the site\'s tables and subscribing from the target (initial copy, then the stream)…');
-        await replicate(source, target, row, await clusterUrl(options.em, row.source, options.directUrl));
+        await replicate(ends, row);
         await record('replicating');
       } else if (row.step === 'replicating') {
         await waitSynced(target, row, say);
@@ -175,7 +211,7 @@ async function carry(site: { uuid: string; slug: string }, row: MoveRow, options
       } else if (row.step === 'synced') {
         say('Freezing writes, catching up, verifying and switching…');
         try {
-          const frozen = await freezeAndSwitch(source, target, row, options);
+          const frozen = await freezeAndSwitch(ends, row, options);
           counted = frozen.counted;
           row.step = 'switched';
           if (options.stopAfter === 'switched') process.kill(process.pid, 'SIGKILL');
@@ -200,17 +236,14 @@ async function carry(site: { uuid: string; slug: string }, row: MoveRow, options
   } catch (err) {
     await options.em.execute('UPDATE public.site_moves SET error = ?, updated_at = now() WHERE site_uuid = ?', [(err as Error).message.slice(0, 1000), row.site_uuid]).catch(() => undefined);
     throw err;
-  } finally {
-    await source.end().catch(() => undefined);
-    await target.end().catch(() => undefined);
   }
 }
 
 /** The site's schema on the target: its definition only (`withRows` false), or all of it (the copy method, in the freeze: `snapshot` of the locked source). */
-async function copySchema(source: pg.Client, target: pg.Client, row: MoveRow, options: MoveOptions, withRows: boolean, snapshot?: string): Promise<void> {
+async function copySchema({ source, target, sourceUrl }: Ends, row: MoveRow, options: MoveOptions, withRows: boolean, snapshot?: string): Promise<void> {
   const [{ server_version_num }] = await all<{ server_version_num: string }>(source, 'SHOW server_version_num');
   const tools = pgTools(Number(server_version_num), options.pgBinDir);
-  const { dbname, env } = connectionArgs(await clusterUrl(options.em, row.source, options.directUrl));
+  const { dbname, env } = connectionArgs(sourceUrl);
   const args = ['--dbname', dbname, `--schema=${row.schema_name}`, '--no-owner', '--no-privileges', ...(withRows ? [] : ['--schema-only']), ...(snapshot ? [`--snapshot=${snapshot}`] : [])];
   await target.query('BEGIN');
   try {
@@ -243,7 +276,7 @@ async function tablesOf(client: pg.Client, schema: string): Promise<{ name: stri
   return rows.map((r) => ({ ...r, quoted: `${quotedSchema(schema)}.${quoteIdent(r.name)}` }));
 }
 
-async function replicate(source: pg.Client, target: pg.Client, row: MoveRow, sourceUrl: string): Promise<void> {
+async function replicate({ source, target, sourceUrl }: Ends, row: MoveRow): Promise<void> {
   const name = replicationName(row.site_uuid);
   // A table without a key replicates its updates and deletes only with its whole row as identity.
   for (const t of await tablesOf(source, row.schema_name)) if (!t.keyed) await source.query(`ALTER TABLE ${t.quoted} REPLICA IDENTITY FULL`);
@@ -332,11 +365,12 @@ async function fingerprint(client: pg.Client, schema: string, inTransaction: boo
 }
 
 /** The freeze, the last copy, the checks and the switch (see the file comment); the freeze's length. */
-async function freezeAndSwitch(source: pg.Client, target: pg.Client, row: MoveRow, options: MoveOptions): Promise<{ freezeMs: number; phases: string; counted: { tables: number; rows: number } }> {
+async function freezeAndSwitch(ends: Ends, row: MoveRow, options: MoveOptions): Promise<{ freezeMs: number; phases: string; counted: { tables: number; rows: number } }> {
+  const { source, target } = ends;
   const timeout = options.freezeTimeoutMs ?? 10_000;
   const schema = row.schema_name;
   const move = randomUUID();
-  const notify = (payload: string) => options.em.fork().execute('SELECT pg_notify(?, ?)', [CHANGES_CHANNEL, payload]);
+  const notify = notifyOn(options.em.fork());
   // The servers on the channel: they answer this listener's hello (a moment).
   const listener = new ChangeListener();
   const acks = new Set<string>();
@@ -398,7 +432,7 @@ async function freezeAndSwitch(source: pg.Client, target: pg.Client, row: MoveRo
       }
     } else {
       const [{ snapshot }] = await all<{ snapshot: string }>(source, 'SELECT pg_export_snapshot() AS snapshot');
-      await copySchema(source, target, row, options, true, snapshot);
+      await copySchema(ends, row, options, true, snapshot);
     }
     phase(row.method === 'logical' ? 'caught up' : 'copied');
     // Sequences (logical replication carries rows, not sequences).
@@ -463,27 +497,16 @@ async function undo(source: pg.Client, target: pg.Client, row: MoveRow, options:
 
 /** `--abort`: undoes a move that has not switched (the site stays where it is). */
 export async function abortMove(ref: string, options: MoveOptions): Promise<MoveRow> {
-  const site = await siteOf(options.em, ref);
-  const row = await moveOf(options.em, site.uuid);
-  if (!row) throw new DomainError('NOT_FOUND', `No move of the site "${ref}" is under way.`);
+  const { row } = await recordedMove(ref, options, 'under way');
   if (row.step === 'switched' || row.step === 'done') throw conflict(`The move has switched the site to ${row.target} already: \`--resume\` finishes it (and \`--cleanup\` then drops the old copy).`);
-  const source = await connect(await clusterUrl(options.em, row.source, options.directUrl));
-  const target = await connect(await clusterUrl(options.em, row.target, options.directUrl));
-  try {
-    await undo(source, target, row, options);
-    await options.em.execute('SELECT pg_notify(?, ?)', [CHANGES_CHANNEL, `move:thaw ${row.schema_name}`]);
-    return row;
-  } finally {
-    await source.end().catch(() => undefined);
-    await target.end().catch(() => undefined);
-  }
+  await withEnds(row, options, ({ source, target }) => undo(source, target, row, options));
+  await notifyOn(options.em)(`move:thaw ${row.schema_name}`);
+  return row;
 }
 
 /** `--cleanup`: drops the old copy of a moved site on its source, and the move's record. */
 export async function cleanupMove(ref: string, options: MoveOptions): Promise<MoveRow> {
-  const site = await siteOf(options.em, ref);
-  const row = await moveOf(options.em, site.uuid);
-  if (!row) throw new DomainError('NOT_FOUND', `No move of the site "${ref}" is recorded.`);
+  const { row } = await recordedMove(ref, options, 'recorded');
   if (row.step !== 'done') throw conflict(`The move is at step ${row.step}: \`--resume\` finishes it first (or \`--abort\` undoes it).`);
   const sourceUrl = await clusterUrl(options.em, row.source, options.directUrl);
   if (row.source !== PRIMARY_CLUSTER) await prepareCluster(sourceUrl);

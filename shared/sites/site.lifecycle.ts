@@ -21,14 +21,15 @@ export async function dropSite(em: EntityManager, site: { uuid: string; schema_n
   if (move && move.step !== 'done') {
     throw new DomainError('CONFLICT', `The site is being moved (step ${move.step}): finish the move (platform site move --resume) or undo it (--abort) first.`);
   }
-  if (cluster === PRIMARY_CLUSTER) await em.execute(`DROP SCHEMA IF EXISTS ${quotedSchema(site.schema_name)} CASCADE`);
+  // The clusters holding a copy of the schema: the site's, and a finished move's source.
+  const holders = new Set([cluster, move?.source ?? cluster]);
+  if (holders.has(PRIMARY_CLUSTER)) await em.execute(`DROP SCHEMA IF EXISTS ${quotedSchema(site.schema_name)} CASCADE`);
   await em.execute(`DELETE FROM public.object_permissions WHERE object_type = 'site' AND object_uuid = ?`, [site.uuid]);
   await em.execute('DELETE FROM public.domains WHERE site_uuid = ?', [site.uuid]);
   await em.execute('DELETE FROM public.tenant_schemas WHERE schema_name = ?', [site.schema_name]);
   await em.execute('DELETE FROM public.sites WHERE uuid = ?', [site.uuid]);
   await notifyRoutingChanged(em);
-  const elsewhere = [...new Set([cluster, move?.source ?? cluster])].filter((c) => c !== PRIMARY_CLUSTER);
-  if (move?.source === PRIMARY_CLUSTER) await em.execute(`DROP SCHEMA IF EXISTS ${quotedSchema(site.schema_name)} CASCADE`);
+  const elsewhere = [...holders].filter((c) => c !== PRIMARY_CLUSTER);
   if (!elsewhere.length) return undefined;
   const clusters = clustersOf(em)!;
   return async () => {
