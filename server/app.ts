@@ -1,4 +1,6 @@
 // Builds the Koa application without listening (tests and `serve` both use it).
+import type { RecordFeed } from '../shared/realtime/feed.ts';
+import { realtimeRoutes } from './routes/realtime.routes.ts';
 import Koa from 'koa';
 import type { Redis } from 'ioredis';
 import type { TokenSettings } from '../shared/auth/tokens.ts';
@@ -88,6 +90,8 @@ export interface AppDeps {
   store: ObjectStore;
   /** Where functions run (sandboxes, the job queue); without it, one of its own that claims no queued work (the CLI's direct mode). */
   functions?: FunctionRuntime;
+  /** The process's change streams (shared/realtime/feed.ts); without it, the changes route answers 503 (the CLI's direct mode). */
+  feed?: RecordFeed;
   /** /readyz's check on a connection of its own; without it, one made here (connecting only when /readyz is asked). */
   probe?: DatabaseProbe;
   /** How faults are logged (one line per burst); without them, logs whose bursts end after a quiet second (no probe). */
@@ -109,7 +113,7 @@ export function functionRuntime(deps: Pick<AppDeps, 'config' | 'orm' | 'tokens' 
   return new FunctionRuntime({ orm: deps.orm, keyring, tokens: deps.tokens, config: deps.config.functions, log: deps.log, platformHost: deps.config.platformHosts[0] ?? 'localhost', databaseFaults: deps.faults?.database });
 }
 
-export function buildRegistry(deps: Pick<AppDeps, 'config' | 'tokens' | 'mailer' | 'log' | 'store'> & { secrets: SecretKeyring; functions: FunctionRuntime }): RouteRegistry {
+export function buildRegistry(deps: Pick<AppDeps, 'config' | 'tokens' | 'mailer' | 'log' | 'store' | 'feed'> & { secrets: SecretKeyring; functions: FunctionRuntime }): RouteRegistry {
   const mailer = deps.mailer ?? createMailer(deps.config);
   const { secrets: keyring, functions: runtime } = deps;
   return new RouteRegistry().add(...authRoutes(deps.tokens, deps.log), ...userRoutes(deps.config, mailer))
@@ -118,7 +122,7 @@ export function buildRegistry(deps: Pick<AppDeps, 'config' | 'tokens' | 'mailer'
     .add(...organizationRoutes(deps.config), ...memberRoutes(deps.config.publicUrl), ...groupRoutes(deps.config.publicUrl))
     .add(...tenantUserRoutes(deps.config.publicUrl))
     .add(...secretRoutes(keyring, deps.config.publicUrl), ...socialRoutes(keyring, deps.tokens, deps.config.socialAllowHttp, runtime.events, new OutboundGuard(deps.config.outbound)))
-    .add(...dataTableRoutes(deps.config.publicUrl), ...migrationRoutes(deps.config.publicUrl), ...recordRoutes({ maxDepth: deps.config.graphMaxDepth }), ...edgeRoutes())
+    .add(...dataTableRoutes(deps.config.publicUrl), ...migrationRoutes(deps.config.publicUrl), ...realtimeRoutes(deps.feed), ...recordRoutes({ maxDepth: deps.config.graphMaxDepth }), ...edgeRoutes())
     .add(...importRoutes({ config: deps.config, store: deps.store, keyring }))
     .add(...appRoutes(deps.config), ...dataSourceRoutes())
     .add(...policyRoutes())

@@ -3,6 +3,7 @@
 // (starting) until the HTTP application is ready. `close()` shuts down in order: stop accepting → finish in-flight requests
 // (up to SHUTDOWN_TIMEOUT_MS; then what they run in the database is cut off and rolled back, and
 // their connections closed) → close Redis and the pool → stop the embedded PostgreSQL.
+import { RecordFeed } from '../shared/realtime/feed.ts';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -48,6 +49,8 @@ export interface ServerHandle {
   db: Database;
   log: Logger;
   hosts: HostResolver;
+  /** The process's change streams. */
+  feed: RecordFeed;
   close(): Promise<void>;
 }
 
@@ -59,10 +62,10 @@ export interface StartOptions {
   extraRoutes?: RouteDef[];
 }
 
-/** The token blacklists of the platform and its sites, the browser sessions and the idempotency keys: expired rows go. */
-const pruneJob = (db: Database) => async () => {
-  const pruned = await pruneExpired(db.orm.em.fork());
-  return pruned.deleted || pruned.sessions || pruned.idempotencyKeys ? pruned : undefined;
+/** The token blacklists of the platform and its sites, the browser sessions and the idempotency keys: expired rows go; record changes past their retention too. */
+const pruneJob = (db: Database, config: Config) => async () => {
+  const pruned = await pruneExpired(db.orm.em.fork(), config.realtime);
+  return pruned.deleted || pruned.sessions || pruned.idempotencyKeys || pruned.changes ? pruned : undefined;
 };
 
 /** Storage upkeep of every site: usage counters and quota state (`check_storage_quotas`), then blobs no record holds (shared/storage/, shared/workers/). */
@@ -259,7 +262,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const objects = await storeFromConfig(config.storage, config.dataDir);
     store = objects;
     functions = functionRuntime({ config, orm: db.orm, tokens, log, faults }, secrets);
-    const app = createApp({ config, orm: db.orm, log, tokens, redis, hosts, gate, appLimits, caches, mailer, secrets, store: objects, functions, probe, faults, isShuttingDown: () => shuttingDown, extraRoutes: options.extraRoutes });
+    const feed = new RecordFeed(config.realtime, changes);
+    const app = createApp({ config, orm: db.orm, log, tokens, redis, hosts, gate, appLimits, caches, mailer, secrets, store: objects, functions, feed, probe, faults, isShuttingDown: () => shuttingDown, extraRoutes: options.extraRoutes });
     // Frontend workers' hosts first (static files only, outside the API's middleware, routes and limits), then the API.
     const api = app.callback();
     const sites = staticSites({ hosts, store: objects, platformHosts: config.platformHosts, trustProxy: config.trustProxy, log });
@@ -269,7 +273,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     // Once per interval across every server process on the database (db/scheduled-jobs.ts).
     const timers = { em: () => db.orm.em.fork(), log, owner: functions.owner };
     const jobs = [
-      config.blacklistPruneIntervalMs ? scheduleClusterWide(timers, 'token blacklist pruning', config.blacklistPruneIntervalMs, pruneJob(db)) : undefined,
+      config.blacklistPruneIntervalMs ? scheduleClusterWide(timers, 'token blacklist pruning', config.blacklistPruneIntervalMs, pruneJob(db, config)) : undefined,
       config.storageMaintenanceIntervalMs ? scheduleClusterWide(timers, 'storage maintenance', config.storageMaintenanceIntervalMs, storageJob(db, objects, path.join(config.dataDir, 'tmp'))) : undefined,
     ];
     let closing: Promise<void> | undefined;
@@ -279,9 +283,11 @@ export async function startServer(config: Config, options: StartOptions = {}): P
       db,
       log,
       hosts,
+      feed,
       close() {
         closing ??= (async () => {
           shuttingDown = true;
+          feed.close(); // change streams end at once (clients resume elsewhere): they would hold the server open
           await stopAccepting(srv, db, config.shutdownTimeoutMs, log);
           for (const job of jobs) await job?.stop();
           await functions?.close();

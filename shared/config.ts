@@ -57,6 +57,22 @@ export interface LongOperationLimits {
   stallMs: number;
 }
 
+/** Change streams (shared/realtime/feed.ts) and the change log's retention (changelog.ts pruneChangeLogs). */
+export interface RealtimeConfig {
+  /** Streams one server process holds at most (REALTIME_MAX_SUBSCRIBERS, default 20,000)… */
+  maxSubscribers: number;
+  /** …and of one site (REALTIME_MAX_PER_SITE, default 5,000): 429 beyond. */
+  maxPerSite: number;
+  /** Bytes a client may leave unread before its stream is dropped (REALTIME_MAX_BUFFERED_BYTES, default 1 MiB). */
+  maxBufferedBytes: number;
+  /** A comment line after this much silence (REALTIME_HEARTBEAT_MS, default 15,000). */
+  heartbeatMs: number;
+  /** Changes are kept this long (REALTIME_RETENTION_HOURS, default 24)… */
+  retentionHours: number;
+  /** …and at most this many per site (REALTIME_RETENTION_ROWS, default 1,000,000), by the pruning job. */
+  retentionRows: number;
+}
+
 export interface Config {
   port: number;
   host: string;
@@ -132,6 +148,8 @@ export interface Config {
   functions: FunctionsConfig;
   /** Frontend workers' builds (docs/frontend-workers.md "Limits"). */
   workers: WorkersConfig;
+  /** Change streams and the change log (docs/realtime.md "Limits"). */
+  realtime: RealtimeConfig;
   /** The largest app package an import takes (PACKAGE_UPLOAD_LIMIT_BYTES, default 8 GiB; docs/app-packages.md). */
   packageUploadLimitBytes: number;
 }
@@ -352,6 +370,14 @@ export function loadConfig(env: Env = process.env): Config {
     storageMaintenanceIntervalMs: int(env, 'STORAGE_MAINTENANCE_INTERVAL_MS', 3_600_000, 0, 2_147_483_647),
     storage: loadStorageConfig(env),
     functions: functionsConfig(env),
+    realtime: {
+      maxSubscribers: int(env, 'REALTIME_MAX_SUBSCRIBERS', 20_000, 0),
+      maxPerSite: int(env, 'REALTIME_MAX_PER_SITE', 5_000, 0),
+      maxBufferedBytes: int(env, 'REALTIME_MAX_BUFFERED_BYTES', 1024 * 1024, 1024),
+      heartbeatMs: int(env, 'REALTIME_HEARTBEAT_MS', 15_000, 1000, 600_000),
+      retentionHours: int(env, 'REALTIME_RETENTION_HOURS', 24, 1, 24 * 365),
+      retentionRows: int(env, 'REALTIME_RETENTION_ROWS', 1_000_000, 1000),
+    },
     workers: {
       uploadLimitBytes: int(env, 'WORKER_UPLOAD_LIMIT_BYTES', 256 * 1024 * 1024, 1024),
       maxFiles: int(env, 'WORKER_MAX_FILES', 100_000, 1),

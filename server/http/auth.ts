@@ -41,6 +41,7 @@ async function bearer(ctx: AppContext, def: RouteDef, settings: TokenSettings, h
     const auth = await authenticateAccess(ctx.state.reads(), settings, match[1], ctx.state.tenant, users);
     ctx.state.actor = auth.actor;
     ctx.state.ability = auth.ability;
+    ctx.state.recheck = async () => void (await authenticateAccess(ctx.state.reads(), settings, match[1]!, ctx.state.tenant, users));
   } catch (err) {
     // A stale or foreign token on a public route (logging in again, say) is ignored.
     if (def.auth === 'public' && err instanceof DomainError && err.status === 401) return;
@@ -70,6 +71,9 @@ async function session(ctx: AppContext, def: RouteDef, settings: TokenSettings, 
   ctx.state.actor = found.auth.actor;
   ctx.state.ability = found.auth.ability;
   ctx.state.session = found.session;
+  ctx.state.recheck = async () => {
+    if (!(await authenticateSession(ctx.state.reads(), key, ctx.state.tenant, users))) throw invalidToken('Session has expired or ended: sign in again.');
+  };
 }
 
 function csrfProblem(ctx: AppContext, settings: TokenSettings, key: string): string | undefined {

@@ -18,6 +18,12 @@ export interface AppState {
   session?: RequestSession;
   /** The actor's ability, when authentication has it (cached with the user). */
   ability?: AppAbility;
+  /**
+   * The request's credentials checked again (auth.ts): throws once the token expired or was
+   * revoked, the session ended, or the user is no longer usable. A long-lived response (a change
+   * stream) calls it as it goes; from the users cache, so no query while nothing changed.
+   */
+  recheck?: () => Promise<void>;
   /** The site schema served on this host; null on the platform host. */
   tenant: string | null;
   /** The site selected by host routing (when `tenant` is set). */

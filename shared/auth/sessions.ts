@@ -14,6 +14,7 @@
 //   carry `X-CSRF-Token`, an HMAC of the session key under the server's secret (nothing stored;
 //   given out by sign-in and by GET /api/auth/session/, which another origin cannot read: CORS
 //   never allows credentials). A request whose Origin names another host is refused.
+import { pruneChangeLogs, type Retention } from '../realtime/changelog.ts';
 import { forEachCluster, PRIMARY_CLUSTER } from '../db/clusters.ts';
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
@@ -157,13 +158,18 @@ export async function pruneSessions(em: EntityManager): Promise<number> {
   return countOf(em, 'WITH d AS (DELETE FROM public.sessions WHERE expires_at < now() RETURNING 1) SELECT count(*) AS n FROM d');
 }
 
-/** The expired rows of the token blacklists (platform and every site), of the browser sessions and of the idempotency keys go: servers on their schedule, `platform prune` when asked. */
-export async function pruneExpired(em: EntityManager): Promise<{ deleted: number; sessions: number; idempotencyKeys: number }> {
-  // On every cluster: each holds its sites' blacklists, sessions and idempotency keys (db/clusters.ts).
+/**
+ * The expired rows of the token blacklists (platform and every site), of the browser sessions and
+ * of the idempotency keys go, and the record changes past their retention (realtime/changelog.ts):
+ * servers on their schedule, `platform prune` when asked.
+ */
+export async function pruneExpired(em: EntityManager, retention: Retention): Promise<{ deleted: number; sessions: number; idempotencyKeys: number; changes: number }> {
+  // On every cluster: each holds its sites' blacklists, sessions, idempotency keys and change logs (db/clusters.ts).
   const each = await forEachCluster(em, async (c, name) => ({
     deleted: await pruneBlacklist(c, name === PRIMARY_CLUSTER),
     sessions: await pruneSessions(c),
     idempotencyKeys: await pruneIdempotencyKeys(c),
+    changes: await pruneChangeLogs(c, retention),
   }));
-  return each.reduce((sum, r) => ({ deleted: sum.deleted + r.deleted, sessions: sum.sessions + r.sessions, idempotencyKeys: sum.idempotencyKeys + r.idempotencyKeys }));
+  return each.reduce((sum, r) => ({ deleted: sum.deleted + r.deleted, sessions: sum.sessions + r.sessions, idempotencyKeys: sum.idempotencyKeys + r.idempotencyKeys, changes: sum.changes + r.changes }));
 }

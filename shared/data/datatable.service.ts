@@ -18,6 +18,7 @@ import type { Action } from '../auth/actor.ts';
 import { createDataSource } from '../apps/datasource.service.ts';
 import { activeApp, type ActiveApp } from '../apps/lookup.ts';
 import { createTableDdl, dropTableDdl } from './ddl.ts';
+import { attachChangeLog, forgetChangeLog, physicalKey } from '../realtime/changelog.ts';
 import { dropEdgesDdl } from './graph/ddl.ts';
 import { hasEdges } from './graph/schema.ts';
 import { edgesDdlFor } from './graph/tables.ts';
@@ -177,6 +178,7 @@ export async function deleteDataTable(ctx: ServiceContext, scope: TableScope, na
     if (row.is_materialized && !row.is_reference) {
       const drop = [...(hasEdges(row.json_schema) ? dropEdgesDdl(schema, row.physical_table_name) : []), dropTableDdl(schema, row.physical_table_name)];
       for (const statement of drop) await tx.execute(statement);
+      await forgetChangeLog(tx as EntityManager, schema, row.physical_table_name);
       await recordTableOperation(tx as EntityManager, schema, ctx, row, 'DROP_TABLE', drop);
     }
     await tx.execute(`DELETE FROM ${quotedSchema(schema)}.data_tables WHERE id = ?`, [row.id]);
@@ -225,6 +227,7 @@ export async function materializeDataTable(ctx: ServiceContext, scope: TableScop
   try {
     await longTransaction(ctx, async (tx) => {
       for (const statement of ddl) await executeNative(tx, statement);
+      await attachChangeLog(tx, schema, row.physical_table_name, physicalKey(row.provider_type, doc));
       await recordTableOperation(tx, schema, ctx, row, 'CREATE_TABLE', ddl);
       await tx.execute(`UPDATE ${q}.data_tables SET is_materialized = true, updated_at = now(), modified_by = ? WHERE id = ?`, [actorUuid(ctx), row.id]);
     });

@@ -20,9 +20,10 @@ export const CHANGES_CHANNEL = 'platform_changes';
  * site schema; `auth`: a user's account or membership, keyed by the user's UUID (platform or site
  * user); `tables`: a site's apps, data sources or data tables, keyed by the site schema;
  * `functions`: a site's functions, keyed by the site schema; `function-jobs`: a function execution was queued for any process to claim (functions/runtime.ts);
- * `move`: a site move's write freeze, its processes' answers and its thaw (sites/move-gate.ts).
+ * `move`: a site move's write freeze, its processes' answers and its thaw (sites/move-gate.ts);
+ * `records`: records of a site's tables changed, keyed by the site schema (the change log's trigger: realtime/changelog.ts).
  */
-export type ChangeTopic = 'routing' | 'app-settings' | 'auth' | 'tables' | 'policies' | 'functions' | 'function-jobs' | 'move';
+export type ChangeTopic = 'routing' | 'app-settings' | 'auth' | 'tables' | 'policies' | 'functions' | 'function-jobs' | 'move' | 'records';
 
 export async function notifyChanged(em: EntityManager, topic: ChangeTopic, key = ''): Promise<void> {
   await em.execute('SELECT pg_notify(?, ?)', [CHANGES_CHANNEL, `${topic}:${key}`]);

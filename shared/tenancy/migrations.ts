@@ -66,6 +66,63 @@ const systemPoliciesFollow = (idVersion: string) => `CREATE OR REPLACE FUNCTION 
         RETURN NULL;
       END $fn$`;
 
+/** Advisory lock namespace of change log writers (realtime/changelog.ts reads its holders). */
+export const RECORD_CHANGES_LOCK = 0x52435447;
+
+/**
+ * The change log trigger (migration 16): one pass per statement, over its transition tables. Each
+ * row gets the next position of its table's own sequence (TG_ARGV[0]; the key columns follow) and
+ * the row as jsonb (the new one; the old one too on update and delete); the writer holds a shared
+ * advisory lock on its table until it commits, so a reader can tell a gap in the positions that a
+ * transaction still in flight may fill from one a rollback left (realtime/changelog.ts). The acting
+ * user is the transaction's `platform.actor` setting, when set. One NOTIFY per statement.
+ */
+const RECORD_CHANGES_LOG = `CREATE OR REPLACE FUNCTION record_changes_log() RETURNS trigger LANGUAGE plpgsql AS $fn$
+      DECLARE
+        log text := format('%I.record_changes', TG_TABLE_SCHEMA);
+        seq text := format('%I.%I', TG_TABLE_SCHEMA, TG_ARGV[0]);
+        who uuid := nullif(current_setting('platform.actor', true), '')::uuid;
+        keys text;
+        n bigint;
+      BEGIN
+        PERFORM pg_advisory_xact_lock_shared((${RECORD_CHANGES_LOCK}::bigint << 32) | TG_RELID::bigint);
+        IF TG_OP = 'INSERT' THEN
+          EXECUTE format('INSERT INTO %s (tbl, pos, op, record, actor) SELECT $1, nextval($2::regclass), ''create'', to_jsonb(n), $3 FROM new_rows n', log)
+            USING TG_TABLE_NAME, seq, who;
+        ELSIF TG_OP = 'DELETE' THEN
+          EXECUTE format('INSERT INTO %s (tbl, pos, op, old, actor) SELECT $1, nextval($2::regclass), ''delete'', to_jsonb(o), $3 FROM old_rows o', log)
+            USING TG_TABLE_NAME, seq, who;
+        ELSE
+          -- A row whose key changed is the old record deleted and the new one created.
+          SELECT string_agg(format('n.%1$I = o.%1$I', k), ' AND ') INTO keys FROM unnest(TG_ARGV[1:]) AS k;
+          EXECUTE format('INSERT INTO %s (tbl, pos, op, record, old, actor)
+                          SELECT $1, nextval($2::regclass), CASE WHEN c.o IS NULL THEN ''create'' WHEN c.n IS NULL THEN ''delete'' ELSE ''update'' END, c.n, c.o, $3
+                            FROM (SELECT to_jsonb(n) AS n, to_jsonb(o) AS o FROM new_rows n FULL JOIN old_rows o ON %s) c', log, keys)
+            USING TG_TABLE_NAME, seq, who;
+        END IF;
+        GET DIAGNOSTICS n = ROW_COUNT;
+        IF n > 0 THEN
+          PERFORM pg_notify('platform_changes', 'records:' || TG_TABLE_SCHEMA);
+        END IF;
+        RETURN NULL;
+      END $fn$`;
+
+/** Logs the changes of one table of schema `site` from now on (its sequence, dropped with it, and its three triggers); `keys`: its key columns. */
+const RECORD_CHANGES_ATTACH = `CREATE OR REPLACE FUNCTION record_changes_attach(site text, tbl text, keys text[]) RETURNS void LANGUAGE plpgsql AS $fn$
+      DECLARE
+        seq text := left(tbl || '_changes', 63);
+        args text := (SELECT string_agg(quote_literal(a), ', ') FROM unnest(seq || keys) AS a);
+        op text;
+      BEGIN
+        EXECUTE format('CREATE SEQUENCE IF NOT EXISTS %I.%I OWNED BY %I.%I.%I', site, seq, site, tbl, keys[1]);
+        FOREACH op IN ARRAY ARRAY['INSERT', 'UPDATE', 'DELETE'] LOOP
+          EXECUTE format('CREATE OR REPLACE TRIGGER %I AFTER %s ON %I.%I REFERENCING %s FOR EACH STATEMENT EXECUTE FUNCTION %I.record_changes_log(%s)',
+            'record_changes_' || lower(op), op, site, tbl,
+            CASE op WHEN 'INSERT' THEN 'NEW TABLE AS new_rows' WHEN 'DELETE' THEN 'OLD TABLE AS old_rows' ELSE 'OLD TABLE AS old_rows NEW TABLE AS new_rows' END,
+            site, args);
+        END LOOP;
+      END $fn$`;
+
 export const tenantMigrations: TenantMigration[] = [
   {
     version: 1,
@@ -733,6 +790,43 @@ export const tenantMigrations: TenantMigration[] = [
     // without their code); a change to the site's functions drops them (topic `functions:<schema>`).
     statements: [
       `CREATE TRIGGER functions_changed AFTER INSERT OR UPDATE OR DELETE ON functions FOR EACH STATEMENT EXECUTE FUNCTION public.platform_notify_change('functions')`,
+    ],
+  },
+  {
+    version: 16,
+    name: 'record_changes',
+    // Issue 35: the change log of the records of every materialized table (shared/realtime/,
+    // docs/realtime.md), written by statement-level triggers in the transaction of the change.
+    statements: [
+      `CREATE TABLE record_changes (
+        tbl text NOT NULL,
+        pos bigint NOT NULL,
+        op text NOT NULL CHECK (op IN ('create', 'update', 'delete')),
+        record jsonb,
+        old jsonb,
+        actor uuid,
+        at timestamptz NOT NULL DEFAULT clock_timestamp(),
+        PRIMARY KEY (tbl, pos)
+      )`,
+      'CREATE INDEX record_changes_at_idx ON record_changes (at)',
+      RECORD_CHANGES_LOG,
+      RECORD_CHANGES_ATTACH,
+      // The tables materialized before this migration.
+      `DO $do$
+      DECLARE
+        r record;
+      BEGIN
+        FOR r IN
+          SELECT t.physical_table_name AS tbl, d.provider_type AS provider, t.json_schema -> 'primaryKey' AS pk
+            FROM data_tables t JOIN data_sources d ON d.id = t.data_source_id
+           WHERE t.is_materialized AND NOT t.is_reference AND to_regclass(format('%I.%I', current_schema(), t.physical_table_name)) IS NOT NULL
+        LOOP
+          PERFORM record_changes_attach(current_schema(), r.tbl, CASE
+            WHEN r.provider <> 'flat_table' OR r.pk IS NULL THEN ARRAY['id']
+            WHEN jsonb_typeof(r.pk) = 'array' THEN ARRAY(SELECT jsonb_array_elements_text(r.pk))
+            ELSE ARRAY[r.pk ->> 0] END);
+        END LOOP;
+      END $do$`,
     ],
   },
 ];

@@ -1,0 +1,281 @@
+// Change streams (issue 35): GET …/datatables/{name}/data/changes/ over Server-Sent Events. Every
+// event of a series of writes exactly once and in order, across a reconnect (Last-Event-ID);
+// the subscriber's read policy on every event (enter/leave when a write moves a record across
+// it); the list's conditions; another site's user, an anonymous client and a revoked token get
+// nothing; a bulk write of 10,000 rows arrives as 10,000 events; a pruned position answers reset.
+import http from 'node:http';
+import test from 'ava';
+import type { TestSite } from '../../shared/testing/sites.ts';
+import { pruneChangeLogs } from '../../shared/realtime/changelog.ts';
+import { createTables, fixture, seedCrm } from './crm.ts';
+import { startTestServer, type TestServer } from './helpers.ts';
+import { twoSitesWithUsers } from './site-users.ts';
+
+let s: TestServer;
+let a: TestSite;
+let b: TestSite;
+const tok: Record<string, string> = {};
+
+const sql = (text: string, params: unknown[] = []) => s.handle.db.orm.em.fork().getConnection().execute(text, params);
+const on = (method: string, path: string, body?: unknown, who = 'adminA') => s.api(method, path, { host: a.domain, token: tok[who], body });
+const C = '/api/apps/crm/datatables/companies/data/';
+const CHANGES = `${C}changes/`;
+
+interface Event {
+  id?: string;
+  event: string;
+  data: any;
+}
+
+/** An SSE client: the events as they come, the status, and a way to stop. */
+class Stream {
+  readonly events: Event[] = [];
+  status = 0;
+  headers: http.IncomingHttpHeaders = {};
+  ended = false;
+  text = '';
+  private req: http.ClientRequest;
+  private waiters: (() => void)[] = [];
+
+  constructor(path: string, o: { host: string; token?: string; lastEventId?: string; paused?: boolean }) {
+    const headers: Record<string, string> = { Host: o.host, Accept: 'text/event-stream' };
+    if (o.token) headers.Authorization = `Bearer ${o.token}`;
+    if (o.lastEventId) headers['Last-Event-ID'] = o.lastEventId;
+    this.req = http.request(new URL(path, s.url), { headers, agent: false }, (res) => {
+      this.status = res.statusCode ?? 0;
+      this.headers = res.headers;
+      if (o.paused) {
+        res.pause();
+        this.notify();
+        return;
+      }
+      let buffer = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        this.text += chunk;
+        buffer += chunk;
+        let cut;
+        while ((cut = buffer.indexOf('\n\n')) >= 0) {
+          const block = buffer.slice(0, cut);
+          buffer = buffer.slice(cut + 2);
+          const e: Partial<Event> = {};
+          for (const line of block.split('\n')) {
+            if (line.startsWith('id: ')) e.id = line.slice(4);
+            else if (line.startsWith('event: ')) e.event = line.slice(7);
+            else if (line.startsWith('data: ')) e.data = JSON.parse(line.slice(6));
+          }
+          if (e.event) this.events.push(e as Event);
+        }
+        this.notify();
+      });
+      res.on('end', () => {
+        this.ended = true;
+        this.notify();
+      });
+    });
+    this.req.on('error', () => {
+      this.ended = true;
+      this.notify();
+    });
+    this.req.end();
+  }
+
+  private notify(): void {
+    for (const w of this.waiters.splice(0)) w();
+  }
+
+  /** Waits until `done()` holds (or fails after `ms`). */
+  async until(done: () => boolean, ms = 10_000, what = 'events'): Promise<void> {
+    const deadline = Date.now() + ms;
+    while (!done()) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: status ${this.status}, ${this.events.length} events, ${this.text.slice(0, 500)}`);
+      await new Promise<void>((resolve) => {
+        this.waiters.push(resolve);
+        setTimeout(resolve, 100);
+      });
+    }
+  }
+
+  /** The stream is open (its first line came). */
+  open(): Promise<void> {
+    return this.until(() => this.status !== 0 && (this.text.includes('retry:') || this.ended || this.status !== 200), 10_000, 'the stream');
+  }
+
+  close(): void {
+    this.req.destroy();
+  }
+
+  of(kind: string): Event[] {
+    return this.events.filter((e) => e.event === kind);
+  }
+}
+
+const company = (id: number, extra: Record<string, unknown> = {}) => ({ id, name: `Company ${id}`, employees: 10, country: 'US', ...extra });
+const streams: Stream[] = [];
+const stream = (path: string, o: ConstructorParameters<typeof Stream>[1]) => {
+  const x = new Stream(path, o);
+  streams.push(x);
+  return x;
+};
+
+test.before(async () => {
+  s = await startTestServer({ REALTIME_MAX_BUFFERED_BYTES: String(256 * 1024) });
+  ({ a, b } = await twoSitesWithUsers(s, tok));
+  await seedCrm(s, [a, b]);
+  await createTables(on, [['main', 'companies', fixture('companies.json')]]);
+  await createTables((m, p, body) => s.api(m, p, { host: b.domain, token: tok.adminB, body }), [['main', 'companies', fixture('companies.json')]]);
+  await sql(`UPDATE "${a.schema}".users SET attributes = '{"country": "US"}' WHERE username = 'pleb'`);
+});
+test.after.always(async () => {
+  for (const x of streams) x.close();
+  await s?.close();
+});
+
+test.serial('every write arrives once, in order, with its record; the list\'s conditions and `events` apply; a reconnect with Last-Event-ID resumes exactly after it', async (t) => {
+  const all = stream(CHANGES, { host: a.domain, token: tok.adminA });
+  const big = stream(`${CHANGES}?employees__gte=100&events=create,delete`, { host: a.domain, token: tok.adminA });
+  await all.open();
+  await big.open();
+  t.is(all.status, 200);
+  t.regex(String(all.headers['content-type']), /^text\/event-stream/);
+  t.is((await on('POST', C, company(1))).status, 201);
+  t.is((await on('POST', C, [company(2, { employees: 500 }), company(3)])).status, 201);
+  t.is((await on('PATCH', `${C}1/`, { employees: 11 })).status, 200);
+  t.is((await on('DELETE', `${C}2/`)).status, 204);
+  await all.until(() => all.events.length >= 5);
+  t.deepEqual(all.events.map((e) => [e.event, e.data.key]), [['create', 1], ['create', 2], ['create', 3], ['update', 1], ['delete', 2]]);
+  const ids = all.events.map((e) => Number(e.id));
+  t.deepEqual(ids, [...ids].sort((x, y) => x - y), 'positions increase');
+  t.is(new Set(ids).size, ids.length);
+  t.like(all.events[0]!.data.record, { id: 1, name: 'Company 1', employees: 10, country: 'US', is_public: false });
+  t.deepEqual(all.events[3]!.data.changed, ['employees']);
+  t.is(all.events[3]!.data.record.employees, 11);
+  t.is(all.events[4]!.data.record, undefined, 'a delete carries the key only');
+  await big.until(() => big.events.length >= 2);
+  t.deepEqual(big.events.map((e) => [e.event, e.data.key]), [['create', 2], ['delete', 2]]);
+
+  // A reconnect after the third event gets the fourth and fifth, then what follows: nothing twice.
+  const resumed = stream(CHANGES, { host: a.domain, token: tok.adminA, lastEventId: all.events[2]!.id });
+  await resumed.open();
+  t.is((await on('POST', C, company(4))).status, 201);
+  await resumed.until(() => resumed.events.length >= 3);
+  t.deepEqual(resumed.events.map((e) => e.id), [all.events[3]!.id, all.events[4]!.id, String(Number(all.events[4]!.id) + 1)]);
+  t.deepEqual(resumed.events.map((e) => e.event), ['update', 'delete', 'create']);
+  // `since` does the same as the header.
+  const since = stream(`${CHANGES}?since=${all.events[3]!.id}`, { host: a.domain, token: tok.adminA });
+  await since.until(() => since.events.length >= 2);
+  t.deepEqual(since.events.map((e) => e.event), ['delete', 'create']);
+  for (const x of [all, big, resumed, since]) x.close();
+});
+
+test.serial('the read policy decides each event: enter and leave when a write moves a record across it, leave without its values', async (t) => {
+  const put = await on('PUT', '/api/apps/crm/policies/', {
+    resourcePolicy: {
+      resource: 'datatable:companies',
+      version: 'default',
+      rules: [
+        { actions: ['*'], effect: 'EFFECT_ALLOW', roles: ['admin'] },
+        { actions: ['read'], effect: 'EFFECT_ALLOW', roles: ['user'], condition: { match: { expr: 'R.attr.country == P.attr.country' } } },
+      ],
+    },
+  });
+  t.true(put.status === 200 || put.status === 201, put.text);
+  const pleb = stream(CHANGES, { host: a.domain, token: tok.pleb });
+  await pleb.open();
+  await on('POST', C, [company(10, { country: 'FR' }), company(11)]);
+  await on('PATCH', `${C}11/`, { country: 'DE', name: 'Secret name' });
+  await on('PATCH', `${C}10/`, { country: 'US' });
+  await on('PATCH', `${C}10/`, { employees: 12 });
+  await on('DELETE', `${C}10/`);
+  await pleb.until(() => pleb.events.length >= 5);
+  t.deepEqual(pleb.events.map((e) => [e.event, e.data.key]), [['create', 11], ['leave', 11], ['enter', 10], ['update', 10], ['delete', 10]]);
+  t.is(pleb.events[1]!.data.record, undefined, 'leave: the key only');
+  t.false(pleb.text.includes('Secret name'));
+  t.false(pleb.text.includes('FR'), 'nothing of a record it may not read');
+  t.is(pleb.events[2]!.data.record.country, 'US');
+  pleb.close();
+});
+
+test.serial('another site\'s user, an anonymous client and another site\'s table get nothing; bad conditions are a 400 naming them', async (t) => {
+  const foreign = stream(CHANGES, { host: a.domain, token: tok.adminB });
+  const anonymous = stream(CHANGES, { host: a.domain });
+  // B's own stream of its own table: it must not see A's writes.
+  const other = stream(CHANGES, { host: b.domain, token: tok.adminB });
+  for (const x of [foreign, anonymous, other]) await x.open();
+  t.is(foreign.status, 401);
+  t.is(anonymous.status, 401);
+  t.is(other.status, 200);
+  await on('POST', C, company(20));
+  const mine = stream(`${CHANGES}?since=0`, { host: a.domain, token: tok.adminA });
+  await mine.until(() => mine.events.some((e) => e.data.key === 20));
+  await new Promise((r) => setTimeout(r, 300));
+  t.deepEqual(other.events, []);
+  const bad = await s.api('GET', `${CHANGES}?nope=1`, { host: a.domain, token: tok.adminA });
+  t.is(bad.status, 400, bad.text);
+  t.truthy(bad.body.errors.nope);
+  const badEvents = await s.api('GET', `${CHANGES}?events=create,explode`, { host: a.domain, token: tok.adminA });
+  t.is(badEvents.status, 400);
+  t.regex(badEvents.body.errors.events[0], /explode/);
+  for (const x of [other, mine]) x.close();
+});
+
+test.serial('a revoked token ends its stream within about a second, with the reason', async (t) => {
+  const res = await s.api('POST', '/api/auth/jwt/token/', { host: a.domain, body: { username: 'pleb', password: 'Site-pass-word-1' } });
+  const x = stream(CHANGES, { host: a.domain, token: res.body.access });
+  await x.open();
+  const revoked = Date.now();
+  await sql(`UPDATE "${a.schema}".users SET token_generation = token_generation + 1 WHERE username = 'pleb'`);
+  await x.until(() => x.ended, 5000, 'the end');
+  t.true(Date.now() - revoked < 3000, `ended after ${Date.now() - revoked} ms`);
+  t.is(x.of('end')[0]?.data.reason, 'credentials');
+  tok.pleb = (await s.api('POST', '/api/auth/jwt/token/', { host: a.domain, body: { username: 'pleb', password: 'Site-pass-word-1' } })).body.access;
+});
+
+test.serial('a bulk write of 10,000 rows arrives as 10,000 events, in order', async (t) => {
+  const x = stream(CHANGES, { host: a.domain, token: tok.adminA });
+  await x.open();
+  const rows = Array.from({ length: 10_000 }, (_, i) => company(100_000 + i));
+  const res = await on('POST', C, rows);
+  t.is(res.status, 201, res.text.slice(0, 300));
+  await x.until(() => x.events.length >= 10_000, 60_000);
+  t.is(x.events.length, 10_000);
+  t.deepEqual(x.events.map((e) => e.data.key).sort((p, q) => p - q), rows.map((r) => r.id));
+  const ids = x.events.map((e) => Number(e.id));
+  t.true(ids.every((id, i) => i === 0 || id === ids[i - 1]! + 1), 'consecutive positions');
+  x.close();
+});
+
+test.serial('a resume from a position no longer kept answers reset, then follows', async (t) => {
+  const pruned = await pruneChangeLogs(await siteEm(), { retentionHours: 24, retentionRows: 0 });
+  t.true(pruned > 0);
+  const x = stream(`${CHANGES}?since=1`, { host: a.domain, token: tok.adminA });
+  await x.until(() => x.events.length >= 1);
+  t.is(x.events[0]!.event, 'reset');
+  await on('POST', C, company(30));
+  await x.until(() => x.events.length >= 2);
+  t.deepEqual([x.events[1]!.event, x.events[1]!.data.key], ['create', 30]);
+  x.close();
+});
+
+test.serial('a client that does not read is dropped; another stream of the site goes on', async (t) => {
+  const reader = stream(CHANGES, { host: a.domain, token: tok.adminA });
+  const stuck = stream(CHANGES, { host: a.domain, token: tok.adminA, paused: true });
+  await reader.open();
+  await stuck.until(() => stuck.status === 200, 10_000, 'the stuck stream');
+  const before = s.handle.feed.size;
+  // Large records until the stuck client's unread bytes pass the limit (256 KiB here, after the sockets' own buffers).
+  for (let i = 0; i < 80 && s.handle.feed.size === before; i++) {
+    const res = await on('POST', C, Array.from({ length: 500 }, (_, j) => company(200_000 + i * 500 + j, { name: `${'x'.repeat(180)}${j}` })));
+    t.is(res.status, 201);
+  }
+  await reader.until(() => reader.events.length >= 500);
+  t.is(s.handle.feed.size, before - 1, 'the stuck stream was dropped');
+  t.false(reader.ended);
+  reader.close();
+  stuck.close();
+});
+
+async function siteEm() {
+  const { siteEmOf } = await import('../../shared/db/clusters.ts');
+  return siteEmOf(s.handle.db.orm.em.fork(), a.schema);
+}

@@ -1,0 +1,139 @@
+// The change log of a site's records (issue 35, docs/realtime.md): `record_changes` in the site's
+// schema, written by statement-level triggers in the transaction of every change (tenant
+// migration 16: record_changes_log). Each table numbers its changes with its own sequence, so a
+// reader follows one table by position. Positions are taken before commit: a reader that sees
+// position 7 committed while 6 is not may be looking at a transaction still in flight (it will
+// commit 6) or at a rollback (6 never comes). Writers hold a shared advisory lock on their table
+// until they end; the reader reads who holds it *before* it reads the log, and waits for a gap
+// only while one of those writers is still there (readChanges). Exactly once, in order, without
+// serialising writers.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { preparedRows, quoteIdent, rows } from '../db/sql.ts';
+import { quotedSchema } from '../tenancy/schema.ts';
+import { RECORD_CHANGES_LOCK } from '../tenancy/migrations.ts';
+import type { ProviderType } from '../data/ddl.ts';
+import { primaryKeyOf, type TableSchema } from '../data/table-schema.ts';
+import { plain } from '../data/records/read.ts';
+import type { RecordRow, TableView } from '../data/records/target.ts';
+
+/** The key columns of a materialized table's physical rows. */
+export const physicalKey = (provider: ProviderType, schema: TableSchema): string[] => (provider === 'flat_table' ? primaryKeyOf(schema) : ['id']);
+
+/** Starts logging the changes of a table just materialized (in its transaction). */
+export async function attachChangeLog(tx: EntityManager, site: string, table: string, keys: string[]): Promise<void> {
+  await tx.execute(`SELECT ${quotedSchema(site)}.record_changes_attach(?, ?, ARRAY(SELECT jsonb_array_elements_text(?::jsonb)))`, [site, table, JSON.stringify(keys)]);
+}
+
+/** Forgets a dropped table's changes (its sequence goes with the table). */
+export async function forgetChangeLog(tx: EntityManager, site: string, table: string): Promise<void> {
+  await tx.execute(`DELETE FROM ${quotedSchema(site)}.record_changes WHERE tbl = ?`, [table]);
+}
+
+export type ChangeOp = 'create' | 'update' | 'delete';
+
+/** One logged change, its rows as the records API shows them. */
+export interface LoggedChange {
+  pos: number;
+  op: ChangeOp;
+  record: RecordRow | null;
+  old: RecordRow | null;
+  actor: string | null;
+  at: string;
+}
+
+/** Where a reader of one table stands: the last position read, and the gap it waits on, if any. */
+export interface ReadState {
+  pos: number;
+  /** The writers (virtual transaction ids) that held the table's lock when a gap after `pos` was first seen. */
+  gapHolders?: Set<string>;
+}
+
+/** The most changes read at once. */
+export const READ_BATCH = 500;
+
+/** A logged row (jsonb of the physical row) as the record the API shows, written by PostgreSQL as the read path writes it. */
+const asRecord = (view: TableView, column: string) =>
+  `CASE WHEN c.${column} IS NULL THEN NULL ELSE (SELECT ${view.recordSql('t')} FROM jsonb_populate_record(NULL::${view.table}, c.${column}) t) END`;
+
+/**
+ * The changes of the table of `view` (physical name `table`, oid `relid`) after `state.pos` that
+ * are final, in order: up to the first gap a writer still in flight may fill. `state` moves on.
+ * Two statements: the lock's holders first, then the log (a writer that commits between them is
+ * seen by the second; one still in flight, by the first).
+ */
+export async function readChanges(em: EntityManager, site: string, table: string, relid: number, view: TableView, state: ReadState): Promise<{ changes: LoggedChange[]; waiting: boolean }> {
+  const holders = await preparedRows<{ v: string }>(
+    em,
+    `SELECT virtualtransaction AS v FROM pg_locks WHERE locktype = 'advisory' AND classid = ? AND objid = ? AND objsubid = 1 AND granted`,
+    [RECORD_CHANGES_LOCK, relid],
+  );
+  const found = await preparedRows<{ pos: string; op: ChangeOp; r: RecordRow | null; o: RecordRow | null; actor: string | null; at: string }>(
+    em,
+    `SELECT c.pos, c.op, ${asRecord(view, 'record')} AS r, ${asRecord(view, 'old')} AS o, c.actor,
+            to_char(c.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at
+       FROM ${quotedSchema(site)}.record_changes c WHERE c.tbl = ? AND c.pos > ? ORDER BY c.pos LIMIT ${READ_BATCH}`,
+    [table, state.pos],
+  );
+  const inFlight = new Set(holders.map((h) => h.v));
+  const changes: LoggedChange[] = [];
+  for (const c of found) {
+    const pos = Number(c.pos);
+    if (pos !== state.pos + 1) {
+      // A gap: final once none of the writers that held the lock when it was first seen is left.
+      const still = [...(state.gapHolders ?? inFlight)].filter((v) => inFlight.has(v));
+      if (still.length) {
+        state.gapHolders = new Set(still);
+        return { changes, waiting: true };
+      }
+    }
+    state.gapHolders = undefined;
+    state.pos = pos;
+    changes.push({ pos, op: c.op, record: c.r && plain(view, c.r), old: c.o && plain(view, c.o), actor: c.actor, at: c.at });
+  }
+  return { changes, waiting: false };
+}
+
+/** The name of a table's position sequence (record_changes_attach). */
+const sequenceOf = (table: string): string => `${table}_changes`.slice(0, 63);
+
+/**
+ * Where a table's log stands: `first`, its oldest position still kept (null: none kept); `last`,
+ * its newest (the sequence's value when nothing is kept: every change was pruned).
+ */
+export async function logBounds(em: EntityManager, site: string, table: string): Promise<{ first: number | null; last: number }> {
+  const q = quotedSchema(site);
+  const [row] = await rows<{ first: string | null; last: string | null; taken: string | null }>(
+    em,
+    `SELECT min(pos) AS first, max(pos) AS last, (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM ${q}.${quoteIdent(sequenceOf(table))}) AS taken FROM ${q}.record_changes WHERE tbl = ?`,
+    [table],
+  );
+  const first = row?.first ?? null;
+  return { first: first === null ? null : Number(first), last: Number(row?.last ?? row?.taken ?? 0) };
+}
+
+/** How long and how much of a site's change log is kept (config.realtime). */
+export interface Retention {
+  retentionHours: number;
+  retentionRows: number;
+}
+
+/**
+ * The changes past their retention go, in every site schema of `em`'s cluster: older than
+ * `retentionHours`, or beyond the newest `retentionRows` of a site. A subscriber that resumes
+ * from a position pruned since gets a `reset` (feed.ts). Returns how many rows went.
+ */
+export async function pruneChangeLogs(em: EntityManager, retention: Retention): Promise<number> {
+  const sites = await rows<{ schema_name: string }>(em, `SELECT schema_name FROM public.tenant_schemas WHERE to_regclass(format('%I.record_changes', schema_name)) IS NOT NULL ORDER BY schema_name`);
+  let deleted = 0;
+  for (const { schema_name: site } of sites) {
+    const q = quotedSchema(site);
+    const [cut] = await rows<{ at: string }>(em, `SELECT at FROM ${q}.record_changes ORDER BY at DESC OFFSET ? LIMIT 1`, [retention.retentionRows]);
+    const [row] = await rows<{ n: string }>(
+      em,
+      `WITH gone AS (DELETE FROM ${q}.record_changes WHERE at < now() - make_interval(hours => ?) OR at <= ?::timestamptz RETURNING 1) SELECT count(*) AS n FROM gone`,
+      [retention.retentionHours, cut?.at ?? null],
+    );
+    deleted += Number(row?.n ?? 0);
+  }
+  return deleted;
+}

@@ -1,0 +1,416 @@
+// The change feed of one server process (issue 35, docs/realtime.md): subscribers of a table's
+// changes, served from its change log (changelog.ts). One reader per table and process (a Tail)
+// reads each batch of changes once, woken by the log trigger's NOTIFY (topic `records:<schema>`,
+// from any process), and keeps the latest ones in memory; each subscriber takes them from there
+// in order, through its own filter and read policy, or first reads what it missed from the log
+// (a resume from an older position). A subscriber that does not read is dropped, never buffered
+// without bound; the credentials of every subscriber are checked again every second.
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { ChangeListener } from '../db/changes.ts';
+import { quoteIdent, rows } from '../db/sql.ts';
+import { quotedSchema } from '../tenancy/schema.ts';
+import type { RecordRow, TableView } from '../data/records/target.ts';
+import { logBounds, readChanges, type ChangeOp, type LoggedChange, type ReadState } from './changelog.ts';
+import type { RecordTest } from './match.ts';
+
+export interface FeedLimits {
+  /** Subscribers one process serves at most… */
+  maxSubscribers: number;
+  /** …and of one site. */
+  maxPerSite: number;
+  /** Bytes a subscriber may leave unread before it is dropped. */
+  maxBufferedBytes: number;
+  /** A comment line after this much silence (proxies close idle connections). */
+  heartbeatMs: number;
+}
+
+export const DEFAULT_FEED_LIMITS: FeedLimits = { maxSubscribers: 20_000, maxPerSite: 5_000, maxBufferedBytes: 1 << 20, heartbeatMs: 15_000 };
+
+/** Why a stream ended, sent to the client as an `end` event before the connection closes. */
+export type EndReason = 'credentials' | 'access' | 'slow' | 'table' | 'shutdown' | 'error';
+
+const END_TEXT: Record<EndReason, string> = {
+  credentials: 'The credentials of this stream expired or were revoked: authenticate again.',
+  access: 'You may no longer read the records of this table.',
+  slow: 'The client did not read its events fast enough: reconnect with Last-Event-ID to resume.',
+  table: 'The table changed (its schema, or it was removed): reconnect with Last-Event-ID to resume.',
+  shutdown: 'The server is shutting down: reconnect with Last-Event-ID to resume.',
+  error: 'The stream failed here: reconnect with Last-Event-ID to resume.',
+};
+
+/** What a subscriber asked for and how its events leave. */
+export interface SubscriberSpec {
+  site: string;
+  /** The physical table (the table's own, or its source's for a reference). */
+  table: string;
+  /** The view the records are read through (its fields, its key). */
+  view: TableView;
+  /** The table's schema hash when subscribed (a change ends the stream: the client reconnects with the new schema). */
+  hash: string;
+  /** The cluster's root EntityManager of the site. */
+  em: EntityManager;
+  /** Where to start: after this position (a resume), or from now. */
+  since: number | 'now';
+  /** The event kinds asked for (`enter` and `leave` come with `update`). */
+  events: ReadonlySet<ChangeOp>;
+  /** Fields of the records sent (all when absent; the key always). */
+  select?: readonly string[];
+  test: RecordTest;
+  /** Which of these records the subscriber may read (its read policy, in process). */
+  readable(records: RecordRow[]): Promise<boolean[]>;
+  /** Throws an EndReason-carrying error when the stream must end (credentials, access): called every second. */
+  recheck(): Promise<EndReason | undefined>;
+  /** Writes SSE text; the number of bytes the client has not read yet. */
+  write(text: string): number;
+  close(): void;
+}
+
+export class FeedFullError extends Error {
+  readonly scope: 'process' | 'site';
+  constructor(scope: 'process' | 'site') {
+    super(scope === 'site' ? 'This site has as many change streams open on this server as it may.' : 'This server holds as many change streams as it may.');
+    this.scope = scope;
+  }
+}
+
+class Subscriber {
+  pos = 0;
+  /** Behind the tail's memory: reads the log on its own until it has caught up. */
+  catching = false;
+  closed = false;
+  /** Counted in its tail (until then, subscribe() answers for its place). */
+  joined = false;
+  lastWrite = Date.now();
+  /** The position last told to the client (an event's id, or a bare `id:` line on a heartbeat). */
+  told = 0;
+  private queue: Promise<void> = Promise.resolve();
+  private rechecking = false;
+  readonly spec: SubscriberSpec;
+  private readonly feed: RecordFeed;
+
+  constructor(spec: SubscriberSpec, feed: RecordFeed) {
+    this.spec = spec;
+    this.feed = feed;
+  }
+
+  /** Runs `work` after the subscriber's earlier work: its events stay in order. */
+  serial(work: () => Promise<void>): void {
+    this.queue = this.queue.then(() => (this.closed ? undefined : work())).catch(() => this.end('error'));
+  }
+
+  send(text: string): void {
+    if (this.closed) return;
+    this.lastWrite = Date.now();
+    if (this.spec.write(text) > this.feed.limits.maxBufferedBytes) this.end('slow');
+  }
+
+  /** The changes after this subscriber's position, as its events. */
+  async deliver(changes: LoggedChange[]): Promise<void> {
+    const fresh = changes.filter((c) => c.pos > this.pos);
+    if (!fresh.length) return;
+    const rows: RecordRow[] = [];
+    for (const c of fresh) {
+      if (c.record) rows.push(c.record);
+      if (c.old) rows.push(c.old);
+    }
+    const allowed = await this.spec.readable(rows);
+    let i = 0;
+    const { test, events, view } = this.spec;
+    let out = '';
+    for (const c of fresh) {
+      const now = c.record ? allowed[i++]! && test(c.record) : false;
+      const before = c.old ? allowed[i++]! && test(c.old) : false;
+      this.pos = c.pos;
+      let kind: string | undefined;
+      if (c.op === 'create') kind = now ? 'create' : undefined;
+      else if (c.op === 'delete') kind = before ? 'delete' : undefined;
+      else kind = now && before ? 'update' : now ? 'enter' : before ? 'leave' : undefined;
+      if (!kind || !events.has(kind === 'enter' || kind === 'leave' ? 'update' : (kind as ChangeOp))) continue;
+      const source = (c.record ?? c.old)!;
+      const key = view.pk.length === 1 ? source[view.pk[0]!] : view.pk.map((k) => source[k]);
+      const data: Record<string, unknown> = { op: kind, key, at: c.at, actor: c.actor };
+      if (kind === 'create' || kind === 'update' || kind === 'enter') data.record = this.project(c.record!);
+      if (kind === 'update') data.changed = changedFields(c.old!, c.record!);
+      out += `id: ${c.pos}\nevent: ${kind}\ndata: ${JSON.stringify(data)}\n\n`;
+      this.told = c.pos;
+    }
+    if (out) this.send(out);
+  }
+
+  private project(r: RecordRow): RecordRow {
+    const fields = this.spec.select;
+    if (!fields) return r;
+    const out: RecordRow = {};
+    for (const k of this.spec.view.pk) out[k] = r[k];
+    for (const f of fields) if (Object.hasOwn(r, f)) out[f] = r[f];
+    return out;
+  }
+
+  /** Every second: the credentials and access, then a heartbeat when the stream was quiet. */
+  tick(now: number): void {
+    if (this.closed) return;
+    if (!this.rechecking) {
+      this.rechecking = true;
+      void this.spec
+        .recheck()
+        .then((reason) => reason && this.end(reason))
+        .catch(() => this.end('credentials'))
+        .finally(() => (this.rechecking = false));
+    }
+    if (now - this.lastWrite >= this.feed.limits.heartbeatMs) {
+      // A bare id line moves the client's Last-Event-ID past changes it was not sent (EventSource dispatches nothing).
+      const id = this.pos > this.told ? `id: ${this.pos}\n\n` : '';
+      this.told = this.pos;
+      this.send(`: ping\n${id}`);
+    }
+  }
+
+  end(reason: EndReason): void {
+    if (this.closed) return;
+    const text = `event: end\ndata: ${JSON.stringify({ reason, message: END_TEXT[reason] })}\n\n`;
+    this.spec.write(text);
+    this.close();
+  }
+
+  /** The connection is gone (or ended here). */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.feed.remove(this);
+    this.spec.close();
+  }
+}
+
+/** The names of the fields an update changed. */
+function changedFields(old: RecordRow, now: RecordRow): string[] {
+  const out: string[] = [];
+  for (const k of new Set([...Object.keys(old), ...Object.keys(now)])) if (JSON.stringify(old[k]) !== JSON.stringify(now[k])) out.push(k);
+  return out;
+}
+
+/** The changes of one table held in memory, beyond which a subscriber reads the log itself. */
+const MEMORY = 2000;
+/** How soon a reader waiting on a gap looks again (the writer's commit wakes it sooner). */
+const GAP_RETRY_MS = 50;
+
+class Tail {
+  readonly subscribers = new Set<Subscriber>();
+  /** The position before the first change held in memory. */
+  base = 0;
+  readonly recent: LoggedChange[] = [];
+  private readonly state: ReadState = { pos: 0 };
+  private reading = false;
+  private again = false;
+  private retry: NodeJS.Timeout | undefined;
+  /** The table's definition may have changed: compared with the subscribers' on the next read. */
+  checkDefinition = false;
+
+  readonly site: string;
+  readonly table: string;
+  readonly relid: number;
+  private readonly em: EntityManager;
+  private readonly view: TableView;
+  private readonly hash: string;
+
+  constructor(site: string, table: string, relid: number, em: EntityManager, view: TableView, hash: string, start: number) {
+    this.site = site;
+    this.table = table;
+    this.relid = relid;
+    this.em = em;
+    this.view = view;
+    this.hash = hash;
+    this.base = this.state.pos = start;
+  }
+
+  get pos(): number {
+    return this.state.pos;
+  }
+
+  wake(): void {
+    if (this.reading) {
+      this.again = true;
+      return;
+    }
+    this.reading = true;
+    void this.read().finally(() => {
+      this.reading = false;
+      if (this.again) {
+        this.again = false;
+        this.wake();
+      }
+    });
+  }
+
+  private async read(): Promise<void> {
+    clearTimeout(this.retry);
+    try {
+      if (this.checkDefinition && !(await this.definitionHolds())) return;
+      for (;;) {
+        const { changes, waiting } = await readChanges(this.em, this.site, this.table, this.relid, this.view, this.state);
+        if (changes.length) {
+          this.recent.push(...changes);
+          if (this.recent.length > MEMORY) this.base = this.recent.splice(0, this.recent.length - MEMORY).at(-1)!.pos;
+          for (const s of this.subscribers) if (!s.catching) s.serial(() => s.deliver(changes));
+        }
+        if (waiting) this.retry = setTimeout(() => this.wake(), GAP_RETRY_MS).unref();
+        if (waiting || changes.length === 0) return;
+      }
+    } catch {
+      // The database is unavailable: try again soon (the subscribers keep their positions).
+      this.retry = setTimeout(() => this.wake(), 1000).unref();
+    }
+  }
+
+  /** False (and every subscriber ended) when the table's schema changed or the table is gone. */
+  private async definitionHolds(): Promise<boolean> {
+    this.checkDefinition = false;
+    const [row] = await rows<{ h: string }>(this.em, `SELECT schema_hash AS h FROM ${quotedSchema(this.site)}.data_tables WHERE physical_table_name = ? AND is_materialized`, [this.table]);
+    if (row && row.h.trim() === this.hash) return true;
+    for (const s of [...this.subscribers]) s.end('table');
+    return false;
+  }
+
+  /** A subscriber from `pos` on: from memory when it holds what follows `pos`, else from the log first. */
+  join(s: Subscriber): void {
+    this.subscribers.add(s);
+    if (s.pos >= this.base) {
+      s.serial(() => s.deliver(this.recent));
+      return;
+    }
+    s.catching = true;
+    s.serial(async () => {
+      const state: ReadState = { pos: s.pos };
+      for (;;) {
+        if (s.closed) return;
+        if (state.pos >= this.base) {
+          s.catching = false;
+          await s.deliver(this.recent);
+          return;
+        }
+        const { changes, waiting } = await readChanges(this.em, this.site, this.table, this.relid, this.view, state);
+        await s.deliver(changes);
+        if (waiting) await new Promise((r) => setTimeout(r, GAP_RETRY_MS));
+        else if (!changes.length) state.pos = Math.max(state.pos, this.base); // nothing more in the log up to memory
+      }
+    });
+  }
+
+  close(): void {
+    clearTimeout(this.retry);
+  }
+}
+
+export class RecordFeed {
+  private readonly tails = new Map<string, Tail>();
+  private readonly opening = new Map<string, Promise<Tail>>();
+  private readonly perSite = new Map<string, number>();
+  private count = 0;
+  private readonly timer: NodeJS.Timeout;
+
+  readonly limits: FeedLimits;
+
+  constructor(limits: FeedLimits = DEFAULT_FEED_LIMITS, listener?: ChangeListener) {
+    this.limits = limits;
+    listener
+      ?.on('records', (schema) => {
+        for (const t of this.tails.values()) if (schema === null || t.site === schema) t.wake();
+      })
+      .on('tables', (schema) => {
+        for (const t of this.tails.values()) {
+          if (schema !== null && t.site !== schema) continue;
+          t.checkDefinition = true;
+          t.wake();
+        }
+      });
+    this.timer = setInterval(() => {
+      const now = Date.now();
+      for (const t of this.tails.values()) for (const s of t.subscribers) s.tick(now);
+    }, 1000).unref();
+  }
+
+  get size(): number {
+    return this.count;
+  }
+
+  /**
+   * Opens a subscription. A resume from a position the log no longer holds (pruned, or not yet
+   * taken) starts with a `reset` event: the client reloads, then follows from now.
+   */
+  async subscribe(spec: SubscriberSpec): Promise<Subscriber> {
+    if (this.count >= this.limits.maxSubscribers) throw new FeedFullError('process');
+    if ((this.perSite.get(spec.site) ?? 0) >= this.limits.maxPerSite) throw new FeedFullError('site');
+    const key = `${spec.site}|${spec.table}`;
+    this.count++;
+    this.perSite.set(spec.site, (this.perSite.get(spec.site) ?? 0) + 1);
+    const s = new Subscriber(spec, this);
+    try {
+      const tail = this.tails.get(key) ?? (await this.open(key, spec));
+      s.send('retry: 2000\n\n');
+      if (spec.since === 'now') s.pos = tail.pos;
+      else {
+        const { first, last } = await logBounds(spec.em, spec.site, spec.table);
+        const lost = first === null ? spec.since < last : spec.since < first - 1;
+        if (lost || spec.since > Math.max(last, tail.pos)) {
+          s.pos = tail.pos;
+          s.send(`id: ${s.pos}\nevent: reset\ndata: ${JSON.stringify({ message: 'Changes after the position you resumed from are no longer kept: reload, then follow from here.' })}\n\n`);
+        } else s.pos = spec.since;
+      }
+      s.told = s.pos;
+      if (s.closed) {
+        // The client went away while the stream was opened.
+        this.release(spec.site);
+        return s;
+      }
+      s.joined = true;
+      tail.join(s);
+      tail.wake();
+      return s;
+    } catch (err) {
+      s.closed = true;
+      this.release(spec.site);
+      throw err;
+    }
+  }
+
+  private open(key: string, spec: SubscriberSpec): Promise<Tail> {
+    let opening = this.opening.get(key);
+    if (!opening) {
+      opening = (async () => {
+        const [row] = await rows<{ oid: number | null }>(spec.em, 'SELECT to_regclass(?)::oid AS oid', [`${quotedSchema(spec.site)}.${quoteIdent(spec.table)}`]);
+        if (!row?.oid) throw new Error(`table ${spec.table} not found`);
+        const { last } = await logBounds(spec.em, spec.site, spec.table);
+        const tail = new Tail(spec.site, spec.table, Number(row.oid), spec.em, spec.view, spec.hash, last);
+        this.tails.set(key, tail);
+        return tail;
+      })().finally(() => this.opening.delete(key));
+      this.opening.set(key, opening);
+    }
+    return opening;
+  }
+
+  /** A subscriber is gone. */
+  remove(s: Subscriber): void {
+    if (!s.joined) return; // subscribe() releases it
+    const key = `${s.spec.site}|${s.spec.table}`;
+    const tail = this.tails.get(key);
+    if (!tail?.subscribers.delete(s)) return;
+    this.release(s.spec.site);
+    if (!tail.subscribers.size) {
+      tail.close();
+      this.tails.delete(key);
+    }
+  }
+
+  private release(site: string): void {
+    this.count--;
+    const n = (this.perSite.get(site) ?? 1) - 1;
+    if (n) this.perSite.set(site, n);
+    else this.perSite.delete(site);
+  }
+
+  /** Ends every stream (shutdown). */
+  close(): void {
+    clearInterval(this.timer);
+    for (const t of [...this.tails.values()]) for (const s of [...t.subscribers]) s.end('shutdown');
+  }
+}
