@@ -798,7 +798,7 @@ export const tenantMigrations: TenantMigration[] = [
     // Issue 35: the change log of the records of every materialized table (shared/realtime/,
     // docs/realtime.md), written by statement-level triggers in the transaction of the change.
     statements: [
-      `CREATE TABLE record_changes (
+      `CREATE TABLE IF NOT EXISTS record_changes (
         tbl text NOT NULL,
         pos bigint NOT NULL,
         op text NOT NULL CHECK (op IN ('create', 'update', 'delete')),
@@ -808,7 +808,7 @@ export const tenantMigrations: TenantMigration[] = [
         at timestamptz NOT NULL DEFAULT clock_timestamp(),
         PRIMARY KEY (tbl, pos)
       )`,
-      'CREATE INDEX record_changes_at_idx ON record_changes (at)',
+      'CREATE INDEX IF NOT EXISTS record_changes_at_idx ON record_changes (at)',
       RECORD_CHANGES_LOG,
       RECORD_CHANGES_ATTACH,
       // The tables materialized before this migration.
@@ -824,7 +824,7 @@ export const tenantMigrations: TenantMigration[] = [
           PERFORM record_changes_attach(current_schema(), r.tbl, CASE
             WHEN r.provider <> 'flat_table' OR r.pk IS NULL THEN ARRAY['id']
             WHEN jsonb_typeof(r.pk) = 'array' THEN ARRAY(SELECT jsonb_array_elements_text(r.pk))
-            ELSE ARRAY[r.pk ->> 0] END);
+            ELSE ARRAY[r.pk #>> '{}'] END);
         END LOOP;
       END $do$`,
     ],
