@@ -161,6 +161,107 @@ class DataImportCommand extends ApiCommand<typeof DataImportCommand> {
   }
 }
 
+/** One Server-Sent Event. */
+interface StreamEvent {
+  id?: string;
+  event: string;
+  data: Record<string, unknown>;
+}
+
+/** The events of a `text/event-stream` body as they arrive (comments and bare `id:` lines move `lastId` only). */
+async function* sseEvents(body: Readable, onId: (id: string) => void): AsyncGenerator<StreamEvent> {
+  let buffer = '';
+  for await (const chunk of body) {
+    buffer += String(chunk);
+    let cut;
+    while ((cut = buffer.indexOf('\n\n')) >= 0) {
+      const block = buffer.slice(0, cut);
+      buffer = buffer.slice(cut + 2);
+      let event: string | undefined;
+      let data = '';
+      for (const line of block.split('\n')) {
+        if (line.startsWith('id: ')) onId(line.slice(4));
+        else if (line.startsWith('event: ')) event = line.slice(7);
+        else if (line.startsWith('data: ')) data += line.slice(6);
+      }
+      if (event) yield { event, data: data ? (JSON.parse(data) as Record<string, unknown>) : {} };
+    }
+  }
+}
+
+/** No byte for this long (the server sends a heartbeat every 15 s by default): the connection is taken as lost. */
+const WATCH_IDLE_MS = 45_000;
+
+class DataWatchCommand extends ApiCommand<typeof DataWatchCommand> {
+  static override summary = 'Print the changes of a table\'s records as they happen (tail -f for a table).';
+  static override description =
+    'Follows GET …/data/changes/ (docs/realtime.md): one line per create, update, delete, enter or leave, as your read policy lets you see them. A dropped connection is resumed after the last event seen (Last-Event-ID), so nothing is missed or shown twice. --since resumes after an event id of an earlier run. Runs until Ctrl-C, or until --count events. With --json, one JSON object per line per event ({id, event, op, key, record, changed, at, actor}), then {table, events, last_event_id}. Remote mode: the platform server holds the streams.';
+  static override examples = [
+    '<%= config.bin %> data watch --table contacts --site shop_prod --app crm',
+    '<%= config.bin %> data watch --table contacts --filter status=active --events create,update --json --site shop_prod --app crm',
+  ];
+  static override flags = {
+    ...tableFlags,
+    filter: filterFlag,
+    events: Flags.string({ summary: 'The kinds of change: a comma list of create, update, delete (default: all).' }),
+    select: Flags.string({ summary: 'The fields shown with each record: a,b (the key always).' }),
+    since: Flags.string({ summary: 'Resume after this event id (an earlier run\'s last_event_id).' }),
+    count: Flags.integer({ summary: 'Stop after this many events.', min: 1 }),
+  };
+
+  /** One line, as the events before it (the output is JSON lines). */
+  protected override logJson(json: unknown): void {
+    process.stdout.write(`${JSON.stringify(json)}\n`);
+  }
+
+  async run(): Promise<{ table: string; events: number; last_event_id: string | null }> {
+    const f = this.flags;
+    const client = await this.api();
+    let last = f.since;
+    let seen = 0;
+    const done = () => ({ table: f.table, events: seen, last_event_id: last ?? null });
+    for (let attempt = 0; ; attempt++) {
+      const res = await client.receive(
+        { method: 'GET', site: f.site, path: records(f, 'changes/'), query: recordQuery(f.filter, { events: f.events, select: f.select }), headers: last ? { 'Last-Event-ID': last } : undefined },
+        'text/event-stream',
+      );
+      if (attempt === 0) this.info(`Watching ${f.table} (Ctrl-C to stop)…`);
+      const body = res.stream();
+      let idle = setTimeout(() => body.destroy(), WATCH_IDLE_MS);
+      try {
+        for await (const e of sseEvents(body, (id) => (last = id))) {
+          clearTimeout(idle);
+          idle = setTimeout(() => body.destroy(), WATCH_IDLE_MS);
+          if (e.event === 'end') {
+            const reason = String(e.data.reason);
+            if (reason === 'credentials' || reason === 'access') throw new DomainError(reason === 'credentials' ? 'INVALID_TOKEN' : 'PERMISSION_DENIED', String(e.data.message));
+            continue; // the server asks to reconnect: below
+          }
+          seen += e.event === 'reset' ? 0 : 1;
+          if (this.jsonEnabled()) process.stdout.write(`${JSON.stringify({ id: last ?? null, event: e.event, ...e.data })}\n`);
+          else this.log(watchLine(e, last));
+          if (f.count !== undefined && seen >= f.count) return done();
+        }
+      } catch (err) {
+        if (err instanceof DomainError) throw err;
+      } finally {
+        clearTimeout(idle);
+        body.destroy();
+      }
+      this.info(`The stream ended; resuming${last ? ` after ${last}` : ''}…`);
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
+}
+
+/** An event as one line: `12 update 7 {"employees":11} (employees)`. */
+function watchLine(e: StreamEvent, id: string | undefined): string {
+  if (e.event === 'reset') return `reset: ${String(e.data.message)}`;
+  const record = e.data.record === undefined ? '' : ` ${JSON.stringify(e.data.record)}`;
+  const changed = Array.isArray(e.data.changed) ? ` (${e.data.changed.join(', ')})` : '';
+  return `${id ?? '-'} ${e.event} ${JSON.stringify(e.data.key)}${record}${changed}`;
+}
+
 export const DATA_COMMANDS = {
   'data:list': api('records_list_by_app', {
     description: 'Each --filter is one condition of the query string (`age__gte=30`, `status__in=active,lead`); all must hold. Prints the API body {data, total, page, page_size} with --json.',
@@ -227,4 +328,5 @@ export const DATA_COMMANDS = {
   'data:import': DataImportCommand,
   'data:delete': DataDeleteCommand,
   'data:export': DataExportCommand,
+  'data:watch': DataWatchCommand,
 };

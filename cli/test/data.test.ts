@@ -255,3 +255,27 @@ test.serial('data import: every failing row listed, one line per row and field, 
   }
   t.deepEqual(out.direct, out.remote);
 });
+
+test.serial('data watch: the changes after --since, one JSON line each, then the summary; a bad condition is the API\'s 400; direct mode says the server holds streams', async (t) => {
+  const em = s.handle.db.orm.em.fork();
+  const [{ last }] = await em.execute(`SELECT coalesce(max(pos), 0) AS last FROM "${site.schema}".record_changes WHERE tbl = (SELECT physical_table_name FROM "${site.schema}".data_tables t JOIN "${site.schema}".apps a ON a.id = t.app_id WHERE a.slug = 'shop-remote' AND t.name = 'companies_copy')`);
+  const T = '/api/apps/shop-remote/datatables/companies_copy/data/';
+  t.is((await api('POST', T, { id: 1, name: 'Acme', employees: 5 })).status, 201);
+  t.is((await api('PATCH', `${T}1/`, { employees: 6 })).status, 200);
+  t.is((await api('POST', T, { id: 2, name: 'Big', employees: 5000 })).status, 201);
+  t.is((await api('DELETE', `${T}1/`)).status, 204);
+  const out = await run('remote', ['data', 'watch', '--table', 'companies_copy', '--since', String(last), '--filter', 'employees__lt=1000', '--count', '3', '--json']);
+  t.is(out.code, 0, out.stderr);
+  const lines = out.stdout.trim().split('\n').map((l) => JSON.parse(l));
+  t.deepEqual(lines.slice(0, 3).map((e) => [e.event, e.key]), [['create', 1], ['update', 1], ['delete', 1]]);
+  t.deepEqual(lines[1].changed, ['employees']);
+  t.deepEqual(lines[3], { table: 'companies_copy', events: 3, last_event_id: lines[2].id });
+  const text = await run('remote', ['data', 'watch', '--table', 'companies_copy', '--since', String(last), '--count', '1']);
+  t.regex(text.stdout, /^\d+ create 1 \{"id":1,"name":"Acme"/);
+  const bad = await run('remote', ['data', 'watch', '--table', 'companies_copy', '--filter', 'nope=1', '--count', '1']);
+  t.not(bad.code, 0);
+  t.regex(bad.stderr, /nope/);
+  const direct = await run('direct', ['data', 'watch', '--table', 'companies_copy', '--count', '1']);
+  t.not(direct.code, 0);
+  t.regex(direct.stderr, /platform server/);
+});
