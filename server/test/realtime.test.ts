@@ -9,6 +9,7 @@ import type { TestSite } from '../../shared/testing/sites.ts';
 import { pruneChangeLogs } from '../../shared/realtime/changelog.ts';
 import { createTables, fixture, seedCrm } from './crm.ts';
 import { startTestServer, type TestServer } from './helpers.ts';
+import { startServer } from '../main.ts';
 import { twoSitesWithUsers } from './site-users.ts';
 
 let s: TestServer;
@@ -37,11 +38,11 @@ class Stream {
   private req: http.ClientRequest;
   private waiters: (() => void)[] = [];
 
-  constructor(path: string, o: { host: string; token?: string; lastEventId?: string; paused?: boolean }) {
+  constructor(path: string, o: { host: string; token?: string; lastEventId?: string; paused?: boolean; base?: string }) {
     const headers: Record<string, string> = { Host: o.host, Accept: 'text/event-stream' };
     if (o.token) headers.Authorization = `Bearer ${o.token}`;
     if (o.lastEventId) headers['Last-Event-ID'] = o.lastEventId;
-    this.req = http.request(new URL(path, s.url), { headers, agent: false }, (res) => {
+    this.req = http.request(new URL(path, o.base ?? s.url), { headers, agent: false }, (res) => {
       this.status = res.statusCode ?? 0;
       this.headers = res.headers;
       if (o.paused) {
@@ -273,6 +274,49 @@ test.serial('a client that does not read is dropped; another stream of the site 
   t.false(reader.ended);
   reader.close();
   stuck.close();
+});
+
+test.serial('1,000 writes from concurrent clients on one process reach a subscriber on another exactly once, in order, across that server\'s restart', async (t) => {
+  const start = () => startServer({ ...s.config, port: 0 }, { migrate: false, announce: () => undefined });
+  let other = await start();
+  const events: Event[] = [];
+  let x = stream(CHANGES, { host: a.domain, token: tok.adminA, base: other.url });
+  await x.open();
+  const writes = (async () => {
+    // Four writers at once: their commits interleave (positions taken in one order, committed in another).
+    const batches = Array.from({ length: 200 }, (_, i) => Array.from({ length: 5 }, (_, j) => company(300_000 + i * 5 + j)));
+    await Promise.all(
+      [0, 1, 2, 3].map(async (w) => {
+        for (let i = w; i < batches.length; i += 4) {
+          const res = await on('POST', C, batches[i]);
+          if (res.status !== 201) throw new Error(res.text);
+        }
+      }),
+    );
+  })();
+  await x.until(() => x.events.length >= 300, 30_000);
+  // The server restarts: its stream ends (shutdown), the client resumes on the new one from its last id.
+  await other.close();
+  await x.until(() => x.ended);
+  t.is(x.of('end')[0]?.data.reason, 'shutdown');
+  const seen = x.events.filter((e) => e.event === 'create');
+  events.push(...seen);
+  other = await start();
+  try {
+    x = stream(CHANGES, { host: a.domain, token: tok.adminA, base: other.url, lastEventId: seen.at(-1)!.id });
+    await writes;
+    await x.until(() => events.length + x.events.length >= 1000, 30_000);
+    await new Promise((r) => setTimeout(r, 200));
+    events.push(...x.events);
+    const keys = events.map((e) => e.data.key as number);
+    t.is(keys.length, 1000, 'every write once');
+    t.deepEqual([...keys].sort((p, q) => p - q), Array.from({ length: 1000 }, (_, i) => 300_000 + i));
+    const ids = events.map((e) => Number(e.id));
+    t.true(ids.every((id, i) => i === 0 || id > ids[i - 1]!), 'in position order');
+  } finally {
+    x.close();
+    await other.close();
+  }
 });
 
 async function siteEm() {
