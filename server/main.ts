@@ -3,6 +3,9 @@
 // (starting) until the HTTP application is ready. `close()` shuts down in order: stop accepting → finish in-flight requests
 // (up to SHUTDOWN_TIMEOUT_MS; then what they run in the database is cut off and rolled back, and
 // their connections closed) → close Redis and the pool → stop the embedded PostgreSQL.
+import type { Duplex } from 'node:stream';
+import type { Socket } from 'node:net';
+import { UPGRADE, type UpgradeRequest } from './routes/realtime.routes.ts';
 import { RecordFeed } from '../shared/realtime/feed.ts';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -268,6 +271,17 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const api = app.callback();
     const sites = staticSites({ hosts, store: objects, platformHosts: config.platformHosts, trustProxy: config.trustProxy, log });
     handler = (req, res) => sites(req, res, api);
+    // A WebSocket upgrade (the realtime socket) goes through the API's pipeline like any request
+    // (host routing, authentication, limits); its route takes the socket over, or the answer
+    // (401, 404, 426…) is written on the socket as an HTTP response.
+    srv.on('upgrade', (req: UpgradeRequest, socket: Duplex, head: Buffer) => {
+      req[UPGRADE] = { socket, head };
+      const res = new http.ServerResponse(req);
+      res.assignSocket(socket as Socket);
+      res.shouldKeepAlive = false;
+      res.on('finish', () => (socket as Socket).destroySoon());
+      void api(req, res);
+    });
     log.info({ url, database: db.embedded ? 'embedded' : 'external', environment: config.environment }, 'platform listening');
     functions.start(changes, url);
     // Once per interval across every server process on the database (db/scheduled-jobs.ts).

@@ -16,6 +16,8 @@ export const ERROR_STATUS = {
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   BUSINESS_LOGIC_ERROR: 422,
+  /** Not in the spec's table: a plain request to the realtime WebSocket address (docs/realtime.md). */
+  UPGRADE_REQUIRED: 426,
   RATE_LIMIT_EXCEEDED: 429,
   INTERNAL_ERROR: 500,
   BAD_GATEWAY: 502,

@@ -1,115 +1,268 @@
-// Change streams of a table's records over Server-Sent Events (issue 35, docs/realtime.md):
-// GET …/datatables/{name}/data/changes/ (both path forms). The list's field conditions, `events`,
-// `select`, and `Last-Event-ID` (or `since`) to resume; each event passes the subscriber's read
-// policy. The stream lives in the process's RecordFeed (shared/realtime/feed.ts).
+// Change streams of tables' records (issue 35, docs/realtime.md), in two forms over one
+// implementation (changeStream below, on the process's RecordFeed: shared/realtime/feed.ts):
+// - Server-Sent Events: GET …/datatables/{name}/data/changes/ (both path forms): one table, the
+//   list's field conditions, `events`, `select`, `Last-Event-ID` (or `since`) to resume;
+// - a WebSocket at GET /api/realtime/ that multiplexes subscriptions to several tables over one
+//   connection (`subscribe` / `unsubscribe` messages), for browsers that need many.
+// Every event passes the subscriber's read policy; credentials are checked again every second.
 import { Type } from '@sinclair/typebox';
+import type { Duplex } from 'node:stream';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { WebSocketServer, type WebSocket } from 'ws';
 import { DomainError, fieldError } from '../../shared/errors.ts';
 import { readsOf } from '../../shared/context.ts';
 import { openTarget } from '../../shared/data/records/target.ts';
 import { recordResource } from '../../shared/data/records/access.ts';
+import type { TableScope } from '../../shared/data/datatable.queries.ts';
 import { decide, planFor } from '../../shared/policies/hook.ts';
 import { siteSchemaFor } from '../../shared/tenancy/site-access.ts';
 import { recordTest } from '../../shared/realtime/match.ts';
-import { FeedFullError, type EndReason, type RecordFeed } from '../../shared/realtime/feed.ts';
+import { FeedFullError, type EndReason, type EventSink, type RecordFeed, type StreamEvent } from '../../shared/realtime/feed.ts';
 import type { ChangeOp } from '../../shared/realtime/changelog.ts';
-import type { RouteDef } from '../http/registry.ts';
+import { defineRoute, type RouteDef } from '../http/registry.ts';
+import type { AppContext } from '../http/types.ts';
 import { perTable, scopeOf } from './datatables.routes.ts';
 
 const OPS: readonly ChangeOp[] = ['create', 'update', 'delete'];
+const POSITION = /^[0-9]{1,15}$/;
 
 const ChangesQuery = Type.Object(
   {
     events: Type.Optional(Type.String({ description: 'Comma list of create, update, delete (default: all three; `enter` and `leave` come with update).' })),
     select: Type.Optional(Type.String({ description: 'Comma list of the fields sent with each record (the key always comes).' })),
-    since: Type.Optional(Type.String({ pattern: '^[0-9]{1,15}$', description: 'Resume after this event id (the `Last-Event-ID` header wins).' })),
+    since: Type.Optional(Type.String({ pattern: POSITION.source, description: 'Resume after this event id (the `Last-Event-ID` header wins).' })),
   },
   { additionalProperties: true },
 );
 
-const list = (raw: string | undefined, name: string, allowed: ReadonlySet<string>, what: string): string[] | undefined => {
+const listOf = (raw: unknown, name: string, allowed: ReadonlySet<string>, what: string): string[] | undefined => {
   if (raw === undefined || raw === '') return undefined;
-  const items = [...new Set(raw.split(',').map((x) => x.trim()))];
-  const unknown = items.filter((x) => !allowed.has(x));
+  const items = typeof raw === 'string' ? raw.split(',').map((x) => x.trim()) : Array.isArray(raw) && raw.every((x) => typeof x === 'string') ? (raw as string[]) : undefined;
+  if (!items) throw fieldError(name, `Expected a comma list of ${what}s.`);
+  const unknown = [...new Set(items)].filter((x) => !allowed.has(x));
   if (unknown.length) throw fieldError(name, `Unknown ${what}: ${unknown.join(', ')} (allowed: ${[...allowed].join(', ')}).`);
-  return items;
+  return [...new Set(items)];
 };
 
+/** What a subscription asks: a table, its conditions, the event kinds and fields, where to resume. */
+interface StreamRequest {
+  scope: TableScope;
+  table: string;
+  /** The list's conditions (field=value, field__op=value). */
+  conditions: Record<string, unknown>;
+  events?: unknown;
+  select?: unknown;
+  /** An event id to resume after (a position), or nothing: from now. */
+  since?: string;
+  /** The name the resume position came under (`Last-Event-ID`, `since`), for its 400. */
+  sinceName: string;
+}
+
+/**
+ * Opens one change stream for the request's actor: the table (404s and 403s as the records
+ * API's), the conditions (400 as the list's), the read policy, the credentials check; the events
+ * go to `sink`. Shared by the SSE route and the WebSocket's subscriptions.
+ */
+async function changeStream(feed: RecordFeed, ctx: AppContext, r: StreamRequest, sink: EventSink): Promise<{ close(): void }> {
+  const service = ctx.state.service();
+  const t = await openTarget(service, r.scope, r.table, 'read');
+  const test = recordTest(r.conditions, t.columns);
+  const kinds = new Set((listOf(r.events, 'events', new Set(OPS), 'event') ?? OPS) as ChangeOp[]);
+  const select = listOf(r.select, 'select', new Set(t.columns.keys()), 'field');
+  if (r.since !== undefined && r.since !== '' && !POSITION.test(r.since)) throw fieldError(r.sinceName, 'Expected an event id (a position) of this stream.');
+  const policy = { site: t.site, app: t.app, kind: t.kind, columns: t.columns, pk: t.pk };
+  const recheck = ctx.state.recheck;
+  try {
+    return await feed.subscribe({
+      site: t.site,
+      table: t.row.src_physical ?? t.row.physical_table_name,
+      view: t,
+      hash: t.hash,
+      em: readsOf(service),
+      since: r.since ? Number(r.since) : 'now',
+      events: kinds,
+      select,
+      test,
+      async readable(records) {
+        const formula = await planFor(service, t.site, t.app, t.kind, 'read');
+        if (typeof formula === 'boolean') return records.map(() => formula);
+        return decide(service, t.site, t.app, t.kind, 'read', records.map((x) => recordResource(policy, x)));
+      },
+      async recheck(): Promise<EndReason | undefined> {
+        try {
+          await recheck?.();
+        } catch {
+          return 'credentials';
+        }
+        try {
+          await siteSchemaFor(service, 'read', 'Record');
+        } catch {
+          return 'access';
+        }
+        return (await planFor(service, t.site, t.app, t.kind, 'read')) === false ? 'access' : undefined;
+      },
+      sink,
+    });
+  } catch (err) {
+    if (err instanceof FeedFullError) throw new DomainError('RATE_LIMIT_EXCEEDED', err.message, { extra: { retry_after: 5 } });
+    throw err;
+  }
+}
+
+/** A Server-Sent Events response as an event sink. */
+function sseSink(res: ServerResponse): EventSink {
+  const write = (text: string): number => {
+    if (!res.headersSent) res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' });
+    if (!res.destroyed) res.write(text);
+    return res.writableLength;
+  };
+  const event = (e: StreamEvent) => `id: ${e.id}\nevent: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`;
+  return {
+    opened: () => write('retry: 2000\n\n'),
+    events: (batch) => write(batch.map(event).join('')),
+    // A bare `id:` line moves EventSource's Last-Event-ID without dispatching anything.
+    idle: (id) => write(id === undefined ? ': ping\n\n' : `: ping\nid: ${id}\n\n`),
+    reset: (id, message) => write(event({ id, event: 'reset', data: { message } })),
+    ended: (reason, message) => void write(`event: end\ndata: ${JSON.stringify({ reason, message })}\n\n`),
+    close: () => void res.end(),
+  };
+}
+
+/** The upgrade of a WebSocket request, kept on the request while it goes through the API's pipeline (server/main.ts). */
+export const UPGRADE = Symbol('platform.websocket-upgrade');
+export type UpgradeRequest = IncomingMessage & { [UPGRADE]?: { socket: Duplex; head: Buffer } };
+
+/** Subscriptions one WebSocket may hold at once. */
+const MAX_PER_SOCKET = 100;
+/** The largest message a client may send. */
+const MAX_MESSAGE = 64 * 1024;
+
+type ClientMessage =
+  | { type: 'subscribe'; id: string; app: string; table: string; datasource?: string; filter?: Record<string, unknown>; events?: unknown; select?: unknown; since?: string }
+  | { type: 'unsubscribe'; id: string };
+
+/** One WebSocket: its subscriptions by the client's ids, each an event sink of its own over the socket. */
+function serveSocket(feed: RecordFeed, ctx: AppContext, ws: WebSocket): void {
+  const subscriptions = new Map<string, { close(): void } | null>();
+  const send = (message: Record<string, unknown>): number => {
+    if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(message));
+    return ws.bufferedAmount;
+  };
+  const sinkOf = (id: string): EventSink => ({
+    opened: (position) => send({ type: 'subscribed', id, position: String(position) }),
+    events: (batch) => send({ type: 'events', id, events: batch.map((e) => ({ id: String(e.id), event: e.event, data: e.data })) }),
+    idle: (position) => (position === undefined ? ws.bufferedAmount : send({ type: 'position', id, position: String(position) })),
+    reset: (position, message) => send({ type: 'events', id, events: [{ id: String(position), event: 'reset', data: { message } }] }),
+    ended: (reason, message) => void send({ type: 'end', id, reason, message }),
+    close: () => void subscriptions.delete(id),
+  });
+  const refuse = (id: unknown, err: unknown) => {
+    const domain = err instanceof DomainError ? err : new DomainError('INTERNAL_ERROR', 'The subscription failed.');
+    send({ type: 'error', id: typeof id === 'string' ? id : null, status: domain.status, body: domain.toBody() });
+  };
+  const onMessage = async (raw: string) => {
+    let m: ClientMessage;
+    try {
+      m = JSON.parse(raw) as ClientMessage;
+    } catch {
+      return refuse(null, new DomainError('BAD_REQUEST', 'Each message is a JSON object: {"type": "subscribe" | "unsubscribe", "id": …}.'));
+    }
+    if (typeof m !== 'object' || m === null || typeof m.id !== 'string' || m.id === '' || m.id.length > 100) return refuse(null, fieldError('id', 'Every message names its subscription: a non-empty "id" string of at most 100 characters.'));
+    if (m.type === 'unsubscribe') {
+      subscriptions.get(m.id)?.close();
+      subscriptions.delete(m.id);
+      return send({ type: 'unsubscribed', id: m.id });
+    }
+    if (m.type !== 'subscribe') return refuse((m as { id: string }).id, fieldError('type', 'Expected "subscribe" or "unsubscribe".'));
+    if (subscriptions.has(m.id)) return refuse(m.id, fieldError('id', `Subscription "${m.id}" exists: unsubscribe it first.`));
+    if (subscriptions.size >= MAX_PER_SOCKET) return refuse(m.id, new DomainError('RATE_LIMIT_EXCEEDED', `A WebSocket holds at most ${MAX_PER_SOCKET} subscriptions.`));
+    if (typeof m.app !== 'string' || typeof m.table !== 'string') return refuse(m.id, fieldError('table', 'Name the app and the table: {"app": …, "table": …}.'));
+    if (m.filter !== undefined && (typeof m.filter !== 'object' || m.filter === null || Array.isArray(m.filter))) return refuse(m.id, fieldError('filter', 'Expected an object of conditions (field or field__op → value).'));
+    subscriptions.set(m.id, null); // taken while it opens
+    try {
+      const scope = { app_slug: m.app, ...(typeof m.datasource === 'string' ? { ds: m.datasource } : {}) } as TableScope;
+      const sub = await changeStream(feed, ctx, { scope, table: m.table, conditions: m.filter ?? {}, events: m.events, select: m.select, since: m.since, sinceName: 'since' }, sinkOf(m.id));
+      if (subscriptions.has(m.id) && ws.readyState === ws.OPEN) subscriptions.set(m.id, sub);
+      else sub.close(); // unsubscribed, or the socket closed, while it opened
+    } catch (err) {
+      subscriptions.delete(m.id);
+      refuse(m.id, err);
+    }
+  };
+  ws.on('message', (data, binary) => {
+    if (binary) return refuse(null, new DomainError('BAD_REQUEST', 'Messages are JSON text.'));
+    void onMessage(String(data));
+  });
+  // The server shuts down: the socket closes (1001 Going Away), its client reconnects elsewhere.
+  const unregister = feed.onClose(() => ws.close(1001, 'The server is shutting down.'));
+  ws.on('close', () => {
+    unregister();
+    for (const sub of subscriptions.values()) sub?.close();
+    subscriptions.clear();
+  });
+}
+
 export function realtimeRoutes(feed: RecordFeed | undefined): RouteDef[] {
-  return perTable({
-    method: 'get',
-    suffix: 'data/changes/',
-    operationId: 'records_changes',
-    summary: 'Follow the changes of the records (Server-Sent Events)',
-    description:
-      'A `text/event-stream` of the changes committed to the table from now on, or after `Last-Event-ID` (or `since`): events `create` and `update` (with `record`, and `changed` on update), `delete` (the key only), `enter` and `leave` (an update moved the record into or out of what you may read, or of your conditions: `leave` carries the key only), `reset` (the position you resumed from is no longer kept: reload), `end` (why the stream ends). Each event\'s `id` is its position in the table\'s change log. Conditions as the list\'s (`field=value`, `field__op=value`) on the table\'s own fields; `events`, `select`. Only records your read policy admits. Any user of the site.',
-    query: ChangesQuery,
-    produces: { 200: 'text/event-stream' },
-    responses: { 200: null },
-    async handler(ctx, { params, query }) {
-      if (!feed) throw new DomainError('SERVICE_UNAVAILABLE', 'Change streams are served by the platform server only.');
-      const service = ctx.state.service();
-      const t = await openTarget(service, scopeOf(params), params.name!, 'read');
-      const { events, select, since, ...conditions } = query as Record<string, unknown> & { events?: string; select?: string; since?: string };
-      const test = recordTest(conditions, t.columns);
-      const kinds = new Set((list(events, 'events', new Set(OPS), 'event') ?? OPS) as ChangeOp[]);
-      const fields = list(select, 'select', new Set(t.columns.keys()), 'field');
-      const last = ctx.get('Last-Event-ID') || since;
-      if (last !== undefined && last !== '' && !/^[0-9]{1,15}$/.test(last)) throw fieldError('Last-Event-ID', 'Expected an event id (a position) of this stream.');
-      const policy = { site: t.site, app: t.app, kind: t.kind, columns: t.columns, pk: t.pk };
-      const req = ctx.req;
-      const res = ctx.res;
-      const recheck = ctx.state.recheck;
-      let subscriber: { close(): void } | undefined;
-      try {
-        subscriber = await feed.subscribe({
-          site: t.site,
-          table: t.row.src_physical ?? t.row.physical_table_name,
-          view: t,
-          hash: t.hash,
-          em: readsOf(service),
-          since: last ? Number(last) : 'now',
-          events: kinds,
-          select: fields,
-          test,
-          async readable(records) {
-            const formula = await planFor(service, t.site, t.app, t.kind, 'read');
-            if (typeof formula === 'boolean') return records.map(() => formula);
-            return decide(service, t.site, t.app, t.kind, 'read', records.map((r) => recordResource(policy, r)));
-          },
-          async recheck(): Promise<EndReason | undefined> {
-            try {
-              await recheck?.();
-            } catch {
-              return 'credentials';
-            }
-            try {
-              await siteSchemaFor(service, 'read', 'Record');
-            } catch {
-              return 'access';
-            }
-            return (await planFor(service, t.site, t.app, t.kind, 'read')) === false ? 'access' : undefined;
-          },
-          write(text) {
-            if (!res.headersSent) {
-              res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' });
-            }
-            if (!res.destroyed) res.write(text);
-            return res.writableLength;
-          },
-          close() {
-            res.end();
-          },
-        });
-      } catch (err) {
-        if (err instanceof FeedFullError) throw new DomainError('RATE_LIMIT_EXCEEDED', err.message, { extra: { retry_after: 5 } });
-        throw err;
-      }
-      // The stream is this response: Koa writes nothing more. A client gone ends the subscription.
-      ctx.respond = false;
-      req.socket.setTimeout(0);
-      req.socket.setNoDelay(true);
-      req.on('close', () => subscriber?.close());
-      res.on('close', () => subscriber?.close());
-    },
-  }, 'records');
+  const available = (): RecordFeed => {
+    if (!feed) throw new DomainError('SERVICE_UNAVAILABLE', 'Change streams are served by the platform server only.');
+    return feed;
+  };
+  const sockets = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE });
+  return [
+    ...perTable({
+      method: 'get',
+      suffix: 'data/changes/',
+      operationId: 'records_changes',
+      summary: 'Follow the changes of the records (Server-Sent Events)',
+      description:
+        "A `text/event-stream` of the changes committed to the table from now on, or after `Last-Event-ID` (or `since`): events `create` and `update` (with `record`, and `changed` on update), `delete` (the key only), `enter` and `leave` (an update moved the record into or out of what you may read, or of your conditions: `leave` carries the key only), `reset` (the position you resumed from is no longer kept: reload), `end` (why the stream ends). Each event's `id` is its position in the table's change log. Conditions as the list's (`field=value`, `field__op=value`) on the table's own fields; `events`, `select`. Only records your read policy admits. Any user of the site. docs/realtime.md.",
+      query: ChangesQuery,
+      produces: { 200: 'text/event-stream' },
+      responses: { 200: null },
+      async handler(ctx, { params, query }) {
+        const { events, select, since, ...conditions } = query as Record<string, unknown> & { since?: string };
+        const header = ctx.get('Last-Event-ID');
+        const res = ctx.res;
+        const sub = await changeStream(available(), ctx, { scope: scopeOf(params), table: params.name!, conditions, events, select, since: header || since, sinceName: header ? 'Last-Event-ID' : 'since' }, sseSink(res));
+        // The stream is this response: Koa writes nothing more. A client gone ends the subscription.
+        ctx.respond = false;
+        ctx.req.socket.setTimeout(0);
+        ctx.req.socket.setNoDelay(true);
+        res.on('close', () => sub.close());
+      },
+    }, 'records'),
+    defineRoute({
+      method: 'get',
+      path: '/api/realtime/',
+      operationId: 'realtime_socket',
+      summary: 'Change streams of several tables over one WebSocket',
+      description:
+        'Upgrade to a WebSocket (`Connection: Upgrade`, `Upgrade: websocket`), authenticated like any request (a bearer token, or the browser session: then the `Origin` must be the site\'s own). Send `{"type": "subscribe", "id": "s1", "app": "crm", "table": "contacts", "datasource"?: …, "filter"?: {"status": "active", "age__gte": 30}, "events"?: "create,update", "select"?: "a,b", "since"?: "4711"}`; receive `{"type": "subscribed", "id", "position"}`, then `{"type": "events", "id", "events": [{"id", "event", "data"}]}` as on the SSE route, `{"type": "position", "id", "position"}` when your position moved past changes you were not sent, `{"type": "end", "id", "reason", "message"}`, or `{"type": "error", "id", "status", "body"}` (the error envelope). `{"type": "unsubscribe", "id"}` ends one. At most 100 subscriptions per socket. Without an upgrade: 426. docs/realtime.md.',
+      auth: 'user',
+      scope: 'tenant',
+      tags: ['records'],
+      responses: { 101: null },
+      handler(ctx) {
+        const upgrade = (ctx.req as UpgradeRequest)[UPGRADE];
+        if (!upgrade) throw new DomainError('UPGRADE_REQUIRED', 'This address takes WebSocket connections only (Upgrade: websocket).');
+        const f = available();
+        // A cookie is sent by the browser whatever page opened the socket: the page must be the site's own.
+        if (ctx.state.session && !sameOrigin(ctx)) throw new DomainError('PERMISSION_DENIED', 'A WebSocket signed in by the session cookie must come from a page of this site (Origin).');
+        ctx.respond = false;
+        (ctx.res as ServerResponse).detachSocket(upgrade.socket as never);
+        sockets.handleUpgrade(ctx.req, upgrade.socket, upgrade.head, (ws) => serveSocket(f, ctx, ws));
+      },
+    }),
+  ];
+}
+
+/** The request's Origin is the host it was sent to. */
+function sameOrigin(ctx: AppContext): boolean {
+  const origin = ctx.get('Origin');
+  if (!origin) return false;
+  try {
+    return new URL(origin).host === ctx.host;
+  } catch {
+    return false;
+  }
 }

@@ -4,6 +4,7 @@
 // it); the list's conditions; another site's user, an anonymous client and a revoked token get
 // nothing; a bulk write of 10,000 rows arrives as 10,000 events; a pruned position answers reset.
 import http from 'node:http';
+import WebSocket from 'ws';
 import test from 'ava';
 import type { TestSite } from '../../shared/testing/sites.ts';
 import { pruneChangeLogs } from '../../shared/realtime/changelog.ts';
@@ -295,8 +296,15 @@ test.serial('1,000 writes from concurrent clients on one process reach a subscri
     );
   })();
   await x.until(() => x.events.length >= 300, 30_000);
+  // A WebSocket on that server too: closed as it shuts down (1001), not left to hold it open.
+  const ws = new WebSocket(`${other.url.replace('http', 'ws')}/api/realtime/`, { headers: { Host: a.domain, Authorization: `Bearer ${tok.adminA}` } });
+  await new Promise((resolve) => ws.on('open', resolve));
+  const wsClosed = new Promise<number>((resolve) => ws.on('close', (code) => resolve(code)));
   // The server restarts: its stream ends (shutdown), the client resumes on the new one from its last id.
+  const stopping = Date.now();
   await other.close();
+  t.true(Date.now() - stopping < 5000, `the shutdown took ${Date.now() - stopping} ms`);
+  t.is(await wsClosed, 1001);
   await x.until(() => x.ended);
   t.is(x.of('end')[0]?.data.reason, 'shutdown');
   const seen = x.events.filter((e) => e.event === 'create');
@@ -317,6 +325,69 @@ test.serial('1,000 writes from concurrent clients on one process reach a subscri
     x.close();
     await other.close();
   }
+});
+
+/** A WebSocket to /api/realtime/ on site A's host: its messages as they come. */
+function socket(o: { token?: string; headers?: Record<string, string> } = {}) {
+  const messages: any[] = [];
+  const ws = new WebSocket(`${s.url.replace('http', 'ws')}/api/realtime/`, { headers: { Host: a.domain, ...(o.token ? { Authorization: `Bearer ${o.token}` } : {}), ...o.headers } });
+  ws.on('message', (d) => messages.push(JSON.parse(String(d))));
+  const refused = new Promise<number>((resolve) => ws.on('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0)));
+  const opened = new Promise<void>((resolve, reject) => {
+    ws.on('open', () => resolve());
+    ws.on('error', reject);
+  });
+  const until = async (done: () => boolean, what: string) => {
+    const deadline = Date.now() + 10_000;
+    while (!done()) {
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(messages).slice(0, 800)}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+  return { ws, messages, refused, opened, until, send: (m: unknown) => ws.send(JSON.stringify(m)) };
+}
+
+test.serial('one WebSocket multiplexes subscriptions: each its own conditions and events, errors in the envelope, unsubscribe ends one', async (t) => {
+  const x = socket({ token: tok.adminA });
+  await x.opened;
+  x.send({ type: 'subscribe', id: 'all', app: 'crm', table: 'companies' });
+  x.send({ type: 'subscribe', id: 'big', app: 'crm', datasource: 'main', table: 'companies', filter: { employees__gte: 100 }, events: 'create' });
+  x.send({ type: 'subscribe', id: 'bad', app: 'crm', table: 'companies', filter: { nope: 1 } });
+  x.send({ type: 'subscribe', id: 'gone', app: 'crm', table: 'missing' });
+  await x.until(() => x.messages.filter((m) => m.type === 'subscribed' || m.type === 'error').length >= 4, 'the answers');
+  const answer = (id: string) => x.messages.find((m) => m.id === id && (m.type === 'subscribed' || m.type === 'error'));
+  t.is(answer('all').type, 'subscribed');
+  t.is(answer('big').type, 'subscribed');
+  t.like(answer('bad'), { type: 'error', status: 400 });
+  t.truthy(answer('bad').body.errors.nope);
+  t.like(answer('gone'), { type: 'error', status: 404 });
+  await on('POST', C, [company(40), company(41, { employees: 700 })]);
+  const events = (id: string) => x.messages.filter((m) => m.type === 'events' && m.id === id).flatMap((m) => m.events);
+  await x.until(() => events('all').length >= 2 && events('big').length >= 1, 'the events');
+  t.deepEqual(events('all').map((e) => [e.event, e.data.key]), [['create', 40], ['create', 41]]);
+  t.deepEqual(events('big').map((e) => [e.event, e.data.key]), [['create', 41]]);
+  x.send({ type: 'unsubscribe', id: 'big' });
+  await x.until(() => x.messages.some((m) => m.type === 'unsubscribed' && m.id === 'big'), 'unsubscribed');
+  await on('POST', C, company(42, { employees: 900 }));
+  await x.until(() => events('all').length >= 3, 'the third event');
+  t.is(events('big').length, 1, 'nothing after unsubscribe');
+  x.ws.close();
+});
+
+test.serial('the WebSocket: no credentials 401, another site\'s token 401, a session cookie from a foreign page 403, a plain request 426', async (t) => {
+  t.is(await socket().refused, 401);
+  t.is(await socket({ token: tok.adminB }).refused, 401);
+  const plain = await s.api('GET', '/api/realtime/', { host: a.domain, token: tok.adminA });
+  t.is(plain.status, 426, plain.text);
+  const signedIn = await s.api('POST', '/api/auth/session/', { host: a.domain, body: { username: 'boss', password: 'Site-pass-word-1' } });
+  t.is(signedIn.status, 200, signedIn.text);
+  const cookie = signedIn.headers.get('set-cookie')!.split(';')[0]!;
+  t.is(await socket({ headers: { Cookie: cookie, Origin: 'https://evil.example' } }).refused, 403);
+  const own = socket({ headers: { Cookie: cookie, Origin: `http://${a.domain}` } });
+  await own.opened;
+  own.send({ type: 'subscribe', id: 'x', app: 'crm', table: 'companies' });
+  await own.until(() => own.messages.some((m) => m.type === 'subscribed'), 'subscribed');
+  own.ws.close();
 });
 
 async function siteEm() {

@@ -38,7 +38,33 @@ const END_TEXT: Record<EndReason, string> = {
   error: 'The stream failed here: reconnect with Last-Event-ID to resume.',
 };
 
-/** What a subscriber asked for and how its events leave. */
+/** One event of a stream: its position, its kind, its body. */
+export interface StreamEvent {
+  id: number;
+  event: string;
+  data: Record<string, unknown>;
+}
+
+/**
+ * Where a subscriber's events go: a Server-Sent Events response, or one subscription of a
+ * WebSocket (server/routes/realtime.routes.ts). Each writer returns the bytes its client has
+ * not read yet (the feed drops a client past FeedLimits.maxBufferedBytes).
+ */
+export interface EventSink {
+  /** The stream is open, from position `id`. */
+  opened(id: number): number;
+  /** Events in order (a batch). */
+  events(batch: StreamEvent[]): number;
+  /** Nothing to send for a while: keeps the connection alive and, when it moved, tells the client its position. */
+  idle(id: number | undefined): number;
+  /** The resume position is no longer kept: the client reloads; it follows from `id`. */
+  reset(id: number, message: string): number;
+  /** The stream ends (the sink is closed right after). */
+  ended(reason: EndReason, message: string): void;
+  close(): void;
+}
+
+/** What a subscriber asked for and where its events go. */
 export interface SubscriberSpec {
   site: string;
   /** The physical table (the table's own, or its source's for a reference). */
@@ -58,11 +84,9 @@ export interface SubscriberSpec {
   test: RecordTest;
   /** Which of these records the subscriber may read (its read policy, in process). */
   readable(records: RecordRow[]): Promise<boolean[]>;
-  /** Throws an EndReason-carrying error when the stream must end (credentials, access): called every second. */
+  /** Why the stream must end now (credentials, access), if it must: called every second. */
   recheck(): Promise<EndReason | undefined>;
-  /** Writes SSE text; the number of bytes the client has not read yet. */
-  write(text: string): number;
-  close(): void;
+  sink: EventSink;
 }
 
 export class FeedFullError extends Error {
@@ -98,10 +122,18 @@ class Subscriber {
     this.queue = this.queue.then(() => (this.closed ? undefined : work())).catch(() => this.end('error'));
   }
 
-  send(text: string): void {
-    if (this.closed) return;
+  /** After a write: drops a client that leaves too much unread. */
+  private buffered(bytes: number): void {
     this.lastWrite = Date.now();
-    if (this.spec.write(text) > this.feed.limits.maxBufferedBytes) this.end('slow');
+    if (bytes > this.feed.limits.maxBufferedBytes) this.end('slow');
+  }
+
+  opened(): void {
+    this.buffered(this.spec.sink.opened(this.pos));
+  }
+
+  reset(message: string): void {
+    this.buffered(this.spec.sink.reset(this.pos, message));
   }
 
   /** The changes after this subscriber's position, as its events. */
@@ -114,9 +146,10 @@ class Subscriber {
       if (c.old) rows.push(c.old);
     }
     const allowed = await this.spec.readable(rows);
+    if (this.closed) return;
     let i = 0;
     const { test, events, view } = this.spec;
-    let out = '';
+    const batch: StreamEvent[] = [];
     for (const c of fresh) {
       const now = c.record ? allowed[i++]! && test(c.record) : false;
       const before = c.old ? allowed[i++]! && test(c.old) : false;
@@ -131,10 +164,11 @@ class Subscriber {
       const data: Record<string, unknown> = { op: kind, key, at: c.at, actor: c.actor };
       if (kind === 'create' || kind === 'update' || kind === 'enter') data.record = this.project(c.record!);
       if (kind === 'update') data.changed = changedFields(c.old!, c.record!);
-      out += `id: ${c.pos}\nevent: ${kind}\ndata: ${JSON.stringify(data)}\n\n`;
-      this.told = c.pos;
+      batch.push({ id: c.pos, event: kind, data });
     }
-    if (out) this.send(out);
+    if (!batch.length) return;
+    this.told = batch.at(-1)!.id;
+    this.buffered(this.spec.sink.events(batch));
   }
 
   private project(r: RecordRow): RecordRow {
@@ -158,17 +192,16 @@ class Subscriber {
         .finally(() => (this.rechecking = false));
     }
     if (now - this.lastWrite >= this.feed.limits.heartbeatMs) {
-      // A bare id line moves the client's Last-Event-ID past changes it was not sent (EventSource dispatches nothing).
-      const id = this.pos > this.told ? `id: ${this.pos}\n\n` : '';
+      // The position moves past changes the client was not sent: a reconnection does not read them again.
+      const moved = this.pos > this.told ? this.pos : undefined;
       this.told = this.pos;
-      this.send(`: ping\n${id}`);
+      this.buffered(this.spec.sink.idle(moved));
     }
   }
 
   end(reason: EndReason): void {
     if (this.closed) return;
-    const text = `event: end\ndata: ${JSON.stringify({ reason, message: END_TEXT[reason] })}\n\n`;
-    this.spec.write(text);
+    this.spec.sink.ended(reason, END_TEXT[reason]);
     this.close();
   }
 
@@ -177,7 +210,7 @@ class Subscriber {
     if (this.closed) return;
     this.closed = true;
     this.feed.remove(this);
-    this.spec.close();
+    this.spec.sink.close();
   }
 }
 
@@ -345,17 +378,16 @@ export class RecordFeed {
     const s = new Subscriber(spec, this);
     try {
       const tail = this.tails.get(key) ?? (await this.open(key, spec));
-      s.send('retry: 2000\n\n');
+      let lost = false;
       if (spec.since === 'now') s.pos = tail.pos;
       else {
         const { first, last } = await logBounds(spec.em, spec.site, spec.table);
-        const lost = first === null ? spec.since < last : spec.since < first - 1;
-        if (lost || spec.since > Math.max(last, tail.pos)) {
-          s.pos = tail.pos;
-          s.send(`id: ${s.pos}\nevent: reset\ndata: ${JSON.stringify({ message: 'Changes after the position you resumed from are no longer kept: reload, then follow from here.' })}\n\n`);
-        } else s.pos = spec.since;
+        lost = (first === null ? spec.since < last : spec.since < first - 1) || spec.since > Math.max(last, tail.pos);
+        s.pos = lost ? tail.pos : spec.since;
       }
       s.told = s.pos;
+      s.opened();
+      if (lost) s.reset('Changes after the position you resumed from are no longer kept: reload, then follow from here.');
       if (s.closed) {
         // The client went away while the stream was opened.
         this.release(spec.site);
@@ -408,9 +440,18 @@ export class RecordFeed {
     else this.perSite.delete(site);
   }
 
-  /** Ends every stream (shutdown). */
+  private readonly closing = new Set<() => void>();
+
+  /** `stop` runs when the feed closes (a connection holding streams closes then); the returned function unregisters it. */
+  onClose(stop: () => void): () => void {
+    this.closing.add(stop);
+    return () => this.closing.delete(stop);
+  }
+
+  /** Ends every stream (shutdown), then the connections that held them. */
   close(): void {
     clearInterval(this.timer);
     for (const t of [...this.tails.values()]) for (const s of [...t.subscribers]) s.end('shutdown');
+    for (const stop of [...this.closing]) stop();
   }
 }
