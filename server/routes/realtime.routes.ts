@@ -17,11 +17,16 @@ import type { TableScope } from '../../shared/data/datatable.queries.ts';
 import { decide, planFor } from '../../shared/policies/hook.ts';
 import { siteSchemaFor } from '../../shared/tenancy/site-access.ts';
 import { recordTest } from '../../shared/realtime/match.ts';
-import { FeedFullError, type EndReason, type EventSink, type RecordFeed, type StreamEvent } from '../../shared/realtime/feed.ts';
-import type { ChangeOp } from '../../shared/realtime/changelog.ts';
+import { FeedFullError, type EndReason, type EventSink, type RecordFeed, type StreamEvent, type SubscriberSpec } from '../../shared/realtime/feed.ts';
+import { recordsSource, type ChangeOp } from '../../shared/realtime/changelog.ts';
 import { defineRoute, type RouteDef } from '../http/registry.ts';
 import type { AppContext } from '../http/types.ts';
 import { perTable, scopeOf } from './datatables.routes.ts';
+import { BucketRef } from '../../shared/storage/bucket.schemas.ts';
+import { objectsBucket, objectView } from '../../shared/storage/object.service.ts';
+import { objectsAllowed, type ObjectRow } from '../../shared/storage/access.ts';
+import { quotedSchema } from '../../shared/tenancy/schema.ts';
+import type { RecordRow } from '../../shared/data/records/target.ts';
 
 const OPS: readonly ChangeOp[] = ['create', 'update', 'delete'];
 const POSITION = /^[0-9]{1,15}$/;
@@ -43,6 +48,9 @@ const listOf = (raw: unknown, name: string, allowed: ReadonlySet<string>, what: 
   if (unknown.length) throw fieldError(name, `Unknown ${what}: ${unknown.join(', ')} (allowed: ${[...allowed].join(', ')}).`);
   return [...new Set(items)];
 };
+
+/** The event kinds asked for (`events`: a comma list or an array; default all). */
+const kindsOf = (raw: unknown): Set<ChangeOp> => new Set((listOf(raw, 'events', new Set(OPS), 'event') ?? OPS) as ChangeOp[]);
 
 /** What a subscription asks: a table, its conditions, the event kinds and fields, where to resume. */
 interface StreamRequest {
@@ -67,46 +75,113 @@ async function changeStream(feed: RecordFeed, ctx: AppContext, r: StreamRequest,
   const service = ctx.state.service();
   const t = await openTarget(service, r.scope, r.table, 'read');
   const test = recordTest(r.conditions, t.columns);
-  const kinds = new Set((listOf(r.events, 'events', new Set(OPS), 'event') ?? OPS) as ChangeOp[]);
-  const select = listOf(r.select, 'select', new Set(t.columns.keys()), 'field');
-  if (r.since !== undefined && r.since !== '' && !POSITION.test(r.since)) throw fieldError(r.sinceName, 'Expected an event id (a position) of this stream.');
+  const kinds = kindsOf(r.events);
+  const fields = listOf(r.select, 'select', new Set(t.columns.keys()), 'field');
+  const select = fields && [...new Set([...t.pk, ...fields])];
+  const since = positionOf(r.since, r.sinceName);
   const policy = { site: t.site, app: t.app, kind: t.kind, columns: t.columns, pk: t.pk };
-  const recheck = ctx.state.recheck;
+  return subscribed(feed, {
+    site: t.site,
+    table: t.row.src_physical ?? t.row.physical_table_name,
+    source: recordsSource(t),
+    hash: t.hash,
+    keyOf: (x) => (t.pk.length === 1 ? x[t.pk[0]!] : t.pk.map((k) => x[k])),
+    em: readsOf(service),
+    since,
+    events: kinds,
+    select,
+    test,
+    async readable(records) {
+      const formula = await planFor(service, t.site, t.app, t.kind, 'read');
+      if (typeof formula === 'boolean') return records.map(() => formula);
+      return decide(service, t.site, t.app, t.kind, 'read', records.map((x) => recordResource(policy, x)));
+    },
+    recheck: recheckOf(ctx, async () => {
+      await siteSchemaFor(service, 'read', 'Record');
+      return (await planFor(service, t.site, t.app, t.kind, 'read')) !== false;
+    }),
+    sink,
+  });
+}
+
+/** A resume position (an event id), or from now; 400 naming where it came from. */
+function positionOf(raw: string | undefined, name: string): number | 'now' {
+  if (raw === undefined || raw === '') return 'now';
+  if (!POSITION.test(raw)) throw fieldError(name, 'Expected an event id (a position) of this stream.');
+  return Number(raw);
+}
+
+/** The feed's subscription; a full feed is a 429. */
+async function subscribed(feed: RecordFeed, spec: SubscriberSpec): Promise<{ close(): void }> {
   try {
-    return await feed.subscribe({
-      site: t.site,
-      table: t.row.src_physical ?? t.row.physical_table_name,
-      view: t,
-      hash: t.hash,
-      em: readsOf(service),
-      since: r.since ? Number(r.since) : 'now',
-      events: kinds,
-      select,
-      test,
-      async readable(records) {
-        const formula = await planFor(service, t.site, t.app, t.kind, 'read');
-        if (typeof formula === 'boolean') return records.map(() => formula);
-        return decide(service, t.site, t.app, t.kind, 'read', records.map((x) => recordResource(policy, x)));
-      },
-      async recheck(): Promise<EndReason | undefined> {
-        try {
-          await recheck?.();
-        } catch {
-          return 'credentials';
-        }
-        try {
-          await siteSchemaFor(service, 'read', 'Record');
-        } catch {
-          return 'access';
-        }
-        return (await planFor(service, t.site, t.app, t.kind, 'read')) === false ? 'access' : undefined;
-      },
-      sink,
-    });
+    return await feed.subscribe(spec);
   } catch (err) {
     if (err instanceof FeedFullError) throw new DomainError('RATE_LIMIT_EXCEEDED', err.message, { extra: { retry_after: 5 } });
     throw err;
   }
+}
+
+/** Why a stream must end now, if it must: the request's credentials (auth.ts recheck), then `allowed` (false or a throw: access). */
+const recheckOf =
+  (ctx: AppContext, allowed: () => Promise<boolean>) =>
+  async (): Promise<EndReason | undefined> => {
+    try {
+      await ctx.state.recheck?.();
+    } catch {
+      return 'credentials';
+    }
+    return (await allowed().catch(() => false)) ? undefined : 'access';
+  };
+
+/** Answers the request with a Server-Sent Events stream that `open` subscribes: Koa writes nothing more; a client gone ends the subscription. */
+async function serveEvents(ctx: AppContext, open: (sink: EventSink) => Promise<{ close(): void }>): Promise<void> {
+  const res = ctx.res;
+  const sub = await open(sseSink(res));
+  ctx.respond = false;
+  ctx.req.socket.setTimeout(0);
+  ctx.req.socket.setNoDelay(true);
+  res.on('close', () => sub.close());
+}
+
+/** What a subscription to a bucket's objects asks. */
+interface ObjectStreamRequest {
+  app: string;
+  bucket: string;
+  /** Objects whose key starts with this only. */
+  prefix?: unknown;
+  events?: unknown;
+  since?: string;
+  sinceName: string;
+}
+
+/**
+ * Opens one stream of a bucket's objects (their records: created, changed, deleted; the bytes
+ * are not in it): the bucket (404s and 403s as the objects API's), each event through the
+ * objects' read rules (visibility and the app's policies on `storage:{bucket}`), shown as the
+ * objects API shows an object, keyed by the object's id (a move keeps it).
+ */
+async function objectStream(feed: RecordFeed, ctx: AppContext, r: ObjectStreamRequest, sink: EventSink): Promise<{ close(): void }> {
+  const service = ctx.state.service();
+  const b = await objectsBucket(service, r.app, r.bucket, 'read');
+  if (r.prefix !== undefined && typeof r.prefix !== 'string') throw fieldError('prefix', 'Expected the beginning of a key.');
+  const prefix = r.prefix || undefined;
+  const kinds = kindsOf(r.events);
+  const bucketId = Number(b.bucket.id);
+  return subscribed(feed, {
+    site: b.schema,
+    table: 'storage_objects',
+    // The blob's key stays inside: it is no one's business.
+    source: { table: `${quotedSchema(b.schema)}.storage_objects`, recordSql: (alias) => `(to_jsonb(${alias}.*) - 'blob_key')`, plain: (x) => x },
+    since: positionOf(r.since, r.sinceName),
+    events: kinds,
+    test: (o) => Number(o.bucket_id) === bucketId && (prefix === undefined || String(o.path).startsWith(prefix)),
+    readable: (rows) => objectsAllowed(service, b, 'read', rows as unknown as ObjectRow[]),
+    present: (o) => objectView(b, o as unknown as ObjectRow) as unknown as RecordRow,
+    keyOf: (o) => Number(o.id),
+    recheck: recheckOf(ctx, async () => Boolean(await siteSchemaFor(service, 'read', 'StorageObject'))),
+    em: readsOf(service),
+    sink,
+  });
 }
 
 /** A Server-Sent Events response as an event sink. */
@@ -138,7 +213,7 @@ const MAX_PER_SOCKET = 100;
 const MAX_MESSAGE = 64 * 1024;
 
 type ClientMessage =
-  | { type: 'subscribe'; id: string; app: string; table: string; datasource?: string; filter?: Record<string, unknown>; events?: unknown; select?: unknown; since?: string }
+  | { type: 'subscribe'; id: string; app: string; table?: string; bucket?: string; datasource?: string; filter?: Record<string, unknown>; prefix?: unknown; events?: unknown; select?: unknown; since?: string }
   | { type: 'unsubscribe'; id: string };
 
 /** One WebSocket: its subscriptions by the client's ids, each an event sink of its own over the socket. */
@@ -176,12 +251,14 @@ function serveSocket(feed: RecordFeed, ctx: AppContext, ws: WebSocket): void {
     if (m.type !== 'subscribe') return refuse((m as { id: string }).id, fieldError('type', 'Expected "subscribe" or "unsubscribe".'));
     if (subscriptions.has(m.id)) return refuse(m.id, fieldError('id', `Subscription "${m.id}" exists: unsubscribe it first.`));
     if (subscriptions.size >= MAX_PER_SOCKET) return refuse(m.id, new DomainError('RATE_LIMIT_EXCEEDED', `A WebSocket holds at most ${MAX_PER_SOCKET} subscriptions.`));
-    if (typeof m.app !== 'string' || typeof m.table !== 'string') return refuse(m.id, fieldError('table', 'Name the app and the table: {"app": …, "table": …}.'));
+    if (typeof m.app !== 'string' || (typeof m.table === 'string') === (typeof m.bucket === 'string')) return refuse(m.id, fieldError('table', 'Name the app, and a table or a bucket: {"app": …, "table": …} or {"app": …, "bucket": …}.'));
     if (m.filter !== undefined && (typeof m.filter !== 'object' || m.filter === null || Array.isArray(m.filter))) return refuse(m.id, fieldError('filter', 'Expected an object of conditions (field or field__op → value).'));
     subscriptions.set(m.id, null); // taken while it opens
     try {
       const scope = { app_slug: m.app, ...(typeof m.datasource === 'string' ? { ds: m.datasource } : {}) } as TableScope;
-      const sub = await changeStream(feed, ctx, { scope, table: m.table, conditions: m.filter ?? {}, events: m.events, select: m.select, since: m.since, sinceName: 'since' }, sinkOf(m.id));
+      const sub = m.bucket !== undefined
+        ? await objectStream(feed, ctx, { app: m.app, bucket: m.bucket, prefix: m.prefix, events: m.events, since: m.since, sinceName: 'since' }, sinkOf(m.id))
+        : await changeStream(feed, ctx, { scope, table: m.table!, conditions: m.filter ?? {}, events: m.events, select: m.select, since: m.since, sinceName: 'since' }, sinkOf(m.id));
       if (subscriptions.has(m.id) && ws.readyState === ws.OPEN) subscriptions.set(m.id, sub);
       else sub.close(); // unsubscribed, or the socket closed, while it opened
     } catch (err) {
@@ -222,15 +299,33 @@ export function realtimeRoutes(feed: RecordFeed | undefined): RouteDef[] {
       async handler(ctx, { params, query }) {
         const { events, select, since, ...conditions } = query as Record<string, unknown> & { since?: string };
         const header = ctx.get('Last-Event-ID');
-        const res = ctx.res;
-        const sub = await changeStream(available(), ctx, { scope: scopeOf(params), table: params.name!, conditions, events, select, since: header || since, sinceName: header ? 'Last-Event-ID' : 'since' }, sseSink(res));
-        // The stream is this response: Koa writes nothing more. A client gone ends the subscription.
-        ctx.respond = false;
-        ctx.req.socket.setTimeout(0);
-        ctx.req.socket.setNoDelay(true);
-        res.on('close', () => sub.close());
+        await serveEvents(ctx, (sink) =>
+          changeStream(available(), ctx, { scope: scopeOf(params), table: params.name!, conditions, events, select, since: header || since, sinceName: header ? 'Last-Event-ID' : 'since' }, sink),
+        );
       },
     }, 'records'),
+    defineRoute({
+      method: 'get',
+      path: '/api/apps/:app_slug/storage/buckets/:bucket/objects/changes/',
+      operationId: 'storage_objects_changes',
+      summary: "Follow the changes of a bucket's objects (Server-Sent Events)",
+      description:
+        "A `text/event-stream` of the bucket's objects as they are created (`create`), changed (`update`: new bytes, metadata, visibility, a move; with `changed`) and deleted (`delete`), from now on or after `Last-Event-ID` (or `since`); `enter`/`leave` when a change makes an object readable to you or not. `record` is the object as the objects API shows it; `key` is its id (a move keeps it). `prefix` keeps the objects whose key starts with it; `events` as on records. Only the objects you may read. docs/realtime.md.",
+      auth: 'user',
+      scope: 'tenant',
+      tags: ['storage'],
+      params: BucketRef,
+      query: Type.Object({ prefix: Type.Optional(Type.String({ description: 'Objects whose key starts with this only.' })), events: ChangesQuery.properties.events, since: ChangesQuery.properties.since }, { additionalProperties: false }),
+      produces: { 200: 'text/event-stream' },
+      responses: { 200: null },
+      async handler(ctx, { params, query }) {
+        const header = ctx.get('Last-Event-ID');
+        const q = query as { prefix?: string; events?: string; since?: string };
+        await serveEvents(ctx, (sink) =>
+          objectStream(available(), ctx, { app: params.app_slug!, bucket: params.bucket!, prefix: q.prefix, events: q.events, since: header || q.since, sinceName: header ? 'Last-Event-ID' : 'since' }, sink),
+        );
+      },
+    }),
     defineRoute({
       method: 'get',
       path: '/api/realtime/',

@@ -3,7 +3,10 @@
 // the subscriber's read policy on every event (enter/leave when a write moves a record across
 // it); the list's conditions; another site's user, an anonymous client and a revoked token get
 // nothing; a bulk write of 10,000 rows arrives as 10,000 events; a pruned position answers reset.
+import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
 import WebSocket from 'ws';
 import test from 'ava';
 import type { TestSite } from '../../shared/testing/sites.ts';
@@ -16,6 +19,7 @@ import { twoSitesWithUsers } from './site-users.ts';
 let s: TestServer;
 let a: TestSite;
 let b: TestSite;
+let storageDir = '';
 const tok: Record<string, string> = {};
 
 const sql = (text: string, params: unknown[] = []) => s.handle.db.orm.em.fork().getConnection().execute(text, params);
@@ -121,7 +125,8 @@ const stream = (path: string, o: ConstructorParameters<typeof Stream>[1]) => {
 };
 
 test.before(async () => {
-  s = await startTestServer({ REALTIME_MAX_BUFFERED_BYTES: String(256 * 1024) });
+  storageDir = await mkdtemp(path.join(os.tmpdir(), 'realtime-storage-'));
+  s = await startTestServer({ REALTIME_MAX_BUFFERED_BYTES: String(256 * 1024), STORAGE_DIR: storageDir });
   ({ a, b } = await twoSitesWithUsers(s, tok));
   await seedCrm(s, [a, b]);
   await createTables(on, [['main', 'companies', fixture('companies.json')]]);
@@ -131,6 +136,7 @@ test.before(async () => {
 test.after.always(async () => {
   for (const x of streams) x.close();
   await s?.close();
+  if (storageDir) await rm(storageDir, { recursive: true, force: true });
 });
 
 test.serial('every write arrives once, in order, with its record; the list\'s conditions and `events` apply; a reconnect with Last-Event-ID resumes exactly after it', async (t) => {
@@ -388,6 +394,45 @@ test.serial('the WebSocket: no credentials 401, another site\'s token 401, a ses
   own.send({ type: 'subscribe', id: 'x', app: 'crm', table: 'companies' });
   await own.until(() => own.messages.some((m) => m.type === 'subscribed'), 'subscribed');
   own.ws.close();
+});
+
+test.serial('a bucket\'s objects: created, changed, moved and deleted, as the objects API shows them; private objects of others stay out; prefix', async (t) => {
+  const O = '/api/apps/crm/storage/buckets/docs/objects/';
+  const made = await on('POST', '/api/apps/crm/storage/buckets/', { name: 'docs', app_category: 'attachments', visibility: 'public' });
+  t.is(made.status, 201, made.text);
+  const put = (key: string, data: string, who = 'adminA', headers: Record<string, string> = {}) =>
+    s.api('PUT', `${O}${key}`, { host: a.domain, token: tok[who], raw: data, headers: { 'Content-Type': 'application/octet-stream', ...headers } });
+  const all = stream(`${O}changes/`, { host: a.domain, token: tok.adminA });
+  const reports = stream(`${O}changes/?prefix=reports/`, { host: a.domain, token: tok.adminA });
+  const pleb = stream(`${O}changes/`, { host: a.domain, token: tok.pleb });
+  for (const x of [all, reports, pleb]) await x.open();
+  t.is(all.status, 200, all.text);
+  t.is((await put('reports/q1.txt', 'one')).status, 201);
+  t.is((await put('notes/n.txt?visibility=private', 'two')).status, 201);
+  t.is((await put('reports/q1.txt', 'one, again')).status, 200);
+  const moved = await on('POST', `${O}move/`, { source_path: 'reports/q1.txt', destination_path: 'reports/q1-final.txt' });
+  t.is(moved.status, 200, moved.text);
+  t.is((await on('DELETE', `${O}reports/q1-final.txt`)).status, 200);
+  await all.until(() => all.events.length >= 5);
+  t.deepEqual(all.events.map((e) => e.event), ['create', 'create', 'update', 'update', 'delete']);
+  const first = all.events[0]!.data;
+  t.like(first.record, { file_path: 'reports/q1.txt', filename: 'q1.txt', size: 3, bucket_slug: 'docs', file_url: `${O}reports/q1.txt` });
+  t.false(JSON.stringify(all.events).includes('blob_key'), 'the blob key stays inside');
+  t.true(all.events[2]!.data.changed.includes('size'));
+  t.is(all.events[3]!.data.key, first.key, 'a move keeps the key');
+  t.is(all.events[3]!.data.record.file_path, 'reports/q1-final.txt');
+  await reports.until(() => reports.events.length >= 4);
+  t.deepEqual(reports.events.map((e) => e.event), ['create', 'update', 'update', 'delete']);
+  // pleb (not the owner, not staff) reads the bucket's public objects, not adminA's private one.
+  await pleb.until(() => pleb.events.length >= 4);
+  await new Promise((r) => setTimeout(r, 300));
+  t.deepEqual(pleb.events.map((e) => e.event), ['create', 'update', 'update', 'delete']);
+  t.false(pleb.text.includes('notes/n.txt'));
+  t.is((await s.api('GET', `${O}notes/n.txt/`, { host: a.domain, token: tok.pleb })).status, 404, 'the objects API agrees');
+  const foreign = stream(`${O}changes/`, { host: a.domain, token: tok.adminB });
+  await foreign.open();
+  t.is(foreign.status, 401);
+  for (const x of [all, reports, pleb]) x.close();
 });
 
 async function siteEm() {

@@ -7,7 +7,7 @@ import test from 'ava';
 import pg from 'pg';
 import { platformDatabase } from '../testing/platform-db.ts';
 import { createTestSite } from '../testing/sites.ts';
-import { attachChangeLog, logBounds, readChanges, type ReadState } from './changelog.ts';
+import { attachChangeLog, logBounds, readChanges, recordsSource, type ReadState } from './changelog.ts';
 import type { TableView } from '../data/records/target.ts';
 
 const orm = platformDatabase(test);
@@ -35,10 +35,10 @@ async function setup() {
   };
   const state: ReadState = { pos: 0 };
   const read = async () => {
-    const { changes, waiting } = await readChanges(em, site.schema, 't1', Number(oid), view, state);
+    const { changes, waiting } = await readChanges(em, site.schema, 't1', Number(oid), recordsSource(view), state);
     return { keys: changes.map((c) => `${c.op}:${(c.record ?? c.old)!.id}`), positions: changes.map((c) => c.pos), waiting };
   };
-  return { em, site, table, client, read, state, changes: (from: number) => readChanges(em, site.schema, 't1', Number(oid), view, { pos: from }) };
+  return { em, site, table, client, read, state, changes: (from: number) => readChanges(em, site.schema, 't1', Number(oid), recordsSource(view), { pos: from }) };
 }
 
 test.serial('a gap a writer in flight will fill is waited for; a rollback\'s is passed; a later writer does not hold the reader', async (t) => {

@@ -51,17 +51,31 @@ export interface ReadState {
 /** The most changes read at once. */
 export const READ_BATCH = 500;
 
-/** A logged row (jsonb of the physical row) as the record the API shows, written by PostgreSQL as the read path writes it. */
-const asRecord = (view: TableView, column: string) =>
-  `CASE WHEN c.${column} IS NULL THEN NULL ELSE (SELECT ${view.recordSql('t')} FROM jsonb_populate_record(NULL::${view.table}, c.${column}) t) END`;
+/**
+ * How the logged rows of a table are read back: the table (`"schema"."table"`), the SQL of a row
+ * as a record over an alias (run by PostgreSQL on the logged row as a row of the table), and
+ * what is done to it in process. For a data table, its records API view (recordsSource).
+ */
+export interface ChangeSource {
+  table: string;
+  recordSql(alias: string): string;
+  plain(r: RecordRow): RecordRow;
+}
+
+/** A data table's rows as the records API shows them (written by PostgreSQL as the read path writes them). */
+export const recordsSource = (view: TableView): ChangeSource => ({ table: view.table, recordSql: view.recordSql, plain: (r) => plain(view, r) });
+
+/** A logged row (jsonb of the physical row) as `source` reads it. */
+const asRecord = (source: ChangeSource, column: string) =>
+  `CASE WHEN c.${column} IS NULL THEN NULL ELSE (SELECT ${source.recordSql('t')} FROM jsonb_populate_record(NULL::${source.table}, c.${column}) t) END`;
 
 /**
- * The changes of the table of `view` (physical name `table`, oid `relid`) after `state.pos` that
+ * The changes of the table of `source` (physical name `table`, oid `relid`) after `state.pos` that
  * are final, in order: up to the first gap a writer still in flight may fill. `state` moves on.
  * Two statements: the lock's holders first, then the log (a writer that commits between them is
  * seen by the second; one still in flight, by the first).
  */
-export async function readChanges(em: EntityManager, site: string, table: string, relid: number, view: TableView, state: ReadState): Promise<{ changes: LoggedChange[]; waiting: boolean }> {
+export async function readChanges(em: EntityManager, site: string, table: string, relid: number, source: ChangeSource, state: ReadState): Promise<{ changes: LoggedChange[]; waiting: boolean }> {
   const holders = await preparedRows<{ v: string }>(
     em,
     `SELECT virtualtransaction AS v FROM pg_locks WHERE locktype = 'advisory' AND classid = ? AND objid = ? AND objsubid = 1 AND granted`,
@@ -69,7 +83,7 @@ export async function readChanges(em: EntityManager, site: string, table: string
   );
   const found = await preparedRows<{ pos: string; op: ChangeOp; r: RecordRow | null; o: RecordRow | null; actor: string | null; at: string }>(
     em,
-    `SELECT c.pos, c.op, ${asRecord(view, 'record')} AS r, ${asRecord(view, 'old')} AS o, c.actor,
+    `SELECT c.pos, c.op, ${asRecord(source, 'record')} AS r, ${asRecord(source, 'old')} AS o, c.actor,
             to_char(c.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at
        FROM ${quotedSchema(site)}.record_changes c WHERE c.tbl = ? AND c.pos > ? ORDER BY c.pos LIMIT ${READ_BATCH}`,
     [table, state.pos],
@@ -88,7 +102,7 @@ export async function readChanges(em: EntityManager, site: string, table: string
     }
     state.gapHolders = undefined;
     state.pos = pos;
-    changes.push({ pos, op: c.op, record: c.r && plain(view, c.r), old: c.o && plain(view, c.o), actor: c.actor, at: c.at });
+    changes.push({ pos, op: c.op, record: c.r && source.plain(c.r), old: c.o && source.plain(c.o), actor: c.actor, at: c.at });
   }
   return { changes, waiting: false };
 }

@@ -9,8 +9,8 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ChangeListener } from '../db/changes.ts';
 import { quoteIdent, rows } from '../db/sql.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
-import type { RecordRow, TableView } from '../data/records/target.ts';
-import { logBounds, readChanges, type ChangeOp, type LoggedChange, type ReadState } from './changelog.ts';
+import type { RecordRow } from '../data/records/target.ts';
+import { logBounds, readChanges, type ChangeOp, type ChangeSource, type LoggedChange, type ReadState } from './changelog.ts';
 import type { RecordTest } from './match.ts';
 
 export interface FeedLimits {
@@ -69,10 +69,13 @@ export interface SubscriberSpec {
   site: string;
   /** The physical table (the table's own, or its source's for a reference). */
   table: string;
-  /** The view the records are read through (its fields, its key). */
-  view: TableView;
-  /** The table's schema hash when subscribed (a change ends the stream: the client reconnects with the new schema). */
-  hash: string;
+  /** How its logged rows are read (changelog.ts). */
+  source: ChangeSource;
+  /** A data table's schema hash when subscribed (a change ends the stream: the client reconnects with the new schema). */
+  hash?: string;
+  /** The record as the subscriber is shown it (default: as read), and its key. */
+  present?(r: RecordRow): RecordRow;
+  keyOf(r: RecordRow): unknown;
   /** The cluster's root EntityManager of the site. */
   em: EntityManager;
   /** Where to start: after this position (a resume), or from now. */
@@ -140,30 +143,31 @@ class Subscriber {
   async deliver(changes: LoggedChange[]): Promise<void> {
     const fresh = changes.filter((c) => c.pos > this.pos);
     if (!fresh.length) return;
+    const { test, events, keyOf } = this.spec;
+    const present = this.spec.present ?? ((r: RecordRow) => r);
+    // The conditions first (in process), then the read policy on what passed them, in one call.
     const rows: RecordRow[] = [];
-    for (const c of fresh) {
-      if (c.record) rows.push(c.record);
-      if (c.old) rows.push(c.old);
-    }
-    const allowed = await this.spec.readable(rows);
+    const at = (r: RecordRow | null) => (r && test(r) ? rows.push(r) - 1 : -1);
+    const slots = fresh.map((c) => [at(c.record), at(c.old)] as const);
+    const allowed = rows.length ? await this.spec.readable(rows) : [];
     if (this.closed) return;
-    let i = 0;
-    const { test, events, view } = this.spec;
     const batch: StreamEvent[] = [];
-    for (const c of fresh) {
-      const now = c.record ? allowed[i++]! && test(c.record) : false;
-      const before = c.old ? allowed[i++]! && test(c.old) : false;
+    for (const [n, c] of fresh.entries()) {
+      const [i, j] = slots[n]!;
+      const now = i >= 0 && allowed[i]!;
+      const before = j >= 0 && allowed[j]!;
       this.pos = c.pos;
       let kind: string | undefined;
       if (c.op === 'create') kind = now ? 'create' : undefined;
       else if (c.op === 'delete') kind = before ? 'delete' : undefined;
       else kind = now && before ? 'update' : now ? 'enter' : before ? 'leave' : undefined;
       if (!kind || !events.has(kind === 'enter' || kind === 'leave' ? 'update' : (kind as ChangeOp))) continue;
-      const source = (c.record ?? c.old)!;
-      const key = view.pk.length === 1 ? source[view.pk[0]!] : view.pk.map((k) => source[k]);
-      const data: Record<string, unknown> = { op: kind, key, at: c.at, actor: c.actor };
-      if (kind === 'create' || kind === 'update' || kind === 'enter') data.record = this.project(c.record!);
-      if (kind === 'update') data.changed = changedFields(c.old!, c.record!);
+      const data: Record<string, unknown> = { op: kind, key: keyOf((c.record ?? c.old)!), at: c.at, actor: c.actor };
+      if (kind === 'create' || kind === 'update' || kind === 'enter') {
+        const shown = present(c.record!);
+        data.record = this.project(shown);
+        if (kind === 'update') data.changed = changedFields(present(c.old!), shown);
+      }
       batch.push({ id: c.pos, event: kind, data });
     }
     if (!batch.length) return;
@@ -171,11 +175,11 @@ class Subscriber {
     this.buffered(this.spec.sink.events(batch));
   }
 
+  /** The fields asked for (`select`; the key's always). */
   private project(r: RecordRow): RecordRow {
     const fields = this.spec.select;
     if (!fields) return r;
     const out: RecordRow = {};
-    for (const k of this.spec.view.pk) out[k] = r[k];
     for (const f of fields) if (Object.hasOwn(r, f)) out[f] = r[f];
     return out;
   }
@@ -242,15 +246,15 @@ class Tail {
   readonly table: string;
   readonly relid: number;
   private readonly em: EntityManager;
-  private readonly view: TableView;
-  private readonly hash: string;
+  private readonly source: ChangeSource;
+  private readonly hash: string | undefined;
 
-  constructor(site: string, table: string, relid: number, em: EntityManager, view: TableView, hash: string, start: number) {
+  constructor(site: string, table: string, relid: number, em: EntityManager, source: ChangeSource, hash: string | undefined, start: number) {
     this.site = site;
     this.table = table;
     this.relid = relid;
     this.em = em;
-    this.view = view;
+    this.source = source;
     this.hash = hash;
     this.base = this.state.pos = start;
   }
@@ -279,7 +283,7 @@ class Tail {
     try {
       if (this.checkDefinition && !(await this.definitionHolds())) return;
       for (;;) {
-        const { changes, waiting } = await readChanges(this.em, this.site, this.table, this.relid, this.view, this.state);
+        const { changes, waiting } = await readChanges(this.em, this.site, this.table, this.relid, this.source, this.state);
         if (changes.length) {
           this.recent.push(...changes);
           if (this.recent.length > MEMORY) this.base = this.recent.splice(0, this.recent.length - MEMORY).at(-1)!.pos;
@@ -297,6 +301,7 @@ class Tail {
   /** False (and every subscriber ended) when the table's schema changed or the table is gone. */
   private async definitionHolds(): Promise<boolean> {
     this.checkDefinition = false;
+    if (this.hash === undefined) return true; // not a data table (storage objects)
     const [row] = await rows<{ h: string }>(this.em, `SELECT schema_hash AS h FROM ${quotedSchema(this.site)}.data_tables WHERE physical_table_name = ? AND is_materialized`, [this.table]);
     if (row && row.h.trim() === this.hash) return true;
     for (const s of [...this.subscribers]) s.end('table');
@@ -320,7 +325,7 @@ class Tail {
           await s.deliver(this.recent);
           return;
         }
-        const { changes, waiting } = await readChanges(this.em, this.site, this.table, this.relid, this.view, state);
+        const { changes, waiting } = await readChanges(this.em, this.site, this.table, this.relid, this.source, state);
         await s.deliver(changes);
         if (waiting) await new Promise((r) => setTimeout(r, GAP_RETRY_MS));
         else if (!changes.length) state.pos = Math.max(state.pos, this.base); // nothing more in the log up to memory
@@ -411,7 +416,7 @@ export class RecordFeed {
         const [row] = await rows<{ oid: number | null }>(spec.em, 'SELECT to_regclass(?)::oid AS oid', [`${quotedSchema(spec.site)}.${quoteIdent(spec.table)}`]);
         if (!row?.oid) throw new Error(`table ${spec.table} not found`);
         const { last } = await logBounds(spec.em, spec.site, spec.table);
-        const tail = new Tail(spec.site, spec.table, Number(row.oid), spec.em, spec.view, spec.hash, last);
+        const tail = new Tail(spec.site, spec.table, Number(row.oid), spec.em, spec.source, spec.hash, last);
         this.tails.set(key, tail);
         return tail;
       })().finally(() => this.opening.delete(key));

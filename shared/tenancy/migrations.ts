@@ -811,6 +811,8 @@ export const tenantMigrations: TenantMigration[] = [
       'CREATE INDEX IF NOT EXISTS record_changes_at_idx ON record_changes (at)',
       RECORD_CHANGES_LOG,
       RECORD_CHANGES_ATTACH,
+      // Storage objects (their records; the bytes are not in the log).
+      `SELECT record_changes_attach(current_schema(), 'storage_objects', ARRAY['id'])`,
       // The tables materialized before this migration.
       `DO $do$
       DECLARE
