@@ -20,6 +20,8 @@ let s: TestServer;
 let a: TestSite;
 let b: TestSite;
 let storageDir = '';
+let adminUuid = '';
+let physical = '';
 const tok: Record<string, string> = {};
 
 const sql = (text: string, params: unknown[] = []) => s.handle.db.orm.em.fork().getConnection().execute(text, params);
@@ -127,9 +129,10 @@ const stream = (path: string, o: ConstructorParameters<typeof Stream>[1]) => {
 test.before(async () => {
   storageDir = await mkdtemp(path.join(os.tmpdir(), 'realtime-storage-'));
   s = await startTestServer({ REALTIME_MAX_BUFFERED_BYTES: String(256 * 1024), STORAGE_DIR: storageDir });
-  ({ a, b } = await twoSitesWithUsers(s, tok));
+  ({ a, b, adminUuid } = await twoSitesWithUsers(s, tok));
   await seedCrm(s, [a, b]);
   await createTables(on, [['main', 'companies', fixture('companies.json')]]);
+  [{ physical }] = await sql(`SELECT physical_table_name AS physical FROM "${a.schema}".data_tables WHERE name = 'companies'`);
   await createTables((m, p, body) => s.api(m, p, { host: b.domain, token: tok.adminB, body }), [['main', 'companies', fixture('companies.json')]]);
   await sql(`UPDATE "${a.schema}".users SET attributes = '{"country": "US"}' WHERE username = 'pleb'`);
 });
@@ -159,6 +162,8 @@ test.serial('every write arrives once, in order, with its record; the list\'s co
   t.deepEqual(all.events[3]!.data.changed, ['employees']);
   t.is(all.events[3]!.data.record.employees, 11);
   t.is(all.events[4]!.data.record, undefined, 'a delete carries the key only');
+  // Each write names who made it: one statement (create one, patch one, delete one) or a transaction (several).
+  t.deepEqual(all.events.map((e) => e.data.actor), Array(5).fill(adminUuid));
   await big.until(() => big.events.length >= 2);
   t.deepEqual(big.events.map((e) => [e.event, e.data.key]), [['create', 2], ['delete', 2]]);
 
@@ -174,6 +179,10 @@ test.serial('every write arrives once, in order, with its record; the list\'s co
   await since.until(() => since.events.length >= 2);
   t.deepEqual(since.events.map((e) => e.event), ['delete', 'create']);
   for (const x of [all, big, resumed, since]) x.close();
+  // The setting is each transaction's own: writes after them on the same pool name no one.
+  const last = Number(since.events.at(-1)!.id);
+  for (let i = 0; i < 5; i++) await sql(`UPDATE "${a.schema}".${physical} SET employees = employees WHERE id = 1`);
+  t.deepEqual(await sql(`SELECT DISTINCT actor FROM "${a.schema}".record_changes WHERE tbl = ? AND pos > ?`, [physical, last]), [{ actor: null }]);
 });
 
 test.serial('the read policy decides each event: enter and leave when a write moves a record across it, leave without its values', async (t) => {
@@ -418,6 +427,7 @@ test.serial('a bucket\'s objects: created, changed, moved and deleted, as the ob
   const first = all.events[0]!.data;
   t.like(first.record, { file_path: 'reports/q1.txt', filename: 'q1.txt', size: 3, bucket_slug: 'docs', file_url: `${O}reports/q1.txt` });
   t.false(JSON.stringify(all.events).includes('blob_key'), 'the blob key stays inside');
+  t.deepEqual(all.events.map((e) => e.data.actor), Array(5).fill(adminUuid), 'upload, replace, move and delete name who made them');
   t.true(all.events[2]!.data.changed.includes('size'));
   t.is(all.events[3]!.data.key, first.key, 'a move keeps the key');
   t.is(all.events[3]!.data.record.file_path, 'reports/q1-final.txt');

@@ -17,6 +17,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { spool } from '../common/spool.ts';
 import type { ServiceContext } from '../context.ts';
 import { longOperation, longTransaction } from '../db/long-operations.ts';
+import { attribute } from '../realtime/actor.ts';
 import { DomainError, fieldError, type FieldErrors } from '../errors.ts';
 import { csvText, delimiterName, delimiterOption, encodingOption } from './csv-text.ts';
 import type { TableScope } from './datatable.service.ts';
@@ -424,6 +425,7 @@ async function importRows(ctx: ServiceContext, t: Target, input: Readable, maxRo
     let batch = await nextBatch();
     if (batch.length) {
       await longTransaction(ctx, async (em) => {
+        await attribute(em, ctx);
         let writing = true;
         for (;;) {
           if (writing && batch.every((x) => !x.errors)) {

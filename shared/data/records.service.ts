@@ -7,6 +7,7 @@
 // admits; a record the caller may not read, change or delete is a 403; bulk writes are all or
 // nothing. docs/data-tables.md "Records API", docs/policies.md.
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { actorItem, writeTransaction } from '../realtime/actor.ts';
 import { readsOf, type ServiceContext } from '../context.ts';
 import { DomainError, fieldError, permissionDenied, validationError, type FieldErrors } from '../errors.ts';
 import { preparedRows, quoteIdent, rows } from '../db/sql.ts';
@@ -158,7 +159,7 @@ export async function createRecords(ctx: ServiceContext, scope: TableScope, name
   await requireAllowed(ctx, t, 'create', ok);
   try {
     // One record is one statement (atomic by itself, one round trip); several may be several (one per set of fields given): one transaction.
-    const created = many ? await ctx.em.transactional((tx) => insertRecords(tx as EntityManager, t, ok, 'json')) : await insertRecords(readsOf(ctx), t, ok, 'json');
+    const created = many ? await writeTransaction(ctx, (tx) => insertRecords(tx, t, ok, 'json')) : await insertRecords(readsOf(ctx), t, ok, 'json', actorItem(ctx));
     if (typeof created[0] === 'string') return new JsonText(many ? `[${created.join(',')}]` : created[0]);
     return many ? (created as RecordRow[]) : (created[0] as RecordRow);
   } catch (err) {
@@ -181,7 +182,7 @@ export async function upsertRecord(ctx: ServiceContext, scope: TableScope, name:
   if (!rec) throw validationError(errors, 'Invalid record.');
   for (const f of fields) if (rec[f] === undefined || rec[f] === null) errors[f] = ['A value is required: it identifies the record.'];
   if (Object.keys(errors).length) throw validationError(errors, 'Invalid record.');
-  return ctx.em.transactional(async (tx) => {
+  return writeTransaction(ctx, async (tx) => {
     const em = tx as EntityManager;
     const where = compileOn(t, { op: 'and', args: fields.map((field) => ({ op: 'eq' as const, field, value: rec[field] })) });
     // One writer per identifying value set: two racing upserts of one record cannot both insert.
@@ -202,7 +203,7 @@ export async function patchRecord(ctx: ServiceContext, scope: TableScope, name: 
   if (t.provider === 'flat_table' && t.jsonSql && typeof body === 'object' && body !== null && !Array.isArray(body) && Object.keys(body).length) {
     return patchInPlace(ctx, t, updatable, id, body as RecordRow);
   }
-  return ctx.em.transactional(async (tx) => {
+  return writeTransaction(ctx, async (tx) => {
     const errors: FieldErrors = {};
     const row = await patchOne(tx as EntityManager, t, updatable, id, body, '', errors);
     if (!row) throw validationError(errors, 'Invalid record.');
@@ -226,9 +227,11 @@ async function patchInPlace(ctx: ServiceContext, t: Target, updatable: SqlFragme
   const visible = withinAllowed(t.readable, where);
   const target = withinAllowed(updatable, visible);
   const set = Object.keys(rec).map((f) => `${quoteIdent(f)} = x.${quoteIdent(f)}`).join(', ');
+  const by = actorItem(ctx);
   const [row] = await guarded(t, () =>
-    preparedRows<{ r: string }>(readsOf(ctx), `UPDATE ${t.table} AS t SET ${set} FROM jsonb_populate_record(NULL::${t.table}, ?::jsonb) AS x WHERE ${target.sql} RETURNING ${t.jsonSql} AS r`, [
+    preparedRows<{ r: string }>(readsOf(ctx), `UPDATE ${t.table} AS t SET ${set} FROM jsonb_populate_record(NULL::${t.table}, ?::jsonb) AS x${by ? `, ${by.sql}` : ''} WHERE ${target.sql} RETURNING ${t.jsonSql} AS r`, [
       JSON.stringify(rec),
+      ...(by?.params ?? []),
       ...target.params,
     ]),
   );
@@ -250,7 +253,7 @@ export async function patchRecords(ctx: ServiceContext, scope: TableScope, name:
   const t = await openTarget(ctx, scope, name, 'update');
   const items = batchOf(body, MAX_BULK_PATCH);
   const updatable = await rowsAllowed(ctx, t, 'update');
-  return ctx.em.transactional(async (tx) => {
+  return writeTransaction(ctx, async (tx) => {
     const errors: FieldErrors = {};
     const out: RecordRow[] = [];
     for (const [i, item] of items.entries()) {
@@ -279,7 +282,8 @@ export async function deleteRecord(ctx: ServiceContext, scope: TableScope, name:
   if (!where) throw recordNotFound();
   const visible = withinAllowed(t.readable, where);
   const deletable = withinAllowed(await rowsAllowed(ctx, t, 'delete'), visible);
-  const gone = await guarded(t, () => preparedRows(readsOf(ctx), `DELETE FROM ${t.table} t WHERE ${deletable.sql} RETURNING 1`, deletable.params));
+  const by = actorItem(ctx);
+  const gone = await guarded(t, () => preparedRows(readsOf(ctx), `DELETE FROM ${t.table} t${by ? ` USING ${by.sql}` : ''} WHERE ${deletable.sql} RETURNING 1`, [...(by?.params ?? []), ...deletable.params]));
   if (!gone.length) throw await missingOrDenied(ctx, t, visible, deletable);
 }
 
@@ -314,7 +318,7 @@ export async function deleteRecords(ctx: ServiceContext, scope: TableScope, name
     const allowed = await rowsAllowed(ctx, t, 'delete');
     // All or nothing: one record the actor may not delete refuses the request (the transaction rolls back).
     const gone = await guarded(t, () =>
-      ctx.em.transactional(async (tx) => {
+      writeTransaction(ctx, async (tx) => {
         const deleted = await rows<{ k: unknown; ok: boolean }>(tx as EntityManager, `DELETE FROM ${t.table} t WHERE ${where.sql} RETURNING to_jsonb(${keySql}) AS k, (${allowed.sql}) AS ok`, [...where.params, ...allowed.params]);
         if (deleted.some((d) => !d.ok)) throw permissionDenied();
         return deleted;
@@ -335,7 +339,8 @@ export async function deleteRecords(ctx: ServiceContext, scope: TableScope, name
     if (Object.keys(conditions).some((k) => k.includes('.'))) await loadRelations(ctx.em, t);
     const matching = withinAllowed(t.readable, compileOn(t, parseQueryFilters(conditions, resolver(t), false)));
     const where = withinAllowed(await rowsAllowed(ctx, t, 'delete'), matching);
-    const gone = await guarded(t, () => rows(ctx.em, `DELETE FROM ${t.table} t WHERE ${where.sql} RETURNING 1`, where.params));
+    const by = actorItem(ctx);
+    const gone = await guarded(t, () => rows(ctx.em, `DELETE FROM ${t.table} t${by ? ` USING ${by.sql}` : ''} WHERE ${where.sql} RETURNING 1`, [...(by?.params ?? []), ...where.params]));
     return { deleted: gone.length };
   }
   throw fieldError('non_field_errors', 'Give either ids=a,b or filter=<JSON conditions> (not both).');

@@ -143,6 +143,7 @@ class Subscriber {
   async deliver(changes: LoggedChange[]): Promise<void> {
     const fresh = changes.filter((c) => c.pos > this.pos);
     if (!fresh.length) return;
+    await turn();
     const { test, events, keyOf } = this.spec;
     const present = this.spec.present ?? ((r: RecordRow) => r);
     // The conditions first (in process), then the read policy on what passed them, in one call.
@@ -216,6 +217,27 @@ class Subscriber {
     this.feed.remove(this);
     this.spec.sink.close();
   }
+}
+
+/** How long deliveries may run before the event loop serves something else (other requests, other sites). */
+const TURN_MS = 5;
+let turnStarted = performance.now();
+
+/**
+ * Resolves at once while the current turn is short, else after the event loop has run its I/O
+ * (setImmediate). Every subscriber's delivery starts here: a batch fanned out to thousands of
+ * subscribers (each a chain of promises, which run without yielding) holds the loop for at most
+ * about TURN_MS at a time, whichever site it belongs to.
+ */
+function turn(): Promise<void> | undefined {
+  const now = performance.now();
+  if (now - turnStarted < TURN_MS) return undefined;
+  return new Promise((resolve) =>
+    setImmediate(() => {
+      turnStarted = performance.now();
+      resolve();
+    }),
+  );
 }
 
 /** The names of the fields an update changed. */

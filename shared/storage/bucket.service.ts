@@ -3,6 +3,7 @@
 // app's policies on the bucket's kind `storage:{slug}` (policies/hook.ts). Usage counters are
 // stored and refreshed by refreshUsage (the server's periodic job, `platform storage
 // check-quotas`); quotas only monitor, they never block an upload. docs/storage.md.
+import { writeTransaction } from '../realtime/actor.ts';
 import { forEachCluster } from '../db/clusters.ts';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { activeApp, type ActiveApp } from '../apps/lookup.ts';
@@ -275,7 +276,7 @@ export async function updateBucket(ctx: ServiceContext, appSlug: string, slug: s
 export async function deleteBucket(ctx: ServiceContext, store: ObjectStore, appSlug: string, slug: string): Promise<void> {
   const { schema, bucket } = await bucketFor(ctx, appSlug, slug, 'delete');
   const q = quotedSchema(schema);
-  await ctx.em.transactional(async (tx) => {
+  await writeTransaction(ctx, async (tx) => {
     const [locked] = await tx.execute(`SELECT id FROM ${q}.storage_buckets WHERE id = ? FOR UPDATE`, [bucket.id]);
     if (!locked) throw notFound(`Bucket "${slug}"`);
     await tx.execute(`DELETE FROM ${q}.storage_objects WHERE bucket_id = ?`, [bucket.id]);

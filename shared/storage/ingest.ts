@@ -19,6 +19,7 @@
 // stages (the staged file is its own journal entry, published once the row holds it), else
 // journaled before they are written (blobs.ts).
 import { randomUUID } from 'node:crypto';
+import { byUser, writeTransaction } from '../realtime/actor.ts';
 import type { Readable } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { uniqueViolation } from '../common/slug.ts';
@@ -140,7 +141,7 @@ export async function ingestObject(ctx: ServiceContext, store: ObjectStore, dst:
   let result: { created: boolean; row: ObjectRow; old?: string };
   try {
     result = ('blob' in arrival ? await placeNew(ctx.em, dst, key, arrival, check) : undefined) ??
-      (await ctx.em.transactional(async (tx) =>
+      (await writeTransaction(ctx, async (tx) =>
         'blob' in arrival ? ingestInTransaction(tx, dst, key, arrival, check) : repoint(tx, dst, await lockedRules(tx, dst), key, arrival, check)));
   } catch (err) {
     if ('blob' in arrival) await dropBlob(ctx, store, dst, arrival.blob.blobKey);
@@ -167,17 +168,18 @@ async function placeNew(em: EntityManager, b: BucketTarget, key: string, a: Extr
     return undefined;
   }
   const q = quotedSchema(b.schema);
+  const by = byUser(a.who); // the change log's actor (realtime/actor.ts)
   const [row] = await preparedRows<ObjectRow>(
     em,
     `WITH placed AS (
        INSERT INTO ${q}.storage_objects (uuid, bucket_id, path, filename, size, mimetype, metadata, visibility, blob_key, etag, created_by, modified_by)
-       SELECT ?, b.id, ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?, ? FROM ${q}.storage_buckets b
-        WHERE b.id = ? AND b.file_size_limit = ? AND to_jsonb(b.allowed_mime_types) = ?::jsonb FOR SHARE
+       SELECT ?, b.id, ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?, ? FROM ${q}.storage_buckets b${by ? `, ${by.sql}` : ''}
+        WHERE b.id = ? AND b.file_size_limit = ? AND to_jsonb(b.allowed_mime_types) = ?::jsonb FOR SHARE OF b
        ON CONFLICT (bucket_id, path) DO NOTHING RETURNING *
      ), unjournaled AS (DELETE FROM ${q}.storage_blob_journal WHERE blob_key IN (SELECT blob_key FROM placed))
      SELECT * FROM placed`,
     [randomUUID(), key, filenameOf(key), a.blob.size, a.blob.mimetype, JSON.stringify(a.metadata), a.visibility ?? null, a.blob.blobKey, a.blob.etag, a.who, a.who,
-      b.bucket.id, b.bucket.file_size_limit, JSON.stringify(b.bucket.allowed_mime_types)],
+      ...(by?.params ?? []), b.bucket.id, b.bucket.file_size_limit, JSON.stringify(b.bucket.allowed_mime_types)],
   );
   return row && { created: true, row };
 }

@@ -4,6 +4,7 @@
 // holds yet or any more is blobs.ts. So readers see the old or the new bytes, never a mix; a
 // failed upload leaves no record and its blob is removed at once; a crash leaves journal rows
 // that the sweep (sweepBlobs) clears. docs/storage.md.
+import { actorItem } from '../realtime/actor.ts';
 import type { Readable } from 'node:stream';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { activeApp, appNotFound, type ActiveApp } from '../apps/lookup.ts';
@@ -226,7 +227,8 @@ export async function patchObject(ctx: ServiceContext, b: BucketTarget, key: str
     params.push(visibility);
   }
   if (!set.length) return objectView(b, o);
-  const [row] = await rows<ObjectRow>(ctx.em, `UPDATE ${quotedSchema(b.schema)}.storage_objects SET ${set.join(', ')}, modified_by = ?, updated_at = now() WHERE id = ? RETURNING *`, [...params, actorUuid(ctx), o.id]);
+  const by = actorItem(ctx);
+  const [row] = await rows<ObjectRow>(ctx.em, `UPDATE ${quotedSchema(b.schema)}.storage_objects SET ${set.join(', ')}, modified_by = ?, updated_at = now()${by ? ` FROM ${by.sql}` : ''} WHERE id = ? RETURNING storage_objects.*`, [...params, actorUuid(ctx), ...(by?.params ?? []), o.id]);
   if (!row) throw objectNotFound(key);
   return objectView(b, row);
 }
@@ -238,13 +240,14 @@ export async function patchObject(ctx: ServiceContext, b: BucketTarget, key: str
  */
 async function deleteRows(ctx: ServiceContext, store: ObjectStore, b: BucketTarget, found: Pick<ObjectRow, 'id' | 'path'>[]): Promise<string[]> {
   const q = quotedSchema(b.schema);
+  const by = actorItem(ctx);
   const deleted = await preparedRows<{ path: string; blob_key: string }>(
     ctx.em,
     `WITH gone AS (
-       DELETE FROM ${q}.storage_objects WHERE bucket_id = ? AND (id, path) IN (SELECT (e->>0)::bigint, e->>1 FROM jsonb_array_elements(?::jsonb) e) RETURNING path, blob_key
+       DELETE FROM ${q}.storage_objects${by ? ` USING ${by.sql}` : ''} WHERE bucket_id = ? AND (id, path) IN (SELECT (e->>0)::bigint, e->>1 FROM jsonb_array_elements(?::jsonb) e) RETURNING path, blob_key
      ), journaled AS (${journalSql(q, "SELECT blob_key, 'orphan' FROM gone")})
      SELECT path, blob_key FROM gone`,
-    [b.bucket.id, JSON.stringify(found.map((o) => [String(o.id), o.path]))],
+    [...(by?.params ?? []), b.bucket.id, JSON.stringify(found.map((o) => [String(o.id), o.path]))],
   );
   await dropBlobs(readsOf(ctx), store.site(b.schema), b.schema, deleted.map((d) => d.blob_key));
   return deleted.map((d) => d.path);

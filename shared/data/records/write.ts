@@ -7,7 +7,7 @@ import { preparedRows, quoteIdent, rows } from '../../db/sql.ts';
 import { DomainError, addFieldError, fieldError, notFound, validationError, type FieldErrors } from '../../errors.ts';
 import { quoteLiteral } from '../ddl.ts';
 import { recordCaster, toStored, type RecordCast } from '../field-types.ts';
-import { coerceValue, type Filter } from '../query/filter.ts';
+import { coerceValue, type Filter, type SqlFragment } from '../query/filter.ts';
 import { recordProblems, recordValidator } from '../record-validator.ts';
 import { declaredKey } from '../table-schema.ts';
 import { selectRecords } from './read.ts';
@@ -184,14 +184,17 @@ function givesExactly(rec: RecordRow, cols: string[]): boolean {
  * records; with `'nothing'`, nothing comes back (a CSV import: no RETURNING to build and read).
  */
 export async function insertRecords(em: EntityManager, t: TableView, records: RecordRow[]): Promise<RecordRow[]>;
-export async function insertRecords(em: EntityManager, t: TableView, records: RecordRow[], as: 'json'): Promise<RecordRow[] | string[]>;
+export async function insertRecords(em: EntityManager, t: TableView, records: RecordRow[], as: 'json', by?: SqlFragment): Promise<RecordRow[] | string[]>;
 export async function insertRecords(em: EntityManager, t: TableView, records: RecordRow[], as: 'nothing'): Promise<void>;
-export async function insertRecords(em: EntityManager, t: TableView, records: RecordRow[], as: 'records' | 'json' | 'nothing' = 'records'): Promise<unknown[] | void> {
+/** `by`: a FROM item attributing a statement outside a transaction to its actor (realtime/actor.ts actorItem). */
+export async function insertRecords(em: EntityManager, t: TableView, records: RecordRow[], as: 'records' | 'json' | 'nothing' = 'records', by?: SqlFragment): Promise<unknown[] | void> {
+  const also = by ? `, ${by.sql}` : '';
+  const byParams = by?.params ?? [];
   if (t.provider !== 'flat_table') {
     const { id, body } = jsonRow(t);
     const column = t.provider === 'jsonb' ? 'data' : 'doc';
-    const sql = `INSERT INTO ${t.table} AS t (id, ${column}) SELECT ${id}, ${body} FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY AS e(v, n) ORDER BY e.n`;
-    const params = [JSON.stringify(records)];
+    const sql = `INSERT INTO ${t.table} AS t (id, ${column}) SELECT ${id}, ${body} FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY AS e(v, n)${also} ORDER BY e.n`;
+    const params = [JSON.stringify(records), ...byParams];
     if (as !== 'nothing') return selectRecords(em, t, `${sql} RETURNING ${t.recordSql('t')} AS r`, params);
     await rows(em, sql, params);
     return [];
@@ -233,8 +236,8 @@ export async function insertRecords(em: EntityManager, t: TableView, records: Re
       stored = await returned(
         // `json`, not `jsonb`: parsed in one pass, without building a jsonb tree (a third of the
         // statement's time for 10,000 records); the function returns the rows in array order.
-        `INSERT INTO ${t.table} AS t (${list.join(', ')}) SELECT ${list.map((c) => `x.${c}`).join(', ')} FROM json_populate_recordset(NULL::${t.table}, ?::json) AS x`,
-        [JSON.stringify(items.length === records.length ? records : items.map((i) => records[i]))],
+        `INSERT INTO ${t.table} AS t (${list.join(', ')}) SELECT ${list.map((c) => `x.${c}`).join(', ')} FROM json_populate_recordset(NULL::${t.table}, ?::json) AS x${also}`,
+        [JSON.stringify(items.length === records.length ? records : items.map((i) => records[i])), ...byParams],
       );
     }
     items.forEach((i, k) => (out[i] = stored[k]));
