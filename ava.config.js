@@ -1,8 +1,8 @@
 // Tests that measure a site's latency under another site's load (functions' fairness, the
-// sandbox's limits, policies' evaluation budgets) run alone, after the rest (`npm test`: scripts/test.ts runs AVA twice): the
+// sandbox's limits, policies' evaluation budgets, change streams' fan-out) run alone, after the rest (`npm test`: scripts/test.ts runs AVA twice): the
 // load of a neighbouring test file is not theirs to absorb. TEST_ALONE=0: every file but those;
 // TEST_ALONE=1: those only; unset: every file (`npx ava`).
-const ALONE = ['server/test/functions-fairness.test.ts', 'shared/functions/sandbox/engine.test.ts', 'server/test/policies-limits.test.ts'];
+const ALONE = ['server/test/functions-fairness.test.ts', 'shared/functions/sandbox/engine.test.ts', 'server/test/policies-limits.test.ts', 'server/test/realtime-fairness.test.ts'];
 const ALL = ['shared/**/*.test.ts', 'server/**/*.test.ts', 'cli/**/*.test.ts'];
 
 // The files that take longest start first (measured, slowest first: a minute or more each, most

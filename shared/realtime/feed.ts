@@ -150,7 +150,12 @@ class Subscriber {
     const rows: RecordRow[] = [];
     const at = (r: RecordRow | null) => (r && test(r) ? rows.push(r) - 1 : -1);
     const slots = fresh.map((c) => [at(c.record), at(c.old)] as const);
-    const allowed = rows.length ? await this.spec.readable(rows) : [];
+    // In slices, each in a turn of its own: one large batch is not one long stretch of the loop.
+    const allowed: boolean[] = [];
+    for (let k = 0; k < rows.length; k += DECIDE_SLICE) {
+      if (k) await turn();
+      allowed.push(...(await this.spec.readable(rows.slice(k, k + DECIDE_SLICE))));
+    }
     if (this.closed) return;
     const batch: StreamEvent[] = [];
     for (const [n, c] of fresh.entries()) {
@@ -219,25 +224,40 @@ class Subscriber {
   }
 }
 
+/** Records decided by one call of a subscriber's read policy (then the delivery waits for its turn again). */
+const DECIDE_SLICE = 100;
 /** How long deliveries may run before the event loop serves something else (other requests, other sites). */
 const TURN_MS = 5;
 let turnStarted = performance.now();
+/** Deliveries waiting for a turn, in order; one is let go per turn of the event loop. */
+const waiting: (() => void)[] = [];
+let scheduled = false;
+
+function nextTurn(): void {
+  if (scheduled) return;
+  scheduled = true;
+  // An immediate queued from an immediate runs on the loop's next iteration: I/O is served in between.
+  setImmediate(() => {
+    scheduled = false;
+    turnStarted = performance.now();
+    waiting.shift()?.();
+    if (waiting.length) nextTurn();
+  });
+}
 
 /**
- * Resolves at once while the current turn is short, else after the event loop has run its I/O
- * (setImmediate). Every subscriber's delivery starts here: a batch fanned out to thousands of
- * subscribers (each a chain of promises, which run without yielding) holds the loop for at most
- * about TURN_MS at a time, whichever site it belongs to.
+ * Resolves at once while deliveries have run less than TURN_MS since the event loop last served
+ * I/O and none is waiting; else in a later turn of the loop, one delivery per turn, in order.
+ * Every subscriber's delivery starts here: a batch fanned out to thousands of subscribers (each a
+ * chain of promises, which would otherwise all run before any I/O) holds the loop for about one
+ * delivery at a time, whichever site it belongs to.
  */
 function turn(): Promise<void> | undefined {
-  const now = performance.now();
-  if (now - turnStarted < TURN_MS) return undefined;
-  return new Promise((resolve) =>
-    setImmediate(() => {
-      turnStarted = performance.now();
-      resolve();
-    }),
-  );
+  if (!waiting.length && performance.now() - turnStarted < TURN_MS) return undefined;
+  return new Promise((resolve) => {
+    waiting.push(resolve);
+    nextTurn();
+  });
 }
 
 /** The names of the fields an update changed. */
