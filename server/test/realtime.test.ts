@@ -236,7 +236,7 @@ test.serial('another site\'s user, an anonymous client and another site\'s table
   for (const x of [other, mine]) x.close();
 });
 
-test.serial('a revoked token ends its stream within about a second, with the reason', async (t) => {
+test.serial('a revoked token and a demotion end their streams within about a second, with the reason', async (t) => {
   const res = await s.api('POST', '/api/auth/jwt/token/', { host: a.domain, body: { username: 'pleb', password: 'Site-pass-word-1' } });
   const x = stream(CHANGES, { host: a.domain, token: res.body.access });
   await x.open();
@@ -246,6 +246,22 @@ test.serial('a revoked token ends its stream within about a second, with the rea
   t.true(Date.now() - revoked < 3000, `ended after ${Date.now() - revoked} ms`);
   t.is(x.of('end')[0]?.data.reason, 'credentials');
   tok.pleb = (await s.api('POST', '/api/auth/jwt/token/', { host: a.domain, body: { username: 'pleb', password: 'Site-pass-word-1' } })).body.access;
+  // A demotion: the policies no longer let pleb read the table at all; its stream ends (access).
+  const y = stream(CHANGES, { host: a.domain, token: tok.pleb });
+  await y.open();
+  const policy = (read: boolean) => ({
+    resourcePolicy: {
+      resource: 'datatable:companies',
+      version: 'default',
+      rules: [{ actions: ['*'], effect: 'EFFECT_ALLOW', roles: ['admin'] }, ...(read ? [{ actions: ['read'], effect: 'EFFECT_ALLOW', roles: ['user'], condition: { match: { expr: 'R.attr.country == P.attr.country' } } }] : [])],
+    },
+  });
+  const demoted = Date.now();
+  t.is((await on('PUT', '/api/apps/crm/policies/', policy(false))).status, 200);
+  await y.until(() => y.ended, 5000, 'the end');
+  t.true(Date.now() - demoted < 3000, `ended after ${Date.now() - demoted} ms`);
+  t.is(y.of('end')[0]?.data.reason, 'access');
+  t.is((await on('PUT', '/api/apps/crm/policies/', policy(true))).status, 200);
 });
 
 test.serial('a bulk write of 10,000 rows arrives as 10,000 events, in order', async (t) => {
