@@ -265,7 +265,7 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     const objects = await storeFromConfig(config.storage, config.dataDir);
     store = objects;
     functions = functionRuntime({ config, orm: db.orm, tokens, log, faults }, secrets);
-    const feed = new RecordFeed(config.realtime, changes);
+    const feed = new RecordFeed(config.realtime, changes, log);
     const app = createApp({ config, orm: db.orm, log, tokens, redis, hosts, gate, appLimits, caches, mailer, secrets, store: objects, functions, feed, probe, faults, isShuttingDown: () => shuttingDown, extraRoutes: options.extraRoutes });
     // Frontend workers' hosts first (static files only, outside the API's middleware, routes and limits), then the API.
     const api = app.callback();

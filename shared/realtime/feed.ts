@@ -7,6 +7,7 @@
 // without bound; the credentials of every subscriber are checked again every second.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { ChangeListener } from '../db/changes.ts';
+import type { Logger } from '../common/logger.ts';
 import { quoteIdent, rows } from '../db/sql.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
 import type { RecordRow } from '../data/records/target.ts';
@@ -23,8 +24,6 @@ export interface FeedLimits {
   /** A comment line after this much silence (proxies close idle connections). */
   heartbeatMs: number;
 }
-
-export const DEFAULT_FEED_LIMITS: FeedLimits = { maxSubscribers: 20_000, maxPerSite: 5_000, maxBufferedBytes: 1 << 20, heartbeatMs: 15_000 };
 
 /** Why a stream ended, sent to the client as an `end` event before the connection closes. */
 export type EndReason = 'credentials' | 'access' | 'slow' | 'table' | 'shutdown' | 'error';
@@ -93,10 +92,8 @@ export interface SubscriberSpec {
 }
 
 export class FeedFullError extends Error {
-  readonly scope: 'process' | 'site';
   constructor(scope: 'process' | 'site') {
     super(scope === 'site' ? 'This site has as many change streams open on this server as it may.' : 'This server holds as many change streams as it may.');
-    this.scope = scope;
   }
 }
 
@@ -120,9 +117,19 @@ class Subscriber {
     this.feed = feed;
   }
 
+  /** Its work so far done (never rejects). */
+  get settled(): Promise<void> {
+    return this.queue;
+  }
+
   /** Runs `work` after the subscriber's earlier work: its events stay in order. */
   serial(work: () => Promise<void>): void {
-    this.queue = this.queue.then(() => (this.closed ? undefined : work())).catch(() => this.end('error'));
+    this.queue = this.queue
+      .then(() => (this.closed ? undefined : work()))
+      .catch((err: unknown) => {
+        this.feed.log?.warn({ err, site: this.spec.site, table: this.spec.table }, 'change stream failed: ended');
+        this.end('error');
+      });
   }
 
   /** After a write: drops a client that leaves too much unread. */
@@ -283,6 +290,8 @@ class Tail {
   private retry: NodeJS.Timeout | undefined;
   /** The table's definition may have changed: compared with the subscribers' on the next read. */
   checkDefinition = false;
+  /** The last read failed (logged once until one succeeds). */
+  private failing = false;
 
   readonly site: string;
   readonly table: string;
@@ -290,8 +299,10 @@ class Tail {
   private readonly em: EntityManager;
   private readonly source: ChangeSource;
   private readonly hash: string | undefined;
+  private readonly log: Logger | undefined;
 
-  constructor(site: string, table: string, relid: number, em: EntityManager, source: ChangeSource, hash: string | undefined, start: number) {
+  constructor(site: string, table: string, relid: number, em: EntityManager, source: ChangeSource, hash: string | undefined, start: number, log?: Logger) {
+    this.log = log;
     this.site = site;
     this.table = table;
     this.relid = relid;
@@ -329,13 +340,19 @@ class Tail {
         if (changes.length) {
           this.recent.push(...changes);
           if (this.recent.length > MEMORY) this.base = this.recent.splice(0, this.recent.length - MEMORY).at(-1)!.pos;
-          for (const s of this.subscribers) if (!s.catching) s.serial(() => s.deliver(changes));
+          const following = [...this.subscribers].filter((s) => !s.catching);
+          for (const s of following) s.serial(() => s.deliver(changes));
+          // The next batch once this one is delivered (to those that follow; one catching up reads on its own).
+          await Promise.all(following.map((s) => s.settled));
         }
         if (waiting) this.retry = setTimeout(() => this.wake(), GAP_RETRY_MS).unref();
-        if (waiting || changes.length === 0) return;
+        if (waiting || changes.length === 0) break;
       }
-    } catch {
+      this.failing = false;
+    } catch (err) {
       // The database is unavailable: try again soon (the subscribers keep their positions).
+      if (!this.failing) this.log?.warn({ err, site: this.site, table: this.table }, 'change log read failed: retrying every second');
+      this.failing = true;
       this.retry = setTimeout(() => this.wake(), 1000).unref();
     }
   }
@@ -388,9 +405,11 @@ export class RecordFeed {
   private readonly timer: NodeJS.Timeout;
 
   readonly limits: FeedLimits;
+  readonly log: Logger | undefined;
 
-  constructor(limits: FeedLimits = DEFAULT_FEED_LIMITS, listener?: ChangeListener) {
+  constructor(limits: FeedLimits, listener?: ChangeListener, log?: Logger) {
     this.limits = limits;
+    this.log = log;
     listener
       ?.on('records', (schema) => {
         for (const t of this.tails.values()) if (schema === null || t.site === schema) t.wake();
@@ -458,7 +477,7 @@ export class RecordFeed {
         const [row] = await rows<{ oid: number | null }>(spec.em, 'SELECT to_regclass(?)::oid AS oid', [`${quotedSchema(spec.site)}.${quoteIdent(spec.table)}`]);
         if (!row?.oid) throw new Error(`table ${spec.table} not found`);
         const { last } = await logBounds(spec.em, spec.site, spec.table);
-        const tail = new Tail(spec.site, spec.table, Number(row.oid), spec.em, spec.source, spec.hash, last);
+        const tail = new Tail(spec.site, spec.table, Number(row.oid), spec.em, spec.source, spec.hash, last, this.log);
         this.tails.set(key, tail);
         return tail;
       })().finally(() => this.opening.delete(key));
