@@ -4,7 +4,7 @@
 //
 // Each bench runs as a child process (`node bench/<name>.ts`, as its own `npm run bench:<name>`)
 // with the settings of the mode: short (the default: shorter durations, fewer rounds, smaller
-// seeds — every bench's own knobs, below — about 8 minutes on 2 cores) or full (BENCH_FULL=1 or
+// seeds — every bench's own knobs, below — about 10 minutes on 2 cores) or full (BENCH_FULL=1 or
 // `--full`: each bench's own defaults, and also tenancy, migrations and cli; an hour or more).
 // Then its bench/results/<name>-latest.json is read and its headline rows taken: scenario,
 // ours, baseline, unit, ratio, the CPU ratio where measured, target and PASS/MISS.
@@ -65,11 +65,11 @@ const compared =
   };
 const rate = compared(true);
 const time = compared(false);
-/** A bound on ours alone (`ours < limit` or `ours ≤ limit`), with the baseline beside it when there is one. */
-const bound = (bench: string, scenario: string, unit: string, ours: number | null, baseline: number | null, op: '<' | '≤', limit: number): Row => ({
+/** A bound on ours alone (`ours < limit`, `ours ≤ limit` or `ours ≥ limit`), with the baseline beside it when there is one. */
+const bound = (bench: string, scenario: string, unit: string, ours: number | null, baseline: number | null, op: '<' | '≤' | '≥', limit: number): Row => ({
   ...time(bench, scenario, unit, ours, baseline),
-  target: `${op} ${limit} ${unit}`,
-  pass: ours === null ? null : op === '<' ? ours < limit : ours <= limit,
+  target: `${op} ${limit.toLocaleString('en')} ${unit}`,
+  pass: ours === null ? null : op === '<' ? ours < limit : op === '≤' ? ours <= limit : ours >= limit,
 });
 
 const READS = 0.9;
@@ -191,6 +191,36 @@ const BENCHES: Bench[] = [
         const cpu = (m: any) => m.serverCpuUsPerRequest + m.dbCpuUsPerRequest;
         return rate('processes', `GET by random id, ${j.settings.processes} processes behind nginx (baseline: 1), ${side}`, 'req/s', many.requestsPerSec, one.requestsPerSec, undefined, div(cpu(many), cpu(one)));
       }),
+  },
+  {
+    name: 'realtime',
+    short: { BENCH_DURATION: '4', BENCH_SEQ_DURATION: '2', BENCH_ROUNDS: '2', BENCH_WARMUP: '1', BENCH_BULK_REPEAT: '3', BENCH_IDLE_CPU: '5', BENCH_FANOUT_DURATION: '5' },
+    rows: (j) => {
+      const { writes: w, idle: i, fanout: f } = j;
+      // Issue 35: the change log adds ≤ 10 % to a single write, ≤ 20 % to a bulk create (ratio = OFF ÷ ON time, ON ÷ OFF rate).
+      const [one, many] = w?.loads ?? [];
+      return [
+        ...(w
+          ? [
+              time('realtime', `${one.title}, change log on (baseline: off)`, 'ms p50', one.on.p50Ms, one.off.p50Ms, 0.91, one.cpuRatio),
+              rate('realtime', `${many.title}, change log on (baseline: off)`, 'req/s', many.on.requestsPerSec, many.off.requestsPerSec, 0.91, many.cpuRatio),
+              time('realtime', `${w.bulk.title}, change log on (baseline: off)`, 'ms p50', w.bulk.on.p50Ms, w.bulk.off.p50Ms, 0.83, w.bulk.cpuRatio),
+            ]
+          : []),
+        ...(i
+          ? [
+              bound('realtime', `idle change streams held by one process (of ${i.requested.toLocaleString('en')})`, 'streams', i.held, null, '≥', 10_000),
+              time('realtime', 'server memory per idle stream (VmRSS)', 'KiB', i.kibPerStream, null),
+            ]
+          : []),
+        ...(f
+          ? [
+              bound('realtime', `fan-out to ${f.subscribers.toLocaleString('en')} streams (city policy, ${f.ratePerSec} creates/s): commit to client`, 'ms p99', f.latencyMs.p99, null, '<', 100),
+              { ...rate('realtime', 'fan-out: events delivered (baseline: expected)', 'events', f.deliveredEvents, f.expectedEvents), target: 'exactly, each once', pass: f.exact },
+            ]
+          : []),
+      ];
+    },
   },
   {
     name: 'tenancy',

@@ -7,6 +7,7 @@ import type { Duplex } from 'node:stream';
 import type { Socket } from 'node:net';
 import { UPGRADE, type UpgradeRequest } from './routes/realtime.routes.ts';
 import { RecordFeed } from '../shared/realtime/feed.ts';
+import { ChangeAnnouncer } from '../shared/realtime/announce.ts';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -266,7 +267,8 @@ export async function startServer(config: Config, options: StartOptions = {}): P
     store = objects;
     functions = functionRuntime({ config, orm: db.orm, tokens, log, faults }, secrets);
     const feed = new RecordFeed(config.realtime, changes, log);
-    const app = createApp({ config, orm: db.orm, log, tokens, redis, hosts, gate, appLimits, caches, mailer, secrets, store: objects, functions, feed, probe, faults, isShuttingDown: () => shuttingDown, extraRoutes: options.extraRoutes });
+    const announcer = new ChangeAnnouncer((schema) => feed.wake(schema), log);
+    const app = createApp({ config, orm: db.orm, log, tokens, redis, hosts, gate, appLimits, caches, mailer, secrets, store: objects, functions, feed, announcer, probe, faults, isShuttingDown: () => shuttingDown, extraRoutes: options.extraRoutes });
     // Frontend workers' hosts first (static files only, outside the API's middleware, routes and limits), then the API.
     const api = app.callback();
     const sites = staticSites({ hosts, store: objects, platformHosts: config.platformHosts, trustProxy: config.trustProxy, log });

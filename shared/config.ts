@@ -69,7 +69,7 @@ export interface RealtimeConfig {
   heartbeatMs: number;
   /** Changes are kept this long (REALTIME_RETENTION_HOURS, default 24)… */
   retentionHours: number;
-  /** …and at most this many per site (REALTIME_RETENTION_ROWS, default 1,000,000), by the pruning job. */
+  /** …and at most this many per table (REALTIME_RETENTION_ROWS, default 1,000,000), by the pruning job. */
   retentionRows: number;
 }
 

@@ -1,3 +1,4 @@
+import type { ChangeAnnouncer } from '../../shared/realtime/announce.ts';
 import { randomUUID } from 'node:crypto';
 import type { Next } from 'koa';
 import cors from '@koa/cors';
@@ -29,7 +30,7 @@ export function requestContext(
   orm: Orm,
   log: Logger,
   caches: RequestCaches,
-  options: { longStatementTimeoutMs: number; isShuttingDown: () => boolean; logRequests: boolean; events?: UserEvents; longOperations: LongOperations },
+  options: { longStatementTimeoutMs: number; isShuttingDown: () => boolean; logRequests: boolean; events?: UserEvents; longOperations: LongOperations; announcer?: ChangeAnnouncer },
 ) {
   const clusters = clustersOf(orm.em);
   return async (ctx: AppContext, next: Next) => {
@@ -38,7 +39,8 @@ export function requestContext(
     const requestId = REQUEST_ID.test(incoming) ? incoming : randomUUID();
     ctx.set('X-Request-Id', requestId);
     // On a site of another cluster than the primary, its cluster's pool (opened by host routing).
-    const unit = lazyEntityManager(() => (ctx.state.site && clusters?.peek(ctx.state.site.cluster)?.em) || orm.em);
+    const root = () => (ctx.state.site && clusters?.peek(ctx.state.site.cluster)?.em) || orm.em;
+    const unit = lazyEntityManager(root);
     // The state's `em` is the unit's, by a getter of its class (shared/context.ts WithLazyEm).
     ctx.state = Object.assign(new WithLazyEm(unit), { requestId, reads: unit.reads, tenant: null }) as unknown as AppState;
     ctx.state.service = () => {
@@ -54,7 +56,11 @@ export function requestContext(
       // caller's next request sees it, whichever process serves it. Writes of data (records,
       // edges, storage objects, function invocations) change nothing cached: they answer at once
       // (RouteDef.writes).
-      if (!SAFE_METHODS.has(ctx.method) && ctx.state.route?.writes !== 'data') await caches.settled();
+      if (!SAFE_METHODS.has(ctx.method)) {
+        if (ctx.state.route?.writes !== 'data') await caches.settled();
+        // A data write committed: the site's change streams are woken (shared/realtime/announce.ts).
+        else if (ctx.state.tenant && ctx.status < 400) options.announcer?.changed(root(), ctx.state.tenant);
+      }
       if (options.isShuttingDown()) ctx.set('Connection', 'close');
       if (options.logRequests && log.isLevelEnabled('info')) {
         const durationMs = Number(process.hrtime.bigint() - start) / 1e6;

@@ -278,6 +278,15 @@ test.serial('a bulk write of 10,000 rows arrives as 10,000 events, in order', as
   x.close();
 });
 
+test.serial('a change made outside the API (SQL by hand) reaches the streams too, by the readers\' look every second', async (t) => {
+  const x = stream(CHANGES, { host: a.domain, token: tok.adminA });
+  await x.open();
+  await sql(`INSERT INTO "${a.schema}".${physical} (id, name, employees, country) VALUES (25, 'By hand', 1, 'US')`);
+  await x.until(() => x.events.length >= 1, 5000);
+  t.deepEqual([x.events[0]!.event, x.events[0]!.data.key, x.events[0]!.data.actor], ['create', 25, null]);
+  x.close();
+});
+
 test.serial('a resume from a position no longer kept answers reset, then follows', async (t) => {
   const pruned = await pruneChangeLogs(await siteEm(), { retentionHours: 24, retentionRows: 0 });
   t.true(pruned > 0);

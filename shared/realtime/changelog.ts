@@ -72,27 +72,34 @@ const asRecord = (source: ChangeSource, column: string) =>
 /**
  * The changes of the table of `source` (physical name `table`, oid `relid`) after `state.pos` that
  * are final, in order: up to the first gap a writer still in flight may fill. `state` moves on.
- * Two statements: the lock's holders first, then the log (a writer that commits between them is
- * seen by the second; one still in flight, by the first).
+ * One statement when the positions follow each other; at a gap, the lock's holders, then the log
+ * again (a writer that commits between the two is seen by the second; one still in flight, by the
+ * first).
  */
 export async function readChanges(em: EntityManager, site: string, table: string, relid: number, source: ChangeSource, state: ReadState): Promise<{ changes: LoggedChange[]; waiting: boolean }> {
-  const holders = await preparedRows<{ v: string }>(
-    em,
-    `SELECT virtualtransaction AS v FROM pg_locks WHERE locktype = 'advisory' AND classid = ? AND objid = ? AND objsubid = 1 AND granted`,
-    [RECORD_CHANGES_LOCK, relid],
-  );
-  const found = await preparedRows<{ pos: string; op: ChangeOp; r: RecordRow | null; o: RecordRow | null; actor: string | null; at: string }>(
-    em,
-    `SELECT c.pos, c.op, ${asRecord(source, 'record')} AS r, ${asRecord(source, 'old')} AS o, c.actor,
-            to_char(c.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at
-       FROM ${quotedSchema(site)}.record_changes c WHERE c.tbl = ? AND c.pos > ? ORDER BY c.pos LIMIT ${READ_BATCH}`,
-    [table, state.pos],
-  );
-  const inFlight = new Set(holders.map((h) => h.v));
+  const read = () =>
+    preparedRows<{ pos: string; op: ChangeOp; r: RecordRow | null; o: RecordRow | null; actor: string | null; at: string }>(
+      em,
+      `SELECT c.pos, c.op, ${asRecord(source, 'record')} AS r, ${asRecord(source, 'old')} AS o, c.actor,
+              to_char(c.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at
+         FROM ${quotedSchema(site)}.record_changes c WHERE c.tbl = ? AND c.pos > ? ORDER BY c.pos LIMIT ${READ_BATCH}`,
+      [table, state.pos],
+    );
+  let found = await read();
+  let inFlight: Set<string> | undefined;
+  if (state.gapHolders || found.some((c, i) => Number(c.pos) !== state.pos + 1 + i)) {
+    const holders = await preparedRows<{ v: string }>(
+      em,
+      `SELECT virtualtransaction AS v FROM pg_locks WHERE locktype = 'advisory' AND classid = ? AND objid = ? AND objsubid = 1 AND granted`,
+      [RECORD_CHANGES_LOCK, relid],
+    );
+    inFlight = new Set(holders.map((h) => h.v));
+    found = await read();
+  }
   const changes: LoggedChange[] = [];
   for (const c of found) {
     const pos = Number(c.pos);
-    if (pos !== state.pos + 1) {
+    if (pos !== state.pos + 1 && inFlight) {
       // A gap: final once none of the writers that held the lock when it was first seen is left.
       const still = [...(state.gapHolders ?? inFlight)].filter((v) => inFlight.has(v));
       if (still.length) {
@@ -125,7 +132,7 @@ export async function logBounds(em: EntityManager, site: string, table: string):
   return { first: first === null ? null : Number(first), last: Number(row?.last ?? row?.taken ?? 0) };
 }
 
-/** How long and how much of a site's change log is kept (config.realtime). */
+/** How long and how much of each table's change log is kept (config.realtime). */
 export interface Retention {
   retentionHours: number;
   retentionRows: number;
@@ -133,19 +140,22 @@ export interface Retention {
 
 /**
  * The changes past their retention go, in every site schema of `em`'s cluster: older than
- * `retentionHours`, or beyond the newest `retentionRows` of a site. A subscriber that resumes
- * from a position pruned since gets a `reset` (feed.ts). Returns how many rows went.
+ * `retentionHours`, or beyond the newest `retentionRows` of each table. A subscriber that resumes
+ * from a position pruned since gets a `reset` (feed.ts). The log has no index on time (it would
+ * cost every write): each site's log is read once per run. Returns how many rows went.
  */
 export async function pruneChangeLogs(em: EntityManager, retention: Retention): Promise<number> {
   const sites = await rows<{ schema_name: string }>(em, `SELECT schema_name FROM public.tenant_schemas WHERE to_regclass(format('%I.record_changes', schema_name)) IS NOT NULL ORDER BY schema_name`);
   let deleted = 0;
   for (const { schema_name: site } of sites) {
     const q = quotedSchema(site);
-    const [cut] = await rows<{ at: string }>(em, `SELECT at FROM ${q}.record_changes ORDER BY at DESC OFFSET ? LIMIT 1`, [retention.retentionRows]);
     const [row] = await rows<{ n: string }>(
       em,
-      `WITH gone AS (DELETE FROM ${q}.record_changes WHERE at < now() - make_interval(hours => ?) OR at <= ?::timestamptz RETURNING 1) SELECT count(*) AS n FROM gone`,
-      [retention.retentionHours, cut?.at ?? null],
+      `WITH tops AS (SELECT tbl, max(pos) AS top FROM ${q}.record_changes GROUP BY tbl),
+            gone AS (DELETE FROM ${q}.record_changes c USING tops t
+                      WHERE c.tbl = t.tbl AND (c.at < now() - make_interval(hours => ?) OR c.pos <= t.top - ?) RETURNING 1)
+       SELECT count(*) AS n FROM gone`,
+      [retention.retentionHours, retention.retentionRows],
     );
     deleted += Number(row?.n ?? 0);
   }

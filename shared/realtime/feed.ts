@@ -1,7 +1,8 @@
 // The change feed of one server process (issue 35, docs/realtime.md): subscribers of a table's
 // changes, served from its change log (changelog.ts). One reader per table and process (a Tail)
-// reads each batch of changes once, woken by the log trigger's NOTIFY (topic `records:<schema>`,
-// from any process), and keeps the latest ones in memory; each subscriber takes them from there
+// reads each batch of changes once, woken by the announcement of a data write (announce.ts: at
+// once in the writing process, by NOTIFY `records:<schema>` in the others) or by its own look
+// every second, and keeps the latest ones in memory; each subscriber takes them from there
 // in order, through its own filter and read policy, or first reads what it missed from the log
 // (a resume from an older position). A subscriber that does not read is dropped, never buffered
 // without bound; the credentials of every subscriber are checked again every second.
@@ -411,9 +412,7 @@ export class RecordFeed {
     this.limits = limits;
     this.log = log;
     listener
-      ?.on('records', (schema) => {
-        for (const t of this.tails.values()) if (schema === null || t.site === schema) t.wake();
-      })
+      ?.on('records', (schema) => this.wake(schema))
       .on('tables', (schema) => {
         for (const t of this.tails.values()) {
           if (schema !== null && t.site !== schema) continue;
@@ -421,10 +420,20 @@ export class RecordFeed {
           t.wake();
         }
       });
+    // Every second: each reader looks at its log (changes made outside the API announce nothing),
+    // each subscriber is checked again.
     this.timer = setInterval(() => {
       const now = Date.now();
-      for (const t of this.tails.values()) for (const s of t.subscribers) s.tick(now);
+      for (const t of this.tails.values()) {
+        t.wake();
+        for (const s of t.subscribers) s.tick(now);
+      }
     }, 1000).unref();
+  }
+
+  /** The logged tables of `schema` (null: of every site) may have changed: their readers look. */
+  wake(schema: string | null): void {
+    for (const t of this.tails.values()) if (schema === null || t.site === schema) t.wake();
   }
 
   get size(): number {

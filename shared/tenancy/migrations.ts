@@ -75,7 +75,10 @@ export const RECORD_CHANGES_LOCK = 0x52435447;
  * the row as jsonb (the new one; the old one too on update and delete); the writer holds a shared
  * advisory lock on its table until it commits, so a reader can tell a gap in the positions that a
  * transaction still in flight may fill from one a rollback left (realtime/changelog.ts). The acting
- * user is the transaction's `platform.actor` setting, when set. One NOTIFY per statement.
+ * user is the transaction's `platform.actor` setting, when set. No NOTIFY here: PostgreSQL
+ * serialises the commits of notifying transactions (a lock on the queue until the commit is
+ * flushed), which cost concurrent writes half their rate; the servers announce data writes after
+ * they commit, coalesced (realtime/announce.ts), and readers also look every second.
  */
 const RECORD_CHANGES_LOG = `CREATE OR REPLACE FUNCTION record_changes_log() RETURNS trigger LANGUAGE plpgsql AS $fn$
       DECLARE
@@ -83,7 +86,6 @@ const RECORD_CHANGES_LOG = `CREATE OR REPLACE FUNCTION record_changes_log() RETU
         seq text := format('%I.%I', TG_TABLE_SCHEMA, TG_ARGV[0]);
         who uuid := nullif(current_setting('platform.actor', true), '')::uuid;
         keys text;
-        n bigint;
       BEGIN
         PERFORM pg_advisory_xact_lock_shared((${RECORD_CHANGES_LOCK}::bigint << 32) | TG_RELID::bigint);
         IF TG_OP = 'INSERT' THEN
@@ -99,10 +101,6 @@ const RECORD_CHANGES_LOG = `CREATE OR REPLACE FUNCTION record_changes_log() RETU
                           SELECT $1, nextval($2::regclass), CASE WHEN c.o IS NULL THEN ''create'' WHEN c.n IS NULL THEN ''delete'' ELSE ''update'' END, c.n, c.o, $3
                             FROM (SELECT to_jsonb(n) AS n, to_jsonb(o) AS o FROM new_rows n FULL JOIN old_rows o ON %s) c', log, keys)
             USING TG_TABLE_NAME, seq, who;
-        END IF;
-        GET DIAGNOSTICS n = ROW_COUNT;
-        IF n > 0 THEN
-          PERFORM pg_notify('platform_changes', 'records:' || TG_TABLE_SCHEMA);
         END IF;
         RETURN NULL;
       END $fn$`;
@@ -808,7 +806,6 @@ export const tenantMigrations: TenantMigration[] = [
         at timestamptz NOT NULL DEFAULT clock_timestamp(),
         PRIMARY KEY (tbl, pos)
       )`,
-      'CREATE INDEX IF NOT EXISTS record_changes_at_idx ON record_changes (at)',
       RECORD_CHANGES_LOG,
       RECORD_CHANGES_ATTACH,
       // Storage objects (their records; the bytes are not in the log).
