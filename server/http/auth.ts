@@ -5,7 +5,7 @@ import type { Actor } from '../../shared/auth/actor.ts';
 import { actorNamed, authenticateAccess, type UserAuth } from '../../shared/auth/auth.service.ts';
 import { authenticateSession, CSRF_HEADER, csrfMatches, sessionCookieName, type RequestSession } from '../../shared/auth/sessions.ts';
 import type { CachedLookup } from '../../shared/common/cached-lookup.ts';
-import type { TokenSettings } from '../../shared/auth/tokens.ts';
+import { tokenExpiry, type TokenSettings } from '../../shared/auth/tokens.ts';
 import { DomainError, invalidToken, permissionDenied } from '../../shared/errors.ts';
 import { SAFE_METHODS } from './middleware.ts';
 import type { RouteDef } from './registry.ts';
@@ -42,6 +42,7 @@ async function bearer(ctx: AppContext, def: RouteDef, settings: TokenSettings, h
     ctx.state.actor = auth.actor;
     ctx.state.ability = auth.ability;
     ctx.state.recheck = async () => void (await authenticateAccess(ctx.state.reads(), settings, match[1]!, ctx.state.tenant, users));
+    ctx.state.expires = tokenExpiry(match[1]);
   } catch (err) {
     // A stale or foreign token on a public route (logging in again, say) is ignored.
     if (def.auth === 'public' && err instanceof DomainError && err.status === 401) return;
@@ -74,6 +75,7 @@ async function session(ctx: AppContext, def: RouteDef, settings: TokenSettings, 
   ctx.state.recheck = async () => {
     if (!(await authenticateSession(ctx.state.reads(), key, ctx.state.tenant, users))) throw invalidToken('Session has expired or ended: sign in again.');
   };
+  ctx.state.expires = found.session.expires_at.getTime();
 }
 
 function csrfProblem(ctx: AppContext, settings: TokenSettings, key: string): string | undefined {

@@ -24,6 +24,8 @@ export interface AppState {
    * stream) calls it as it goes; from the users cache, so no query while nothing changed.
    */
   recheck?: () => Promise<void>;
+  /** When the request's credentials expire (milliseconds since the epoch), when they do. */
+  expires?: number;
   /** The site schema served on this host; null on the platform host. */
   tenant: string | null;
   /** The site selected by host routing (when `tenant` is set). */

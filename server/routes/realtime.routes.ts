@@ -10,7 +10,7 @@ import type { Duplex } from 'node:stream';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { DomainError, fieldError } from '../../shared/errors.ts';
-import { readsOf } from '../../shared/context.ts';
+import { actorUuid, readsOf, type ServiceContext } from '../../shared/context.ts';
 import { openTarget } from '../../shared/data/records/target.ts';
 import { recordResource } from '../../shared/data/records/access.ts';
 import type { TableScope } from '../../shared/data/datatable.queries.ts';
@@ -96,10 +96,12 @@ async function changeStream(feed: RecordFeed, ctx: AppContext, r: StreamRequest,
       if (typeof formula === 'boolean') return records.map(() => formula);
       return decide(service, t.site, t.app, t.kind, 'read', records.map((x) => recordResource(policy, x)));
     },
+    principal: actorUuid(service) ?? 'system',
     recheck: recheckOf(ctx, async () => {
       await siteSchemaFor(service, 'read', 'Record');
       return (await planFor(service, t.site, t.app, t.kind, 'read')) !== false;
     }),
+    ...credentialsOf(ctx, service),
     sink,
   });
 }
@@ -132,6 +134,9 @@ const recheckOf =
     }
     return (await allowed().catch(() => false)) ? undefined : 'access';
   };
+
+/** Who a stream's rechecks follow (their changes end it at once) and when its credentials expire. */
+const credentialsOf = (ctx: AppContext, service: ServiceContext): { user?: string; expires?: number } => ({ user: actorUuid(service) ?? undefined, expires: ctx.state.expires });
 
 /** Answers the request with a Server-Sent Events stream that `open` subscribes: Koa writes nothing more; a client gone ends the subscription. */
 async function serveEvents(ctx: AppContext, open: (sink: EventSink) => Promise<{ close(): void }>): Promise<void> {
@@ -178,7 +183,10 @@ async function objectStream(feed: RecordFeed, ctx: AppContext, r: ObjectStreamRe
     readable: (rows) => objectsAllowed(service, b, 'read', rows as unknown as ObjectRow[]),
     present: (o) => objectView(b, o as unknown as ObjectRow) as unknown as RecordRow,
     keyOf: (o) => Number(o.id),
+    // The objects' rules depend on the bucket too (its visibility, its policies).
+    principal: `${actorUuid(service) ?? 'system'}|${bucketId}`,
     recheck: recheckOf(ctx, async () => Boolean(await siteSchemaFor(service, 'read', 'StorageObject'))),
+    ...credentialsOf(ctx, service),
     em: readsOf(service),
     sink,
   });

@@ -87,8 +87,14 @@ export interface SubscriberSpec {
   test: RecordTest;
   /** Which of these records the subscriber may read (its read policy, in process). */
   readable(records: RecordRow[]): Promise<boolean[]>;
-  /** Why the stream must end now (credentials, access), if it must: called every second. */
+  /** Subscribers of one reader with the same key share their policy decisions (the key names who decides: the user, and the bucket of an object stream). */
+  principal: string;
+  /** Why the stream must end now (credentials, access), if it must. */
   recheck(): Promise<EndReason | undefined>;
+  /** The user whose changes (topic `auth`) make recheck run at once. */
+  user?: string;
+  /** When the stream's credentials expire (milliseconds since the epoch): recheck runs then. */
+  expires?: number;
   sink: EventSink;
 }
 
@@ -110,6 +116,9 @@ class Subscriber {
   told = 0;
   private queue: Promise<void> = Promise.resolve();
   private rechecking = false;
+  /** Something that may end the stream changed (the user, the site's policies): recheck on the next tick. */
+  dirty = false;
+  private nextCheck = Date.now() + RECHECK_MS;
   readonly spec: SubscriberSpec;
   private readonly feed: RecordFeed;
 
@@ -147,29 +156,31 @@ class Subscriber {
     this.buffered(this.spec.sink.reset(this.pos, message));
   }
 
-  /** The changes after this subscriber's position, as its events. */
-  async deliver(changes: LoggedChange[]): Promise<void> {
-    const fresh = changes.filter((c) => c.pos > this.pos);
-    if (!fresh.length) return;
+  /**
+   * The changes after this subscriber's position, as its events. `shared`: the policy decisions
+   * of this batch by principal, so subscribers of one user decide each record once.
+   */
+  async deliver(changes: LoggedChange[], shared?: Map<string, Promise<boolean[]>>): Promise<void> {
+    const first = changes.findIndex((c) => c.pos > this.pos);
+    if (first < 0) return;
     await turn();
+    let decided = shared?.get(this.spec.principal);
+    if (!decided) {
+      decided = decideAll(this.spec.readable, shared ? changes : changes.slice(first));
+      shared?.set(this.spec.principal, decided);
+    }
+    const allowed = await decided;
+    // Those waiting on one decision all resume together: each takes a turn again.
+    await turn();
+    if (this.closed) return;
     const { test, events, keyOf } = this.spec;
     const present = this.spec.present ?? ((r: RecordRow) => r);
-    // The conditions first (in process), then the read policy on what passed them, in one call.
-    const rows: RecordRow[] = [];
-    const at = (r: RecordRow | null) => (r && test(r) ? rows.push(r) - 1 : -1);
-    const slots = fresh.map((c) => [at(c.record), at(c.old)] as const);
-    // In slices, each in a turn of its own: one large batch is not one long stretch of the loop.
-    const allowed: boolean[] = [];
-    for (let k = 0; k < rows.length; k += DECIDE_SLICE) {
-      if (k) await turn();
-      allowed.push(...(await this.spec.readable(rows.slice(k, k + DECIDE_SLICE))));
-    }
-    if (this.closed) return;
+    const offset = shared ? 0 : first;
     const batch: StreamEvent[] = [];
-    for (const [n, c] of fresh.entries()) {
-      const [i, j] = slots[n]!;
-      const now = i >= 0 && allowed[i]!;
-      const before = j >= 0 && allowed[j]!;
+    for (let n = first; n < changes.length; n++) {
+      const c = changes[n]!;
+      const now = c.record !== null && allowed[2 * (n - offset)]! && test(c.record);
+      const before = c.old !== null && allowed[2 * (n - offset) + 1]! && test(c.old);
       this.pos = c.pos;
       let kind: string | undefined;
       if (c.op === 'create') kind = now ? 'create' : undefined;
@@ -198,10 +209,17 @@ class Subscriber {
     return out;
   }
 
-  /** Every second: the credentials and access, then a heartbeat when the stream was quiet. */
+  /**
+   * Every second: the credentials and access when something changed that may end the stream
+   * (its user, the site's policies: `dirty`), when they expire, and every RECHECK_MS anyway; then
+   * a heartbeat when the stream was quiet.
+   */
   tick(now: number): void {
     if (this.closed) return;
-    if (!this.rechecking) {
+    const due = this.dirty || now >= this.nextCheck || (this.spec.expires !== undefined && now >= this.spec.expires);
+    if (due && !this.rechecking) {
+      this.dirty = false;
+      this.nextCheck = now + RECHECK_MS;
       this.rechecking = true;
       void this.spec
         .recheck()
@@ -234,6 +252,26 @@ class Subscriber {
 
 /** Records decided by one call of a subscriber's read policy (then the delivery waits for its turn again). */
 const DECIDE_SLICE = 100;
+/** Credentials and access are checked again at least this often (at once when they may have changed). */
+const RECHECK_MS = 15_000;
+
+/** The read policy's answer for each change's record and old record (two slots per change; false where there is none), in slices, each in a turn. */
+async function decideAll(readable: SubscriberSpec['readable'], changes: LoggedChange[]): Promise<boolean[]> {
+  const rows: RecordRow[] = [];
+  const slots: number[] = [];
+  for (const c of changes) {
+    for (const r of [c.record, c.old]) {
+      slots.push(r ? rows.length : -1);
+      if (r) rows.push(r);
+    }
+  }
+  const answers: boolean[] = [];
+  for (let k = 0; k < rows.length; k += DECIDE_SLICE) {
+    if (k) await turn();
+    answers.push(...(await readable(rows.slice(k, k + DECIDE_SLICE))));
+  }
+  return slots.map((i) => i >= 0 && answers[i]!);
+}
 /** How long deliveries may run before the event loop serves something else (other requests, other sites). */
 const TURN_MS = 5;
 let turnStarted = performance.now();
@@ -342,7 +380,8 @@ class Tail {
           this.recent.push(...changes);
           if (this.recent.length > MEMORY) this.base = this.recent.splice(0, this.recent.length - MEMORY).at(-1)!.pos;
           const following = [...this.subscribers].filter((s) => !s.catching);
-          for (const s of following) s.serial(() => s.deliver(changes));
+          const decisions = new Map<string, Promise<boolean[]>>();
+          for (const s of following) s.serial(() => s.deliver(changes, decisions));
           // The next batch once this one is delivered (to those that follow; one catching up reads on its own).
           await Promise.all(following.map((s) => s.settled));
         }
@@ -411,8 +450,15 @@ export class RecordFeed {
   constructor(limits: FeedLimits, listener?: ChangeListener, log?: Logger) {
     this.limits = limits;
     this.log = log;
+    const dirty = (which: (s: Subscriber) => boolean) => {
+      for (const t of this.tails.values()) for (const s of t.subscribers) if (which(s)) s.dirty = true;
+    };
     listener
       ?.on('records', (schema) => this.wake(schema))
+      // What may end a stream: its user changed (a revocation, a deactivation, its attributes), the site's policies or roles, the site itself.
+      .on('auth', (uuid) => dirty((s) => uuid === null || s.spec.user === uuid))
+      .on('policies', (schema) => dirty((s) => schema === null || s.spec.site === schema))
+      .on('routing', () => dirty(() => true))
       .on('tables', (schema) => {
         for (const t of this.tails.values()) {
           if (schema !== null && t.site !== schema) continue;
