@@ -287,6 +287,18 @@ test.serial('a change made outside the API (SQL by hand) reaches the streams too
   x.close();
 });
 
+test.serial('a site move\'s thaw ends the site\'s streams (moved): they reconnect to where the site now lives; another site\'s go on', async (t) => {
+  const x = stream(CHANGES, { host: a.domain, token: tok.adminA });
+  const other = stream(CHANGES, { host: b.domain, token: tok.adminB });
+  for (const y of [x, other]) await y.open();
+  await sql(`SELECT pg_notify('platform_changes', 'move:thaw ' || ?)`, [a.schema]);
+  await x.until(() => x.ended, 5000, 'the end');
+  t.is(x.of('end')[0]?.data.reason, 'moved');
+  await new Promise((r) => setTimeout(r, 200));
+  t.false(other.ended);
+  other.close();
+});
+
 test.serial('a resume from a position no longer kept answers reset, then follows', async (t) => {
   const pruned = await pruneChangeLogs(await siteEm(), { retentionHours: 24, retentionRows: 0 });
   t.true(pruned > 0);

@@ -240,6 +240,9 @@ async function restoreInTransaction(client: pg.Client, site: pg.Client, w: Work)
       await site.query(`ALTER SCHEMA ${quotedSchema(source)} RENAME TO ${quotedSchema(schema)}`);
       if (parked) await site.query(`ALTER SCHEMA ${quotedSchema(parked)} RENAME TO ${quotedSchema(source)}`);
       await renamePolicies(site, source, schema);
+      // The change log's trigger functions name their schema (tenant migration 16): written again under the new name.
+      const [{ logged }] = (await site.query(`SELECT to_regprocedure(format('%I.record_changes_reattach(text)', $1::text)) IS NOT NULL AS logged`, [schema])).rows;
+      if (logged) await site.query(`SELECT ${quotedSchema(schema)}.record_changes_reattach($1)`, [schema]);
     }
     await resealSecrets(site, w, source, schema);
     const result = await platformRows(client, site, w);

@@ -120,3 +120,23 @@ test.serial('migration 16 logs the tables materialized before it: flat tables by
   t.deepEqual(logged.map((r) => `${r.tbl} ${r.pos}`), ['a_docs 1', 'a_flat 1', 'a_flat 2', 'a_flat 3']);
   t.deepEqual(logged.map((r) => `${r.tbl} ${r.op}`).sort(), ['a_docs create', 'a_flat create', 'a_flat create', 'a_flat delete']);
 });
+
+test.serial('the trigger functions name their schema: after a rename (a restore under another name) reattach writes them again, and the log is the renamed schema\'s', async (t) => {
+  const { em, site, table } = await setup();
+  const { forgetChangeLog } = await import('./changelog.ts');
+  await em.execute(`INSERT INTO ${table} VALUES (1, 'a')`);
+  const renamed = `${site.schema}_r`;
+  await em.execute(`ALTER SCHEMA "${site.schema}" RENAME TO "${renamed}"`);
+  // A schema of the old name again (as when the original site is restored beside itself).
+  await em.execute(`CREATE SCHEMA "${site.schema}"`);
+  await em.execute(`CREATE TABLE "${site.schema}".record_changes (LIKE "${renamed}".record_changes INCLUDING ALL)`);
+  await em.execute(`SELECT "${renamed}".record_changes_reattach(?)`, [renamed]);
+  await em.execute(`INSERT INTO "${renamed}".t1 VALUES (2, 'b')`);
+  t.deepEqual((await em.execute(`SELECT pos, op FROM "${renamed}".record_changes ORDER BY pos`)).map((r) => `${r.pos} ${r.op}`), ['1 create', '2 create']);
+  t.deepEqual(await em.execute(`SELECT * FROM "${site.schema}".record_changes`), [], 'nothing written under the old name');
+  // A dropped table's function goes with its log.
+  await em.execute(`DROP TABLE "${renamed}".t1`);
+  await forgetChangeLog(em, renamed, 't1');
+  t.deepEqual(await em.execute(`SELECT proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = ? AND proname LIKE 't1%'`, [renamed]), []);
+  t.deepEqual(await em.execute(`SELECT * FROM "${renamed}".record_changes_tables WHERE tbl = 't1'`), []);
+});

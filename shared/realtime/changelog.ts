@@ -4,8 +4,8 @@
 // reader follows one table by position. Positions are taken before commit: a reader that sees
 // position 7 committed while 6 is not may be looking at a transaction still in flight (it will
 // commit 6) or at a rollback (6 never comes). Writers hold a shared advisory lock on their table
-// until they end; the reader reads who holds it *before* it reads the log, and waits for a gap
-// only while one of those writers is still there (readChanges). Exactly once, in order, without
+// until they end; at a gap the reader reads who holds it, *then* the log again, and waits only
+// while one of those writers is still there (readChanges). Exactly once, in order, without
 // serialising writers.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { preparedRows, quoteIdent, rows } from '../db/sql.ts';
@@ -24,9 +24,9 @@ export async function attachChangeLog(tx: EntityManager, site: string, table: st
   await tx.execute(`SELECT ${quotedSchema(site)}.record_changes_attach(?, ?, ARRAY(SELECT jsonb_array_elements_text(?::jsonb)))`, [site, table, JSON.stringify(keys)]);
 }
 
-/** Forgets a dropped table's changes (its sequence goes with the table). */
+/** Forgets a dropped table's changes and its trigger function (its sequence went with the table). */
 export async function forgetChangeLog(tx: EntityManager, site: string, table: string): Promise<void> {
-  await tx.execute(`DELETE FROM ${quotedSchema(site)}.record_changes WHERE tbl = ?`, [table]);
+  await tx.execute(`SELECT ${quotedSchema(site)}.record_changes_detach(?, ?)`, [site, table]);
 }
 
 export type ChangeOp = 'create' | 'update' | 'delete';
@@ -65,9 +65,9 @@ export interface ChangeSource {
 /** A data table's rows as the records API shows them (written by PostgreSQL as the read path writes them). */
 export const recordsSource = (view: TableView): ChangeSource => ({ table: view.table, recordSql: view.recordSql, plain: (r) => plain(view, r) });
 
-/** A logged row (jsonb of the physical row) as `source` reads it. */
+/** A logged row (json of the physical row) as `source` reads it. */
 const asRecord = (source: ChangeSource, column: string) =>
-  `CASE WHEN c.${column} IS NULL THEN NULL ELSE (SELECT ${source.recordSql('t')} FROM jsonb_populate_record(NULL::${source.table}, c.${column}) t) END`;
+  `CASE WHEN c.${column} IS NULL THEN NULL ELSE (SELECT ${source.recordSql('t')} FROM json_populate_record(NULL::${source.table}, c.${column}) t) END`;
 
 /**
  * The changes of the table of `source` (physical name `table`, oid `relid`) after `state.pos` that

@@ -27,13 +27,14 @@ export interface FeedLimits {
 }
 
 /** Why a stream ended, sent to the client as an `end` event before the connection closes. */
-export type EndReason = 'credentials' | 'access' | 'slow' | 'table' | 'shutdown' | 'error';
+export type EndReason = 'credentials' | 'access' | 'slow' | 'table' | 'moved' | 'shutdown' | 'error';
 
 const END_TEXT: Record<EndReason, string> = {
   credentials: 'The credentials of this stream expired or were revoked: authenticate again.',
   access: 'You may no longer read the records of this table.',
   slow: 'The client did not read its events fast enough: reconnect with Last-Event-ID to resume.',
   table: 'The table changed (its schema, or it was removed): reconnect with Last-Event-ID to resume.',
+  moved: 'The site moved to another database: reconnect with Last-Event-ID to resume.',
   shutdown: 'The server is shutting down: reconnect with Last-Event-ID to resume.',
   error: 'The stream failed here: reconnect with Last-Event-ID to resume.',
 };
@@ -459,6 +460,11 @@ export class RecordFeed {
       .on('auth', (uuid) => dirty((s) => uuid === null || s.spec.user === uuid))
       .on('policies', (schema) => dirty((s) => schema === null || s.spec.site === schema))
       .on('routing', () => dirty(() => true))
+      // A site move's thaw (sites/move-gate.ts): its streams read the old database; they reconnect.
+      .on('move', (key) => {
+        const moved = /^thaw (\S+)$/.exec(key ?? '')?.[1];
+        if (moved) for (const t of [...this.tails.values()]) if (t.site === moved) for (const s of [...t.subscribers]) s.end('moved');
+      })
       .on('tables', (schema) => {
         for (const t of this.tails.values()) {
           if (schema !== null && t.site !== schema) continue;

@@ -9,12 +9,12 @@ const orm = platformDatabase(test);
 /** Puts a schema back to version 1: drops what later migrations created. */
 async function rewindToVersion1(schema: string): Promise<void> {
   const em = orm().em.fork();
-  const later = ['record_changes', 'app_import_jobs', 'app_export_jobs', 'frontend_worker_blobs', 'frontend_worker_builds', 'frontend_workers', 'event_subscriptions', 'function_invocations', 'functions', 'social_login_states', 'social_accounts', 'social_apps', 'storage_blob_journal', 'storage_objects', 'storage_buckets', 'schema_operations', 'policies', 'app_role_assignments', 'app_roles', 'data_tables', 'data_sources', 'app_settings', 'apps', 'secret_history', 'secrets', 'secret_types'];
+  const later = ['record_changes_tables', 'record_changes', 'app_import_jobs', 'app_export_jobs', 'frontend_worker_blobs', 'frontend_worker_builds', 'frontend_workers', 'event_subscriptions', 'function_invocations', 'functions', 'social_login_states', 'social_accounts', 'social_apps', 'storage_blob_journal', 'storage_objects', 'storage_buckets', 'schema_operations', 'policies', 'app_role_assignments', 'app_roles', 'data_tables', 'data_sources', 'app_settings', 'apps', 'secret_history', 'secrets', 'secret_types'];
   await em.execute(`DROP TABLE IF EXISTS ${later.map((t) => `${schema}.${t}`).join(', ')}`);
   await em.execute(`DROP TRIGGER IF EXISTS users_changed ON ${schema}.users`); // migration 5's, on a table of version 1
   await em.execute(`DROP FUNCTION IF EXISTS ${schema}.datatable_policies_follow(), ${schema}.datatable_system_policies(text, integer, text, text)`); // migration 6's
   await em.execute(`DROP FUNCTION IF EXISTS ${schema}.storage_policies_follow(), ${schema}.system_policies_follow()`); // migrations 8's and 11's
-  await em.execute(`DROP FUNCTION IF EXISTS ${schema}.record_changes_log(), ${schema}.record_changes_attach(text, text, text[])`); // migration 16's
+  await em.execute(`DROP FUNCTION IF EXISTS ${schema}.record_changes_attach(text, text, text[]), ${schema}.record_changes_detach(text, text), ${schema}.record_changes_reattach(text), ${schema}.storage_objects_log_changes() CASCADE`); // migration 16's
   await em.execute(`ALTER TABLE ${schema}.users DROP COLUMN IF EXISTS attributes, DROP COLUMN IF EXISTS email_verified`);
   await em.execute('UPDATE public.tenant_schemas SET version = 1 WHERE schema_name = ?', [schema]);
 }
