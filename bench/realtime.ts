@@ -34,8 +34,8 @@
 //           tokens of the site's superuser. Each must answer 200 and send its first `retry:` line.
 //           The child's VmRSS (/proc/<pid>/status) and open files, after a full GC and
 //           BENCH_SETTLE (5 s), before the streams and with them all open → KiB per stream; its
-//           CPU (and its backends') over BENCH_IDLE_CPU (10 s) with and without them (every stream's
-//           credentials are checked every second, a heartbeat goes every 15 s); every stream
+//           CPU (and its backends') over BENCH_IDLE_CPU (10 s) with and without them (credentials are
+//           checked every 15 s and when they may have changed, a heartbeat goes every 15 s); every stream
 //           must still be open at the end, none sent `end`. Then all are closed.
 //   fanout  Fan-out through a conditional read policy: the policy of `datatable:people` lets role
 //           `user` read the records of its city only (`R.attr.city == P.attr.city`); 10 site users
