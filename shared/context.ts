@@ -31,6 +31,8 @@ export interface ServiceContext {
   reads?: () => EntityManager;
   /** Publishes the site's user-creation events (functions/events.service.ts); the server and the CLI always pass it. */
   events?: UserEvents;
+  /** Told when the call writes a table the change log follows (realtime/actor.ts): the request announces it once committed (realtime/announce.ts). */
+  wrote?: () => void;
 }
 
 /** The EntityManager a statement that stands alone (a read, or a one-statement write; no transaction, no entity) uses: see ServiceContext.reads. */

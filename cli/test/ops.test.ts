@@ -92,8 +92,8 @@ test('prune: expired token-blacklist rows, expired sessions and expired idempote
     );
     const r = await runCli(['prune'], e);
     t.is(r.code, 0, r.stderr);
-    t.is(r.stdout, 'Deleted 1 expired token-blacklist row(s), 1 expired session(s) and 1 expired idempotency key(s).\n');
-    t.deepEqual(json(await runCli(['prune', '--json'], e)), { deleted: 0, sessions: 0, idempotencyKeys: 0 });
+    t.is(r.stdout, 'Deleted 1 expired token-blacklist row(s), 1 expired session(s), 1 expired idempotency key(s) and 0 record change(s) past their retention (REALTIME_RETENTION_HOURS, REALTIME_RETENTION_ROWS).\n');
+    t.deepEqual(json(await runCli(['prune', '--json'], e)), { deleted: 0, sessions: 0, idempotencyKeys: 0, changes: 0 });
     t.is((await client.query('SELECT count(*)::int AS n FROM idempotency_keys')).rows[0].n, 1);
     t.is((await client.query('SELECT count(*)::int AS n FROM token_blacklist')).rows[0].n, 1);
     t.is((await client.query('SELECT count(*)::int AS n FROM sessions WHERE expires_at > now()')).rows[0].n, 1);

@@ -43,9 +43,11 @@ export function requestContext(
     const unit = lazyEntityManager(root);
     // The state's `em` is the unit's, by a getter of its class (shared/context.ts WithLazyEm).
     ctx.state = Object.assign(new WithLazyEm(unit), { requestId, reads: unit.reads, tenant: null }) as unknown as AppState;
+    let wrote = false;
     ctx.state.service = () => {
       if (!ctx.state.actor) throw notAuthenticated();
       const service = makeContext(unit, ctx.state.actor, ctx.state.tenant, { ability: ctx.state.ability, caches, events: options.events, longOperations: options.longOperations });
+      service.wrote = () => (wrote = true);
       if (ctx.state.route?.statementTimeout === 'long') service.statementTimeoutMs = options.longStatementTimeoutMs;
       return service;
     };
@@ -56,11 +58,9 @@ export function requestContext(
       // caller's next request sees it, whichever process serves it. Writes of data (records,
       // edges, storage objects, function invocations) change nothing cached: they answer at once
       // (RouteDef.writes).
-      if (!SAFE_METHODS.has(ctx.method)) {
-        if (ctx.state.route?.writes !== 'data') await caches.settled();
-        // A data write committed: the site's change streams are woken (shared/realtime/announce.ts).
-        else if (ctx.state.tenant && ctx.status < 400) options.announcer?.changed(root(), ctx.state.tenant);
-      }
+      if (!SAFE_METHODS.has(ctx.method) && ctx.state.route?.writes !== 'data') await caches.settled();
+      // A write to a table the change log follows committed: the site's change streams are woken (shared/realtime/announce.ts).
+      if (wrote && ctx.state.tenant && ctx.status < 400) options.announcer?.changed(root(), ctx.state.tenant);
       if (options.isShuttingDown()) ctx.set('Connection', 'close');
       if (options.logRequests && log.isLevelEnabled('info')) {
         const durationMs = Number(process.hrtime.bigint() - start) / 1e6;

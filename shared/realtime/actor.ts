@@ -3,13 +3,15 @@
 // objects) attributes itself here: a transaction sets it first (writeTransaction); a write that
 // is one statement outside any transaction (issue 33's one round trip) joins a one-row FROM item
 // that sets it (actorItem), so it costs no round trip. The system actor (operators, the CLI's
-// direct mode without --as) sets nothing: its changes have no actor.
+// direct mode without --as) sets nothing: its changes have no actor. Both tell the call that it
+// wrote a logged table (ServiceContext.wrote): the request announces it (announce.ts).
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { actorUuid, type ServiceContext } from '../context.ts';
 import type { SqlFragment } from '../data/query/filter.ts';
 
 /** Attributes the changes of the transaction `tx` to the call's actor. */
 export async function attribute(tx: EntityManager, ctx: ServiceContext): Promise<void> {
+  ctx.wrote?.();
   const who = actorUuid(ctx);
   if (who) await tx.execute(`SELECT set_config('platform.actor', ?, true)`, [who]);
 }
@@ -27,7 +29,10 @@ export function writeTransaction<T>(ctx: ServiceContext, work: (tx: EntityManage
  * call's actor: set once, when the statement reads it, before its end-of-statement triggers run.
  * Undefined for the system actor.
  */
-export const actorItem = (ctx: ServiceContext): SqlFragment | undefined => byUser(actorUuid(ctx));
+export function actorItem(ctx: ServiceContext): SqlFragment | undefined {
+  ctx.wrote?.();
+  return byUser(actorUuid(ctx));
+}
 
 /** actorItem for a user known by its UUID (null: the system actor, nothing). */
 export const byUser = (who: string | null): SqlFragment | undefined =>

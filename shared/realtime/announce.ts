@@ -1,6 +1,6 @@
-// Waking the change streams (issue 35, docs/realtime.md "How it works"): after a data write of
-// the API commits (records, storage objects: routes marked `writes: 'data'`), the server
-// announces that the site's logged tables changed — to its own feed at once, and with one
+// Waking the change streams (issue 35, docs/realtime.md "How it works"): after a request that
+// wrote a logged table (records, storage objects: ServiceContext.wrote, told by realtime/actor.ts)
+// is answered, the server announces that the site's logged tables changed — to its own feed at once, and with one
 // NOTIFY per cluster for every process, coalesced: the writes of a few milliseconds are one
 // statement. Not from the log's trigger: PostgreSQL serialises the commits of notifying
 // transactions. Writes made outside the API are found by the readers' look every second.

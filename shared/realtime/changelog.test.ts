@@ -140,3 +140,21 @@ test.serial('the trigger functions name their schema: after a rename (a restore 
   t.deepEqual(await em.execute(`SELECT proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = ? AND proname LIKE 't1%'`, [renamed]), []);
   t.deepEqual(await em.execute(`SELECT * FROM "${renamed}".record_changes_tables WHERE tbl = 't1'`), []);
 });
+
+test.serial('a table whose columns are named like the trigger\'s aliases and variables (n, o, c, at, log_who, log_at, tbl, pos) is logged as any other', async (t) => {
+  const em = orm().em.fork();
+  const site = await createTestSite(em);
+  const table = `"${site.schema}".odd`;
+  await em.execute(`CREATE TABLE ${table} (n integer PRIMARY KEY, o text, c text, at text, log_who text, log_at text, tbl text, pos text)`);
+  await attachChangeLog(em, site.schema, 'odd', ['n']);
+  await em.execute(`INSERT INTO ${table} VALUES (1, 'o', 'c', 'at', 'w', 'a', 't', 'p')`);
+  await em.execute(`UPDATE ${table} SET o = 'o2'`);
+  await em.execute(`DELETE FROM ${table}`);
+  const logged = await em.execute(`SELECT pos, op, record, old FROM "${site.schema}".record_changes WHERE tbl = 'odd' ORDER BY pos`);
+  const row = { n: 1, o: 'o', c: 'c', at: 'at', log_who: 'w', log_at: 'a', tbl: 't', pos: 'p' };
+  t.deepEqual(logged.map((r) => [Number(r.pos), r.op, r.record, r.old]), [
+    [1, 'create', row, null],
+    [2, 'update', { ...row, o: 'o2' }, row],
+    [3, 'delete', null, { ...row, o: 'o2' }],
+  ]);
+});

@@ -138,6 +138,7 @@ export type WriteCheck = (current: ObjectRow | undefined) => Promise<void>;
  * 404; a move onto an existing object a 409. On refusal or failure an arriving blob is removed.
  */
 export async function ingestObject(ctx: ServiceContext, store: ObjectStore, dst: BucketTarget, key: string, arrival: Arrival, check: WriteCheck): Promise<{ created: boolean; row: ObjectRow }> {
+  ctx.wrote?.(); // a logged table (realtime/actor.ts)
   let result: { created: boolean; row: ObjectRow; old?: string };
   try {
     result = ('blob' in arrival ? await placeNew(ctx.em, dst, key, arrival, check) : undefined) ??

@@ -99,21 +99,22 @@ const RECORD_CHANGES_FUNCTIONS = [
         op text;
       BEGIN
         EXECUTE format('CREATE SEQUENCE IF NOT EXISTS %I.%I OWNED BY %I.%I.%I', site, seq, site, tbl, keys[1]);
-        -- The actor and the time once per statement, not per row.
+        -- The actor and the time once per statement, not per row; the variables win over a column of the same name, n.* is the row whatever the columns are named.
         EXECUTE format($body$CREATE OR REPLACE FUNCTION %I.%I() RETURNS trigger LANGUAGE plpgsql AS $log$
+          #variable_conflict use_variable
           DECLARE
-            who uuid := %6$s;
-            at timestamptz := clock_timestamp();
+            log_who uuid := %6$s;
+            log_at timestamptz := clock_timestamp();
           BEGIN
             PERFORM pg_advisory_xact_lock_shared((${RECORD_CHANGES_LOCK}::bigint << 32) | TG_RELID::bigint);
             IF TG_OP = 'INSERT' THEN
-              INSERT INTO %3$s (tbl, pos, op, record, actor, at) SELECT %4$L, %5$s, 'create', to_json(n), who, at FROM new_rows n;
+              INSERT INTO %3$s (tbl, pos, op, record, actor, at) SELECT %4$L, %5$s, 'create', to_json(n.*), log_who, log_at FROM new_rows n;
             ELSIF TG_OP = 'DELETE' THEN
-              INSERT INTO %3$s (tbl, pos, op, old, actor, at) SELECT %4$L, %5$s, 'delete', to_json(o), who, at FROM old_rows o;
+              INSERT INTO %3$s (tbl, pos, op, old, actor, at) SELECT %4$L, %5$s, 'delete', to_json(o.*), log_who, log_at FROM old_rows o;
             ELSE
               INSERT INTO %3$s (tbl, pos, op, record, old, actor, at)
-                SELECT %4$L, %5$s, CASE WHEN c.o IS NULL THEN 'create' WHEN c.n IS NULL THEN 'delete' ELSE 'update' END, c.n, c.o, who, at
-                  FROM (SELECT to_json(n) AS n, to_json(o) AS o FROM new_rows n FULL JOIN old_rows o ON %7$s) c;
+                SELECT %4$L, %5$s, CASE WHEN c.o IS NULL THEN 'create' WHEN c.n IS NULL THEN 'delete' ELSE 'update' END, c.n, c.o, log_who, log_at
+                  FROM (SELECT to_json(n.*) AS n, to_json(o.*) AS o FROM new_rows n FULL JOIN old_rows o ON %7$s) c;
             END IF;
             RETURN NULL;
           END $log$$body$, site, fn, log, tbl, pos, who, joined);
