@@ -45,10 +45,13 @@ function subscribers(n: number): { total: () => number; opened: Promise<void>; s
       const req = http.request(new URL(url), { headers: { Host: host, Authorization: 'Bearer ' + token }, agent: false }, (res) => {
         if (res.statusCode !== 200) { console.log('status ' + res.statusCode); process.exit(1); }
         res.setEncoding('utf8');
-        let first = true;
+        let first = true, rest = '';
         res.on('data', (chunk) => {
           if (first && chunk.includes('retry:')) { first = false; if (++open === Number(n)) console.log('open'); }
-          total += chunk.split('event: create').length - 1;
+          // Whole lines only: a chunk may end in the middle of one.
+          const lines = (rest + chunk).split('\\n');
+          rest = lines.pop();
+          for (const line of lines) if (line === 'event: create') total++;
         });
       });
       req.end();
@@ -91,7 +94,7 @@ test.after.always(async () => {
 });
 
 test('issue 35: a bulk write fanned out to 200 subscribers under a conditional policy does not hold up another site', async (t) => {
-  t.timeout(300_000);
+  t.timeout(120_000);
   const alone: number[] = [];
   for (let i = 0; i < 9; i++) alone.push(await otherSite());
   const clients = subscribers(SUBSCRIBERS);
@@ -103,7 +106,7 @@ test('issue 35: a bulk write fanned out to 200 subscribers under a conditional p
     t.is(write.status, 201, write.text.slice(0, 300));
     const during: number[] = [];
     const expected = SUBSCRIBERS * (ROWS / 2);
-    const deadline = Date.now() + 240_000;
+    const deadline = Date.now() + 60_000;
     while (clients.total() < expected && Date.now() < deadline) during.push(await otherSite());
     await new Promise((r) => setTimeout(r, 200)); // nothing more comes
     t.is(clients.total(), expected, 'every subscriber got every row it may read, and no other');
