@@ -24,17 +24,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { runBench, startChild, type Child } from './children.ts';
 import { openBenchDatabase, seedUsername, seedUsers, SEED_PASSWORD, type BenchDatabase } from './database.ts';
-import { compare, type LoadSettings, type Request } from './load.ts';
+import { compare, type LoadSettings, type Request, settingsFromEnv } from './load.ts';
 import { envNumber } from './records-setup.ts';
 import { formatTable, machineInfo, targets, writeResults, type Report, type ScenarioResult } from './report.ts';
 
-const settings: LoadSettings = {
-  connections: envNumber('BENCH_CONNECTIONS', 50),
-  durationSec: envNumber('BENCH_DURATION', 10),
-  warmupSec: envNumber('BENCH_WARMUP', 2),
-  rounds: Math.max(1, Math.round(envNumber('BENCH_ROUNDS', 2))),
-  settleMs: 1000,
-};
+const settings: LoadSettings = settingsFromEnv();
 const USERS = envNumber('BENCH_USERS', 10_000);
 const ADMIN = { username: 'benchadmin', password: 'bench-admin-password' };
 const SECRET = randomBytes(32).toString('base64url');

@@ -49,18 +49,12 @@ import path from 'node:path';
 import pg from 'pg';
 import { runBench, startChild, type Child } from './children.ts';
 import { openBenchDatabase, type BenchDatabase } from './database.ts';
-import { compare, cpuMeter, type LoadSettings, type Measurement, type Request, type Target as LoadTarget } from './load.ts';
+import { compare, cpuMeter, type LoadSettings, type Measurement, type Request, type Target as LoadTarget, settingsFromEnv } from './load.ts';
 import { APP, FILTER, TABLE, api, envNumber, makeRecords, r2, seedRows, serverEnv, setupTable, siteToken } from './records-setup.ts';
 import { formatTable, machineInfo, totalCpuUs, writeResults, type ScenarioResult } from './report.ts';
 import { startPgBouncer, type PgBouncer } from '../shared/testing/pgbouncer.ts';
 
-const settings: LoadSettings = {
-  connections: envNumber('BENCH_CONNECTIONS', 50),
-  durationSec: envNumber('BENCH_DURATION', 10),
-  warmupSec: envNumber('BENCH_WARMUP', 2),
-  rounds: Math.max(1, Math.round(envNumber('BENCH_ROUNDS', 2))),
-  settleMs: 1000,
-};
+const settings: LoadSettings = settingsFromEnv();
 const SEQ_DURATION = envNumber('BENCH_SEQ_DURATION', settings.durationSec);
 const ROWS = Math.max(100, Math.round(envNumber('BENCH_ROWS', 100_000)));
 const BULK = Math.max(1, Math.round(envNumber('BENCH_BULK', 10_000)));

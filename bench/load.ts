@@ -11,6 +11,7 @@
 // (a backend started during the run counts from zero; one gone by the end is lost).
 import autocannon from 'autocannon';
 import { cpuSeconds } from './children.ts';
+import { envNumber } from './records-setup.ts';
 
 export interface Request {
   method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
@@ -33,6 +34,17 @@ export interface LoadSettings {
   rounds: number;
   /** Pause after each run, for the server to drain what is still queued. */
   settleMs: number;
+}
+
+/** The load settings of the environment: BENCH_CONNECTIONS (50), BENCH_DURATION (10 s), BENCH_WARMUP (2 s), BENCH_ROUNDS (2). */
+export function settingsFromEnv(): LoadSettings {
+  return {
+    connections: envNumber('BENCH_CONNECTIONS', 50),
+    durationSec: envNumber('BENCH_DURATION', 10),
+    warmupSec: envNumber('BENCH_WARMUP', 2),
+    rounds: Math.max(1, Math.round(envNumber('BENCH_ROUNDS', 2))),
+    settleMs: 1000,
+  };
 }
 
 export interface Target {

@@ -63,17 +63,11 @@ import os from 'node:os';
 import pg from 'pg';
 import { runBench, startChild, type Child } from './children.ts';
 import { openBenchDatabase, type BenchDatabase } from './database.ts';
-import { compare, type LoadSettings, type Measurement, type Request, type Target } from './load.ts';
+import { compare, type LoadSettings, type Measurement, type Request, type Target, settingsFromEnv } from './load.ts';
 import { APP, CITIES, FILTER, TABLE, api, envNumber, ok, r2, seedRows, serverEnv, setupTable, siteToken } from './records-setup.ts';
 import { machineInfo, totalCpuUs, writeResults, reproduceCommand } from './report.ts';
 
-const settings: LoadSettings = {
-  connections: envNumber('BENCH_CONNECTIONS', 50),
-  durationSec: envNumber('BENCH_DURATION', 10),
-  warmupSec: envNumber('BENCH_WARMUP', 2),
-  rounds: Math.max(1, Math.round(envNumber('BENCH_ROUNDS', 2))),
-  settleMs: 1000,
-};
+const settings: LoadSettings = settingsFromEnv();
 const SEQ_DURATION = envNumber('BENCH_SEQ_DURATION', settings.durationSec);
 const ROWS = Math.max(1000, Math.round(envNumber('BENCH_ROWS', 1_000_000)));
 const SCENARIOS = ['list', 'list-explicit', 'get'] as const;

@@ -80,18 +80,12 @@ import path from 'node:path';
 import pg from 'pg';
 import { runBench, startChild, type Child } from './children.ts';
 import { openBenchDatabase, type BenchDatabase } from './database.ts';
-import { compare, cpuMeter, type CpuUsage, type LoadSettings, type Measurement, type Request, type Target } from './load.ts';
+import { compare, cpuMeter, type CpuUsage, type LoadSettings, type Measurement, type Request, type Target, settingsFromEnv } from './load.ts';
 import { APP, CITIES, TABLE, api, envNumber, makeRecords, ok, r2, seedRows, serverEnv, setupTable, siteToken } from './records-setup.ts';
 import { machineInfo, reproduceCommand, totalCpuUs, writeResults } from './report.ts';
 import { freePort } from '../shared/db/embedded.ts';
 
-const settings: LoadSettings = {
-  connections: envNumber('BENCH_CONNECTIONS', 50),
-  durationSec: envNumber('BENCH_DURATION', 10),
-  warmupSec: envNumber('BENCH_WARMUP', 2),
-  rounds: Math.max(1, Math.round(envNumber('BENCH_ROUNDS', 2))),
-  settleMs: 1000,
-};
+const settings: LoadSettings = settingsFromEnv();
 const SEQ_DURATION = envNumber('BENCH_SEQ_DURATION', settings.durationSec);
 const ROWS = Math.max(100, Math.round(envNumber('BENCH_ROWS', 100_000)));
 const BULK = Math.max(1, Math.round(envNumber('BENCH_BULK', 10_000)));
