@@ -1,6 +1,6 @@
 // Builds the Koa application without listening (tests and `serve` both use it).
 import type { RecordFeed } from '../shared/realtime/feed.ts';
-import { ChangeAnnouncer } from '../shared/realtime/announce.ts';
+import type { ChangeAnnouncer } from '../shared/realtime/announce.ts';
 import { realtimeRoutes } from './routes/realtime.routes.ts';
 import Koa from 'koa';
 import type { Redis } from 'ioredis';
@@ -93,7 +93,7 @@ export interface AppDeps {
   functions?: FunctionRuntime;
   /** The process's change streams (shared/realtime/feed.ts); without it, the changes route answers 503 (the CLI's direct mode). */
   feed?: RecordFeed;
-  /** Wakes change streams after data writes (shared/realtime/announce.ts); without it, one that only notifies the other processes. */
+  /** Wakes change streams after data writes (shared/realtime/announce.ts); without it (the CLI's direct mode) the servers' readers find the writes by their look every second. */
   announcer?: ChangeAnnouncer;
   /** /readyz's check on a connection of its own; without it, one made here (connecting only when /readyz is asked). */
   probe?: DatabaseProbe;
@@ -178,7 +178,7 @@ export function createApp(deps: AppDeps): Koa<AppState> {
   const docs = docsRouter(() => openapiDocument(registry));
 
   const longOperations = new LongOperations(deps.config.longOperations);
-  app.use(requestContext(deps.orm, deps.log, caches, { longStatementTimeoutMs: deps.config.longStatementTimeoutMs, isShuttingDown, logRequests: deps.logRequests ?? true, events: functions.events, longOperations, announcer: deps.announcer ?? new ChangeAnnouncer(undefined, deps.log) }));
+  app.use(requestContext(deps.orm, deps.log, caches, { longStatementTimeoutMs: deps.config.longStatementTimeoutMs, isShuttingDown, logRequests: deps.logRequests ?? true, events: functions.events, longOperations, announcer: deps.announcer }));
   app.use(errorMiddleware(deps.log, deps.faults ?? faultLogs(deps.log)));
   for (const m of security(deps.config)) app.use(m);
   app.use(health.routes());

@@ -1,7 +1,7 @@
 // Black-box CLI harness: the real `platform` binary as a child process, against a real
 // server (remote mode) and the same database (direct mode). `bothModes` runs one command
 // in both modes and asserts that exit code, stdout and stderr are identical.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -9,7 +9,9 @@ import path from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import { hashPassword } from '../../shared/auth/passwords.ts';
 import { createTestSite, type TestSite } from '../../shared/testing/sites.ts';
-import { ADMIN, TEST_SECRET, type TestServer } from '../../server/test/helpers.ts';
+import { ADMIN, IN_CI, TEST_SECRET, type TestServer } from '../../server/test/helpers.ts';
+import pg from 'pg';
+import { testServerUrl } from '../../shared/testing/database.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -151,4 +153,30 @@ export async function siteWithLogin(s: TestServer): Promise<{ site: TestSite; ad
   const configDir = tempConfigDir();
   fs.writeFileSync(path.join(configDir, 'credentials.json'), JSON.stringify({ version: 1, apis: { [`${s.url}/sites/${site.schema}`]: { ...res.body, username: 'boss' } } }), { mode: 0o600 });
   return { site, admin: res.body.access, configDir };
+}
+
+/**
+ * Why pg_dump cannot dump the test PostgreSQL here, or null: its client programs must be of the
+ * server's major version (shared/backup/pg-tools.ts looks in /usr/lib/postgresql/{major}/bin, then
+ * the PATH). `npm test` without TEST_DATABASE_URL runs an embedded PostgreSQL 18, whose client
+ * programs Debian 12 lacks: the tests that dump it skip there, saying why. In CI (.ci/run: the
+ * machine's PostgreSQL 15 and its client) they run, and fail if they cannot.
+ */
+export async function pgDumpMissing(): Promise<string | null> {
+  if (IN_CI) return null;
+  const client = new pg.Client({ connectionString: testServerUrl() });
+  await client.connect();
+  let major: number;
+  try {
+    major = Math.floor(Number((await client.query<{ v: string }>(`SELECT current_setting('server_version_num') AS v`)).rows[0]!.v) / 10000);
+  } finally {
+    await client.end();
+  }
+  if (fs.existsSync(`/usr/lib/postgresql/${major}/bin/pg_dump`)) return null;
+  try {
+    const found = /\b(\d+)\.\d+/.exec(execFileSync('pg_dump', ['--version'], { encoding: 'utf8' }))?.[1];
+    return Number(found) === major ? null : `pg_dump ${found ?? '?'} cannot dump the test PostgreSQL ${major} (install its client programs, or set TEST_DATABASE_URL)`;
+  } catch {
+    return `no pg_dump for the test PostgreSQL ${major} (install its client programs, or set TEST_DATABASE_URL)`;
+  }
 }

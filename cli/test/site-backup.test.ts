@@ -16,7 +16,7 @@ import type { TestSite } from '../../shared/testing/sites.ts';
 import { createTestDatabase } from '../../shared/testing/database.ts';
 import type { TableSchema } from '../../shared/data/table-schema.ts';
 import { csvRecords } from '../../shared/testing/fixtures-csv.ts';
-import { cliEnv, json, runCli, siteWithLogin, homeOf, SITE_PASSWORD } from './helpers.ts';
+import { cliEnv, json, pgDumpMissing, runCli, siteWithLogin, homeOf, SITE_PASSWORD } from './helpers.ts';
 
 const FIXTURES = path.resolve(import.meta.dirname, '../../fixtures');
 const schemaOf = (name: string): TableSchema => JSON.parse(fs.readFileSync(path.join(FIXTURES, 'schemas', `${name}.json`), 'utf8'));
@@ -92,6 +92,11 @@ async function forged(change: (name: string, data: Buffer) => Buffer, patch: Par
   return out;
 }
 
+// Every test here dumps the test PostgreSQL: skipped, saying why, where its pg_dump is missing (not in CI).
+const dumpMissing = await pgDumpMissing();
+if (dumpMissing) console.error(`site-backup tests skipped: ${dumpMissing}`);
+const serial = dumpMissing ? test.serial.skip : test.serial;
+
 test.before(async () => {
   s = await startTestServer({ STORAGE_DIR: storageDir });
   ({ site, admin, configDir } = await siteWithLogin(s));
@@ -122,7 +127,7 @@ test.after.always(async () => {
   for (const dir of [configDir, storageDir, tmp]) if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-test.serial('backup, then restore --as beside the original: records, object bytes, build files, secrets, member and policies carried over; each site on its own hosts', async (t) => {
+serial('backup, then restore --as beside the original: records, object bytes, build files, secrets, member and policies carried over; each site on its own hosts', async (t) => {
   const backup = await runCli(['site', 'backup', site.slug, '-o', archive, '--json'], env());
   t.is(backup.code, 0, backup.stderr);
   t.like(json(backup), { status: 'success', site: { schema_name: site.schema, slug: site.slug }, blobs: 2 + 2 });
@@ -168,7 +173,7 @@ test.serial('backup, then restore --as beside the original: records, object byte
   t.is((await recordsOf(site.schema, original)).length, COMPANIES.length);
 });
 
-test.serial('a blob removed while the backup runs (a concurrent replace or delete) fails the backup clearly and leaves no archive', async (t) => {
+serial('a blob removed while the backup runs (a concurrent replace or delete) fails the backup clearly and leaves no archive', async (t) => {
   const [{ blob_key }] = await sql(s, `SELECT o.blob_key FROM shop_copy.storage_objects o WHERE o.path = 'bin/data.bin'`);
   await filesystemStore(storageDir).site('shop_copy').delete([blob_key]);
   const out = path.join(tmp, 'vanished.tar');
@@ -179,7 +184,7 @@ test.serial('a blob removed while the backup runs (a concurrent replace or delet
   t.false(fs.existsSync(`${out}.partial`));
 });
 
-test.serial('an archive of a newer site schema version than this platform knows is refused', async (t) => {
+serial('an archive of a newer site schema version than this platform knows is refused', async (t) => {
   const file = await forged((_name, data) => data, { schema_version: CURRENT_TENANT_VERSION + 1 });
   const r = await runCli(['site', 'restore', file, '--as', 'from_the_future'], env());
   t.is(r.code, 1);
@@ -187,7 +192,7 @@ test.serial('an archive of a newer site schema version than this platform knows 
   t.deepEqual(await traces('from_the_future'), { sites: 0, schemas: 0, blobs: 0 });
 });
 
-test.serial('an archive with one byte changed in one entry is refused before anything is written', async (t) => {
+serial('an archive with one byte changed in one entry is refused before anything is written', async (t) => {
   const bytes = fs.readFileSync(archive);
   const at = bytes.indexOf(Buffer.from('alpha\n'));
   t.true(at > 0);
@@ -201,7 +206,7 @@ test.serial('an archive with one byte changed in one entry is refused before any
   t.deepEqual(await traces('tampered_site'), { sites: 0, schemas: 0, blobs: 0 });
 });
 
-test.serial('a forged archive whose dump fails in the middle of the restore leaves no site, schema, rows or blobs', async (t) => {
+serial('a forged archive whose dump fails in the middle of the restore leaves no site, schema, rows or blobs', async (t) => {
   const file = await forged((name, data) => (name === DUMP_ENTRY ? data.subarray(0, Math.floor(data.length * 0.6)) : data));
   const r = await runCli(['site', 'restore', file, '--as', 'half_made'], env());
   t.is(r.code, 1);
@@ -211,7 +216,7 @@ test.serial('a forged archive whose dump fails in the middle of the restore leav
   t.is((await sql(s, 'SELECT 1 FROM pg_namespace WHERE nspname = ?', [site.schema])).length, 1, 'the original schema is back under its name');
 });
 
-test.serial('restore under the original name: refused while the original exists; after it is deleted, it comes back with its customer domain unverified', async (t) => {
+serial('restore under the original name: refused while the original exists; after it is deleted, it comes back with its customer domain unverified', async (t) => {
   const refused = await runCli(['site', 'restore', archive, '--json'], env());
   t.is(refused.code, 1);
   t.like(json(refused), { code: 'CONFLICT' });
@@ -231,7 +236,7 @@ test.serial('restore under the original name: refused while the original exists;
   t.deepEqual(await download(site.schema, boss, 'bin/data.bin'), BINARY);
 });
 
-test.serial('a backup of an older site schema version is restored at its version, then migrated; --org puts it in another organization', async (t) => {
+serial('a backup of an older site schema version is restored at its version, then migrated; --org puts it in another organization', async (t) => {
   const older = CURRENT_TENANT_VERSION - 1;
   const org = await makeOrg(s);
   await s.handle.db.orm.em.fork().transactional(async (tx) => {
@@ -254,7 +259,7 @@ test.serial('a backup of an older site schema version is restored at its version
   t.deepEqual(await sql(s, `SELECT o.slug FROM public.sites s JOIN public.organizations o ON o.uuid = s.organization_uuid WHERE s.schema_name = 'old_copy'`), [{ slug: target.slug }]);
 });
 
-test.serial('clusters: `platform cluster add` and `list`; restore --cluster puts the site on the second cluster, served from there; a backup of it restores back onto the primary, the same', async (t) => {
+serial('clusters: `platform cluster add` and `list`; restore --cluster puts the site on the second cluster, served from there; a backup of it restores back onto the primary, the same', async (t) => {
   const second = await createTestDatabase('cluster');
   try {
     const unknown = await runCli(['site', 'restore', archive, '--as', 'shop_nowhere', '--cluster', 'eu', '--json'], env());

@@ -3,7 +3,8 @@
 // is answered, the server announces that the site's logged tables changed — to its own feed at once, and with one
 // NOTIFY per cluster for every process, coalesced: the writes of a few milliseconds are one
 // statement. Not from the log's trigger: PostgreSQL serialises the commits of notifying
-// transactions. Writes made outside the API are found by the readers' look every second.
+// transactions. Writes made outside a server (SQL by hand, the CLI's direct mode, whose pool is
+// closed right after its request) are found by the readers' look every second.
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { CHANGES_CHANNEL } from '../db/changes.ts';
 import type { Logger } from '../common/logger.ts';
@@ -30,7 +31,7 @@ export class ChangeAnnouncer {
     let sites = this.pending.get(em);
     if (!sites) this.pending.set(em, (sites = new Set()));
     sites.add(schema);
-    this.timer ??= setTimeout(() => void this.flush(), COALESCE_MS);
+    this.timer ??= setTimeout(() => void this.flush(), COALESCE_MS).unref();
   }
 
   /** Sends what is pending: one NOTIFY per site, one statement per cluster. */
