@@ -22,6 +22,10 @@ import { cliEnv, json, pgDumpMissing, runCli, tempConfigDir } from './helpers.ts
 
 const PG_BIN = process.env.TEST_PG_BIN_DIR ?? '/usr/lib/postgresql/15/bin';
 const missing = (fs.existsSync(path.join(PG_BIN, 'postgres')) ? null : `no PostgreSQL binaries at ${PG_BIN} (apt-get install postgresql, or set TEST_PG_BIN_DIR)`) ?? pgbouncerMissing;
+// The copy test moves from the primary (the test PostgreSQL) with its pg_dump: skipped, saying why,
+// where that is missing (not in CI). Awaited before any test is declared (AVA's rule).
+const dumpMissing = await pgDumpMissing();
+if (dumpMissing) console.error(`site-move: the copy test skipped: ${dumpMissing}`);
 const SCHEMA: TableSchema = JSON.parse(fs.readFileSync(path.resolve(import.meta.dirname, '../../fixtures/schemas/companies.json'), 'utf8'));
 
 let s: TestServer;
@@ -245,9 +249,6 @@ test.serial('refusals: an unknown or the same cluster, a second move while one i
   t.false(await schemaOn('west', site.schema));
 });
 
-// The copy is pg_dump's of the primary (the test PostgreSQL): skipped, saying why, where its pg_dump is missing (not in CI).
-const dumpMissing = await pgDumpMissing();
-if (dumpMissing) console.error(`site-move: the copy test skipped: ${dumpMissing}`);
 (dumpMissing ? test.serial.skip : test.serial)('without wal_level = logical on the source (the primary here), the site is copied whole inside the freeze, said first', async (t) => {
   if (missing) return t.log(`skipped: ${missing}`) as unknown as void;
   const [{ wal_level }] = await on<{ wal_level: string }>('primary', 'SHOW wal_level');
