@@ -52,18 +52,28 @@ const listOf = (raw: unknown, name: string, allowed: ReadonlySet<string>, what: 
 /** The event kinds asked for (`events`: a comma list or an array; default all). */
 const kindsOf = (raw: unknown): Set<ChangeOp> => new Set((listOf(raw, 'events', new Set(OPS), 'event') ?? OPS) as ChangeOp[]);
 
-/** What a subscription asks: a table, its conditions, the event kinds and fields, where to resume. */
-interface StreamRequest {
-  scope: TableScope;
-  table: string;
-  /** The list's conditions (field=value, field__op=value). */
-  conditions: Record<string, unknown>;
+/** What every subscription asks: the event kinds, and where to resume. */
+interface ResumeRequest {
   events?: unknown;
-  select?: unknown;
   /** An event id to resume after (a position), or nothing: from now. */
   since?: string;
   /** The name the resume position came under (`Last-Event-ID`, `since`), for its 400. */
   sinceName: string;
+}
+
+/** Where an SSE request resumes: `Last-Event-ID` (EventSource sends it on reconnecting), else `since`. */
+const resumeOf = (ctx: AppContext, since: string | undefined): Pick<ResumeRequest, 'since' | 'sinceName'> => {
+  const header = ctx.get('Last-Event-ID');
+  return header ? { since: header, sinceName: 'Last-Event-ID' } : { since, sinceName: 'since' };
+};
+
+/** What a subscription to a table asks: the table, its conditions, the fields. */
+interface StreamRequest extends ResumeRequest {
+  scope: TableScope;
+  table: string;
+  /** The list's conditions (field=value, field__op=value). */
+  conditions: Record<string, unknown>;
+  select?: unknown;
 }
 
 /**
@@ -149,14 +159,11 @@ async function serveEvents(ctx: AppContext, open: (sink: EventSink) => Promise<{
 }
 
 /** What a subscription to a bucket's objects asks. */
-interface ObjectStreamRequest {
+interface ObjectStreamRequest extends ResumeRequest {
   app: string;
   bucket: string;
   /** Objects whose key starts with this only. */
   prefix?: unknown;
-  events?: unknown;
-  since?: string;
-  sinceName: string;
 }
 
 /**
@@ -306,10 +313,7 @@ export function realtimeRoutes(feed: RecordFeed | undefined): RouteDef[] {
       responses: { 200: null },
       async handler(ctx, { params, query }) {
         const { events, select, since, ...conditions } = query as Record<string, unknown> & { since?: string };
-        const header = ctx.get('Last-Event-ID');
-        await serveEvents(ctx, (sink) =>
-          changeStream(available(), ctx, { scope: scopeOf(params), table: params.name!, conditions, events, select, since: header || since, sinceName: header ? 'Last-Event-ID' : 'since' }, sink),
-        );
+        await serveEvents(ctx, (sink) => changeStream(available(), ctx, { scope: scopeOf(params), table: params.name!, conditions, events, select, ...resumeOf(ctx, since) }, sink));
       },
     }, 'records'),
     defineRoute({
@@ -327,11 +331,8 @@ export function realtimeRoutes(feed: RecordFeed | undefined): RouteDef[] {
       produces: { 200: 'text/event-stream' },
       responses: { 200: null },
       async handler(ctx, { params, query }) {
-        const header = ctx.get('Last-Event-ID');
         const q = query as { prefix?: string; events?: string; since?: string };
-        await serveEvents(ctx, (sink) =>
-          objectStream(available(), ctx, { app: params.app_slug!, bucket: params.bucket!, prefix: q.prefix, events: q.events, since: header || q.since, sinceName: header ? 'Last-Event-ID' : 'since' }, sink),
-        );
+        await serveEvents(ctx, (sink) => objectStream(available(), ctx, { app: params.app_slug!, bucket: params.bucket!, prefix: q.prefix, events: q.events, ...resumeOf(ctx, q.since) }, sink));
       },
     }),
     defineRoute({

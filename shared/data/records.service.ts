@@ -182,8 +182,7 @@ export async function upsertRecord(ctx: ServiceContext, scope: TableScope, name:
   if (!rec) throw validationError(errors, 'Invalid record.');
   for (const f of fields) if (rec[f] === undefined || rec[f] === null) errors[f] = ['A value is required: it identifies the record.'];
   if (Object.keys(errors).length) throw validationError(errors, 'Invalid record.');
-  return writeTransaction(ctx, async (tx) => {
-    const em = tx as EntityManager;
+  return writeTransaction(ctx, async (em) => {
     const where = compileOn(t, { op: 'and', args: fields.map((field) => ({ op: 'eq' as const, field, value: rec[field] })) });
     // One writer per identifying value set: two racing upserts of one record cannot both insert.
     await rows(em, 'SELECT pg_advisory_xact_lock(hashtext(?))', [`${t.table}:${JSON.stringify(fields.map((f) => rec[f]))}`]);
@@ -205,7 +204,7 @@ export async function patchRecord(ctx: ServiceContext, scope: TableScope, name: 
   }
   return writeTransaction(ctx, async (tx) => {
     const errors: FieldErrors = {};
-    const row = await patchOne(tx as EntityManager, t, updatable, id, body, '', errors);
+    const row = await patchOne(tx, t, updatable, id, body, '', errors);
     if (!row) throw validationError(errors, 'Invalid record.');
     return row;
   });
@@ -268,7 +267,7 @@ export async function patchRecords(ctx: ServiceContext, scope: TableScope, name:
         for (const k of missing) errors[`${prefix}${k}`] = ['The key is required to find the record.'];
         continue;
       }
-      const row = await patchOne(tx as EntityManager, t, updatable, t.pk.map((k) => rec[k]), rec, prefix, errors);
+      const row = await patchOne(tx, t, updatable, t.pk.map((k) => rec[k]), rec, prefix, errors);
       if (row) out.push(row);
     }
     if (Object.keys(errors).length) throw validationError(errors, 'Invalid records: nothing was changed.');
@@ -319,7 +318,7 @@ export async function deleteRecords(ctx: ServiceContext, scope: TableScope, name
     // All or nothing: one record the actor may not delete refuses the request (the transaction rolls back).
     const gone = await guarded(t, () =>
       writeTransaction(ctx, async (tx) => {
-        const deleted = await rows<{ k: unknown; ok: boolean }>(tx as EntityManager, `DELETE FROM ${t.table} t WHERE ${where.sql} RETURNING to_jsonb(${keySql}) AS k, (${allowed.sql}) AS ok`, [...where.params, ...allowed.params]);
+        const deleted = await rows<{ k: unknown; ok: boolean }>(tx, `DELETE FROM ${t.table} t WHERE ${where.sql} RETURNING to_jsonb(${keySql}) AS k, (${allowed.sql}) AS ok`, [...where.params, ...allowed.params]);
         if (deleted.some((d) => !d.ok)) throw permissionDenied();
         return deleted;
       }),
