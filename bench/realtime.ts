@@ -375,7 +375,7 @@ async function writes(c: Ctx) {
     switches++;
   };
   const logged = async (from: number, to: number) =>
-    (await mon.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${c.site}".record_changes WHERE tbl = $1 AND (record->>'id')::bigint BETWEEN $2 AND $3`, [physical, from, to])).rows[0]!.n;
+    (await mon.query<{ n: number }>(`SELECT count(*)::int AS n FROM "${c.site}".record_changes c, json_array_elements(c.record) e WHERE c.tbl = $1 AND (e->>'id')::bigint BETWEEN $2 AND $3`, [physical, from, to])).rows[0]!.n;
   const stored = async (from: number, to: number) => (await mon.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table} WHERE id BETWEEN $1 AND $2`, [from, to])).rows[0]!.n;
 
   // The switch works: a create is logged with the log on, not with it off.

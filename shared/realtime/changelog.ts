@@ -1,16 +1,17 @@
 // The change log of a site's records (issue 35, docs/realtime.md): `record_changes` in the site's
 // schema, written by statement-level triggers in the transaction of every change (tenant
-// migration 16: record_changes_log). Each table numbers its changes with its own sequence, so a
-// reader follows one table by position. Positions are taken before commit: a reader that sees
-// position 7 committed while 6 is not may be looking at a transaction still in flight (it will
-// commit 6) or at a rollback (6 never comes). Writers hold a shared advisory lock on their table
-// until they end; at a gap the reader reads who holds it, *then* the log again, and waits only
-// while one of those writers is still there (readChanges). Exactly once, in order, without
-// serialising writers.
+// migrations 16 and 17). Each statement that changes a table writes one entry (one per
+// RECORD_CHANGES_CHUNK rows), numbered by the table's own sequence; the change at index i of entry
+// `seq` is at position `seq * RECORD_CHANGES_CHUNK + i`, so a reader follows one table by
+// position. Entry numbers are taken before commit: a reader that sees entry 7 committed while 6
+// is not may be looking at a transaction still in flight (it will commit 6) or at a rollback (6
+// never comes). Writers hold a shared advisory lock on their table until they end; at a gap the
+// reader reads who holds it, *then* the log again, and waits only while one of those writers is
+// still there (readChanges). Exactly once, in order, without serialising writers.
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { preparedRows, quoteIdent, rows } from '../db/sql.ts';
+import { preparedRows, rows } from '../db/sql.ts';
 import { quotedSchema } from '../tenancy/schema.ts';
-import { RECORD_CHANGES_LOCK } from '../tenancy/migrations.ts';
+import { RECORD_CHANGES_CHUNK, RECORD_CHANGES_LOCK } from '../tenancy/migrations.ts';
 import type { ProviderType } from '../data/ddl.ts';
 import { primaryKeyOf, type TableSchema } from '../data/table-schema.ts';
 import { plain } from '../data/records/read.ts';
@@ -65,29 +66,35 @@ export interface ChangeSource {
 /** A data table's rows as the records API shows them (written by PostgreSQL as the read path writes them). */
 export const recordsSource = (view: TableView): ChangeSource => ({ table: view.table, recordSql: view.recordSql, plain: (r) => plain(view, r) });
 
-/** A logged row (json of the physical row) as `source` reads it. */
-const asRecord = (source: ChangeSource, column: string) =>
-  `CASE WHEN c.${column} IS NULL THEN NULL ELSE (SELECT ${source.recordSql('t')} FROM json_populate_record(NULL::${source.table}, c.${column}) t) END`;
+/** A logged row (json of the physical row, or json null: none) as `source` reads it. */
+const asRecord = (source: ChangeSource, row: string) =>
+  `CASE WHEN json_typeof(${row}) IS DISTINCT FROM 'object' THEN NULL ELSE (SELECT ${source.recordSql('t')} FROM json_populate_record(NULL::${source.table}, ${row}) t) END`;
+
+/** The entry of a position. */
+const entryOf = (pos: number) => Math.floor(pos / RECORD_CHANGES_CHUNK);
 
 /**
  * The changes of the table of `source` (physical name `table`, oid `relid`) after `state.pos` that
- * are final, in order: up to the first gap a writer still in flight may fill. `state` moves on.
- * One statement when the positions follow each other; at a gap, the lock's holders, then the log
- * again (a writer that commits between the two is seen by the second; one still in flight, by the
- * first).
+ * are final, in order: up to the first gap between entries that a writer still in flight may
+ * fill. `state` moves on. One statement when the entries follow each other; at a gap, the lock's
+ * holders, then the log again (a writer that commits between the two is seen by the second; one
+ * still in flight, by the first).
  */
 export async function readChanges(em: EntityManager, site: string, table: string, relid: number, source: ChangeSource, state: ReadState): Promise<{ changes: LoggedChange[]; waiting: boolean }> {
   const read = () =>
-    preparedRows<{ pos: string; op: ChangeOp; r: RecordRow | null; o: RecordRow | null; actor: string | null; at: string }>(
+    preparedRows<{ pos: string; r: RecordRow | null; o: RecordRow | null; actor: string | null; at: string }>(
       em,
-      `SELECT c.pos, c.op, ${asRecord(source, 'record')} AS r, ${asRecord(source, 'old')} AS o, c.actor,
+      `SELECT c.seq * ${RECORD_CHANGES_CHUNK} + e.i - 1 AS pos, ${asRecord(source, 'e.n')} AS r, ${asRecord(source, 'e.o')} AS o, c.actor,
               to_char(c.at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS at
-         FROM ${quotedSchema(site)}.record_changes c WHERE c.tbl = ? AND c.pos > ? ORDER BY c.pos LIMIT ${READ_BATCH}`,
-      [table, state.pos],
+         FROM ${quotedSchema(site)}.record_changes c, ROWS FROM (json_array_elements(c.record), json_array_elements(c.old)) WITH ORDINALITY AS e(n, o, i)
+        WHERE c.tbl = ? AND c.seq >= ? AND c.seq * ${RECORD_CHANGES_CHUNK} + e.i - 1 > ? ORDER BY c.seq, e.i LIMIT ${READ_BATCH}`,
+      [table, entryOf(state.pos), state.pos],
     );
+  // Entries follow each other when each is the one before or the next.
+  const gapIn = (found: { pos: string }[]) => found.some((c, i) => entryOf(Number(c.pos)) > entryOf(i ? Number(found[i - 1]!.pos) : state.pos) + 1);
   let found = await read();
   let inFlight: Set<string> | undefined;
-  if (state.gapHolders || found.some((c, i) => Number(c.pos) !== state.pos + 1 + i)) {
+  if (state.gapHolders || gapIn(found)) {
     const holders = await preparedRows<{ v: string }>(
       em,
       `SELECT virtualtransaction AS v FROM pg_locks WHERE locktype = 'advisory' AND classid = ? AND objid = ? AND objsubid = 1 AND granted`,
@@ -99,7 +106,7 @@ export async function readChanges(em: EntityManager, site: string, table: string
   const changes: LoggedChange[] = [];
   for (const c of found) {
     const pos = Number(c.pos);
-    if (pos !== state.pos + 1 && inFlight) {
+    if (entryOf(pos) > entryOf(state.pos) + 1 && inFlight) {
       // A gap: final once none of the writers that held the lock when it was first seen is left.
       const still = [...(state.gapHolders ?? inFlight)].filter((v) => inFlight.has(v));
       if (still.length) {
@@ -109,27 +116,26 @@ export async function readChanges(em: EntityManager, site: string, table: string
     }
     state.gapHolders = undefined;
     state.pos = pos;
-    changes.push({ pos, op: c.op, record: c.r && source.plain(c.r), old: c.o && source.plain(c.o), actor: c.actor, at: c.at });
+    const [record, old] = [c.r && source.plain(c.r), c.o && source.plain(c.o)];
+    changes.push({ pos, op: !old ? 'create' : !record ? 'delete' : 'update', record, old, actor: c.actor, at: c.at });
   }
   return { changes, waiting: false };
 }
 
-/** The name of a table's position sequence (record_changes_attach). */
-const sequenceOf = (table: string): string => `${table}_changes`.slice(0, 63);
-
 /**
- * Where a table's log stands: `first`, its oldest position still kept (null: none kept); `last`,
- * its newest (the sequence's value when nothing is kept: every change was pruned).
+ * Where a table's log stands: `pruned`, the last position pruned (a subscriber that saw it
+ * missed nothing; 0: none); `last`, its newest position (`pruned` when nothing is kept).
  */
-export async function logBounds(em: EntityManager, site: string, table: string): Promise<{ first: number | null; last: number }> {
+export async function logBounds(em: EntityManager, site: string, table: string): Promise<{ pruned: number; last: number }> {
   const q = quotedSchema(site);
-  const [row] = await rows<{ first: string | null; last: string | null; taken: string | null }>(
+  const [row] = await rows<{ pruned: string | null; last: string | null }>(
     em,
-    `SELECT min(pos) AS first, max(pos) AS last, (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM ${q}.${quoteIdent(sequenceOf(table))}) AS taken FROM ${q}.record_changes WHERE tbl = ?`,
-    [table],
+    `SELECT (SELECT pruned_to FROM ${q}.record_changes_tables WHERE tbl = ?) AS pruned,
+            (SELECT seq * ${RECORD_CHANGES_CHUNK} + n - 1 FROM ${q}.record_changes WHERE tbl = ? ORDER BY seq DESC LIMIT 1) AS last`,
+    [table, table],
   );
-  const first = row?.first ?? null;
-  return { first: first === null ? null : Number(first), last: Number(row?.last ?? row?.taken ?? 0) };
+  const pruned = Number(row?.pruned ?? 0);
+  return { pruned, last: row?.last == null ? pruned : Number(row.last) };
 }
 
 /** How long and how much of each table's change log is kept (config.realtime). */
@@ -139,10 +145,11 @@ export interface Retention {
 }
 
 /**
- * The changes past their retention go, in every site schema of `em`'s cluster: older than
- * `retentionHours`, or beyond the newest `retentionRows` of each table. A subscriber that resumes
- * from a position pruned since gets a `reset` (feed.ts). The log has no index on time (it would
- * cost every write): each site's log is read once per run. Returns how many rows went.
+ * The changes past their retention go, in every site schema of `em`'s cluster, a whole entry at a
+ * time: older than `retentionHours`, or once the entries after it in its table hold
+ * `retentionRows` changes; each table keeps the last position pruned (`pruned_to`). A subscriber
+ * that resumes from before it gets a `reset` (feed.ts). The log has no index on time (it would cost every write): each site's log is read
+ * once per run. Returns how many changes went.
  */
 export async function pruneChangeLogs(em: EntityManager, retention: Retention): Promise<number> {
   const sites = await rows<{ schema_name: string }>(em, `SELECT schema_name FROM public.tenant_schemas WHERE to_regclass(format('%I.record_changes', schema_name)) IS NOT NULL ORDER BY schema_name`);
@@ -151,10 +158,12 @@ export async function pruneChangeLogs(em: EntityManager, retention: Retention): 
     const q = quotedSchema(site);
     const [row] = await rows<{ n: string }>(
       em,
-      `WITH tops AS (SELECT tbl, max(pos) AS top FROM ${q}.record_changes GROUP BY tbl),
-            gone AS (DELETE FROM ${q}.record_changes c USING tops t
-                      WHERE c.tbl = t.tbl AND (c.at < now() - make_interval(hours => ?) OR c.pos <= t.top - ?) RETURNING 1)
-       SELECT count(*) AS n FROM gone`,
+      `WITH later AS (SELECT tbl, seq, sum(n) OVER (PARTITION BY tbl ORDER BY seq DESC) - n AS changes FROM ${q}.record_changes),
+            gone AS (DELETE FROM ${q}.record_changes c USING later l
+                      WHERE c.tbl = l.tbl AND c.seq = l.seq AND (c.at < now() - make_interval(hours => ?) OR l.changes >= ?) RETURNING c.tbl, c.seq, c.n),
+            marked AS (UPDATE ${q}.record_changes_tables t SET pruned_to = greatest(t.pruned_to, g.top)
+                         FROM (SELECT tbl, max(seq * ${RECORD_CHANGES_CHUNK} + n - 1) AS top FROM gone GROUP BY tbl) g WHERE t.tbl = g.tbl)
+       SELECT coalesce(sum(n), 0) AS n FROM gone`,
       [retention.retentionHours, retention.retentionRows],
     );
     deleted += Number(row?.n ?? 0);

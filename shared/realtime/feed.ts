@@ -508,8 +508,8 @@ export class RecordFeed {
       let lost = false;
       if (spec.since === 'now') s.pos = tail.pos;
       else {
-        const { first, last } = await logBounds(spec.em, spec.site, spec.table);
-        lost = (first === null ? spec.since < last : spec.since < first - 1) || spec.since > Math.max(last, tail.pos);
+        const { pruned, last } = await logBounds(spec.em, spec.site, spec.table);
+        lost = spec.since < pruned || spec.since > Math.max(last, tail.pos);
         s.pos = lost ? tail.pos : spec.since;
       }
       s.told = s.pos;

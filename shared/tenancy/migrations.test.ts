@@ -93,7 +93,7 @@ test.serial('migration 12 gives stored policy ids the spec\'s form; an id taken,
   }
   await em.execute('UPDATE public.tenant_schemas SET version = 11 WHERE schema_name = ?', [site.schema]);
   const result = await migrateTenantSchema(orm().em.fork(), site.schema);
-  t.deepEqual(result.applied, ['0012_spec_forms', '0013_frontend_workers', '0014_app_packages', '0015_function_changes', '0016_record_changes']);
+  t.deepEqual(result.applied, ['0012_spec_forms', '0013_frontend_workers', '0014_app_packages', '0015_function_changes', '0016_record_changes', '0017_record_changes_entries']);
   const ids = (await em.execute(`SELECT id, name, version FROM ${q}.policies ORDER BY id`)).map((r) => `${r.id} ${r.name} ${r.version}`);
   t.deepEqual(ids, [
     'derived_roles.s_crm_owners s_crm_owners default',
