@@ -148,8 +148,8 @@ export interface Retention {
  * The changes past their retention go, in every site schema of `em`'s cluster, a whole entry at a
  * time: older than `retentionHours`, or once the entries after it in its table hold
  * `retentionRows` changes; each table keeps the last position pruned (`pruned_to`). A subscriber
- * that resumes from before it gets a `reset` (feed.ts). The log has no index on time (it would cost every write): each site's log is read
- * once per run. Returns how many changes went.
+ * that resumes from before it gets a `reset` (feed.ts). The log has no index on time (it would
+ * cost every write): each site's log is read once per run. Returns how many changes went.
  */
 export async function pruneChangeLogs(em: EntityManager, retention: Retention): Promise<number> {
   const sites = await rows<{ schema_name: string }>(em, `SELECT schema_name FROM public.tenant_schemas WHERE to_regclass(format('%I.record_changes', schema_name)) IS NOT NULL ORDER BY schema_name`);

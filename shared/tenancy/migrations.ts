@@ -81,8 +81,8 @@ export const RECORD_CHANGES_CHUNK = 1000;
  * (per RECORD_CHANGES_CHUNK rows of a larger statement), numbered by the table's own sequence, its
  * rows as two aligned json arrays (`record`, the new rows; `old`, the old ones: a create has no
  * old row, a delete no new one; json null where a row has none), compressed with lz4 where the
- * server has it (a bulk create's 10,000 rows are one to ten values, not 10,000 tuples and index
- * entries: the log cost a 10,000-row create 100 ms in SQL as a row per change, 23 ms as entries).
+ * server has it (a bulk create's 10,000 rows are ten values, not 10,000 tuples and index entries:
+ * the log's trigger took 67 ms of a 10,000-row insert as a row per change, 25–45 ms as entries).
  */
 const RECORD_CHANGES_TABLE = [
   `CREATE TABLE IF NOT EXISTS record_changes (
@@ -102,18 +102,19 @@ const RECORD_CHANGES_TABLE = [
 ];
 
 /**
- * The change log's functions (realtime/changelog.ts). `record_changes_attach`
- * logs one table: its own entry sequence (dropped with it), a trigger function of its own
+ * The change log's functions (realtime/changelog.ts). `record_changes_attach` logs one table:
+ * its own entry sequence (dropped with it), a trigger function of its own
  * written with the table's names in it (static SQL: PostgreSQL plans its statements once per
  * session; a function shared by every table would have to build them each time, EXECUTE, which
  * cost a single-row write 30 % instead of 17 %), and its three statement-level triggers. One
  * statement per write (per RECORD_CHANGES_CHUNK rows: a window or a sort to number the rows cost
  * a single-row write more) over its transition tables: the rows get the next entry number, as
  * json (text: cheaper to write than jsonb, read once per process), the new ones and the old ones
- * (an update that changes the key is the old row deleted and the new one created). Before it takes a number, the writer takes a shared advisory lock on its table
- * (an expression, not a statement: the try form never waits, nobody takes the lock exclusively)
- * held until it ends, so that a reader can tell a gap that a transaction still in flight may fill
- * from one a rollback left. The acting user is the transaction's `platform.actor` setting, when set.
+ * (an update that changes the key is the old row deleted and the new one created). Before it
+ * takes a number, the writer takes a shared advisory lock on its table (an expression, not a
+ * statement: the try form never waits, nobody takes the lock exclusively) held until it ends, so
+ * that a reader can tell a gap that a transaction still in flight may fill from one a rollback
+ * left. The acting user is the transaction's `platform.actor` setting, when set.
  * No NOTIFY: PostgreSQL serialises the commits of notifying transactions (a lock on the queue
  * until the commit is flushed), which halved the rate of concurrent writes; the servers announce
  * data writes after they commit (realtime/announce.ts). The functions name their schema:
