@@ -193,8 +193,18 @@ export function statementCounter(server: TestServer) {
   };
   return {
     counted,
+    /**
+     * The run of three that sent the fewest statements: each starts 25 ms after the one before
+     * answered, so that what the last one set off after its answer (the change announcer's NOTIFY,
+     * 5 ms on: realtime/announce.ts) is not counted as the next one's; a background job's
+     * statement may still fall in one window.
+     */
     async fewest<T>(run: (i: number) => Promise<T>): Promise<{ statements: number; transactions: number; result: T }> {
-      const runs = [await counted(() => run(0)), await counted(() => run(1)), await counted(() => run(2))];
+      const runs = [];
+      for (let i = 0; i < 3; i++) {
+        await new Promise((r) => setTimeout(r, 25));
+        runs.push(await counted(() => run(i)));
+      }
       return runs.reduce((a, b) => (b.statements < a.statements ? b : a));
     },
     restore: () => void (connection.begin = begin),

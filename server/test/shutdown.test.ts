@@ -74,14 +74,16 @@ function keepAliveGet(url: string, agent: http.Agent): Promise<{ status: number;
 }
 
 test('keep-alive connections do not hold shutdown: idle ones close at once, busy ones when their answer is out', async (t) => {
-  const s = await startTestServer({ SHUTDOWN_TIMEOUT_MS: '8000' }, { extraRoutes: [slow(500).route] });
+  const slowRoute = slow(500);
+  const s = await startTestServer({ SHUTDOWN_TIMEOUT_MS: '8000' }, { extraRoutes: [slowRoute.route] });
   const idle = new http.Agent({ keepAlive: true });
   const agent = new http.Agent({ keepAlive: true });
   try {
-    // One connection idle (its request answered), one busy with a slow request.
+    // One connection idle (its request answered), one busy with a slow request (in its handler:
+    // a fixed wait was too short under load, the connection was still being made).
     t.is((await keepAliveGet(`${s.url}/healthz`, idle)).status, 200);
     const busy = keepAliveGet(`${s.url}/api/test/slow/`, agent);
-    await new Promise((r) => setTimeout(r, 100));
+    await slowRoute.started;
     const started = Date.now();
     await s.handle.close();
     t.true(Date.now() - started < 3_000, `shutdown took ${Date.now() - started} ms`);
