@@ -8,6 +8,7 @@ import test from 'ava';
 import { csvRecords } from '../../shared/testing/fixtures-csv.ts';
 import type { TableSchema } from '../../shared/data/table-schema.ts';
 import type { TestSite } from '../../shared/testing/sites.ts';
+import { logBounds } from '../../shared/realtime/changelog.ts';
 import { startTestServer, type TestServer } from '../../server/test/helpers.ts';
 import { cliEnv, json, MODES, runCli, volatile, withoutProgress, type Mode, siteWithLogin } from './helpers.ts';
 
@@ -258,7 +259,8 @@ test.serial('data import: every failing row listed, one line per row and field, 
 
 test.serial('data watch: the changes after --since, one JSON line each, then the summary; a bad condition is the API\'s 400; direct mode says the server holds streams', async (t) => {
   const em = s.handle.db.orm.em.fork();
-  const [{ last }] = await em.execute(`SELECT coalesce(max(seq * 1000 + n - 1), 0) AS last FROM "${site.schema}".record_changes WHERE tbl = (SELECT physical_table_name FROM "${site.schema}".data_tables t JOIN "${site.schema}".apps a ON a.id = t.app_id WHERE a.slug = 'shop-remote' AND t.name = 'companies_copy')`);
+  const [{ physical }] = await em.execute(`SELECT physical_table_name AS physical FROM "${site.schema}".data_tables t JOIN "${site.schema}".apps a ON a.id = t.app_id WHERE a.slug = 'shop-remote' AND t.name = 'companies_copy'`);
+  const { last } = await logBounds(em, site.schema, physical);
   const T = '/api/apps/shop-remote/datatables/companies_copy/data/';
   t.is((await api('POST', T, { id: 90001, name: 'Acme', employees: 5 })).status, 201);
   t.is((await api('PATCH', `${T}90001/`, { employees: 6 })).status, 200);

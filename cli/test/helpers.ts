@@ -12,6 +12,7 @@ import { createTestSite, type TestSite } from '../../shared/testing/sites.ts';
 import { ADMIN, IN_CI, TEST_SECRET, type TestServer } from '../../server/test/helpers.ts';
 import pg from 'pg';
 import { testServerUrl } from '../../shared/testing/database.ts';
+import { pgTools, type PgTools } from '../../shared/backup/pg-tools.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -157,26 +158,25 @@ export async function siteWithLogin(s: TestServer): Promise<{ site: TestSite; ad
 
 /**
  * Why pg_dump cannot dump the test PostgreSQL here, or null: its client programs must be of the
- * server's major version (shared/backup/pg-tools.ts looks in /usr/lib/postgresql/{major}/bin, then
- * the PATH). `npm test` without TEST_DATABASE_URL runs an embedded PostgreSQL 18, whose client
- * programs Debian 12 lacks: the tests that dump it skip there, saying why. In CI (.ci/run: the
- * machine's PostgreSQL 15 and its client) they run, and fail if they cannot.
+ * server's major version (the one shared/backup/pg-tools.ts picks, PG_BIN_DIR as the CLI reads it).
+ * `npm test` without TEST_DATABASE_URL runs an embedded PostgreSQL 18, whose client programs
+ * Debian 12 lacks: the tests that dump it skip there, saying why. In CI (.ci/run: the machine's
+ * PostgreSQL 15 and its client) they run, and fail if they cannot.
  */
 export async function pgDumpMissing(): Promise<string | null> {
   if (IN_CI) return null;
   const client = new pg.Client({ connectionString: testServerUrl() });
   await client.connect();
-  let major: number;
+  let tools: PgTools;
   try {
-    major = Math.floor(Number((await client.query<{ v: string }>(`SELECT current_setting('server_version_num') AS v`)).rows[0]!.v) / 10000);
+    tools = pgTools(Number((await client.query<{ v: string }>(`SELECT current_setting('server_version_num') AS v`)).rows[0]!.v), process.env.PG_BIN_DIR);
   } finally {
     await client.end();
   }
-  if (fs.existsSync(`/usr/lib/postgresql/${major}/bin/pg_dump`)) return null;
   try {
-    const found = /\b(\d+)\.\d+/.exec(execFileSync('pg_dump', ['--version'], { encoding: 'utf8' }))?.[1];
-    return Number(found) === major ? null : `pg_dump ${found ?? '?'} cannot dump the test PostgreSQL ${major} (install its client programs, or set TEST_DATABASE_URL)`;
+    const found = /\b(\d+)\.\d+/.exec(execFileSync(tools.dump, ['--version'], { encoding: 'utf8' }))?.[1];
+    return Number(found) === tools.major ? null : `pg_dump ${found ?? '?'} cannot dump the test PostgreSQL ${tools.major} (install its client programs, or set TEST_DATABASE_URL)`;
   } catch {
-    return `no pg_dump for the test PostgreSQL ${major} (install its client programs, or set TEST_DATABASE_URL)`;
+    return `no pg_dump for the test PostgreSQL ${tools.major} (install its client programs, or set TEST_DATABASE_URL)`;
   }
 }

@@ -73,6 +73,12 @@ const asRecord = (source: ChangeSource, row: string) =>
 /** The entry of a position. */
 const entryOf = (pos: number) => Math.floor(pos / RECORD_CHANGES_CHUNK);
 
+/** `pos` comes right after `prev`: in its entry or the next one (a gap is an entry missing between them). */
+const follows = (prev: number, pos: number) => entryOf(pos) <= entryOf(prev) + 1;
+
+/** The position of the last change of an entry (a row of the log). */
+const LAST_OF_ENTRY = `seq * ${RECORD_CHANGES_CHUNK} + n - 1`;
+
 /**
  * The changes of the table of `source` (physical name `table`, oid `relid`) after `state.pos` that
  * are final, in order: up to the first gap between entries that a writer still in flight may
@@ -90,11 +96,9 @@ export async function readChanges(em: EntityManager, site: string, table: string
         WHERE c.tbl = ? AND c.seq >= ? AND c.seq * ${RECORD_CHANGES_CHUNK} + e.i - 1 > ? ORDER BY c.seq, e.i LIMIT ${READ_BATCH}`,
       [table, entryOf(state.pos), state.pos],
     );
-  // Entries follow each other when each is the one before or the next.
-  const gapIn = (found: { pos: string }[]) => found.some((c, i) => entryOf(Number(c.pos)) > entryOf(i ? Number(found[i - 1]!.pos) : state.pos) + 1);
   let found = await read();
   let inFlight: Set<string> | undefined;
-  if (state.gapHolders || gapIn(found)) {
+  if (state.gapHolders || found.some((c, i) => !follows(i ? Number(found[i - 1]!.pos) : state.pos, Number(c.pos)))) {
     const holders = await preparedRows<{ v: string }>(
       em,
       `SELECT virtualtransaction AS v FROM pg_locks WHERE locktype = 'advisory' AND classid = ? AND objid = ? AND objsubid = 1 AND granted`,
@@ -106,7 +110,7 @@ export async function readChanges(em: EntityManager, site: string, table: string
   const changes: LoggedChange[] = [];
   for (const c of found) {
     const pos = Number(c.pos);
-    if (entryOf(pos) > entryOf(state.pos) + 1 && inFlight) {
+    if (!follows(state.pos, pos) && inFlight) {
       // A gap: final once none of the writers that held the lock when it was first seen is left.
       const still = [...(state.gapHolders ?? inFlight)].filter((v) => inFlight.has(v));
       if (still.length) {
@@ -131,7 +135,7 @@ export async function logBounds(em: EntityManager, site: string, table: string):
   const [row] = await rows<{ pruned: string | null; last: string | null }>(
     em,
     `SELECT (SELECT pruned_to FROM ${q}.record_changes_tables WHERE tbl = ?) AS pruned,
-            (SELECT seq * ${RECORD_CHANGES_CHUNK} + n - 1 FROM ${q}.record_changes WHERE tbl = ? ORDER BY seq DESC LIMIT 1) AS last`,
+            (SELECT ${LAST_OF_ENTRY} FROM ${q}.record_changes WHERE tbl = ? ORDER BY seq DESC LIMIT 1) AS last`,
     [table, table],
   );
   const pruned = Number(row?.pruned ?? 0);
@@ -162,7 +166,7 @@ export async function pruneChangeLogs(em: EntityManager, retention: Retention): 
             gone AS (DELETE FROM ${q}.record_changes c USING later l
                       WHERE c.tbl = l.tbl AND c.seq = l.seq AND (c.at < now() - make_interval(hours => ?) OR l.changes >= ?) RETURNING c.tbl, c.seq, c.n),
             marked AS (UPDATE ${q}.record_changes_tables t SET pruned_to = greatest(t.pruned_to, g.top)
-                         FROM (SELECT tbl, max(seq * ${RECORD_CHANGES_CHUNK} + n - 1) AS top FROM gone GROUP BY tbl) g WHERE t.tbl = g.tbl)
+                         FROM (SELECT tbl, max(${LAST_OF_ENTRY}) AS top FROM gone GROUP BY tbl) g WHERE t.tbl = g.tbl)
        SELECT coalesce(sum(n), 0) AS n FROM gone`,
       [retention.retentionHours, retention.retentionRows],
     );
