@@ -12,7 +12,7 @@ import * as objects from '../../shared/storage/object.service.ts';
 import { listObjects, searchObjects, OBJECT_LIST_PARAMETERS } from '../../shared/storage/object.list.ts';
 import { normalizeKey } from '../../shared/storage/keys.ts';
 import type { ObjectRow } from '../../shared/storage/access.ts';
-import type { ObjectStore } from '../../shared/storage/objstore/types.ts';
+import { wholeBytes, type ObjectStore } from '../../shared/storage/objstore/types.ts';
 import { DomainError, notFound } from '../../shared/errors.ts';
 import { paginated, sendFlagged, sendPage } from '../http/envelopes.ts';
 import { defineRoute, type RouteDef } from '../http/registry.ts';
@@ -95,7 +95,7 @@ async function sendObject(ctx: AppContext, store: ObjectStore, b: buckets.Bucket
     ctx.length = range.end - range.start + 1;
   } else {
     ctx.status = 200;
-    ctx.body = stream;
+    ctx.body = wholeBytes(stream) ?? stream; // a small blob read whole goes out in one write, no stream to pipe
     ctx.length = Number(row.size);
   }
 }

@@ -14,7 +14,7 @@ import { Readable, Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { isValidSchemaName } from '../../tenancy/schema.ts';
 import { assertKey, assertPrefix } from './keys.ts';
-import { BlobNotFound, InvalidRange, type BlobStat, type ByteRange, type ObjectStore, type PutResult, type SiteStore } from './types.ts';
+import { BlobNotFound, InvalidRange, wholeStream, type BlobStat, type ByteRange, type ObjectStore, type PutResult, type SiteStore } from './types.ts';
 
 /** The directory of in-flight writes under the root (never a site: schema names have no dot). */
 export const TEMP_DIR = '.tmp';
@@ -183,7 +183,7 @@ class FilesystemSiteStore implements SiteStore {
       if (!range && info.size <= WHOLE_READ_BYTES) {
         const bytes = await readWhole(handle, info.size);
         await handle.close();
-        return Readable.from([bytes]);
+        return wholeStream(bytes);
       }
       if (!range) return handle.createReadStream();
       if (!validRange(range) || range.start >= info.size) throw new InvalidRange(key, range);

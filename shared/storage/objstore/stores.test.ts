@@ -11,7 +11,7 @@ import { Client } from 'minio';
 import { loadConfig } from '../../config.ts';
 import { startS3, type TestS3 } from '../../testing/s3.ts';
 import { s3Store } from './s3.ts';
-import { filesystemStore, loadStorageConfig, storeFromConfig, sweepTemp, BlobNotFound, InvalidRange, type ObjectStore, type SiteStore } from './index.ts';
+import { filesystemStore, loadStorageConfig, storeFromConfig, sweepTemp, wholeBytes, BlobNotFound, InvalidRange, type ObjectStore, type SiteStore } from './index.ts';
 import { InvalidKey } from './keys.ts';
 import { siteBucketName, validBucketName, type S3ObjectStore } from './s3.ts';
 
@@ -124,6 +124,21 @@ each('put, get and stat round-trip binary data; the etag is the quoted content h
   t.true((await read(await site.get(key))).equals(data));
   t.deepEqual(await site.stat(key), { size: data.length, etag: put.etag });
   await nothingInFlight(t, backend, schema);
+});
+
+each('a small blob read whole hands its bytes over (filesystem) while its stream reads them too; none once the stream was read, none for a range', async (t, store, backend) => {
+  const { schema, bucket } = fresh();
+  const site = store.site(schema);
+  const data = bytes(100 * 1024, 3);
+  const key = `${bucket}/small`;
+  await site.put(key, chunked(data), { contentType: 'application/octet-stream' });
+  const whole = wholeBytes(await site.get(key));
+  if (backend === 'filesystem') t.true(whole?.equals(data));
+  else t.is(whole, undefined, 'an S3 body streams');
+  const stream = await site.get(key);
+  t.true((await read(stream)).equals(data));
+  t.is(wholeBytes(stream), undefined, 'not after the stream was read: the bytes would go twice');
+  t.is(wholeBytes(await site.get(key, { start: 0, end: 9 })), undefined);
 });
 
 each('putMany writes many small blobs, each readable whole; an existing key is replaced', async (t, store) => {

@@ -6,7 +6,22 @@
 // Keys are opaque names the service makes (`{bucket_uuid}/{blob_uuid}`): an object's path is a
 // column, so a move is a row update and a replace writes a new blob and swaps the row's pointer
 // (readers see the old or the new bytes, never a mix). docs/storage.md.
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
+
+const WHOLE = Symbol('whole bytes');
+
+/**
+ * A blob read whole into memory (a small one), as a stream that also carries its bytes: a caller
+ * that answers HTTP sends them as they are (wholeBytes), with no stream between them and the socket.
+ */
+export function wholeStream(bytes: Buffer): Readable {
+  return Object.assign(Readable.from([bytes]), { [WHOLE]: bytes });
+}
+
+/** The bytes of a stream made by wholeStream and not read yet; undefined for any other stream. */
+export function wholeBytes(stream: Readable): Buffer | undefined {
+  return stream.readableDidRead ? undefined : (stream as Readable & { [WHOLE]?: Buffer })[WHOLE];
+}
 
 export interface PutResult {
   /** Bytes written. */
