@@ -16,7 +16,7 @@ import type { HostResolver, TenantRef, WorkerTarget } from '../../shared/tenancy
 import { quotedSchema } from '../../shared/tenancy/schema.ts';
 import { blobKey } from '../../shared/workers/deploy.ts';
 import { plan, planWithoutBuild, type Manifest, type ServePlan } from '../../shared/workers/serving.ts';
-import type { ObjectStore } from '../../shared/storage/objstore/types.ts';
+import { wholeBytes, type ObjectStore } from '../../shared/storage/objstore/types.ts';
 import { requestHost } from './tenancy.ts';
 
 /** Manifests kept (by build: they never change). */
@@ -143,9 +143,12 @@ export function staticSites(deps: StaticSitesDeps): (req: IncomingMessage, res: 
       res.writeHead(decided.status, decided.headers);
       return pipeline(stream, res);
     }
-    const chunks: Buffer[] = [];
-    for await (const chunk of stream) chunks.push(chunk as Buffer);
-    const data = Buffer.concat(chunks);
+    let data = wholeBytes(stream); // the filesystem store's small files come read whole
+    if (!data) {
+      const chunks: Buffer[] = [];
+      for await (const chunk of stream) chunks.push(chunk as Buffer);
+      data = Buffer.concat(chunks);
+    }
     bytes.set(`${schema}/${key}`, data, data.length);
     res.writeHead(decided.status, decided.headers).end(data);
   };
