@@ -42,7 +42,7 @@ async function bearer(ctx: AppContext, def: RouteDef, settings: TokenSettings, h
     ctx.state.actor = auth.actor;
     ctx.state.ability = auth.ability;
     ctx.state.recheck = async () => void (await authenticateAccess(ctx.state.reads(), settings, match[1]!, ctx.state.tenant, users));
-    ctx.state.expires = tokenExpiry(match[1]);
+    ctx.state.expires = tokenExpiry(settings, match[1]);
   } catch (err) {
     // A stale or foreign token on a public route (logging in again, say) is ignored.
     if (def.auth === 'public' && err instanceof DomainError && err.status === 401) return;
