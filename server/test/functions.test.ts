@@ -7,7 +7,7 @@ import { startServer, type ServerHandle } from '../main.ts';
 import { createTestSite, type TestSite } from '../../shared/testing/sites.ts';
 import { request, startTestServer, statementCounter, type TestServer } from './helpers.ts';
 import { seedCrm } from './crm.ts';
-import { seedSiteUser, siteToken, twoSitesWithUsers } from './site-users.ts';
+import { SITE_PASSWORD, seedSiteUser, siteToken, twoSitesWithUsers } from './site-users.ts';
 
 let s: TestServer;
 let a: TestSite;
@@ -135,6 +135,17 @@ test.serial('the SDK calls the API as the invoking user', async (t) => {
   t.is(made.status, 201, made.text);
   t.like((await onA('POST', `${F}whoami/invoke/`, {})).body, { status: 'succeeded', result: { me: 'boss', users: 200 } });
   t.like((await onA('POST', `${F}whoami/invoke/`, {}, tok.pleb)).body, { status: 'succeeded', result: { me: 'pleb', users: 403 } }, 'pleb may not list users, nor may its function');
+  // The SDK's token of a user serves that user's next runs only while its generation holds: after a
+  // password change (the user's earlier tokens refused) a run signs a new one.
+  await seedSiteUser(s, a, 'sdk-user');
+  const first = await siteToken(s, a, 'sdk-user');
+  t.like((await onA('POST', `${F}whoami/invoke/`, {}, first)).body, { status: 'succeeded', result: { me: 'sdk-user', users: 403 } });
+  const changed = await onA('POST', '/api/profile/change-password/', { old_password: SITE_PASSWORD, new_password: 'Another-pass-word-2' }, first);
+  t.is(changed.status, 200, changed.text);
+  t.is((await onA('GET', '/api/profile/', undefined, first)).status, 401, 'the tokens from before the change are refused');
+  const login = await s.api('POST', '/api/auth/jwt/token/', { host: a.domain, body: { username: 'sdk-user', password: 'Another-pass-word-2' } });
+  t.is(login.status, 200, login.text);
+  t.like((await onA('POST', `${F}whoami/invoke/`, {}, login.body.access)).body, { status: 'succeeded', result: { me: 'sdk-user', users: 403 } });
 });
 
 test.serial('environment from secrets: resolved at run time, the app\'s own first, never in logs or errors', async (t) => {

@@ -5,7 +5,7 @@ import { siteEmOf } from '../../shared/db/clusters.ts';
 import { createTestSite, type TestSite } from '../../shared/testing/sites.ts';
 import type { TestServer } from './helpers.ts';
 
-const SITE_PASSWORD = 'Site-pass-word-1';
+export const SITE_PASSWORD = 'Site-pass-word-1';
 
 export interface SeedOptions {
   /** Site staff (administers the site). */
