@@ -36,6 +36,7 @@ const JSON_SCHEMA = {
     { name: 'day', type: 'date' },
     { name: 'o', type: 'object' },
     { name: 'ym', type: 'yearmonth' },
+    { name: 'u', type: 'string', format: 'uuid' },
   ],
 } as TableSchema;
 
@@ -92,7 +93,7 @@ for (const p of PROVIDERS) {
 test.serial('flat records written as JSON by PostgreSQL (get, list, create) equal the records as Node writes them (populate=* takes that path)', async (t) => {
   const D = '/api/apps/crm/datatables/types_json/data/';
   const rows = [
-    { clock: '13:45:00+02:00', n: 'INF', i: 5, b: true, g: '90, 45', ga: [-122.4, 37.78], y: 2026, dt: '2026-02-27T09:15:00.123456Z', s: 'quote " backslash \\ é ✓', day: '2026-01-31', o: { b: [1, { c: null }], a: 'x' }, ym: '2026-02' },
+    { clock: '13:45:00+02:00', n: 'INF', i: 5, b: true, g: '90, 45', ga: [-122.4, 37.78], y: 2026, dt: '2026-02-27T09:15:00.123456Z', s: 'quote " backslash \\ é ✓', day: '2026-01-31', o: { b: [1, { c: null }], a: 'x' }, ym: '2026-02', u: '6f1c2a3e-9b4d-4c1e-8f2a-0d3b5e7c9a1f' },
     { n: '-INF', i: -9007199254740991, b: false, dt: '1999-12-31T23:59:59Z', s: '' },
     { n: 1e-7, i: 7, dt: '2026-06-01T00:00:00+05:30' },
     { i: 8 },
@@ -112,10 +113,10 @@ test.serial('flat records written as JSON by PostgreSQL (get, list, create) equa
   t.deepEqual([...created.body.data].sort((x, y) => y.i - x.i), fast.body.data);
   t.is(fast.body.data.length, rows.length);
   const [eight, seven, five, min] = fast.body.data;
-  t.like(five, { n: 'INF', dt: '2026-02-27T09:15:00.123Z', s: rows[0]!.s, o: rows[0]!.o, clock: '11:45:00', day: '2026-01-31' });
+  t.like(five, { n: 'INF', dt: '2026-02-27T09:15:00.123Z', s: rows[0]!.s, o: rows[0]!.o, clock: '11:45:00', day: '2026-01-31', b: true, u: rows[0]!.u });
   t.like(min, { n: '-INF', i: -9007199254740991, clock: null });
   t.like(seven, { n: 1e-7, dt: '2026-05-31T18:30:00.000Z' });
-  t.like(eight, { i: 8, n: null, dt: null, o: null });
+  t.like(eight, { i: 8, n: null, dt: null, o: null, b: null, u: null });
   for (const [i, record] of fast.body.data.entries()) {
     const one = await onA('GET', `${D}${encodeURIComponent(record.id)}/`);
     const populated = await onA('GET', `${D}${encodeURIComponent(record.id)}/?populate=*`);

@@ -135,9 +135,14 @@ function jsonRecordSql(columns: Map<string, ColumnInfo>): string | undefined {
   const parts: string[] = [];
   for (const [name, { pgType, sql }] of columns) {
     if (pgType === 'interval') return undefined; // XSD durations are written by field-types.ts
+    // A type whose text is its JSON (integers, booleans, jsonb) or needs only quotes (a uuid, the
+    // timestamp's fixed form) is written without to_json, which looks up how to write the type on
+    // every value (the bench's row of 7 fields: 4.6 → 3.6 µs); text, floats, dates and times go through it.
     const value =
-      pgType === 'timestamptz' ? `to_json(to_char(${sql} AT TIME ZONE 'UTC', ${JS_ISO}))::text`
+      pgType === 'timestamptz' ? `'"' || to_char(${sql} AT TIME ZONE 'UTC', ${JS_ISO}) || '"'`
       : pgType === 'double precision' ? `CASE ${sql} WHEN 'Infinity' THEN '"INF"' WHEN '-Infinity' THEN '"-INF"' ELSE to_json(${sql})::text END`
+      : pgType === 'bigint' || pgType === 'integer' || pgType === 'boolean' || pgType === 'jsonb' ? `(${sql})::text`
+      : pgType === 'uuid' ? `'"' || (${sql})::text || '"'`
       : `to_json(${sql})::text`;
     parts.push(`${quoteLiteral(`${parts.length ? ',' : ''}${JSON.stringify(name)}:`)} || coalesce(${value}, 'null')`);
   }
