@@ -6,7 +6,6 @@ import test from 'ava';
 import type { TestSite } from '../../shared/testing/sites.ts';
 import { adminsWrite, createTables, fixture, fixtureRows, seedCrm, type Row } from './crm.ts';
 import { startTestServer, statementCounter, type TestServer } from './helpers.ts';
-import type { BoundConnection } from '../../shared/db/driver.ts';
 import { twoSitesWithUsers } from './site-users.ts';
 
 let s: TestServer;
@@ -138,24 +137,28 @@ test.serial('count modes: _count=exact|planned|none or Prefer: count=…; the sa
 });
 
 test.serial('one round trip: a warm get or list (exact total) sends one statement; a change to the table reloads it once', async (t) => {
-  const connection = s.handle.db.orm.em.getConnection() as BoundConnection;
-  const sent = async (path: string) => {
-    const before = connection.statements;
+  const counter = statementCounter(s);
+  const get = async (path: string) => {
     const res = await onA('GET', path, undefined, 'pleb');
     t.is(res.status, 200, res.text);
-    return connection.statements - before;
   };
-  const list = `${C}?industry=software&_sort=-employees&page_size=5`;
-  await sent(`${C}1/`); // warms the user and the table
-  t.is(await sent(`${C}1/`), 1, 'get');
-  t.is(await sent(list), 1, 'list with its exact total');
-  t.is(await sent(`${list}&_count=none`), 1, 'list without a count');
-  // A change to the site's tables (here: a description) drops the cached definition in every process.
-  t.is((await onA('PATCH', '/api/apps/crm/datatables/companies/', { description: 'changed' })).status, 200);
-  let cold = 0;
-  for (let i = 0; i < 40 && (cold = await sent(`${C}1/`)) === 1; i++) await new Promise((r) => setTimeout(r, 25));
-  t.true(cold > 1, 'the definition was read again after the change');
-  t.is(await sent(`${C}1/`), 1, 'and is cached again');
+  // Warm: the fewest of three runs (a background job's statement may fall in one run's window).
+  const sent = async (path: string) => (await counter.fewest(() => get(path))).statements;
+  try {
+    const list = `${C}?industry=software&_sort=-employees&page_size=5`;
+    await get(`${C}1/`); // warms the user and the table
+    t.is(await sent(`${C}1/`), 1, 'get');
+    t.is(await sent(list), 1, 'list with its exact total');
+    t.is(await sent(`${list}&_count=none`), 1, 'list without a count');
+    // A change to the site's tables (here: a description) drops the cached definition in every process.
+    t.is((await onA('PATCH', '/api/apps/crm/datatables/companies/', { description: 'changed' })).status, 200);
+    let cold = 0;
+    for (let i = 0; i < 40 && (cold = (await counter.counted(() => get(`${C}1/`))).statements) === 1; i++) await new Promise((r) => setTimeout(r, 25));
+    t.true(cold > 1, 'the definition was read again after the change');
+    t.is(await sent(`${C}1/`), 1, 'and is cached again');
+  } finally {
+    counter.restore();
+  }
 });
 
 test.serial('issue 33: a warm single-record create, update and delete by id each send one statement, outside any transaction', async (t) => {
