@@ -9,6 +9,7 @@
 // Koa application: a request whose host, manifest, answer and bytes are all cached is answered
 // synchronously (docs/benchmarks.md "Frontend workers": the throughput against nginx).
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { buffer } from 'node:stream/consumers';
 import { pipeline } from 'node:stream/promises';
 import type { Logger } from '../../shared/common/logger.ts';
 import { isDatabaseUnavailable } from '../../shared/db/errors.ts';
@@ -143,12 +144,7 @@ export function staticSites(deps: StaticSitesDeps): (req: IncomingMessage, res: 
       res.writeHead(decided.status, decided.headers);
       return pipeline(stream, res);
     }
-    let data = wholeBytes(stream); // the filesystem store's small files come read whole
-    if (!data) {
-      const chunks: Buffer[] = [];
-      for await (const chunk of stream) chunks.push(chunk as Buffer);
-      data = Buffer.concat(chunks);
-    }
+    const data = wholeBytes(stream) ?? (await buffer(stream)); // the filesystem store's small files come read whole
     bytes.set(`${schema}/${key}`, data, data.length);
     res.writeHead(decided.status, decided.headers).end(data);
   };
