@@ -186,7 +186,7 @@ export async function openObject(em: EntityManager, store: ObjectStore, b: Bucke
   let row = o;
   for (let attempt = 0; ; attempt++) {
     try {
-      return { row, stream: await store.site(b.schema).get(row.blob_key, range) };
+      return { row, stream: await store.site(b.schema).get(row.blob_key, range, Number(row.size)) };
     } catch (err) {
       if (!(err instanceof BlobNotFound) || attempt >= 2) throw err instanceof BlobNotFound ? new StorageFailure(`The bytes of object "${o.path}" are missing from storage.`) : err;
       const again = await findObject(em, b, o.path);

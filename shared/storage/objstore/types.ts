@@ -70,9 +70,11 @@ export interface SiteStore {
   /**
    * The bytes under `key` (or a range of them); rejects with BlobNotFound when absent. A range's
    * end past the last byte is clamped to it (as HTTP does); a start past it rejects with
-   * InvalidRange (the route answers 416 from the object's size before it gets here).
+   * InvalidRange (the route answers 416 from the object's size before it gets here). `size`: the
+   * blob's size as its record gives it, when known (the filesystem then reads a small blob without
+   * asking for the file's; a file of another size is read as it is).
    */
-  get(key: string, range?: ByteRange): Promise<Readable>;
+  get(key: string, range?: ByteRange, size?: number): Promise<Readable>;
   stat(key: string): Promise<BlobStat | null>;
   /** A server-side copy (no bytes through this process where the store can avoid it). */
   copy(from: string, to: string): Promise<void>;
