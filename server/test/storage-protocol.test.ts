@@ -6,6 +6,7 @@
 // publish or a removal that never happened (the store's method failing, which the protocol
 // treats like a crash: the sweep takes over).
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { Readable } from 'node:stream';
@@ -178,4 +179,45 @@ test.serial('a reader during overwrites gets the old or the new bytes, whole —
   const now = await state();
   t.deepEqual(now.placed, now.held, 'each replaced blob removed, the last one in place');
   t.is(now.journal, 0);
+});
+
+test.serial('a refused or failed upload leaves nothing: a type not allowed, a declared or streamed size over the limit, a store failing before it reads the body', async (t) => {
+  const strict = '/api/apps/crm/storage/buckets/strict/objects/';
+  const made = await s.api('POST', '/api/apps/crm/storage/buckets/', { host: a.domain, token: tok.adminA, body: { name: 'strict', app_category: 'attachments', allowed_mime_types: ['image/png'], file_size_limit: 2000 } });
+  t.is(made.status, 201, made.text);
+  const before = await state();
+  const png = Buffer.concat([Buffer.from('89504e470d0a1a0a0000000d49484452', 'hex'), Buffer.alloc(400, 1)]);
+  const upload = (key: string, data: Buffer) => s.api('PUT', `${strict}${key}`, { host: a.domain, token: tok.adminA, raw: data, headers: { 'Content-Type': 'application/octet-stream' } });
+  const text = await upload('refused/text.txt', Buffer.from('plain text, not a picture'));
+  t.is(text.status, 400, text.text);
+  t.regex(text.body.message, /not allowed/);
+  const declared = await upload('refused/large.png', Buffer.concat([png, Buffer.alloc(3000)]));
+  t.is(declared.status, 400, declared.text);
+  t.regex(declared.body.message, /exceeds the limit of 2000 bytes/);
+  // No Content-Length: the size is found over the limit while the bytes stream into the staged file.
+  const streamed = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+    const req = http.request(new URL(`${strict}refused/streamed.png`, s.url), { method: 'PUT', headers: { Host: a.domain, Authorization: `Bearer ${tok.adminA}`, 'Content-Type': 'image/png', 'Transfer-Encoding': 'chunked' } }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: body }));
+    });
+    req.on('error', reject);
+    req.write(png);
+    setTimeout(() => req.end(Buffer.alloc(3000)), 50);
+  });
+  t.is(streamed.status, 400, streamed.text);
+  t.regex(streamed.text, /exceeds the limit of 2000 bytes/);
+  // The store fails before it reads a byte of the body (a full disk when the file is made).
+  const p = Object.getPrototypeOf(site()) as { stage: (...args: unknown[]) => Promise<unknown> };
+  const stage = p.stage;
+  p.stage = async () => {
+    throw new Error('no space left on the device');
+  };
+  try {
+    t.is((await upload('failed/store.png', png)).status, 500);
+  } finally {
+    p.stage = stage;
+  }
+  t.deepEqual(await state(), before, 'no staged file, no blob, no row, no journal entry');
+  t.is((await upload('accepted/ok.png', png)).status, 201, 'the next upload is stored');
 });
