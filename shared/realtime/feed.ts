@@ -164,15 +164,14 @@ class Subscriber {
   async deliver(changes: LoggedChange[], shared?: Map<string, Promise<boolean[]>>): Promise<void> {
     const first = changes.findIndex((c) => c.pos > this.pos);
     if (first < 0) return;
-    await turn();
+    await laterTurn(); // each delivery in turns of its own (laterTurn)
     let decided = shared?.get(this.spec.principal);
     if (!decided) {
       decided = decideAll(this.spec.readable, shared ? changes : changes.slice(first));
       shared?.set(this.spec.principal, decided);
     }
     const allowed = await decided;
-    // Those waiting on one decision all resume together: each takes a turn again.
-    await turn();
+    await laterTurn();
     if (this.closed) return;
     const { test, events, keyOf } = this.spec;
     const present = this.spec.present ?? ((r: RecordRow) => r);
@@ -276,7 +275,7 @@ async function decideAll(readable: SubscriberSpec['readable'], changes: LoggedCh
 /** How long deliveries may run before the event loop serves something else (other requests, other sites). */
 const TURN_MS = 5;
 let turnStarted = performance.now();
-/** Deliveries waiting for a turn, in order; one is let go per turn of the event loop. */
+/** Deliveries waiting for a turn, in order (letGo). */
 const waiting: (() => void)[] = [];
 let scheduled = false;
 
@@ -287,20 +286,43 @@ function nextTurn(): void {
   setImmediate(() => {
     scheduled = false;
     turnStarted = performance.now();
-    waiting.shift()?.();
-    if (waiting.length) nextTurn();
+    letGo();
   });
 }
 
 /**
- * Resolves at once while deliveries have run less than TURN_MS since the event loop last served
- * I/O and none is waiting; else in a later turn of the loop, one delivery per turn, in order.
- * Every subscriber's delivery starts here: a batch fanned out to thousands of subscribers (each a
- * chain of promises, which would otherwise all run before any I/O) holds the loop for about one
- * delivery at a time, whichever site it belongs to.
+ * Lets the first waiting delivery go; once it has run up to where it waits again (its
+ * continuation is the microtask queued first), the next one while the turn has run less than
+ * TURN_MS, else the rest in later turns.
+ */
+function letGo(): void {
+  waiting.shift()?.();
+  queueMicrotask(() => {
+    if (!waiting.length) return;
+    if (performance.now() - turnStarted < TURN_MS) letGo();
+    else nextTurn();
+  });
+}
+
+/**
+ * Resolves at once while the work of this turn has run less than TURN_MS since the event loop
+ * last served I/O and none is waiting; else in a later turn (laterTurn). For a chain of work that
+ * goes on (decideAll's slices).
  */
 function turn(): Promise<void> | undefined {
   if (!waiting.length && performance.now() - turnStarted < TURN_MS) return undefined;
+  return laterTurn();
+}
+
+/**
+ * A later turn of the loop, in order: waiting deliveries are let go one after the other, each once
+ * the one before has run, while the turn lasts (letGo). Every subscriber's delivery starts in one,
+ * and goes on in another once its records are decided: a batch fans out to thousands of
+ * subscribers at once (chains of promises that all start, or all resume from one shared decision,
+ * before any has done its work: the time of the turn could not tell when each asked), and the loop
+ * is held for about TURN_MS and one delivery at a time, whichever site it belongs to.
+ */
+function laterTurn(): Promise<void> {
   return new Promise((resolve) => {
     waiting.push(resolve);
     nextTurn();
