@@ -112,7 +112,8 @@ export function typeSchema(f: Pick<Field, 'type' | 'format'>): Record<string, un
 
 // A field's values in a schema itself (`default`, `enum`, `minimum`…): checked against the type's
 // JSON Schema, compiled once per type and format (the table's DDL writes them as typed literals).
-const values = new Ajv({ strict: false, formats: FORMATS });
+// The type schemas are this file's own: not checked against the meta-schema (record-validator.ts).
+const values = new Ajv({ strict: false, validateSchema: false, formats: FORMATS });
 const valueChecks = new Map<string, ValidateFunction>();
 
 /** Why a value written in a schema is not a value of the field's type, or undefined (null is no value: always fine). */
