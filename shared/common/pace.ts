@@ -1,7 +1,7 @@
 // Long loops over one request's input (a bulk write's 10,000 records) give the event loop back
-// while they run: other requests, of every site, are served in between (docs/architecture.md
-// "Fairness"). The change feed has its own scheduler (realtime/feed.ts turns): many deliveries
-// take turns there, in order.
+// while they run: other requests, of every site, are served in between. The change feed has its
+// own scheduler (realtime/feed.ts turns; docs/realtime.md "Fairness"): many deliveries take
+// turns there, in order.
 
 /** How long such a loop may run before it lets the event loop serve something else. */
 export const PACE_MS = 5;
