@@ -29,11 +29,15 @@ test.after.always(async () => {
 test('a statement that cannot get a pooled connection within DATABASE_ACQUIRE_TIMEOUT_MS fails as the database unavailable, while the holder still runs', async (t) => {
   const o = await orm({ poolMax: 1, limits: { acquireTimeoutMs: 300 } });
   let held = false;
+  let inside!: () => void;
+  const holding = new Promise<void>((resolve) => (inside = resolve));
   const holder = o.em.fork().transactional(async (tx) => {
+    await tx.execute('SELECT 1'); // the pool's one connection is the holder's from here (a fixed sleep lost the race under load once)
+    inside();
     await tx.execute('SELECT pg_sleep(1.5)');
     held = true;
   });
-  await sleep(100);
+  await holding;
   const err = await t.throwsAsync(o.em.fork().execute('SELECT 1'));
   t.false(held, 'it waited for the holder');
   t.true(isDatabaseUnavailable(err));
