@@ -179,7 +179,7 @@ class FilesystemSiteStore implements SiteStore {
     if (!handle) throw new BlobNotFound(key);
     try {
       if (!range && size !== undefined && size <= WHOLE_READ_BYTES) {
-        // The size the record gives, read without asking the file's (one trip to the thread pool, not three).
+        // The size the record gives: after the open one trip to the thread pool, not three (no fstat; the close not waited for).
         const bytes = await readExactly(handle, size);
         if (bytes) {
           handle.close().catch(() => undefined);
@@ -370,7 +370,7 @@ async function readWhole(handle: FileHandle, size: number): Promise<Buffer> {
 
 /**
  * The file's bytes if it has exactly `size` of them (one read of `size` + 1: a regular file reads
- * short only at its end), else undefined. A directory is BlobNotFound, as `get` answers.
+ * short only at its end), else undefined (a directory too: `get` then finds it is no file).
  */
 async function readExactly(handle: FileHandle, size: number): Promise<Buffer | undefined> {
   const buffer = Buffer.allocUnsafe(size + 1);
