@@ -4,17 +4,17 @@
 // turns there, in order.
 
 /** How long such a loop may run before it lets the event loop serve something else. */
-export const PACE_MS = 5;
+const PACE_MS = 5;
 
 /**
  * A pacer for one loop: call it after each step; it answers a promise to await (a turn of the
  * event loop: I/O is served first) once the loop has run PACE_MS since it last waited, else
  * undefined (go on at once).
  */
-export function pacer(ms = PACE_MS): () => Promise<void> | undefined {
+export function pacer(): () => Promise<void> | undefined {
   let since = performance.now();
   return () => {
-    if (performance.now() - since < ms) return undefined;
+    if (performance.now() - since < PACE_MS) return undefined;
     return new Promise<void>((resolve) =>
       setImmediate(() => {
         since = performance.now();

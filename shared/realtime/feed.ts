@@ -164,7 +164,7 @@ class Subscriber {
   async deliver(changes: LoggedChange[], shared?: Map<string, Promise<boolean[]>>): Promise<void> {
     const first = changes.findIndex((c) => c.pos > this.pos);
     if (first < 0) return;
-    await laterTurn(); // each delivery in turns of its own (laterTurn)
+    await laterTurn(); // never at once: the deliveries of a batch all start together
     let decided = shared?.get(this.spec.principal);
     if (!decided) {
       decided = decideAll(this.spec.readable, shared ? changes : changes.slice(first));

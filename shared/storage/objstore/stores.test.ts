@@ -141,7 +141,6 @@ each('a small blob read whole hands its bytes over (filesystem) while its stream
   t.is(wholeBytes(await site.get(key, { start: 0, end: 9 })), undefined);
 });
 
-
 each('get with the size the record gives: the blob whole; a size that is not the file\'s still reads the file as it is', async (t, store, backend) => {
   const { schema, bucket } = fresh();
   const site = store.site(schema);
@@ -159,6 +158,7 @@ each('get with the size the record gives: the blob whole; a size that is not the
     await t.throwsAsync(site.get(`${bucket}/dir`, undefined, 10), { instanceOf: BlobNotFound });
   }
 });
+
 each('putMany writes many small blobs, each readable whole; an existing key is replaced', async (t, store) => {
   const { schema, bucket } = fresh();
   const site = store.site(schema);
